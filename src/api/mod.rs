@@ -1,0 +1,18 @@
+//! The object model: metadata, the resource traits, dynamic objects, lists, watch events,
+//! the `Status` error body and label selectors.
+
+mod dynamic;
+mod list;
+mod meta;
+mod resource;
+mod selector;
+mod status;
+mod watch_event;
+
+pub use dynamic::DynamicObject;
+pub use list::ObjectList;
+pub use meta::{ListMeta, ObjectMeta, OwnerReference};
+pub use resource::{ApiResource, Object, Resource};
+pub use selector::{LabelSelector, Requirement};
+pub use status::{Status, StatusCause, StatusDetails};
+pub use watch_event::{Bookmark, WatchEvent, INITIAL_EVENTS_END_ANNOTATION};

@@ -1,0 +1,130 @@
+//! Where a kind lives in the API, and how the library reaches an object's metadata.
+//!
+//! Two traits, so that one generic cache serves both kinds of types:
+//! - [`Object`]: anything decoded from the API that has an [`ObjectMeta`]. The cache, the FIFO
+//!   and the handlers need only this.
+//! - [`Resource`]: an `Object` whose place in the API (group, version, kind, plural, scope) is
+//!   known at compile time. [`DynamicObject`](super::DynamicObject) is an `Object` only: its place
+//!   comes at run time as an [`ApiResource`].
+
+use serde::de::DeserializeOwned;
+
+use super::meta::ObjectMeta;
+
+/// An API object the library can decode and cache: it has metadata.
+pub trait Object: DeserializeOwned + Send + Sync + 'static {
+    /// The object's metadata.
+    fn metadata(&self) -> &ObjectMeta;
+    /// The object's metadata, mutably (for transforms such as stripping managed fields).
+    fn metadata_mut(&mut self) -> &mut ObjectMeta;
+}
+
+/// An [`Object`] whose place in the API is fixed at compile time.
+///
+/// Implement it for your own `#[derive(Deserialize)]` type, declaring only the fields you read;
+/// the rest of each object is skipped while decoding and never stored:
+///
+/// ```
+/// use kube_informer::api::{Object, ObjectMeta, Resource};
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize)]
+/// struct Pod {
+///     metadata: ObjectMeta,
+///     #[serde(default)]
+///     status: PodStatus,
+/// }
+///
+/// #[derive(Deserialize, Default)]
+/// struct PodStatus {
+///     phase: Option<String>,
+/// }
+///
+/// impl Object for Pod {
+///     fn metadata(&self) -> &ObjectMeta { &self.metadata }
+///     fn metadata_mut(&mut self) -> &mut ObjectMeta { &mut self.metadata }
+/// }
+///
+/// impl Resource for Pod {
+///     const GROUP: &'static str = "";
+///     const VERSION: &'static str = "v1";
+///     const KIND: &'static str = "Pod";
+///     const PLURAL: &'static str = "pods";
+///     const NAMESPACED: bool = true;
+/// }
+///
+/// assert_eq!(kube_informer::api::ApiResource::of::<Pod>().url_path(Some("lab")),
+///            "/api/v1/namespaces/lab/pods");
+/// ```
+pub trait Resource: Object {
+    /// API group; `""` for the core group (`/api/v1`).
+    const GROUP: &'static str;
+    /// API version within the group, e.g. `v1`.
+    const VERSION: &'static str;
+    /// Kind, e.g. `Pod`.
+    const KIND: &'static str;
+    /// Plural resource name used in URLs, e.g. `pods`.
+    const PLURAL: &'static str;
+    /// True when objects live in namespaces.
+    const NAMESPACED: bool;
+}
+
+/// The place of a resource in the API, known at run time (custom resources, discovery).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ApiResource {
+    /// API group; `""` for the core group.
+    pub group: String,
+    /// Version within the group.
+    pub version: String,
+    /// Kind of the objects.
+    pub kind: String,
+    /// Plural name used in URLs.
+    pub plural: String,
+    /// True when objects live in namespaces.
+    pub namespaced: bool,
+}
+
+impl ApiResource {
+    /// Describes a resource by its parts.
+    pub fn new(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
+        ApiResource {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced,
+        }
+    }
+
+    /// The place of a compile-time [`Resource`].
+    pub fn of<K: Resource>() -> Self {
+        Self::new(K::GROUP, K::VERSION, K::KIND, K::PLURAL, K::NAMESPACED)
+    }
+
+    /// `apiVersion` as objects carry it: `v1` for the core group, `group/version` otherwise.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The collection path: `/api/v1/pods`, `/api/v1/namespaces/NS/pods`,
+    /// `/apis/GROUP/VERSION/namespaces/NS/PLURAL`. `namespace` is ignored for cluster-scoped
+    /// resources; `None` on a namespaced one means all namespaces.
+    pub fn url_path(&self, namespace: Option<&str>) -> String {
+        let mut path = if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        };
+        if let (true, Some(ns)) = (self.namespaced, namespace) {
+            path.push_str("/namespaces/");
+            path.push_str(ns);
+        }
+        path.push('/');
+        path.push_str(&self.plural);
+        path
+    }
+}

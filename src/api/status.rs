@@ -1,0 +1,90 @@
+//! `Status`: the body the API server sends with every failure, and inside watch ERROR events.
+//!
+//! Errors are decided by `code` and `reason` (`410`/`Expired` means "relist"), so both are
+//! typed; the human message is kept as sent.
+
+use serde::{Deserialize, Serialize};
+
+use super::meta::ListMeta;
+
+/// The API's error (or success) report, as in `status-*.json` captures.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// `"Success"` or `"Failure"`.
+    #[serde(default)]
+    pub status: String,
+    /// Human-readable explanation.
+    #[serde(default)]
+    pub message: String,
+    /// Machine-readable reason, e.g. `NotFound`, `Expired`, `Conflict`.
+    #[serde(default)]
+    pub reason: String,
+    /// Extra data about the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<StatusDetails>,
+    /// The HTTP status code this Status stands for (0 when the server left it out).
+    #[serde(default)]
+    pub code: u16,
+    /// List metadata; an expired continue token's Status carries a fresh `continue` here.
+    #[serde(default)]
+    pub metadata: ListMeta,
+}
+
+impl Status {
+    /// A failure Status with the given code, reason and message.
+    pub fn failure(code: u16, reason: &str, message: impl Into<String>) -> Status {
+        Status {
+            status: "Failure".into(),
+            message: message.into(),
+            reason: reason.into(),
+            details: None,
+            code,
+            metadata: ListMeta::default(),
+        }
+    }
+
+    /// True for 410 Gone / `Expired`: the resource version or continue token is too old.
+    pub fn is_gone(&self) -> bool {
+        self.code == 410 || self.reason == "Expired" || self.reason == "Gone"
+    }
+}
+
+/// `details` of a [`Status`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusDetails {
+    /// Name of the object concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// API group of the object concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Kind (or resource) of the object concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// UID of the object concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// Individual causes, e.g. each invalid field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<StatusCause>,
+    /// Seconds the client should wait before retrying.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u32>,
+}
+
+/// One cause inside [`StatusDetails`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCause {
+    /// Machine-readable cause, e.g. `FieldValueInvalid`.
+    #[serde(default)]
+    pub reason: String,
+    /// Human-readable description.
+    #[serde(default)]
+    pub message: String,
+    /// The field concerned, e.g. `spec.containers[0].image`.
+    #[serde(default)]
+    pub field: String,
+}

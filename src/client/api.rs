@@ -1,0 +1,342 @@
+//! `Api<K>`: the requests for one resource, in one namespace or across all of them.
+
+use std::collections::HashSet;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use serde::Serialize;
+use ureq::http::Method;
+
+use super::client::{describe, Client, SendBody};
+use super::params::{percent_encode, ListParams, Query, WatchParams};
+use super::watch::WatchStream;
+use crate::api::{ApiResource, Object, ObjectList, Resource};
+use crate::error::{Error, Result};
+
+/// Page size the pager uses when none is given (client-go's default).
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
+
+/// Margin added to a watch's `timeoutSeconds` before a silent connection counts as dead.
+pub const WATCH_READ_MARGIN: Duration = Duration::from_secs(30);
+
+/// Requests for the objects of one resource.
+///
+/// ```no_run
+/// # use kube_informer::{Api, Client, ClientConfig, ListParams, api::DynamicObject, api::ApiResource};
+/// # fn main() -> kube_informer::Result<()> {
+/// let client = Client::new(ClientConfig::new("https://127.0.0.1:6443"))?;
+/// let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+/// let api: Api<DynamicObject> = Api::namespaced_with(client, "lab", &pods);
+/// let all = api.list_all(&ListParams::default().labels("app=web"))?;
+/// println!("{} pods at resourceVersion {:?}", all.items.len(), all.metadata.resource_version);
+/// # Ok(()) }
+/// ```
+pub struct Api<K> {
+    client: Client,
+    resource: ApiResource,
+    namespace: Option<String>,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for Api<K> {
+    fn clone(&self) -> Self {
+        Api {
+            client: self.client.clone(),
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            _kind: PhantomData,
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for Api<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Api")
+            .field("resource", &self.resource)
+            .field("namespace", &self.namespace)
+            .finish()
+    }
+}
+
+impl<K: Resource> Api<K> {
+    /// All objects, across namespaces for a namespaced kind.
+    pub fn all(client: Client) -> Self {
+        Self::all_with(client, &ApiResource::of::<K>())
+    }
+
+    /// Objects of one namespace.
+    pub fn namespaced(client: Client, namespace: &str) -> Self {
+        Self::namespaced_with(client, namespace, &ApiResource::of::<K>())
+    }
+
+    /// Objects of the client's default namespace.
+    pub fn default_namespaced(client: Client) -> Self {
+        let ns = client.default_namespace().to_owned();
+        Self::namespaced(client, &ns)
+    }
+}
+
+impl<K: Object> Api<K> {
+    /// All objects of a resource known at run time.
+    pub fn all_with(client: Client, resource: &ApiResource) -> Self {
+        Api {
+            client,
+            resource: resource.clone(),
+            namespace: None,
+            _kind: PhantomData,
+        }
+    }
+
+    /// Objects of one namespace of a resource known at run time.
+    pub fn namespaced_with(client: Client, namespace: &str, resource: &ApiResource) -> Self {
+        Api {
+            client,
+            resource: resource.clone(),
+            namespace: resource.namespaced.then(|| namespace.to_owned()),
+            _kind: PhantomData,
+        }
+    }
+
+    /// The resource these requests are for.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// The namespace, or `None` for all namespaces / cluster-scoped.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn collection(&self) -> String {
+        self.resource.url_path(self.namespace.as_deref())
+    }
+
+    fn item(&self, name: &str) -> Result<String> {
+        if name.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "{}: an object name is required",
+                self.resource.plural
+            )));
+        }
+        if self.resource.namespaced && self.namespace.is_none() {
+            return Err(Error::InvalidInput(format!(
+                "{} {name:?}: a namespaced resource needs a namespace for this request",
+                self.resource.plural
+            )));
+        }
+        let mut path = self.collection();
+        path.push('/');
+        percent_encode(name, &mut path);
+        Ok(path)
+    }
+
+    /// Reads one object.
+    pub fn get(&self, name: &str) -> Result<K> {
+        self.client
+            .call_json(Method::GET, &self.item(name)?, None, "object")
+    }
+
+    /// Reads one page (or, without a limit, the whole list).
+    pub fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
+        let mut q = Query::default();
+        params.write_query(&mut q);
+        let path = format!("{}{}", self.collection(), q.finish());
+        self.client.call_json(Method::GET, &path, None, "list")
+    }
+
+    /// Pages of a list, `limit` (default 500) items at a time. See [`Pages`].
+    pub fn pages(&self, params: &ListParams) -> Pages<K> {
+        let mut params = params.clone();
+        params.limit.get_or_insert(DEFAULT_PAGE_SIZE);
+        Pages {
+            api: self.clone(),
+            params,
+            done: false,
+            restarted: false,
+        }
+    }
+
+    /// The whole list, read page by page, as one `ObjectList` whose metadata is the last
+    /// page's. An expired continue token restarts it as one full list (items are not mixed
+    /// from two snapshots).
+    pub fn list_all(&self, params: &ListParams) -> Result<ObjectList<K>> {
+        let mut items = Vec::new();
+        let mut last = None;
+        for page in self.pages(params) {
+            let page = page?;
+            if page.restarted {
+                items.clear();
+            }
+            let mut list = page.list;
+            if items.is_empty() {
+                let more = list.metadata.remaining_item_count.unwrap_or(0).max(0) as usize;
+                items.reserve(list.items.len() + more);
+            }
+            items.append(&mut list.items);
+            last = Some(list);
+        }
+        let mut list = last.expect("a pager yields at least one page or an error");
+        list.metadata.continue_token = None;
+        list.metadata.remaining_item_count = None;
+        list.items = items;
+        Ok(list)
+    }
+
+    /// The items of a paged list one by one. If a continue token expires part way, the rest
+    /// comes from one full list, skipping objects already yielded (by namespace/name).
+    pub fn list_items(&self, params: &ListParams) -> impl Iterator<Item = Result<K>> {
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut pages = self.pages(params);
+        let mut current = Vec::new().into_iter();
+        let mut failed = false;
+        std::iter::from_fn(move || loop {
+            if let Some(item) = current.next() {
+                let item: K = item;
+                if !seen.insert(item.metadata().key()) {
+                    continue;
+                }
+                return Some(Ok(item));
+            }
+            if failed {
+                return None;
+            }
+            match pages.next()? {
+                Ok(page) => current = page.list.items.into_iter(),
+                Err(e) => {
+                    failed = true;
+                    return Some(Err(e));
+                }
+            }
+        })
+    }
+
+    /// Starts a watch. Events come from the returned stream as they arrive.
+    pub fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>> {
+        let mut q = Query::default();
+        params.write_query(&mut q);
+        let path = format!("{}{}", self.collection(), q.finish());
+        let read_timeout = params
+            .timeout_seconds
+            .map(|s| Duration::from_secs(s.into()) + WATCH_READ_MARGIN);
+        let agent = self.client.watch_agent(read_timeout);
+        let res = self.client.send(&agent, Method::GET, &path, None)?;
+        let reader = res.into_body().into_reader();
+        Ok(WatchStream::new(
+            reader,
+            describe(&Method::GET, &path),
+            agent,
+        ))
+    }
+
+    fn write<B: Serialize + ?Sized>(
+        &self,
+        method: Method,
+        path: &str,
+        body: &B,
+        content_type: &str,
+    ) -> Result<K> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| Error::InvalidInput(format!("{method} {path}: encoding the body: {e}")))?;
+        let body = SendBody {
+            bytes: &bytes,
+            content_type,
+        };
+        self.client.call_json(method, path, Some(body), "object")
+    }
+
+    /// Creates an object (in this Api's namespace); returns it as stored.
+    pub fn create<B: Serialize + ?Sized>(&self, object: &B) -> Result<K> {
+        if self.resource.namespaced && self.namespace.is_none() {
+            return Err(Error::InvalidInput(format!(
+                "create {}: a namespaced resource needs a namespace",
+                self.resource.plural
+            )));
+        }
+        self.write(Method::POST, &self.collection(), object, "application/json")
+    }
+
+    /// Replaces an object; with a `metadata.resourceVersion` the write fails with 409 if the
+    /// object changed since.
+    pub fn replace<B: Serialize + ?Sized>(&self, name: &str, object: &B) -> Result<K> {
+        self.write(Method::PUT, &self.item(name)?, object, "application/json")
+    }
+
+    /// Applies a JSON merge patch (RFC 7386).
+    pub fn patch_merge<B: Serialize + ?Sized>(&self, name: &str, patch: &B) -> Result<K> {
+        self.write(
+            Method::PATCH,
+            &self.item(name)?,
+            patch,
+            "application/merge-patch+json",
+        )
+    }
+
+    /// Deletes an object.
+    pub fn delete(&self, name: &str) -> Result<()> {
+        let path = self.item(name)?;
+        let _: serde_json::Value = self
+            .client
+            .call_json(Method::DELETE, &path, None, "answer")?;
+        Ok(())
+    }
+}
+
+/// One page of a paged list.
+#[derive(Debug)]
+pub struct Page<K> {
+    /// The page.
+    pub list: ObjectList<K>,
+    /// True when the continue token expired and this page starts a full list over: drop
+    /// what earlier pages gave.
+    pub restarted: bool,
+}
+
+/// Iterator over the pages of a list; ends after the page with no continue token, or after
+/// the first error.
+///
+/// When a continue token has expired (410), it does what client-go's pager does: one request
+/// for the whole list without a limit, marked [`Page::restarted`].
+pub struct Pages<K> {
+    api: Api<K>,
+    params: ListParams,
+    done: bool,
+    restarted: bool,
+}
+
+impl<K: Object> Iterator for Pages<K> {
+    type Item = Result<Page<K>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.api.list(&self.params) {
+            Ok(list) => {
+                self.params.continue_token = list
+                    .metadata
+                    .continue_token
+                    .clone()
+                    .filter(|c| !c.is_empty());
+                self.done = self.params.continue_token.is_none();
+                let restarted = std::mem::take(&mut self.restarted);
+                Some(Ok(Page { list, restarted }))
+            }
+            Err(e) if e.is_gone() && self.params.continue_token.is_some() => {
+                log::debug!("{e}; restarting as one full list");
+                self.params.continue_token = None;
+                self.params.limit = None;
+                self.restarted = true;
+                self.next()
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

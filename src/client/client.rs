@@ -1,0 +1,338 @@
+//! `Client`: sends requests to one API server and turns every failure into an [`Error`].
+//!
+//! One ureq agent (with its connection pool) serves ordinary requests, each bounded by the
+//! request timeout. Watches get an agent of their own with no overall timeout, so a long
+//! watch is never cut by the request timeout and can be shut down from another thread
+//! (see [`WatchCanceller`](super::WatchCanceller)) without touching other requests.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use ureq::http::{self, Method};
+use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig, TlsProvider};
+use ureq::{Agent, Body};
+
+use super::auth::Auth;
+use super::config::ClientConfig;
+use super::rate_limit::RateLimiter;
+use crate::api::Status;
+use crate::error::{Error, Result};
+
+/// Largest error body read to find a `Status` in it.
+const MAX_ERROR_BODY: u64 = 1 << 20;
+
+/// A handle to one API server. Cheap to clone; clones share connections and the rate limit.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    base: String,
+    agent: Agent,
+    agent_settings: AgentSettings,
+    auth: Auth,
+    limiter: Option<RateLimiter>,
+    max_retries: u32,
+    max_retry_after: Duration,
+    default_namespace: String,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.inner.base)
+            .field("auth", &self.inner.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every agent of a client shares.
+struct AgentSettings {
+    tls: TlsConfig,
+    user_agent: String,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+}
+
+impl AgentSettings {
+    /// An agent for ordinary requests (bounded by the request timeout) or for one watch (no
+    /// overall bound; the response headers must still come within the request timeout).
+    fn agent(&self, watch: bool, read_timeout: Option<Duration>) -> Agent {
+        let b = Agent::config_builder()
+            .http_status_as_error(false)
+            .tls_config(self.tls.clone())
+            .user_agent(self.user_agent.as_str())
+            .timeout_connect(Some(self.connect_timeout))
+            .max_redirects(0);
+        let b = if watch {
+            b.timeout_global(None)
+                .timeout_recv_response(Some(self.request_timeout))
+                .timeout_per_read(read_timeout)
+        } else {
+            b.timeout_global(Some(self.request_timeout))
+        };
+        Agent::new_with_config(b.build())
+    }
+}
+
+/// A request body and its content type.
+pub(crate) struct SendBody<'a> {
+    pub bytes: &'a [u8],
+    pub content_type: &'a str,
+}
+
+impl Client {
+    /// A client for the server described by `config`.
+    pub fn new(config: ClientConfig) -> Result<Client> {
+        let base = config.server.trim_end_matches('/').to_owned();
+        if !(base.starts_with("https://") || base.starts_with("http://")) {
+            return Err(Error::Config(format!(
+                "server {:?} must be an http:// or https:// URL",
+                config.server
+            )));
+        }
+        let agent_settings = AgentSettings {
+            tls: tls_config(&config)?,
+            user_agent: config.user_agent.clone(),
+            connect_timeout: config.connect_timeout,
+            request_timeout: config.request_timeout,
+        };
+        let limiter = (config.qps > 0.0).then(|| RateLimiter::new(config.qps.into(), config.burst));
+        Ok(Client {
+            inner: Arc::new(Inner {
+                base,
+                agent: agent_settings.agent(false, None),
+                agent_settings,
+                auth: config.auth,
+                limiter,
+                max_retries: config.max_retries,
+                max_retry_after: config.max_retry_after,
+                default_namespace: config.default_namespace,
+            }),
+        })
+    }
+
+    /// The namespace used when a namespaced request names none.
+    pub fn default_namespace(&self) -> &str {
+        &self.inner.default_namespace
+    }
+
+    /// The server's base URL.
+    pub fn server(&self) -> &str {
+        &self.inner.base
+    }
+
+    /// Sends a request for any path (with its query) and decodes the JSON answer.
+    ///
+    /// This is the escape hatch for calls [`Api`](super::Api) does not wrap:
+    /// `client.request_json::<serde_json::Value>(Method::GET, "/version", None)`.
+    pub fn request_json<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<T> {
+        let bytes = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
+        let send = bytes.as_deref().map(|bytes| SendBody {
+            bytes,
+            content_type: "application/json",
+        });
+        self.call_json(method, path_and_query, send, "response")
+    }
+
+    /// Sends a request and decodes a 2xx answer's body as `T`.
+    pub(crate) fn call_json<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Option<SendBody<'_>>,
+        what: &str,
+    ) -> Result<T> {
+        let request = describe(&method, path_and_query);
+        let res = self.send(&self.inner.agent, method, path_and_query, body)?;
+        let bytes = res
+            .into_body()
+            .into_with_config()
+            .limit(u64::MAX)
+            .read_to_vec()
+            .map_err(|source| Error::Transport {
+                request: request.clone(),
+                source,
+            })?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::Decode {
+            request,
+            message: format!("decoding the {what}: {e}"),
+        })
+    }
+
+    /// A fresh agent for one watch: no overall timeout, an optional per-read timeout.
+    pub(crate) fn watch_agent(&self, read_timeout: Option<Duration>) -> Agent {
+        self.inner.agent_settings.agent(true, read_timeout)
+    }
+
+    /// Sends one request on `agent`, retrying 429/5xx answers that carry `Retry-After` and
+    /// retrying once after a 401 when the credential can be refreshed. Returns a 2xx response
+    /// with its body unread; every other answer becomes [`Error::Api`].
+    pub(crate) fn send(
+        &self,
+        agent: &Agent,
+        method: Method,
+        path_and_query: &str,
+        body: Option<SendBody<'_>>,
+    ) -> Result<http::Response<Body>> {
+        let request = describe(&method, path_and_query);
+        let uri = format!("{}{}", self.inner.base, path_and_query);
+        let mut attempt = 0;
+        let mut reauthenticated = false;
+        loop {
+            if let Some(l) = &self.inner.limiter {
+                l.acquire();
+            }
+            let mut rb = http::Request::builder()
+                .method(method.clone())
+                .uri(&uri)
+                .header("accept", "application/json");
+            if let Some(h) = self.inner.auth.header()? {
+                rb = rb.header("authorization", h.expose());
+            }
+            let bad_request = |e: http::Error| Error::InvalidInput(format!("{request}: {e}"));
+            let sent = match &body {
+                Some(b) => agent.run(
+                    rb.header("content-type", b.content_type)
+                        .body(b.bytes.to_vec())
+                        .map_err(bad_request)?,
+                ),
+                None => agent.run(rb.body(()).map_err(bad_request)?),
+            };
+            let res = sent.map_err(|source| Error::Transport {
+                request: request.clone(),
+                source,
+            })?;
+            let code = res.status().as_u16();
+            if (200..300).contains(&code) {
+                return Ok(res);
+            }
+            let retry_after = res
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            let text = res
+                .into_body()
+                .into_with_config()
+                .limit(MAX_ERROR_BODY)
+                .read_to_vec()
+                .unwrap_or_default();
+            let status = status_from_body(code, &text);
+            if let Some(secs) = retry_after {
+                if (code == 429 || code >= 500) && attempt < self.inner.max_retries {
+                    attempt += 1;
+                    let wait = Duration::from_secs(secs).min(self.inner.max_retry_after);
+                    log::debug!("{request}: {code}, retry {attempt} after {wait:?}");
+                    std::thread::sleep(wait);
+                    continue;
+                }
+            }
+            if code == 401 && !reauthenticated && self.inner.auth.invalidate() {
+                reauthenticated = true;
+                continue;
+            }
+            return Err(Error::Api {
+                request,
+                status: Box::new(status),
+            });
+        }
+    }
+}
+
+/// `GET /api/v1/pods?limit=500`: how errors name a request (never with credentials).
+pub(crate) fn describe(method: &Method, path_and_query: &str) -> String {
+    format!("{method} {path_and_query}")
+}
+
+/// The `Status` in an error body, or one made from the HTTP code when the body is not one.
+pub(crate) fn status_from_body(code: u16, body: &[u8]) -> Status {
+    if let Ok(mut st) = serde_json::from_slice::<Status>(body) {
+        if st.code != 0 || !st.reason.is_empty() || !st.message.is_empty() {
+            if st.code == 0 {
+                st.code = code;
+            }
+            return st;
+        }
+    }
+    let reason = match code {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        409 => "Conflict",
+        410 => "Gone",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    };
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    let message: String = if text.is_empty() {
+        format!("HTTP {code} with no Status body")
+    } else {
+        text.chars().take(200).collect()
+    };
+    Status::failure(code, reason, message)
+}
+
+fn tls_config(config: &ClientConfig) -> Result<TlsConfig> {
+    let mut b = TlsConfig::builder().provider(TlsProvider::Rustls);
+    if let Some(ca) = &config.ca_pem {
+        let certs = pem_certificates(ca, "certificate authority")?;
+        b = b.root_certs(RootCerts::new_with_certs(&certs));
+    }
+    if config.insecure_skip_tls_verify {
+        b = b.disable_verification(true);
+    }
+    if let Some(id) = &config.identity {
+        let certs = pem_certificates(&id.cert_pem, "client certificate")?;
+        let key = pem_private_key(id.key_pem.expose().as_bytes(), "client key")?;
+        b = b.client_cert(Some(ClientCert::new_with_certs(&certs, key)));
+    }
+    Ok(b.build())
+}
+
+/// Every certificate in a PEM bundle; an error when there is none or the PEM is broken.
+pub(crate) fn pem_certificates(pem: &[u8], what: &str) -> Result<Vec<Certificate<'static>>> {
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(pem) {
+        match item {
+            Ok(PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(e) => return Err(Error::Config(format!("{what}: bad PEM: {e}"))),
+        }
+    }
+    if certs.is_empty() {
+        return Err(Error::Config(format!(
+            "{what}: no certificate found in PEM"
+        )));
+    }
+    Ok(certs)
+}
+
+/// The first private key in a PEM document.
+pub(crate) fn pem_private_key(pem: &[u8], what: &str) -> Result<PrivateKey<'static>> {
+    for item in ureq::tls::parse_pem(pem) {
+        match item {
+            Ok(PemItem::PrivateKey(k)) => return Ok(k),
+            Ok(_) => {}
+            // Never echo the PEM: it is a secret.
+            Err(_) => return Err(Error::Config(format!("{what}: bad PEM"))),
+        }
+    }
+    Err(Error::Config(format!(
+        "{what}: no private key found in PEM"
+    )))
+}

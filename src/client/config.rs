@@ -1,0 +1,80 @@
+//! `ClientConfig`: everything needed to reach one API server, as plain data.
+//!
+//! Kubeconfig and in-cluster loading (the `config` module) fill this struct; tests and
+//! `testing::ApiServer` build it directly. Secrets inside are [`Secret`]s, so the derived
+//! `Debug` is safe to log.
+
+use std::time::Duration;
+
+use super::auth::{Auth, Secret};
+
+/// Connection settings for a [`Client`](super::Client).
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Base URL of the API server, e.g. `https://10.0.0.1:6443` (a path prefix is kept).
+    pub server: String,
+    /// PEM bundle of CAs to trust; `None` trusts the public web PKI roots.
+    pub ca_pem: Option<Vec<u8>>,
+    /// TLS client certificate and key for mutual TLS.
+    pub identity: Option<Identity>,
+    /// Authentication header source.
+    pub auth: Auth,
+    /// Skip TLS server verification (only for throwaway clusters).
+    pub insecure_skip_tls_verify: bool,
+    /// Namespace for namespaced requests that do not name one.
+    pub default_namespace: String,
+    /// Client-side rate limit: requests per second (0 or less turns it off). Default 5.
+    pub qps: f32,
+    /// Client-side rate limit: burst. Default 10.
+    pub burst: u32,
+    /// Limit for one ordinary request, from connect to the end of the body. Watches are not
+    /// subject to it. Default 30 s.
+    pub request_timeout: Duration,
+    /// Limit for connecting. Default 10 s.
+    pub connect_timeout: Duration,
+    /// How many times a 429 or 5xx answer carrying `Retry-After` is retried. Default 5.
+    pub max_retries: u32,
+    /// The longest `Retry-After` wait honoured; longer ones are cut to this. Default 10 s.
+    pub max_retry_after: Duration,
+    /// `User-Agent` header.
+    pub user_agent: String,
+}
+
+/// A TLS client certificate chain and its private key, both PEM.
+#[derive(Clone)]
+pub struct Identity {
+    /// PEM certificate chain, leaf first.
+    pub cert_pem: Vec<u8>,
+    /// PEM private key (PKCS#8, PKCS#1 RSA or SEC1 EC).
+    pub key_pem: Secret,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Identity")
+            .field("cert_pem", &format_args!("{} bytes", self.cert_pem.len()))
+            .field("key_pem", &self.key_pem)
+            .finish()
+    }
+}
+
+impl ClientConfig {
+    /// Settings for `server` with the defaults above.
+    pub fn new(server: impl Into<String>) -> Self {
+        ClientConfig {
+            server: server.into(),
+            ca_pem: None,
+            identity: None,
+            auth: Auth::None,
+            insecure_skip_tls_verify: false,
+            default_namespace: "default".into(),
+            qps: 5.0,
+            burst: 10,
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            max_retries: 5,
+            max_retry_after: Duration::from_secs(10),
+            user_agent: concat!("kube-informer/", env!("CARGO_PKG_VERSION")).into(),
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The blocking API client: requests for any resource, paged lists and watch streams.
+
+mod api;
+mod auth;
+#[allow(clippy::module_inception)]
+mod client;
+mod config;
+mod params;
+mod rate_limit;
+mod watch;
+
+pub use api::{Api, Page, Pages, DEFAULT_PAGE_SIZE, WATCH_READ_MARGIN};
+pub use auth::{Auth, AuthProvider, Secret};
+pub use client::Client;
+pub use config::{ClientConfig, Identity};
+pub use params::{percent_decode, ListParams, WatchParams};
+pub use rate_limit::RateLimiter;
+pub use watch::{WatchCanceller, WatchStream, MAX_WATCH_LINE};

@@ -1,0 +1,222 @@
+//! Reading a watch: one chunked HTTP response, one JSON event per line.
+//!
+//! The stream is an iterator that never panics and never spins. A line that is not a usable
+//! event (not JSON, an unknown type, a missing object) is reported as an [`Error::WatchLine`]
+//! item and reading goes on with the next line, since newline framing is intact. A last line
+//! cut off by a dropped connection is reported once and ends the stream. A watch `ERROR` event
+//! comes out as [`Error::Api`] with its `Status`, so `err.is_gone()` reads the same for an
+//! HTTP 410 and for an `ERROR` event carrying 410.
+//!
+//! A watch runs on its own connection; [`WatchCanceller::cancel`] shuts that connection down
+//! from any thread, which ends a blocked read at once (the stream then ends with `None`).
+
+use std::io::{BufRead, BufReader};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use ureq::{Agent, BodyReader};
+
+use crate::api::{Object, WatchEvent};
+use crate::error::Error;
+
+/// Lines longer than this are skipped with an error (no object comes close).
+pub const MAX_WATCH_LINE: usize = 64 << 20;
+
+/// Shuts a watch's connection down from another thread.
+#[derive(Clone, Debug)]
+pub struct WatchCanceller {
+    shared: Arc<CancelState>,
+}
+
+#[derive(Debug)]
+struct CancelState {
+    agent: Agent,
+    cancelled: AtomicBool,
+}
+
+impl WatchCanceller {
+    /// Ends the watch: a read blocked on it returns and the stream yields `None`.
+    pub fn cancel(&self) {
+        self.shared.cancelled.store(true, Ordering::SeqCst);
+        self.shared.agent.clone().shutdown();
+    }
+
+    /// True once [`cancel`](Self::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.shared.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+/// The events of one watch call, in order.
+pub struct WatchStream<K> {
+    reader: BufReader<BodyReader<'static>>,
+    request: String,
+    line_no: u64,
+    buf: Vec<u8>,
+    done: bool,
+    canceller: WatchCanceller,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K> std::fmt::Debug for WatchStream<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchStream")
+            .field("request", &self.request)
+            .field("lines", &self.line_no)
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+enum Line {
+    End,
+    Complete,
+    Truncated,
+    TooLong(usize),
+}
+
+impl<K: Object> WatchStream<K> {
+    pub(crate) fn new(reader: BodyReader<'static>, request: String, agent: Agent) -> Self {
+        WatchStream {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            request,
+            line_no: 0,
+            buf: Vec::with_capacity(8 * 1024),
+            done: false,
+            canceller: WatchCanceller {
+                shared: Arc::new(CancelState {
+                    agent,
+                    cancelled: AtomicBool::new(false),
+                }),
+            },
+            _kind: PhantomData,
+        }
+    }
+
+    /// A handle that ends this watch from another thread.
+    pub fn canceller(&self) -> WatchCanceller {
+        self.canceller.clone()
+    }
+
+    /// The request this stream answers, e.g. `GET /api/v1/pods?watch=1&...`.
+    pub fn request(&self) -> &str {
+        &self.request
+    }
+
+    /// Reads one line into `buf` (without the newline), holding at most `MAX_WATCH_LINE`.
+    fn read_line(&mut self) -> std::io::Result<Line> {
+        self.buf.clear();
+        let mut skipped = 0usize;
+        loop {
+            let chunk = self.reader.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(if self.buf.is_empty() && skipped == 0 {
+                    Line::End
+                } else {
+                    Line::Truncated
+                });
+            }
+            let (take, complete) = match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            let data = &chunk[..if complete { take - 1 } else { take }];
+            if skipped > 0 || self.buf.len() + data.len() > MAX_WATCH_LINE {
+                skipped += self.buf.len() + data.len();
+                self.buf.clear();
+            } else {
+                self.buf.extend_from_slice(data);
+            }
+            self.reader.consume(take);
+            if complete {
+                if skipped > 0 {
+                    return Ok(Line::TooLong(skipped));
+                }
+                if self.buf.last() == Some(&b'\r') {
+                    self.buf.pop();
+                }
+                return Ok(Line::Complete);
+            }
+        }
+    }
+
+    fn line_error(&self, message: String) -> Error {
+        Error::WatchLine {
+            request: self.request.clone(),
+            line: self.line_no,
+            message,
+        }
+    }
+}
+
+/// The start of a bad line, for error messages.
+fn excerpt(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&line[..line.len().min(120)]);
+    let mut s: String = text.chars().filter(|c| !c.is_control()).collect();
+    if line.len() > 120 {
+        s.push('…');
+    }
+    s
+}
+
+impl<K: Object> Iterator for WatchStream<K> {
+    type Item = Result<WatchEvent<K>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let line = match self.read_line() {
+                Ok(l) => l,
+                Err(source) => {
+                    self.done = true;
+                    if self.canceller.is_cancelled() {
+                        return None;
+                    }
+                    return Some(Err(Error::Io {
+                        request: self.request.clone(),
+                        source,
+                    }));
+                }
+            };
+            self.line_no += 1;
+            match line {
+                Line::End => {
+                    self.done = true;
+                    return None;
+                }
+                Line::Truncated => {
+                    self.done = true;
+                    if self.canceller.is_cancelled() {
+                        return None;
+                    }
+                    let msg = format!(
+                        "connection closed in the middle of an event ({} bytes received: {:?})",
+                        self.buf.len(),
+                        excerpt(&self.buf)
+                    );
+                    return Some(Err(self.line_error(msg)));
+                }
+                Line::TooLong(n) => {
+                    let msg = format!("line of {n} bytes is longer than {MAX_WATCH_LINE}; skipped");
+                    return Some(Err(self.line_error(msg)));
+                }
+                Line::Complete => {}
+            }
+            if self.buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Some(match WatchEvent::<K>::from_json(&self.buf) {
+                Ok(WatchEvent::Error(status)) => Err(Error::Api {
+                    request: self.request.clone(),
+                    status: Box::new(status),
+                }),
+                Ok(event) => Ok(event),
+                Err(e) => {
+                    let msg = format!("{e} in {:?}", excerpt(&self.buf));
+                    Err(self.line_error(msg))
+                }
+            });
+        }
+        None
+    }
+}

@@ -1,0 +1,135 @@
+//! The crate's one error type.
+//!
+//! Every error says which request (method and path, never a credential) or which input failed,
+//! and what was wrong. API failures keep the decoded [`Status`] so callers can branch on
+//! `code`/`reason` (410 means relist, 409 means conflict, ...).
+
+use std::fmt;
+
+use crate::api::Status;
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The API server answered a request with a failure status (or sent a watch ERROR event).
+    Api {
+        /// The request, e.g. `GET /api/v1/namespaces/lab/pods?limit=500`.
+        request: String,
+        /// The decoded Status (synthesised from the HTTP status when the body was not one).
+        status: Box<Status>,
+    },
+    /// The request did not get an answer: connection refused or dropped, TLS, timeout.
+    Transport {
+        /// The request.
+        request: String,
+        /// What the HTTP stack said.
+        source: ureq::Error,
+    },
+    /// Reading the response body failed part way.
+    Io {
+        /// The request.
+        request: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A response body (or part of one) was not what was expected.
+    Decode {
+        /// The request.
+        request: String,
+        /// What was being decoded and why it failed.
+        message: String,
+    },
+    /// One line of a watch stream could not be used (garbage, truncated, unknown type).
+    WatchLine {
+        /// The watch request.
+        request: String,
+        /// 1-based line number within the response.
+        line: u64,
+        /// What was wrong with it.
+        message: String,
+    },
+    /// Bad configuration: a missing server, an unreadable certificate, ...
+    Config(String),
+    /// A bad argument: an invalid selector, name or parameter.
+    InvalidInput(String),
+}
+
+impl Error {
+    /// The Status of an API failure.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Error::Api { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The HTTP code of an API failure.
+    pub fn code(&self) -> Option<u16> {
+        self.status().map(|s| s.code)
+    }
+
+    /// 410 Gone / Expired: the resource version or continue token is too old; relist.
+    pub fn is_gone(&self) -> bool {
+        self.status().is_some_and(Status::is_gone)
+    }
+
+    /// 404 Not Found.
+    pub fn is_not_found(&self) -> bool {
+        self.code() == Some(404)
+    }
+
+    /// 409 Conflict (a stale resourceVersion on update, or AlreadyExists on create).
+    pub fn is_conflict(&self) -> bool {
+        self.code() == Some(409)
+    }
+
+    /// Worth retrying later with back-off: transport failures, truncated bodies, 429 and 5xx.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Transport { .. } | Error::Io { .. } => true,
+            Error::Api { status, .. } => status.code == 429 || status.code >= 500,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Api { request, status } => {
+                write!(f, "{request}: {} ", status.code)?;
+                if !status.reason.is_empty() {
+                    write!(f, "{}", status.reason)?;
+                }
+                if !status.message.is_empty() {
+                    write!(f, ": {}", status.message)?;
+                }
+                Ok(())
+            }
+            Error::Transport { request, source } => write!(f, "{request}: {source}"),
+            Error::Io { request, source } => write!(f, "{request}: reading the body: {source}"),
+            Error::Decode { request, message } => write!(f, "{request}: {message}"),
+            Error::WatchLine {
+                request,
+                line,
+                message,
+            } => write!(f, "{request}: watch line {line}: {message}"),
+            Error::Config(m) => write!(f, "configuration: {m}"),
+            Error::InvalidInput(m) => write!(f, "invalid input: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Transport { source, .. } => Some(source),
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,696 @@
+//! Request routing and the answers of the test API server: get, list (paged, at a version),
+//! watch (from a version, with bookmarks, streaming lists), and writes.
+//!
+//! Answers follow the captures of a real kube-apiserver: list bodies, continue tokens,
+//! `Status` bodies, and watch lines, down to the order of the fields.
+
+use std::io::{self, Write};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use super::faults::{Fault, Target};
+use super::http::{self, ChunkedWriter, Request};
+use super::server::{Peer, Shared};
+use super::store::{not_found, Collection, EventType, Filter, StoredObject, TypeKey};
+use crate::api::{ListMeta, Status};
+
+/// Whether the connection can serve another request.
+pub(crate) enum Outcome {
+    KeepAlive,
+    Close,
+}
+
+fn outcome(r: io::Result<()>) -> Outcome {
+    match r {
+        Ok(()) => Outcome::KeepAlive,
+        Err(_) => Outcome::Close,
+    }
+}
+
+/// A Status as the API server writes it: `kind`, `apiVersion`, `metadata` first.
+pub(crate) fn status_json(st: &Status) -> String {
+    let meta = serde_json::to_string(&st.metadata).unwrap_or_else(|_| "{}".into());
+    let mut s = format!(
+        "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{meta},\"status\":\"Failure\",\"message\":{},\"reason\":{}",
+        Value::from(st.message.as_str()),
+        Value::from(st.reason.as_str()),
+    );
+    if let Some(d) = &st.details {
+        s.push_str(",\"details\":");
+        s.push_str(&serde_json::to_string(d).unwrap_or_else(|_| "{}".into()));
+    }
+    s.push_str(&format!(",\"code\":{}}}", st.code));
+    s
+}
+
+pub(crate) fn write_status(
+    w: &mut impl Write,
+    st: &Status,
+    extra: &[(&str, String)],
+) -> io::Result<()> {
+    http::write_response(w, st.code, extra, status_json(st).as_bytes())
+}
+
+fn reason_for(code: u16) -> &'static str {
+    match code {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        409 => "Conflict",
+        410 => "Expired",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "InternalError",
+    }
+}
+
+/// Where a request path points.
+struct Route {
+    tk: TypeKey,
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+fn parse_route(path: &str) -> Option<Route> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return None,
+    };
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+        _ => (None, rest),
+    };
+    let (plural, name) = match rest {
+        [plural] => (*plural, None),
+        [plural, name] => (*plural, Some(name.to_string())),
+        _ => return None,
+    };
+    if plural.is_empty() || version.is_empty() {
+        return None;
+    }
+    Some(Route {
+        tk: TypeKey {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+        },
+        namespace,
+        name,
+    })
+}
+
+/// Answers one request.
+pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> Outcome {
+    if req.path == "/version" {
+        let body = format!(
+            "{{\"major\":\"1\",\"minor\":\"35\",\"gitVersion\":\"v1.35.0-kube-informer-testing\",\"platform\":\"{}/{}\"}}",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        );
+        return outcome(http::write_response(peer, 200, &[], body.as_bytes()));
+    }
+    let Some(route) = parse_route(&req.path) else {
+        let st = Status::failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        );
+        return outcome(write_status(peer, &st, &[]));
+    };
+    let kind = match (req.method.as_str(), &route.name) {
+        ("GET", Some(_)) => Target::Get,
+        ("GET", None) if req.flag("watch") => Target::Watch,
+        ("GET", None) => Target::List,
+        _ => Target::Write,
+    };
+    let mut fault = shared.take_fault(kind, req.param("continue").is_some());
+    if let Some(Fault::Stall(d)) = fault {
+        std::thread::sleep(d);
+        fault = None;
+    }
+    if let Some(Fault::Status { code, retry_after }) = fault {
+        let st = Status::failure(
+            code,
+            reason_for(code),
+            format!("injected fault: HTTP {code}"),
+        );
+        let extra: Vec<(&str, String)> = retry_after
+            .map(|s| vec![("retry-after", s.to_string())])
+            .unwrap_or_default();
+        return outcome(write_status(peer, &st, &extra));
+    }
+    match kind {
+        Target::Get => get(req, &route, peer, shared, fault.as_ref()),
+        Target::List => list(req, &route, peer, shared, fault.as_ref()),
+        Target::Watch => watch(req, &route, peer, shared, fault.as_ref()),
+        _ => write(req, &route, peer, shared, fault.as_ref()),
+    }
+}
+
+/// Sends a whole answer, or (with `CloseAfterBytes`) only its start and then drops the line.
+fn send<S: Peer>(peer: &mut S, code: u16, body: &[u8], fault: Option<&Fault>) -> Outcome {
+    if let Some(Fault::CloseAfterBytes(n)) = fault {
+        let cut = (*n).min(body.len().saturating_sub(1));
+        let head = format!(
+            "HTTP/1.1 {code} OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        let _ = peer
+            .write_all(head.as_bytes())
+            .and_then(|_| peer.write_all(&body[..cut]))
+            .and_then(|_| peer.flush());
+        peer.drop_connection();
+        return Outcome::Close;
+    }
+    outcome(http::write_response(peer, code, &[], body))
+}
+
+fn fail<S: Peer>(peer: &mut S, st: &Status) -> Outcome {
+    outcome(write_status(peer, st, &[]))
+}
+
+fn get<S: Peer>(
+    req: &Request,
+    r: &Route,
+    peer: &mut S,
+    shared: &Shared,
+    fault: Option<&Fault>,
+) -> Outcome {
+    let name = r.name.as_deref().unwrap_or("");
+    let answer = {
+        let mut store = shared.store.lock();
+        store
+            .get(&r.tk, r.namespace.as_deref(), name)
+            .map(|o| store.collection(&r.tk).with_type_meta(&o.json))
+    };
+    let _ = req;
+    match answer {
+        Ok(body) => send(peer, 200, body.as_bytes(), fault),
+        Err(st) => fail(peer, &st),
+    }
+}
+
+fn parse_rv(v: Option<&str>) -> Result<Option<u64>, Status> {
+    match v {
+        None | Some("") => Ok(None),
+        Some(s) => s.parse::<u64>().map(Some).map_err(|e| {
+            Status::failure(
+                400,
+                "BadRequest",
+                format!("invalid resource version: resourceVersion: Invalid value: {s:?}: strconv.ParseUint: parsing {s:?}: {e}"),
+            )
+        }),
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: i64,
+    start: String,
+}
+
+fn encode_continue(rv: i64, start: &str) -> String {
+    let tok = ContinueToken {
+        v: "meta.k8s.io/v1".into(),
+        rv,
+        start: start.into(),
+    };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(serde_json::to_vec(&tok).unwrap_or_default())
+}
+
+fn decode_continue(token: &str) -> Result<ContinueToken, Status> {
+    let bad = |why: &str| {
+        Status::failure(
+            400,
+            "BadRequest",
+            format!("continue key is not valid: {why}"),
+        )
+    };
+    let t = token.trim_end_matches('=');
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(t)
+        .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(t))
+        .map_err(|_| bad("illegal base64 data"))?;
+    let tok: ContinueToken =
+        serde_json::from_slice(&bytes).map_err(|_| bad("not a continue token"))?;
+    if tok.v != "meta.k8s.io/v1" {
+        return Err(bad(
+            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
+    }
+    Ok(tok)
+}
+
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+fn list<S: Peer>(
+    req: &Request,
+    r: &Route,
+    peer: &mut S,
+    shared: &Shared,
+    fault: Option<&Fault>,
+) -> Outcome {
+    match list_body(req, r, shared) {
+        Ok(body) => send(peer, 200, body.as_bytes(), fault),
+        Err(st) => fail(peer, &st),
+    }
+}
+
+fn list_body(req: &Request, r: &Route, shared: &Shared) -> Result<String, Status> {
+    if req.param("sendInitialEvents").is_some() {
+        let mut st = Status::failure(
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list",
+        );
+        st.details = Some(crate::api::StatusDetails {
+            group: Some("meta.k8s.io".into()),
+            kind: Some("ListOptions".into()),
+            ..Default::default()
+        });
+        return Err(st);
+    }
+    let filter = Filter::parse(req.param("labelSelector"), req.param("fieldSelector"))?;
+    let rv = parse_rv(req.param("resourceVersion"))?;
+    let rv_match = req.param("resourceVersionMatch").unwrap_or("");
+    let limit: Option<usize> = match req.param("limit") {
+        None | Some("") | Some("0") => None,
+        Some(l) => Some(
+            l.parse()
+                .map_err(|_| Status::failure(400, "BadRequest", format!("invalid limit {l:?}")))?,
+        ),
+    };
+    let ns = r.namespace.as_deref();
+    let mut store = shared.store.lock();
+    let current = store.rv;
+    let c = store.collection(&r.tk);
+    let (at, after, limit) = if let Some(token) = req.param("continue").filter(|t| !t.is_empty()) {
+        let tok = decode_continue(token)?;
+        let after = tok.start.trim_end_matches('\0').to_owned();
+        if tok.rv < 0 || (tok.rv as u64) < c.compacted {
+            let mut st = Status::failure(410, "Expired", CONTINUE_EXPIRED);
+            st.metadata.continue_token = Some(encode_continue(-1, &tok.start));
+            return Err(st);
+        }
+        (tok.rv as u64, Some(after), limit)
+    } else if rv_match == "Exact" {
+        let Some(at) = rv else {
+            return Err(Status::failure(
+                422,
+                "Invalid",
+                "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        };
+        (at, None, limit)
+    } else if rv == Some(0) {
+        // "Any" version: served whole from the cache; the limit is ignored.
+        (current, None, None)
+    } else {
+        (current, None, limit)
+    };
+    let Some(snapshot) = c.snapshot(at, after.as_deref(), ns) else {
+        return Err(Status::failure(
+            410,
+            "Expired",
+            "The resourceVersion for the provided list is too old.",
+        ));
+    };
+    let mut items = snapshot.into_iter().filter(|o| filter.matches(o));
+    let mut body = String::new();
+    let mut first = true;
+    let mut last_key = None;
+    let mut taken = 0usize;
+    for o in items.by_ref() {
+        if first {
+            first = false;
+        } else {
+            body.push(',');
+        }
+        push_item(&mut body, c, &o);
+        taken += 1;
+        if limit == Some(taken) {
+            last_key = Some(key_of(&o));
+            break;
+        }
+    }
+    let remaining = if last_key.is_some() { items.count() } else { 0 };
+    let mut meta = ListMeta {
+        resource_version: Some(at.to_string()),
+        ..Default::default()
+    };
+    if remaining > 0 {
+        let start = format!("{}\0", last_key.unwrap_or_default());
+        meta.continue_token = Some(encode_continue(at as i64, &start));
+        if filter.is_empty() {
+            meta.remaining_item_count = Some(remaining as i64);
+        }
+    }
+    let head = format!(
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+        Value::from(format!("{}List", c.kind)),
+        Value::from(c.api_version.as_str()),
+        serde_json::to_string(&meta).unwrap_or_else(|_| "{}".into()),
+    );
+    let mut out = String::with_capacity(head.len() + body.len() + 2);
+    out.push_str(&head);
+    out.push_str(&body);
+    out.push_str("]}");
+    Ok(out)
+}
+
+fn key_of(o: &StoredObject) -> String {
+    if o.namespace.is_empty() {
+        o.name.clone()
+    } else {
+        format!("{}/{}", o.namespace, o.name)
+    }
+}
+
+fn push_item(out: &mut String, c: &Collection, o: &StoredObject) {
+    if c.core {
+        out.push_str(&o.json);
+    } else {
+        out.push_str(&c.with_type_meta(&o.json));
+    }
+}
+
+fn write<S: Peer>(
+    req: &Request,
+    r: &Route,
+    peer: &mut S,
+    shared: &Shared,
+    fault: Option<&Fault>,
+) -> Outcome {
+    let body = || -> Result<Value, Status> {
+        serde_json::from_slice(&req.body).map_err(|e| {
+            Status::failure(
+                400,
+                "BadRequest",
+                format!("the body of the request was in an unknown format: {e}"),
+            )
+        })
+    };
+    let ns = r.namespace.as_deref();
+    let name = r.name.as_deref();
+    let result = match (req.method.as_str(), name) {
+        ("POST", None) => body().and_then(|b| shared.store.lock().create(&r.tk, ns, b)),
+        ("PUT", Some(n)) => body().and_then(|b| shared.store.lock().update(&r.tk, ns, n, b)),
+        ("PATCH", Some(n)) => {
+            let ct = req.header("content-type").unwrap_or("");
+            if ct.contains("json-patch") {
+                Err(Status::failure(
+                    415,
+                    "UnsupportedMediaType",
+                    format!("the test API server does not support {ct}"),
+                ))
+            } else {
+                body().and_then(|b| shared.store.lock().patch(&r.tk, ns, n, &b))
+            }
+        }
+        ("DELETE", Some(n)) => shared.store.lock().delete(&r.tk, ns, n),
+        ("DELETE", None) | ("PUT", None) | ("PATCH", None) => Err(not_found(&r.tk, "")),
+        (m, _) => Err(Status::failure(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource: {m}"),
+        )),
+    };
+    match result {
+        Ok(stored) => {
+            shared.notify();
+            let code = if req.method == "POST" { 201 } else { 200 };
+            let json = shared
+                .store
+                .lock()
+                .collection(&r.tk)
+                .with_type_meta(&stored.json);
+            send(peer, code, json.as_bytes(), fault)
+        }
+        Err(st) => fail(peer, &st),
+    }
+}
+
+/// Event lines with the fault a watch was given.
+struct EventSink<'a, S: Peer> {
+    out: ChunkedWriter<'a, S>,
+    kind: String,
+    api_version: String,
+    events: usize,
+    close_after_events: Option<usize>,
+    close_after_bytes: Option<usize>,
+}
+
+/// A write fails: the client is gone or the fault cut the line.
+struct Dropped;
+
+impl<S: Peer> EventSink<'_, S> {
+    fn line(&mut self, line: &str) -> Result<(), Dropped> {
+        if let Some(n) = self.close_after_bytes {
+            let left = n.saturating_sub(self.out.bytes_sent);
+            if line.len() > left {
+                let _ = self.out.chunk(&line.as_bytes()[..left]);
+                return Err(Dropped);
+            }
+        }
+        self.out.chunk(line.as_bytes()).map_err(|_| Dropped)
+    }
+
+    fn event(&mut self, ty: &str, json: &str) -> Result<(), Dropped> {
+        let rest = json.strip_prefix('{').unwrap_or(json);
+        let mut line = String::with_capacity(json.len() + self.kind.len() + 64);
+        line.push_str("{\"type\":\"");
+        line.push_str(ty);
+        line.push_str("\",\"object\":{\"kind\":");
+        line.push_str(&self.kind);
+        line.push_str(",\"apiVersion\":");
+        line.push_str(&self.api_version);
+        if rest != "}" {
+            line.push(',');
+        }
+        line.push_str(rest);
+        line.push_str("}\n");
+        self.line(&line)?;
+        self.events += 1;
+        if self.close_after_events.is_some_and(|n| self.events >= n) {
+            return Err(Dropped);
+        }
+        Ok(())
+    }
+
+    fn bookmark(&mut self, rv: u64, initial_events_end: bool) -> Result<(), Dropped> {
+        let annotations = if initial_events_end {
+            ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}"
+        } else {
+            ""
+        };
+        let line = format!(
+            "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{rv}\"{annotations}}}}}}}\n",
+            self.kind, self.api_version
+        );
+        self.line(&line)
+    }
+
+    fn error(&mut self, st: &Status) -> Result<(), Dropped> {
+        self.line(&format!(
+            "{{\"type\":\"ERROR\",\"object\":{}}}\n",
+            status_json(st)
+        ))
+    }
+}
+
+enum Wake {
+    Events(Vec<std::sync::Arc<super::store::Event>>),
+    Expired(u64),
+    Bookmark(u64),
+    Timeout(u64),
+    Stopped,
+}
+
+fn watch<S: Peer>(
+    req: &Request,
+    r: &Route,
+    peer: &mut S,
+    shared: &Shared,
+    fault: Option<&Fault>,
+) -> Outcome {
+    let filter = match Filter::parse(req.param("labelSelector"), req.param("fieldSelector")) {
+        Ok(f) => f,
+        Err(st) => return fail(peer, &st),
+    };
+    let rv = match parse_rv(req.param("resourceVersion")) {
+        Ok(rv) => rv,
+        Err(st) => return fail(peer, &st),
+    };
+    let bookmarks = req.flag("allowWatchBookmarks");
+    let initial_events = req.flag("sendInitialEvents");
+    if initial_events && req.param("resourceVersionMatch") != Some("NotOlderThan") {
+        let st = Status::failure(
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        );
+        return fail(peer, &st);
+    }
+    let timeout = req
+        .param("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(Duration::from_secs(1800));
+    let deadline = Instant::now() + timeout;
+    let ns = r.namespace.clone();
+    let in_scope =
+        |o: &StoredObject| ns.as_deref().is_none_or(|n| o.namespace == n) && filter.matches(o);
+
+    // Where the watch starts, and the synthetic ADDED events it opens with.
+    let (mut cursor, initial, kind, api_version, too_old) = {
+        let mut store = shared.store.lock();
+        let current = store.rv;
+        let c = store.collection(&r.tk);
+        let kind = Value::from(c.kind.as_str()).to_string();
+        let api_version = Value::from(c.api_version.as_str()).to_string();
+        let mut initial = Vec::new();
+        let mut too_old = None;
+        let mut cursor = current;
+        if initial_events || matches!(rv, None | Some(0)) {
+            initial = c.snapshot(current, None, ns.as_deref()).unwrap_or_default();
+        } else if let Some(rv) = rv {
+            match c.events_after(rv) {
+                Ok(_) => cursor = rv,
+                Err(oldest) => too_old = Some((rv, oldest)),
+            }
+        }
+        (cursor, initial, kind, api_version, too_old)
+    };
+    let out = match ChunkedWriter::start(peer, 200) {
+        Ok(o) => o,
+        Err(_) => return Outcome::Close,
+    };
+    let mut sink = EventSink {
+        out,
+        kind,
+        api_version,
+        events: 0,
+        close_after_events: match fault {
+            Some(Fault::CloseAfterEvents(n)) => Some(*n),
+            _ => None,
+        },
+        close_after_bytes: match fault {
+            Some(Fault::CloseAfterBytes(n)) => Some(*n),
+            _ => None,
+        },
+    };
+    let result = (|| -> Result<(), Dropped> {
+        if initial_events && !shared.streaming_list_supported.load(Ordering::SeqCst) {
+            let st = Status::failure(
+                500,
+                "InternalError",
+                "a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled",
+            );
+            return sink.error(&st);
+        }
+        if let Some((rv, oldest)) = too_old {
+            let st = Status::failure(
+                410,
+                "Expired",
+                format!("too old resource version: {rv} ({oldest})"),
+            );
+            return sink.error(&st);
+        }
+        if sink.close_after_events == Some(0) {
+            return Err(Dropped);
+        }
+        if let Some(Fault::GarbageLine) = fault {
+            sink.line("this is not JSON {\n")?;
+        }
+        for o in initial.iter().filter(|o| in_scope(o)) {
+            sink.event("ADDED", &o.json)?;
+        }
+        if initial_events && bookmarks {
+            sink.bookmark(cursor, true)?;
+        }
+        let mut next_bookmark = Instant::now() + shared.bookmark_interval;
+        loop {
+            let wake = {
+                let mut store = shared.store.lock();
+                loop {
+                    if shared.stopped.load(Ordering::SeqCst) {
+                        break Wake::Stopped;
+                    }
+                    let current = store.rv;
+                    match store.collection(&r.tk).events_after(cursor) {
+                        Err(oldest) => break Wake::Expired(oldest),
+                        Ok(evs) if !evs.is_empty() => break Wake::Events(evs),
+                        Ok(_) => cursor = cursor.max(current),
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break Wake::Timeout(cursor);
+                    }
+                    if bookmarks && now >= next_bookmark {
+                        break Wake::Bookmark(cursor);
+                    }
+                    let until = if bookmarks {
+                        deadline.min(next_bookmark)
+                    } else {
+                        deadline
+                    };
+                    shared.changed.wait_until(&mut store, until);
+                }
+            };
+            match wake {
+                Wake::Stopped => return Err(Dropped),
+                Wake::Expired(oldest) => {
+                    let st = Status::failure(
+                        410,
+                        "Expired",
+                        format!("too old resource version: {cursor} ({oldest})"),
+                    );
+                    return sink.error(&st);
+                }
+                Wake::Timeout(rv) => {
+                    if bookmarks {
+                        sink.bookmark(rv, false)?;
+                    }
+                    return Ok(());
+                }
+                Wake::Bookmark(rv) => {
+                    sink.bookmark(rv, false)?;
+                    next_bookmark = Instant::now() + shared.bookmark_interval;
+                }
+                Wake::Events(evs) => {
+                    for ev in evs {
+                        cursor = ev.rv;
+                        let now_in = in_scope(&ev.object);
+                        let was_in = ev.prev.as_ref().is_some_and(|p| in_scope(p));
+                        let ty = match ev.ty {
+                            EventType::Added if now_in => "ADDED",
+                            EventType::Modified if now_in && was_in => "MODIFIED",
+                            EventType::Modified if now_in => "ADDED",
+                            EventType::Modified if was_in => "DELETED",
+                            EventType::Deleted if now_in => "DELETED",
+                            _ => continue,
+                        };
+                        sink.event(ty, &ev.object.json)?;
+                    }
+                }
+            }
+        }
+    })();
+    match result {
+        Ok(()) => outcome(sink.out.finish()),
+        Err(Dropped) => {
+            sink.out.into_inner().drop_connection();
+            Outcome::Close
+        }
+    }
+}

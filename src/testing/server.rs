@@ -1,0 +1,533 @@
+//! `ApiServer`: lifecycle, connections, authentication and the Rust-side API for tests.
+//!
+//! One accept thread and one thread per connection, all named and all joined by
+//! [`ApiServer::stop`] (or drop). Stopping shuts every socket down, so blocked reads and
+//! idle watches end at once.
+
+use std::collections::HashMap;
+use std::io::{BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use serde_json::Value;
+
+use super::faults::{Fault, Faults, Target};
+use super::handlers;
+use super::http;
+use super::store::{Store, TypeKey};
+use super::tls;
+use crate::api::{ApiResource, Status};
+use crate::client::{Auth, ClientConfig, Identity, Secret};
+
+/// Options of an [`ApiServer`].
+#[derive(Clone, Debug)]
+pub struct ApiServerBuilder {
+    tls: bool,
+    client_certs: bool,
+    tokens: Vec<String>,
+    basic: Option<(String, String)>,
+    history_limit: usize,
+    bookmark_interval: Duration,
+    resources: Vec<ApiResource>,
+}
+
+impl Default for ApiServerBuilder {
+    fn default() -> Self {
+        ApiServerBuilder {
+            tls: false,
+            client_certs: false,
+            tokens: Vec::new(),
+            basic: None,
+            history_limit: 10_000,
+            bookmark_interval: Duration::from_secs(1),
+            resources: Vec::new(),
+        }
+    }
+}
+
+impl ApiServerBuilder {
+    /// Serve HTTPS with the committed test certificate (see [`tls::CA_PEM`](super::CA_PEM)).
+    pub fn tls(mut self) -> Self {
+        self.tls = true;
+        self
+    }
+
+    /// Serve HTTPS and accept client certificates signed by the test CA as authentication.
+    pub fn client_certificates(mut self) -> Self {
+        self.tls = true;
+        self.client_certs = true;
+        self
+    }
+
+    /// Require this bearer token (several calls allow several tokens).
+    pub fn token(mut self, token: &str) -> Self {
+        self.tokens.push(token.into());
+        self
+    }
+
+    /// Accept HTTP basic authentication with this user and password.
+    pub fn basic_auth(mut self, username: &str, password: &str) -> Self {
+        self.basic = Some((username.into(), password.into()));
+        self
+    }
+
+    /// How many change events each resource keeps for watches and paging (default 10,000).
+    /// Older starting points get 410 Expired.
+    pub fn history_limit(mut self, events: usize) -> Self {
+        self.history_limit = events;
+        self
+    }
+
+    /// How often a watch that asked for bookmarks gets one (default 1 s).
+    pub fn bookmark_interval(mut self, every: Duration) -> Self {
+        self.bookmark_interval = every;
+        self
+    }
+
+    /// Names the kind of a resource before any of its objects exists (lists say `PodList`).
+    pub fn resource(mut self, ar: &ApiResource) -> Self {
+        self.resources.push(ar.clone());
+        self
+    }
+
+    /// Starts the server on `127.0.0.1` with a free port.
+    pub fn start(self) -> ApiServer {
+        ApiServer::start_with(self)
+    }
+}
+
+/// State shared by the server's threads.
+pub(crate) struct Shared {
+    pub store: Mutex<Store>,
+    /// Notified on every write and on stop; watches wait on it.
+    pub changed: Condvar,
+    pub stopped: AtomicBool,
+    pub faults: Mutex<Faults>,
+    pub streaming_list_supported: AtomicBool,
+    pub bookmark_interval: Duration,
+    requests: Mutex<Vec<String>>,
+    conns: Mutex<HashMap<u64, TcpStream>>,
+    next_conn: AtomicU64,
+    opts: ApiServerBuilder,
+}
+
+impl Shared {
+    pub(crate) fn take_fault(&self, kind: Target, continued: bool) -> Option<Fault> {
+        self.faults.lock().take(kind, continued)
+    }
+
+    pub(crate) fn notify(&self) {
+        self.changed.notify_all();
+    }
+}
+
+/// A kube-apiserver stand-in on `127.0.0.1`: real HTTP/1.1 (and TLS), real list and watch
+/// semantics, and fault injection. See the [module docs](super).
+pub struct ApiServer {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept: Option<JoinHandle<()>>,
+    workers: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl std::fmt::Debug for ApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiServer")
+            .field("url", &self.url())
+            .finish()
+    }
+}
+
+impl ApiServer {
+    /// A plain-HTTP server with no authentication.
+    pub fn start() -> ApiServer {
+        Self::builder().start()
+    }
+
+    /// Options for a server.
+    pub fn builder() -> ApiServerBuilder {
+        ApiServerBuilder::default()
+    }
+
+    fn start_with(opts: ApiServerBuilder) -> ApiServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("listener address");
+        let mut store = Store::new(opts.history_limit);
+        for ar in &opts.resources {
+            store.register(ar);
+        }
+        let shared = Arc::new(Shared {
+            store: Mutex::new(store),
+            changed: Condvar::new(),
+            stopped: AtomicBool::new(false),
+            faults: Mutex::new(Faults::default()),
+            streaming_list_supported: AtomicBool::new(true),
+            bookmark_interval: opts.bookmark_interval,
+            requests: Mutex::new(Vec::new()),
+            conns: Mutex::new(HashMap::new()),
+            next_conn: AtomicU64::new(0),
+            opts,
+        });
+        let workers: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
+        let tls_config = shared
+            .opts
+            .tls
+            .then(|| tls::server_config(shared.opts.client_certs));
+        let accept = {
+            let shared = Arc::clone(&shared);
+            let workers = Arc::clone(&workers);
+            std::thread::Builder::new()
+                .name("kube-informer/apiserver/accept".into())
+                .spawn(move || accept_loop(listener, shared, workers, tls_config))
+                .expect("spawn accept thread")
+        };
+        ApiServer {
+            shared,
+            addr,
+            accept: Some(accept),
+            workers,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        let scheme = if self.shared.opts.tls {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A client configuration that reaches this server: its URL, the test CA when serving
+    /// TLS, the first token (or the basic credentials, or the admin client certificate when
+    /// those are the only way in). The client-side rate limit is off.
+    pub fn client_config(&self) -> ClientConfig {
+        let mut c = ClientConfig::new(self.url());
+        c.qps = 0.0;
+        let o = &self.shared.opts;
+        if o.tls {
+            c.ca_pem = Some(tls::CA_PEM.as_bytes().to_vec());
+        }
+        if let Some(t) = o.tokens.first() {
+            c.auth = Auth::Bearer(Secret::new(t.as_str()));
+        } else if let Some((u, p)) = &o.basic {
+            c.auth = Auth::Basic {
+                username: u.clone(),
+                password: Secret::new(p.as_str()),
+            };
+        } else if o.client_certs {
+            c.identity = Some(Identity {
+                cert_pem: tls::ADMIN_CERT_PEM.as_bytes().to_vec(),
+                key_pem: Secret::new(tls::ADMIN_KEY_PEM),
+            });
+        }
+        c
+    }
+
+    /// Creates an object, as `POST` would; returns it as stored. For a namespaced resource
+    /// the namespace comes from `metadata.namespace` (default `default`).
+    pub fn create(&self, ar: &ApiResource, object: Value) -> Result<Value, Status> {
+        let ns = self.namespace_of(ar, &object);
+        let stored = self.write(|s| s.create(&TypeKey::of(ar), ns.as_deref(), object))?;
+        Ok(stored)
+    }
+
+    /// Replaces an object, as `PUT` would (a `metadata.resourceVersion` must be current).
+    pub fn update(&self, ar: &ApiResource, object: Value) -> Result<Value, Status> {
+        let ns = self.namespace_of(ar, &object);
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        self.write(|s| s.update(&TypeKey::of(ar), ns.as_deref(), &name, object))
+    }
+
+    /// Applies a JSON merge patch to an object.
+    pub fn patch(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Value, Status> {
+        let ns = ar.namespaced.then(|| namespace.unwrap_or("default"));
+        self.write(|s| s.patch(&TypeKey::of(ar), ns, name, patch))
+    }
+
+    /// Deletes an object; returns its last state.
+    pub fn delete(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, Status> {
+        let ns = ar.namespaced.then(|| namespace.unwrap_or("default"));
+        self.write(|s| s.delete(&TypeKey::of(ar), ns, name))
+    }
+
+    /// One object as stored now.
+    pub fn get(&self, ar: &ApiResource, namespace: Option<&str>, name: &str) -> Option<Value> {
+        let ns = ar.namespaced.then(|| namespace.unwrap_or("default"));
+        let mut store = self.shared.store.lock();
+        let stored = store.get(&TypeKey::of(ar), ns, name).ok()?;
+        serde_json::from_str(&stored.json).ok()
+    }
+
+    /// Every object of a resource as stored now, in key order (`None`: all namespaces).
+    pub fn list(&self, ar: &ApiResource, namespace: Option<&str>) -> Vec<Value> {
+        let mut store = self.shared.store.lock();
+        let rv = store.rv;
+        let ns = namespace.filter(|_| ar.namespaced);
+        store
+            .collection(&TypeKey::of(ar))
+            .snapshot(rv, None, ns)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|o| serde_json::from_str(&o.json).ok())
+            .collect()
+    }
+
+    /// `(key, resourceVersion)` of every object of a resource: what a synced cache must hold.
+    pub fn keys_and_versions(&self, ar: &ApiResource) -> Vec<(String, String)> {
+        let mut store = self.shared.store.lock();
+        store
+            .collection(&TypeKey::of(ar))
+            .objects
+            .iter()
+            .map(|(k, o)| (k.clone(), o.rv.to_string()))
+            .collect()
+    }
+
+    /// The newest resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.store.lock().rv
+    }
+
+    /// Forgets all change history: every older resourceVersion and continue token now gets
+    /// 410 Expired (what etcd compaction does).
+    pub fn compact(&self) {
+        self.shared.store.lock().compact();
+        self.shared.notify();
+    }
+
+    /// Makes the next request of `target` fail with `fault`.
+    pub fn inject(&self, target: Target, fault: Fault) {
+        self.shared.faults.lock().push(target, fault);
+    }
+
+    /// Drops all faults not yet used.
+    pub fn clear_faults(&self) {
+        self.shared.faults.lock().clear();
+    }
+
+    /// With `false`, streaming lists (`sendInitialEvents=true`) are refused the way an
+    /// API server on etcd 3.4 refuses them: HTTP 200 and one ERROR event with code 500.
+    pub fn set_streaming_list_supported(&self, supported: bool) {
+        self.shared
+            .streaming_list_supported
+            .store(supported, Ordering::SeqCst);
+    }
+
+    /// Drops every open connection, as a server restart would; the objects stay.
+    pub fn disconnect_all(&self) {
+        for (_, s) in self.shared.conns.lock().drain() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        self.shared.notify();
+    }
+
+    /// Every request so far, as `METHOD /path?query`.
+    pub fn requests(&self) -> Vec<String> {
+        self.shared.requests.lock().clone()
+    }
+
+    /// Stops accepting, drops every connection and joins every thread.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let Some(accept) = self.accept.take() else {
+            return;
+        };
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        // Wake the accept loop with a connection of our own.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        let _ = accept.join();
+        self.disconnect_all();
+        let handles = std::mem::take(&mut *self.workers.lock());
+        for h in handles {
+            let _ = h.join();
+        }
+    }
+
+    fn namespace_of(&self, ar: &ApiResource, object: &Value) -> Option<String> {
+        ar.namespaced.then(|| {
+            object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .unwrap_or("default")
+                .to_owned()
+        })
+    }
+
+    fn write(
+        &self,
+        f: impl FnOnce(&mut Store) -> Result<super::store::Stored, Status>,
+    ) -> Result<Value, Status> {
+        let stored = f(&mut self.shared.store.lock())?;
+        self.shared.notify();
+        Ok(serde_json::from_str(&stored.json).unwrap_or(Value::Null))
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    workers: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    tls_config: Option<Arc<rustls::ServerConfig>>,
+) {
+    for stream in listener.incoming() {
+        if shared.stopped.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok(stream) = stream else { continue };
+        let _ = stream.set_nodelay(true);
+        let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        if let Ok(clone) = stream.try_clone() {
+            shared.conns.lock().insert(id, clone);
+        }
+        let shared2 = Arc::clone(&shared);
+        let tls_config = tls_config.clone();
+        let spawned = std::thread::Builder::new()
+            .name("kube-informer/apiserver/conn".into())
+            .spawn(move || {
+                match tls_config {
+                    Some(cfg) => match rustls::ServerConnection::new(cfg) {
+                        Ok(conn) => {
+                            serve_connection(rustls::StreamOwned::new(conn, stream), &shared2)
+                        }
+                        Err(e) => log::warn!("test API server: TLS setup: {e}"),
+                    },
+                    None => serve_connection(stream, &shared2),
+                }
+                shared2.conns.lock().remove(&id);
+            });
+        let mut w = workers.lock();
+        w.retain(|h| !h.is_finished());
+        if let Ok(h) = spawned {
+            w.push(h);
+        }
+    }
+}
+
+/// What a connection knows about its peer.
+pub(crate) trait Peer: Read + Write {
+    /// True when the client presented a certificate the server verified.
+    fn has_client_certificate(&self) -> bool;
+    /// Drops the connection at once (for fault injection).
+    fn drop_connection(&mut self);
+}
+
+impl Peer for TcpStream {
+    fn has_client_certificate(&self) -> bool {
+        false
+    }
+    fn drop_connection(&mut self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
+}
+
+impl Peer for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
+    fn has_client_certificate(&self) -> bool {
+        self.conn.peer_certificates().is_some_and(|c| !c.is_empty())
+    }
+    fn drop_connection(&mut self) {
+        let _ = self.sock.shutdown(Shutdown::Both);
+    }
+}
+
+fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
+    let mut reader = BufReader::new(stream);
+    loop {
+        let req = match http::read_request(&mut reader) {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::InvalidData {
+                    let st = Status::failure(400, "BadRequest", e.to_string());
+                    let _ = handlers::write_status(reader.get_mut(), &st, &[]);
+                }
+                return;
+            }
+        };
+        if shared.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        {
+            let mut log = shared.requests.lock();
+            let mut line = format!("{} {}", req.method, req.path);
+            let mut q: Vec<_> = req.query.iter().collect();
+            q.sort();
+            for (i, (k, v)) in q.iter().enumerate() {
+                line.push(if i == 0 { '?' } else { '&' });
+                line.push_str(&format!("{k}={v}"));
+            }
+            if log.len() < 100_000 {
+                log.push(line);
+            }
+        }
+        let stream = reader.get_mut();
+        if !authorized(&req, stream.has_client_certificate(), &shared.opts) {
+            let st = Status::failure(401, "Unauthorized", "Unauthorized");
+            if handlers::write_status(stream, &st, &[]).is_err() {
+                return;
+            }
+            continue;
+        }
+        let keep = req.keep_alive();
+        match handlers::handle(&req, stream, shared) {
+            handlers::Outcome::KeepAlive if keep => {}
+            _ => return,
+        }
+    }
+}
+
+fn authorized(req: &http::Request, client_cert: bool, o: &ApiServerBuilder) -> bool {
+    if o.tokens.is_empty() && o.basic.is_none() && !o.client_certs {
+        return true;
+    }
+    if client_cert {
+        return true;
+    }
+    let Some(h) = req.header("authorization") else {
+        return false;
+    };
+    if let Some(t) = h.strip_prefix("Bearer ") {
+        return o.tokens.iter().any(|x| x == t.trim());
+    }
+    if let (Some(b), Some((u, p))) = (h.strip_prefix("Basic "), &o.basic) {
+        use base64::Engine as _;
+        let want = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
+        return b.trim() == want;
+    }
+    false
+}
