@@ -31,3 +31,8 @@ pub mod testing;
 
 pub use client::{Api, Client, ClientConfig, ListParams, WatchParams};
 pub use error::{Error, Result};
+
+// The README's examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -29,7 +29,7 @@ pub enum WatchEvent<K> {
     /// No object changed, but the collection reached this resource version.
     Bookmark(Bookmark),
     /// The server reports a failure (410 Expired when the start version is too old).
-    Error(Status),
+    Error(Box<Status>),
 }
 
 impl<K> WatchEvent<K> {
@@ -129,7 +129,7 @@ fn decode_object<'de, K: DeserializeOwned, D: Deserializer<'de>>(
         EventType::Modified => WatchEvent::Modified(K::deserialize(d)?),
         EventType::Deleted => WatchEvent::Deleted(K::deserialize(d)?),
         EventType::Bookmark => WatchEvent::Bookmark(BookmarkObject::deserialize(d)?.into()),
-        EventType::Error => WatchEvent::Error(Status::deserialize(d)?),
+        EventType::Error => WatchEvent::Error(Box::new(Status::deserialize(d)?)),
     })
 }
 

@@ -172,6 +172,15 @@ impl<K: Object> Iterator for WatchStream<K> {
                     if self.canceller.is_cancelled() {
                         return None;
                     }
+                    if !self.buf.is_empty() {
+                        self.line_no += 1;
+                        let msg = format!(
+                            "connection lost in the middle of an event ({} bytes received: {:?}): {source}",
+                            self.buf.len(),
+                            excerpt(&self.buf)
+                        );
+                        return Some(Err(self.line_error(msg)));
+                    }
                     return Some(Err(Error::Io {
                         request: self.request.clone(),
                         source,
@@ -208,7 +217,7 @@ impl<K: Object> Iterator for WatchStream<K> {
             return Some(match WatchEvent::<K>::from_json(&self.buf) {
                 Ok(WatchEvent::Error(status)) => Err(Error::Api {
                     request: self.request.clone(),
-                    status: Box::new(status),
+                    status,
                 }),
                 Ok(event) => Ok(event),
                 Err(e) => {

@@ -137,7 +137,8 @@ fn write_head(w: &mut impl Write, code: u16, extra: &[(&str, String)]) -> io::Re
     w.write_all(head.as_bytes())
 }
 
-/// Writes a whole response with a `Content-Length` body.
+/// Writes a whole response with a `Content-Length` body. Like the API server's JSON
+/// encoder, it ends the body with a newline.
 pub(crate) fn write_response(
     w: &mut impl Write,
     code: u16,
@@ -145,8 +146,9 @@ pub(crate) fn write_response(
     body: &[u8],
 ) -> io::Result<()> {
     write_head(w, code, extra)?;
-    write!(w, "content-length: {}\r\n\r\n", body.len())?;
+    write!(w, "content-length: {}\r\n\r\n", body.len() + 1)?;
     w.write_all(body)?;
+    w.write_all(b"\n")?;
     w.flush()
 }
 

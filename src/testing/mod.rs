@@ -36,6 +36,10 @@
 //! assert!(matches!(&events[0], Ok(WatchEvent::Added(o)) if o.metadata.name() == "a"));
 //! ```
 
+// The test server passes `Status` bodies around by value: they are what it answers with,
+// and no hot path of the library goes through here.
+#![allow(clippy::result_large_err)]
+
 mod faults;
 mod handlers;
 mod http;

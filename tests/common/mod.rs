@@ -1,0 +1,138 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use kube_informer::api::ApiResource;
+
+/// Generous bound for anything the tests wait on (never a timing assertion).
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+pub fn fixture_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+pub fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(fixture_path(name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+/// Names of the fixtures matching a predicate, sorted.
+pub fn fixtures_where(pred: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(fixture_path(""))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| pred(n))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The HTTP status code of a captured response (`HTTP/2 410` in `NAME.headers`).
+pub fn fixture_code(name: &str) -> u16 {
+    let headers = String::from_utf8(fixture(&format!("{name}.headers"))).unwrap();
+    headers
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status line")
+}
+
+pub fn pods() -> ApiResource {
+    ApiResource::new("", "v1", "Pod", "pods", true)
+}
+
+pub fn widgets() -> ApiResource {
+    ApiResource::new("lab.example.com", "v1", "Widget", "widgets", true)
+}
+
+/// A pod body shaped like the captures (labels, a container, a status phase).
+pub fn pod(ns: &str, name: &str, phase: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": "lab", "idx": name}},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+        "status": {"phase": phase}
+    })
+}
+
+/// A one-shot HTTP server that answers every request with a captured body and status code
+/// (chunked for `.jsonl` watch captures), to run captures through the real client.
+pub struct Replay {
+    pub url: String,
+    stop: Option<mpsc::Sender<()>>,
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        self.stop.take();
+        // Wake the accept loop so it sees the closed channel and ends.
+        let _ = std::net::TcpStream::connect(self.url.trim_start_matches("http://"));
+    }
+}
+
+pub fn replay(name: &str) -> Replay {
+    let body = fixture(name);
+    let code = fixture_code(name);
+    let chunked = name.ends_with(".jsonl");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("test/replay".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                if matches!(rx.try_recv(), Err(mpsc::TryRecvError::Disconnected)) {
+                    return;
+                }
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                    line.clear();
+                }
+                let head = if chunked {
+                    format!("HTTP/1.1 {code} X\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+                } else {
+                    format!("HTTP/1.1 {code} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())
+                };
+                let _ = stream.write_all(head.as_bytes());
+                if chunked {
+                    for l in body.split_inclusive(|&b| b == b'\n') {
+                        let _ = write!(stream, "{:x}\r\n", l.len());
+                        let _ = stream.write_all(l);
+                        let _ = stream.write_all(b"\r\n");
+                    }
+                    let _ = stream.write_all(b"0\r\n\r\n");
+                } else {
+                    let _ = stream.write_all(&body);
+                }
+            }
+        })
+        .unwrap();
+    Replay {
+        url,
+        stop: Some(tx),
+    }
+}
+
+/// A raw GET (status code and body text), to compare the test server's bytes with captures.
+pub fn raw_get(url: &str, token: Option<&str>) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut req = agent.get(url);
+    if let Some(t) = token {
+        req = req.header("authorization", &format!("Bearer {t}"));
+    }
+    let mut res = req.call().unwrap();
+    let code = res.status().as_u16();
+    (code, res.body_mut().read_to_string().unwrap())
+}

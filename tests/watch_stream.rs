@@ -1,0 +1,336 @@
+//! Watch streams against the test API server over loopback HTTP: every event type,
+//! bookmarks, 410, garbage and truncated lines, dropped connections, streaming lists,
+//! selectors, server timeouts and cancellation from another thread.
+
+mod common;
+
+use std::sync::mpsc;
+
+use common::*;
+use kube_informer::api::{DynamicObject, WatchEvent};
+use kube_informer::testing::{ApiServer, Fault, Target};
+use kube_informer::{Api, Client, Error, WatchParams};
+use serde_json::json;
+
+fn setup() -> (ApiServer, Api<DynamicObject>) {
+    let server = ApiServer::builder()
+        .resource(&pods())
+        .bookmark_interval(std::time::Duration::from_millis(200))
+        .start();
+    let client = Client::new(server.client_config()).unwrap();
+    (server, Api::namespaced_with(client, "lab", &pods()))
+}
+
+/// Collects up to `n` items of a watch on another thread, bounded by PATIENCE.
+fn take<T: Send + 'static>(iter: impl Iterator<Item = T> + Send + 'static, n: usize) -> Vec<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for item in iter.take(n) {
+            if tx.send(item).is_err() {
+                return;
+            }
+        }
+    });
+    let mut out = Vec::new();
+    while out.len() < n {
+        match rx.recv_timeout(PATIENCE) {
+            Ok(item) => out.push(item),
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+fn summary(ev: &Result<WatchEvent<DynamicObject>, Error>) -> String {
+    match ev {
+        Ok(WatchEvent::Added(o)) => format!("ADDED {}", o.metadata.name()),
+        Ok(WatchEvent::Modified(o)) => format!("MODIFIED {}", o.metadata.name()),
+        Ok(WatchEvent::Deleted(o)) => format!("DELETED {}", o.metadata.name()),
+        Ok(WatchEvent::Bookmark(_)) => "BOOKMARK".into(),
+        Ok(WatchEvent::Error(s)) => format!("ERROR {}", s.code),
+        Err(e) => format!("Err {e}"),
+    }
+}
+
+#[test]
+fn replays_every_event_type_from_a_version_then_bookmarks() {
+    let (server, api) = setup();
+    let rv = server.resource_version().to_string();
+    server.create(&pods(), pod("lab", "a", "Pending")).unwrap();
+    server
+        .patch(
+            &pods(),
+            Some("lab"),
+            "a",
+            &json!({"status": {"phase": "Running"}}),
+        )
+        .unwrap();
+    server.delete(&pods(), Some("lab"), "a").unwrap();
+    server
+        .create(&pods(), pod("elsewhere", "b", "Pending"))
+        .unwrap();
+    let stream = api.watch(&WatchParams::from_version(&rv)).unwrap();
+    let got = take(stream, 4);
+    let names: Vec<_> = got.iter().map(summary).collect();
+    assert_eq!(names, ["ADDED a", "MODIFIED a", "DELETED a", "BOOKMARK"]);
+    let last_rv = server.resource_version().to_string();
+    match &got[3] {
+        Ok(WatchEvent::Bookmark(b)) => assert_eq!(b.resource_version, last_rv),
+        other => panic!("{other:?}"),
+    }
+    match &got[2] {
+        Ok(WatchEvent::Deleted(o)) => {
+            let del_rv: u64 = o.metadata.resource_version().parse().unwrap();
+            assert!(del_rv > rv.parse().unwrap());
+            assert_eq!(o.kind.as_deref(), Some("Pod"), "watch objects carry kind");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn live_events_arrive_while_watching() {
+    let (server, api) = setup();
+    let rv = server.resource_version().to_string();
+    let mut params = WatchParams::from_version(&rv);
+    params.allow_watch_bookmarks = false;
+    let stream = api.watch(&params).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for ev in stream.take(3) {
+            tx.send(summary(&ev)).unwrap();
+        }
+    });
+    for i in 0..3 {
+        server
+            .create(&pods(), pod("lab", &format!("live-{i}"), "Pending"))
+            .unwrap();
+        assert_eq!(
+            rx.recv_timeout(PATIENCE).unwrap(),
+            format!("ADDED live-{i}")
+        );
+    }
+    reader.join().unwrap();
+}
+
+#[test]
+fn too_old_version_gets_one_410_error_event() {
+    let (server, api) = setup();
+    let old = server.resource_version().to_string();
+    server.create(&pods(), pod("lab", "a", "Pending")).unwrap();
+    server.compact();
+    let items: Vec<_> = take(api.watch(&WatchParams::from_version(&old)).unwrap(), 5);
+    assert_eq!(
+        items.len(),
+        1,
+        "{:?}",
+        items.iter().map(summary).collect::<Vec<_>>()
+    );
+    let err = items.into_iter().next().unwrap().unwrap_err();
+    assert!(err.is_gone(), "{err}");
+    let msg = &err.status().unwrap().message;
+    assert!(
+        msg.starts_with(&format!("too old resource version: {old} (")),
+        "{msg}"
+    );
+}
+
+#[test]
+fn garbage_line_is_an_error_item_and_the_stream_goes_on() {
+    let (server, api) = setup();
+    let rv = server.resource_version().to_string();
+    server.create(&pods(), pod("lab", "a", "Pending")).unwrap();
+    server.inject(Target::Watch, Fault::GarbageLine);
+    let got = take(api.watch(&WatchParams::from_version(&rv)).unwrap(), 2);
+    match &got[0] {
+        Err(Error::WatchLine { line, message, .. }) => {
+            assert_eq!(*line, 1);
+            assert!(message.contains("this is not JSON"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(summary(&got[1]), "ADDED a");
+}
+
+#[test]
+fn truncated_last_line_is_reported_once_then_the_stream_ends() {
+    let (server, api) = setup();
+    let rv = server.resource_version().to_string();
+    for i in 0..3 {
+        server
+            .create(&pods(), pod("lab", &format!("p{i}"), "Pending"))
+            .unwrap();
+    }
+    // The first event line is the object plus ~60 bytes of envelope; every line is over
+    // 200 bytes, so this cut lands inside the second line.
+    let first_len = server
+        .get(&pods(), Some("lab"), "p0")
+        .unwrap()
+        .to_string()
+        .len();
+    server.inject(Target::Watch, Fault::CloseAfterBytes(first_len + 100));
+    let got = take(api.watch(&WatchParams::from_version(&rv)).unwrap(), 10);
+    let names: Vec<_> = got.iter().map(summary).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names[0], "ADDED p0");
+    match &got[1] {
+        Err(Error::WatchLine { line, message, .. }) => {
+            assert_eq!(*line, 2);
+            assert!(message.contains("in the middle of an event"), "{message}");
+            assert!(message.contains("{\\\"type\\\":\\\"ADDED\\\""), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn dropped_connection_ends_the_stream_after_the_events_sent() {
+    let (server, api) = setup();
+    let rv = server.resource_version().to_string();
+    for i in 0..5 {
+        server
+            .create(&pods(), pod("lab", &format!("p{i}"), "Pending"))
+            .unwrap();
+    }
+    server.inject(Target::Watch, Fault::CloseAfterEvents(2));
+    let got = take(api.watch(&WatchParams::from_version(&rv)).unwrap(), 10);
+    let ok: Vec<_> = got.iter().filter(|e| e.is_ok()).map(summary).collect();
+    assert_eq!(ok, ["ADDED p0", "ADDED p1"]);
+    // At most one error item (the broken body) and then the end.
+    assert!(
+        got.len() <= 3,
+        "{:?}",
+        got.iter().map(summary).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn server_timeout_ends_the_stream_cleanly_with_a_bookmark() {
+    let (server, api) = setup();
+    let rv = server.resource_version().to_string();
+    let got = take(
+        api.watch(&WatchParams::from_version(&rv).timeout(1))
+            .unwrap(),
+        100,
+    );
+    assert!(!got.is_empty());
+    assert!(
+        got.iter().all(|e| matches!(e, Ok(WatchEvent::Bookmark(_)))),
+        "{:?}",
+        got.iter().map(summary).collect::<Vec<_>>()
+    );
+    drop(server);
+}
+
+#[test]
+fn streaming_list_sends_state_then_the_end_bookmark() {
+    let (server, api) = setup();
+    for i in 0..20 {
+        server
+            .create(&pods(), pod("lab", &format!("p{i:02}"), "Pending"))
+            .unwrap();
+    }
+    let got = take(api.watch(&WatchParams::streaming_list()).unwrap(), 21);
+    assert!(got[..20]
+        .iter()
+        .all(|e| matches!(e, Ok(WatchEvent::Added(_)))));
+    match &got[20] {
+        Ok(WatchEvent::Bookmark(b)) => {
+            assert!(b.is_initial_events_end());
+            assert_eq!(b.resource_version, server.resource_version().to_string());
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without bookmarks the end marker never comes (like the capture).
+    let mut p = WatchParams::streaming_list().timeout(1);
+    p.allow_watch_bookmarks = false;
+    let got = take(api.watch(&p).unwrap(), 100);
+    assert_eq!(got.len(), 20);
+
+    server.set_streaming_list_supported(false);
+    let got = take(api.watch(&WatchParams::streaming_list()).unwrap(), 5);
+    assert_eq!(got.len(), 1);
+    let err = got.into_iter().next().unwrap().unwrap_err();
+    assert_eq!(err.code(), Some(500));
+    assert_eq!(err.status().unwrap().reason, "InternalError");
+}
+
+#[test]
+fn watch_from_zero_starts_with_synthetic_adds() {
+    let (server, api) = setup();
+    server.create(&pods(), pod("lab", "x", "Pending")).unwrap();
+    server.create(&pods(), pod("lab", "y", "Pending")).unwrap();
+    let mut p = WatchParams::from_version("0");
+    p.allow_watch_bookmarks = false;
+    let got = take(api.watch(&p).unwrap(), 2);
+    assert_eq!(
+        got.iter().map(summary).collect::<Vec<_>>(),
+        ["ADDED x", "ADDED y"]
+    );
+}
+
+#[test]
+fn label_selector_turns_leaving_and_entering_into_delete_and_add() {
+    let (server, api) = setup();
+    let rv = server.resource_version().to_string();
+    server.create(&pods(), pod("lab", "a", "Pending")).unwrap();
+    server
+        .patch(
+            &pods(),
+            Some("lab"),
+            "a",
+            &json!({"metadata": {"labels": {"app": "gone"}}}),
+        )
+        .unwrap();
+    server
+        .patch(
+            &pods(),
+            Some("lab"),
+            "a",
+            &json!({"metadata": {"labels": {"app": "lab"}}}),
+        )
+        .unwrap();
+    let mut p = WatchParams::from_version(&rv).labels("app=lab");
+    p.allow_watch_bookmarks = false;
+    let got = take(api.watch(&p).unwrap(), 3);
+    assert_eq!(
+        got.iter().map(summary).collect::<Vec<_>>(),
+        ["ADDED a", "DELETED a", "ADDED a"]
+    );
+}
+
+#[test]
+fn cancel_ends_an_idle_watch_from_another_thread() {
+    let (server, api) = setup();
+    let rv = server.resource_version().to_string();
+    let mut p = WatchParams::from_version(&rv);
+    p.allow_watch_bookmarks = false;
+    let stream = api.watch(&p).unwrap();
+    let canceller = stream.canceller();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let n = stream.count();
+        tx.send(n).unwrap();
+    });
+    canceller.cancel();
+    assert_eq!(
+        rx.recv_timeout(PATIENCE).unwrap(),
+        0,
+        "the idle stream ends, with no error item"
+    );
+    reader.join().unwrap();
+    assert!(canceller.is_cancelled());
+}
+
+#[test]
+fn error_status_before_the_stream_starts_is_an_api_error() {
+    let (server, api) = setup();
+    server.inject(Target::Watch, Fault::status(403));
+    let err = api.watch(&WatchParams::from_version("1")).unwrap_err();
+    assert_eq!(err.code(), Some(403));
+    assert!(
+        err.to_string()
+            .starts_with("GET /api/v1/namespaces/lab/pods?watch=1"),
+        "{err}"
+    );
+}
