@@ -334,3 +334,33 @@ fn error_status_before_the_stream_starts_is_an_api_error() {
         "{err}"
     );
 }
+
+#[test]
+fn the_request_timeout_bounds_requests_but_not_watches() {
+    let (server, _) = setup();
+    let mut config = server.client_config();
+    config.request_timeout = std::time::Duration::from_secs(1);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(Client::new(config).unwrap(), "lab", &pods());
+    // A watch the server holds open for 3 s outlives the 1 s request timeout.
+    let rv = server.resource_version().to_string();
+    let got = take(
+        api.watch(&WatchParams::from_version(&rv).timeout(3))
+            .unwrap(),
+        100,
+    );
+    assert!(
+        got.len() >= 3,
+        "{:?}",
+        got.iter().map(summary).collect::<Vec<_>>()
+    );
+    assert!(got.iter().all(|e| e.is_ok()));
+    // An ordinary request that stalls past it fails with a transport timeout.
+    server.inject(
+        Target::List,
+        Fault::Stall(std::time::Duration::from_secs(3)),
+    );
+    let err = api.list(&kube_informer::ListParams::default()).unwrap_err();
+    assert!(matches!(err, Error::Transport { .. }), "{err:?}");
+    assert!(err.is_transient());
+}
