@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod cache;
 pub mod client;
 mod error;
 #[cfg(feature = "testing")]

@@ -1,0 +1,376 @@
+//! `DeltaFifo`: the queue between the reflector and the informer (client-go's DeltaFIFO).
+//!
+//! Each key is queued once, with the list of its changes (`Deltas`) since it was last popped,
+//! so the consumer sees every change of an object in order while objects stay in arrival
+//! order. A Mutex guards the state; one Condvar wakes the consumer, another the producers.
+//!
+//! Semantics follow client-go, with two of its known faults mended:
+//! - **Dedup**: only two consecutive `Deleted` deltas collapse, keeping the one that says more
+//!   (the real final object rather than a tombstone).
+//! - **Replace** (a relist) queues `Replaced` for every listed object, and a `Deleted`
+//!   tombstone for every key that is cached *or only queued* and missing from the list.
+//!   (client-go once forgot the queued-only keys and leaked their objects into the cache.)
+//! - **Resync** queues `Sync` for cached keys with nothing queued; it never contacts a server.
+//! - **Pop** hands the deltas to the consumer *after* releasing the lock, so a slow consumer
+//!   never stalls the reflector (client-go processes while holding it). There must be a single
+//!   consumer: that is what keeps each key's changes in order.
+//! - **Backpressure**: when more than the high-water mark of deltas is pending, watch events
+//!   (`add`/`update`/`delete`) block until the consumer catches up, so a stalled consumer
+//!   slows the socket instead of growing memory without bound. `replace` and `resync` do not
+//!   block: a relist's objects are already in memory, and a resync only queues idle keys.
+//!   The default mark, [`DEFAULT_HIGH_WATER`], bounds pending watch deltas to 10,000 (each an
+//!   `Arc` shared with the cache, so the memory held is that of the changed objects).
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::delta::{key_of, DeletedFinalStateUnknown, DeletedObject, Delta};
+use super::store::Store;
+use crate::api::Object;
+
+/// Default high-water mark: pending deltas above which watch events block.
+pub const DEFAULT_HIGH_WATER: usize = 10_000;
+
+/// The FIFO was closed; nothing more goes in or comes out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Closed;
+
+impl fmt::Display for Closed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the DeltaFIFO is closed")
+    }
+}
+
+impl std::error::Error for Closed {}
+
+/// What the FIFO consults to find deletions missed by a relist and to resync: the cache.
+pub trait KnownObjects<K>: Send + Sync {
+    /// Every key of the cache.
+    fn known_keys(&self) -> Vec<String>;
+    /// One cached object.
+    fn known_object(&self, key: &str) -> Option<Arc<K>>;
+}
+
+impl<K: Object> KnownObjects<K> for Store<K> {
+    fn known_keys(&self) -> Vec<String> {
+        self.list_keys()
+    }
+    fn known_object(&self, key: &str) -> Option<Arc<K>> {
+        self.get(key)
+    }
+}
+
+struct State<K> {
+    items: HashMap<String, Vec<Delta<K>>>,
+    queue: VecDeque<String>,
+    pending: usize,
+    populated: bool,
+    initial_population: usize,
+    closed: bool,
+}
+
+/// The delta queue. Share it behind an `Arc`.
+pub struct DeltaFifo<K> {
+    state: Mutex<State<K>>,
+    not_empty: Condvar,
+    not_full: Condvar,
+    known: Option<Arc<dyn KnownObjects<K>>>,
+    high_water: usize,
+}
+
+impl<K> fmt::Debug for DeltaFifo<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.lock();
+        f.debug_struct("DeltaFifo")
+            .field("queued_keys", &st.queue.len())
+            .field("pending_deltas", &st.pending)
+            .field("closed", &st.closed)
+            .finish()
+    }
+}
+
+impl<K: Object> DeltaFifo<K> {
+    /// A FIFO that checks `known` (the cache) on replace, delete and resync.
+    pub fn new(known: Option<Arc<dyn KnownObjects<K>>>) -> Self {
+        Self::with_high_water(known, DEFAULT_HIGH_WATER)
+    }
+
+    /// A FIFO with a custom high-water mark (at least 1).
+    pub fn with_high_water(known: Option<Arc<dyn KnownObjects<K>>>, high_water: usize) -> Self {
+        DeltaFifo {
+            state: Mutex::new(State {
+                items: HashMap::new(),
+                queue: VecDeque::new(),
+                pending: 0,
+                populated: false,
+                initial_population: 0,
+                closed: false,
+            }),
+            not_empty: Condvar::new(),
+            not_full: Condvar::new(),
+            known,
+            high_water: high_water.max(1),
+        }
+    }
+
+    /// Queues a delta for `key`, collapsing two consecutive deletions.
+    fn queue_action(&self, st: &mut State<K>, key: String, delta: Delta<K>) {
+        let deltas = st.items.entry(key.clone()).or_default();
+        let newly_queued = deltas.is_empty();
+        deltas.push(delta);
+        st.pending += 1;
+        let n = deltas.len();
+        if n >= 2 {
+            if let (Delta::Deleted(_), Delta::Deleted(newer)) = (&deltas[n - 2], &deltas[n - 1]) {
+                let keep_older = newer.is_tombstone();
+                let newer = deltas.pop().expect("two deltas present");
+                if !keep_older {
+                    deltas[n - 2] = newer;
+                }
+                st.pending -= 1;
+            }
+        }
+        if newly_queued {
+            st.queue.push_back(key);
+        }
+        self.not_empty.notify_one();
+    }
+
+    /// Waits for room under the high-water mark; `Err` when closed.
+    fn wait_for_room<'a>(
+        &self,
+        mut st: parking_lot::MutexGuard<'a, State<K>>,
+    ) -> Result<parking_lot::MutexGuard<'a, State<K>>, Closed> {
+        while !st.closed && st.pending >= self.high_water {
+            self.not_full.wait(&mut st);
+        }
+        if st.closed {
+            Err(Closed)
+        } else {
+            Ok(st)
+        }
+    }
+
+    /// Queues `Added` (watch ADDED).
+    pub fn add(&self, obj: Arc<K>) -> Result<(), Closed> {
+        let key = key_of(&*obj);
+        let mut st = self.wait_for_room(self.state.lock())?;
+        self.queue_action(&mut st, key, Delta::Added(obj));
+        Ok(())
+    }
+
+    /// Queues `Updated` (watch MODIFIED).
+    pub fn update(&self, obj: Arc<K>) -> Result<(), Closed> {
+        let key = key_of(&*obj);
+        let mut st = self.wait_for_room(self.state.lock())?;
+        self.queue_action(&mut st, key, Delta::Updated(obj));
+        Ok(())
+    }
+
+    /// Queues `Deleted` (watch DELETED). Ignored, as in client-go, when the key is neither
+    /// cached nor queued: there is nothing to delete.
+    pub fn delete(&self, obj: Arc<K>) -> Result<(), Closed> {
+        let key = key_of(&*obj);
+        let mut st = self.wait_for_room(self.state.lock())?;
+        let queued = st.items.contains_key(&key);
+        let cached = self
+            .known
+            .as_ref()
+            .is_some_and(|k| k.known_object(&key).is_some());
+        if !queued && !cached {
+            return Ok(());
+        }
+        self.queue_action(&mut st, key, Delta::Deleted(DeletedObject::Object(obj)));
+        Ok(())
+    }
+
+    /// The newest object queued for `key`.
+    fn newest_queued(st: &State<K>, key: &str) -> Option<Arc<K>> {
+        st.items
+            .get(key)
+            .and_then(|d| d.last())
+            .map(|d| Arc::clone(d.object()))
+    }
+
+    /// A relist: `Replaced` for every listed object, tombstones for every cached or queued
+    /// key the list no longer has. The first replace also sets what [`has_synced`] waits for.
+    ///
+    /// [`has_synced`]: Self::has_synced
+    pub fn replace(&self, list: Vec<Arc<K>>) -> Result<(), Closed> {
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(Closed);
+        }
+        let mut listed = HashSet::with_capacity(list.len());
+        for obj in list {
+            let key = key_of(&*obj);
+            listed.insert(key.clone());
+            self.queue_action(&mut st, key, Delta::Replaced(obj));
+        }
+        // Sorted, so the order tombstones are queued in does not depend on hashing.
+        let mut gone: BTreeSet<String> = st
+            .items
+            .keys()
+            .filter(|k| !listed.contains(*k))
+            .cloned()
+            .collect();
+        if let Some(known) = &self.known {
+            gone.extend(
+                known
+                    .known_keys()
+                    .into_iter()
+                    .filter(|k| !listed.contains(k)),
+            );
+        }
+        for key in gone {
+            // The newest state anyone has: a queued change beats the cached copy.
+            let last_known = Self::newest_queued(&st, &key)
+                .or_else(|| self.known.as_ref().and_then(|k| k.known_object(&key)));
+            if let Some(last_known) = last_known {
+                let tomb = DeletedFinalStateUnknown {
+                    key: key.clone(),
+                    last_known,
+                };
+                self.queue_action(&mut st, key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
+            }
+        }
+        if !st.populated {
+            st.populated = true;
+            st.initial_population = st.queue.len();
+        }
+        Ok(())
+    }
+
+    /// Queues `Sync` for every cached key that has nothing queued (in key order).
+    pub fn resync(&self) -> Result<(), Closed> {
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(Closed);
+        }
+        let Some(known) = &self.known else {
+            return Ok(());
+        };
+        let mut keys = known.known_keys();
+        keys.sort_unstable();
+        for key in keys {
+            if st.items.contains_key(&key) {
+                continue;
+            }
+            if let Some(obj) = known.known_object(&key) {
+                self.queue_action(&mut st, key, Delta::Sync(obj));
+            }
+        }
+        Ok(())
+    }
+
+    /// Blocks until a key is queued, takes it with all its deltas, and runs `process` on them
+    /// without holding the FIFO's lock. `Err(Closed)` once the FIFO is closed (pending deltas
+    /// are dropped then: closing is for shutting down).
+    pub fn pop<R>(&self, process: impl FnOnce(&str, Vec<Delta<K>>) -> R) -> Result<R, Closed> {
+        let (key, deltas, initial) = {
+            let mut st = self.state.lock();
+            loop {
+                if st.closed {
+                    return Err(Closed);
+                }
+                if let Some(key) = st.queue.pop_front() {
+                    let deltas = st.items.remove(&key).unwrap_or_default();
+                    st.pending -= deltas.len();
+                    let initial = st.initial_population > 0;
+                    self.not_full.notify_all();
+                    break (key, deltas, initial);
+                }
+                self.not_empty.wait(&mut st);
+            }
+        };
+        let result = process(&key, deltas);
+        if initial {
+            let mut st = self.state.lock();
+            st.initial_population = st.initial_population.saturating_sub(1);
+        }
+        Ok(result)
+    }
+
+    /// True once the first replace happened and every key it queued was popped and processed.
+    pub fn has_synced(&self) -> bool {
+        let st = self.state.lock();
+        st.populated && st.initial_population == 0
+    }
+
+    /// Closes the FIFO: `pop` and blocked producers return `Closed`.
+    pub fn close(&self) {
+        self.state.lock().closed = true;
+        self.not_empty.notify_all();
+        self.not_full.notify_all();
+    }
+
+    /// True once closed.
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    /// How many keys are queued.
+    pub fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    /// True when nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many deltas are pending across all keys.
+    pub fn pending_deltas(&self) -> usize {
+        self.state.lock().pending
+    }
+
+    /// The queued keys, oldest first.
+    pub fn queued_keys(&self) -> Vec<String> {
+        self.state.lock().queue.iter().cloned().collect()
+    }
+
+    /// The deltas queued for one key.
+    pub fn deltas_of(&self, key: &str) -> Option<Vec<Delta<K>>> {
+        self.state.lock().items.get(key).cloned()
+    }
+
+    /// Checks the FIFO's internal invariants (for tests and fuzzing): every key queued once,
+    /// a key queued exactly when it has deltas, no two consecutive deletions, and the pending
+    /// count right.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let st = self.state.lock();
+        let mut seen = HashSet::new();
+        for k in &st.queue {
+            if !seen.insert(k) {
+                return Err(format!("key {k:?} queued twice"));
+            }
+            match st.items.get(k) {
+                Some(d) if !d.is_empty() => {}
+                _ => return Err(format!("key {k:?} queued without deltas")),
+            }
+        }
+        if st.items.len() != st.queue.len() {
+            return Err(format!(
+                "{} keys have deltas but {} are queued",
+                st.items.len(),
+                st.queue.len()
+            ));
+        }
+        let mut total = 0;
+        for (k, d) in &st.items {
+            total += d.len();
+            for pair in d.windows(2) {
+                if matches!((&pair[0], &pair[1]), (Delta::Deleted(_), Delta::Deleted(_))) {
+                    return Err(format!("key {k:?} has two consecutive Deleted deltas"));
+                }
+            }
+        }
+        if total != st.pending {
+            return Err(format!("pending count {} but {total} deltas", st.pending));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,536 @@
+//! `Reflector`: keeps a DeltaFIFO in step with the API server, on one named OS thread.
+//!
+//! It lists (page by page, 500 at a time), hands the list to the FIFO as one `replace`, then
+//! watches from the list's resourceVersion with bookmarks and a random server timeout of 5–10
+//! minutes, feeding every event to the FIFO. On failure it does what client-go does:
+//! - the watch ended normally (server timeout): watch again from the last version, no relist;
+//! - 410 Gone / Expired (HTTP 410 or an ERROR event): relist, first at the last version
+//!   without a limit, and if that is also too old, a fresh consistent list;
+//! - connection refused or dropped, 429, 5xx: back off (0.8 s doubling to 30 s, with jitter,
+//!   reset after 2 minutes of health) and watch again from the last version;
+//! - anything else (a garbage line, a forbidden watch): back off and relist, since an event
+//!   may have been lost.
+//!
+//! A watch that ends at once with no event counts as a failure, so a server that closes
+//! watches immediately gets back-off, not a tight loop. A watch silent for longer than its
+//! timeout plus a margin is dead (the client's read timeout) and is treated like a dropped
+//! connection. Bookmarks move the resourceVersion forward without touching the FIFO.
+//!
+//! Optionally the initial list is a streaming list (`sendInitialEvents`): the server sends
+//! the current state as events closed by a bookmark. If the server refuses it, or the closing
+//! bookmark does not come within a deadline, the reflector falls back to a paged list and
+//! remembers not to try again.
+//!
+//! Stopping cancels the watch connection, so the thread ends within a second even while the
+//! watch is idle (an in-flight list request finishes first, bounded by the request timeout).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::backoff::{random_between, Backoff};
+use super::delta_fifo::{Closed, DeltaFifo};
+use super::stop::StopSignal;
+use crate::api::{Object, WatchEvent};
+use crate::client::{Api, ListParams, WatchCanceller, WatchParams, WatchStream};
+use crate::error::Error;
+
+/// Called with every list or watch error (for logging or metrics).
+pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// How a reflector lists and watches.
+#[derive(Clone)]
+pub struct ReflectorConfig {
+    /// Page size of lists. Default 500.
+    pub page_size: u32,
+    /// Label selector for list and watch.
+    pub label_selector: Option<String>,
+    /// Field selector for list and watch.
+    pub field_selector: Option<String>,
+    /// Queue a `Sync` for every idle cached object this often (zero: never). Default zero.
+    pub resync_period: Duration,
+    /// Start with a streaming list instead of a paged list. Default false.
+    pub streaming_list: bool,
+    /// How long a streaming list may take to deliver its closing bookmark. Default 60 s.
+    pub streaming_list_deadline: Duration,
+    /// Range of the random server-side watch timeout. Default 5 to 10 minutes.
+    pub watch_timeout: (Duration, Duration),
+    /// First back-off delay. Default 0.8 s.
+    pub backoff_initial: Duration,
+    /// Longest back-off delay. Default 30 s.
+    pub backoff_max: Duration,
+    /// Called on every list or watch error.
+    pub on_watch_error: Option<WatchErrorHandler>,
+    /// Name used in thread names and logs (`kube-informer/<name>/reflector`). Defaults to the
+    /// resource's plural.
+    pub name: Option<String>,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        ReflectorConfig {
+            page_size: 500,
+            label_selector: None,
+            field_selector: None,
+            resync_period: Duration::ZERO,
+            streaming_list: false,
+            streaming_list_deadline: Duration::from_secs(60),
+            watch_timeout: (Duration::from_secs(300), Duration::from_secs(600)),
+            backoff_initial: Duration::from_millis(800),
+            backoff_max: Duration::from_secs(30),
+            on_watch_error: None,
+            name: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ReflectorConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReflectorConfig")
+            .field("page_size", &self.page_size)
+            .field("label_selector", &self.label_selector)
+            .field("field_selector", &self.field_selector)
+            .field("resync_period", &self.resync_period)
+            .field("streaming_list", &self.streaming_list)
+            .field("watch_timeout", &self.watch_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// State the reflector thread shares with its handle.
+#[derive(Default)]
+struct Shared {
+    stop: StopSignal,
+    last_sync_rv: Mutex<String>,
+    canceller: Mutex<Option<WatchCanceller>>,
+    watching: AtomicBool,
+    streaming_supported: AtomicBool,
+    last_activity: Mutex<Option<Instant>>,
+}
+
+/// A running reflector. Dropping it stops and joins its threads.
+pub struct Reflector {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    close_fifo: Box<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for Reflector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reflector")
+            .field(
+                "last_sync_resource_version",
+                &self.last_sync_resource_version(),
+            )
+            .field("watching", &self.is_watching())
+            .finish()
+    }
+}
+
+impl Reflector {
+    /// Starts listing and watching `api` into `fifo`.
+    pub fn start<K: Object>(
+        api: Api<K>,
+        fifo: Arc<DeltaFifo<K>>,
+        config: ReflectorConfig,
+    ) -> std::io::Result<Reflector> {
+        let shared = Arc::new(Shared::default());
+        shared
+            .streaming_supported
+            .store(config.streaming_list, Ordering::SeqCst);
+        let name = config
+            .name
+            .clone()
+            .unwrap_or_else(|| api.resource().plural.clone());
+        let mut threads = Vec::new();
+        if !config.resync_period.is_zero() {
+            let (shared, fifo, period) =
+                (Arc::clone(&shared), Arc::clone(&fifo), config.resync_period);
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("kube-informer/{name}/resync"))
+                    .spawn(move || {
+                        while !shared.stop.sleep(period) {
+                            if fifo.resync().is_err() {
+                                return;
+                            }
+                        }
+                    })?,
+            );
+        }
+        let run = Run {
+            api,
+            fifo: Arc::clone(&fifo),
+            config,
+            shared: Arc::clone(&shared),
+            name: name.clone(),
+        };
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("kube-informer/{name}/reflector"))
+                .spawn(move || run.run())?,
+        );
+        Ok(Reflector {
+            shared,
+            threads,
+            close_fifo: Box::new(move || fifo.close()),
+        })
+    }
+
+    /// The resourceVersion of the last list, event or bookmark seen ("" before the first).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.shared.last_sync_rv.lock().clone()
+    }
+
+    /// True while a watch connection is open.
+    pub fn is_watching(&self) -> bool {
+        self.shared.watching.load(Ordering::SeqCst)
+    }
+
+    /// Time since the last list, event or bookmark.
+    pub fn since_last_activity(&self) -> Option<Duration> {
+        self.shared.last_activity.lock().map(|t| t.elapsed())
+    }
+
+    /// Stops the reflector and joins its threads. Its FIFO is closed, so a consumer blocked
+    /// in `pop` returns too.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.shared.stop.stop();
+        if let Some(c) = self.shared.canceller.lock().take() {
+            c.cancel();
+        }
+        (self.close_fifo)();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Reflector {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Where the next list reads from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ListFrom {
+    /// A consistent, paged list (the first list, and the fallback after a 410).
+    Fresh,
+    /// The last version seen, in one request (served from the API server's cache).
+    LastVersion,
+}
+
+enum Next {
+    List(ListFrom),
+    Watch,
+}
+
+/// Why a watch ended.
+enum WatchEnd {
+    /// The stream ended (server timeout or our cancel) after this many events.
+    Ended(usize),
+    /// The FIFO closed: shutting down.
+    Closed,
+}
+
+struct Run<K> {
+    api: Api<K>,
+    fifo: Arc<DeltaFifo<K>>,
+    config: ReflectorConfig,
+    shared: Arc<Shared>,
+    name: String,
+}
+
+impl<K: Object> Run<K> {
+    fn stopped(&self) -> bool {
+        self.shared.stop.is_stopped() || self.fifo.is_closed()
+    }
+
+    fn report(&self, e: &Error) {
+        log::warn!("kube-informer/{}: {e}", self.name);
+        if let Some(cb) = &self.config.on_watch_error {
+            cb(e);
+        }
+    }
+
+    fn set_rv(&self, rv: &str) {
+        *self.shared.last_sync_rv.lock() = rv.to_owned();
+        *self.shared.last_activity.lock() = Some(Instant::now());
+    }
+
+    fn rv(&self) -> String {
+        self.shared.last_sync_rv.lock().clone()
+    }
+
+    fn run(self) {
+        let mut backoff = Backoff::new(
+            self.config.backoff_initial,
+            self.config.backoff_max,
+            Duration::from_secs(120),
+        );
+        let mut next = Next::List(ListFrom::Fresh);
+        while !self.stopped() {
+            next = match next {
+                Next::List(from) => match self.list(from) {
+                    Ok(()) => Next::Watch,
+                    Err(ListError::Closed) => return,
+                    Err(ListError::Api(e)) => {
+                        self.report(&e);
+                        let from = if e.is_gone() { ListFrom::Fresh } else { from };
+                        if !e.is_gone() && self.shared.stop.sleep(backoff.next_delay()) {
+                            return;
+                        }
+                        Next::List(from)
+                    }
+                },
+                Next::Watch => {
+                    let started = Instant::now();
+                    match self.watch() {
+                        Ok(WatchEnd::Closed) => return,
+                        Ok(WatchEnd::Ended(events)) => {
+                            if events == 0
+                                && started.elapsed() < Duration::from_secs(1)
+                                && !self.stopped()
+                            {
+                                log::debug!("kube-informer/{}: very short watch", self.name);
+                                if self.shared.stop.sleep(backoff.next_delay()) {
+                                    return;
+                                }
+                            }
+                            Next::Watch
+                        }
+                        Err(e) => {
+                            self.report(&e);
+                            if e.is_gone() {
+                                Next::List(ListFrom::LastVersion)
+                            } else {
+                                if self.shared.stop.sleep(backoff.next_delay()) {
+                                    return;
+                                }
+                                if e.is_transient() {
+                                    Next::Watch
+                                } else {
+                                    Next::List(ListFrom::LastVersion)
+                                }
+                            }
+                        }
+                    }
+                }
+            };
+        }
+    }
+
+    fn list_params(&self) -> ListParams {
+        ListParams {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            ..Default::default()
+        }
+    }
+
+    fn watch_params(&self, rv: &str) -> WatchParams {
+        let (lo, hi) = self.config.watch_timeout;
+        let timeout = random_between(lo, hi).as_secs().max(1);
+        let mut p = WatchParams::from_version(rv).timeout(timeout.min(u32::MAX as u64) as u32);
+        p.label_selector = self.config.label_selector.clone();
+        p.field_selector = self.config.field_selector.clone();
+        p
+    }
+
+    fn list(&self, from: ListFrom) -> Result<(), ListError> {
+        if from == ListFrom::Fresh && self.shared.streaming_supported.load(Ordering::SeqCst) {
+            match self.streaming_list() {
+                Ok(()) => return Ok(()),
+                Err(ListError::Closed) => return Err(ListError::Closed),
+                Err(ListError::Api(e)) => {
+                    self.report(&e);
+                    log::info!(
+                        "kube-informer/{}: streaming list unavailable, using paged lists from now on",
+                        self.name
+                    );
+                    self.shared
+                        .streaming_supported
+                        .store(false, Ordering::SeqCst);
+                }
+            }
+        }
+        let mut params = self.list_params();
+        let list = match from {
+            ListFrom::Fresh => {
+                params.limit = Some(self.config.page_size);
+                self.api.list_all(&params)
+            }
+            ListFrom::LastVersion => {
+                params.resource_version = Some(self.rv()).filter(|rv| !rv.is_empty());
+                self.api.list(&params)
+            }
+        }?;
+        let rv = list.metadata.resource_version.unwrap_or_default();
+        let items: Vec<Arc<K>> = list.items.into_iter().map(Arc::new).collect();
+        self.fifo.replace(items)?;
+        self.set_rv(&rv);
+        Ok(())
+    }
+
+    /// Registers the stream's canceller so `stop` can end it; cancels at once if already
+    /// stopping.
+    fn register(&self, stream: &WatchStream<K>) {
+        let c = stream.canceller();
+        *self.shared.canceller.lock() = Some(c.clone());
+        if self.shared.stop.is_stopped() {
+            c.cancel();
+        }
+    }
+
+    fn watch(&self) -> Result<WatchEnd, Error> {
+        let stream = self.api.watch(&self.watch_params(&self.rv()))?;
+        self.register(&stream);
+        self.shared.watching.store(true, Ordering::SeqCst);
+        let result = self.consume(stream);
+        self.shared.watching.store(false, Ordering::SeqCst);
+        self.shared.canceller.lock().take();
+        result
+    }
+
+    /// Feeds a watch's events to the FIFO until it ends.
+    fn consume(
+        &self,
+        stream: impl Iterator<Item = Result<WatchEvent<K>, Error>>,
+    ) -> Result<WatchEnd, Error> {
+        let mut events = 0;
+        for item in stream {
+            let sent = match item? {
+                WatchEvent::Added(o) => {
+                    let rv = o.metadata().resource_version().to_owned();
+                    self.fifo.add(Arc::new(o)).map(|_| rv)
+                }
+                WatchEvent::Modified(o) => {
+                    let rv = o.metadata().resource_version().to_owned();
+                    self.fifo.update(Arc::new(o)).map(|_| rv)
+                }
+                WatchEvent::Deleted(o) => {
+                    let rv = o.metadata().resource_version().to_owned();
+                    self.fifo.delete(Arc::new(o)).map(|_| rv)
+                }
+                WatchEvent::Bookmark(b) => Ok(b.resource_version),
+                WatchEvent::Error(status) => {
+                    return Err(Error::Api {
+                        request: "watch".into(),
+                        status,
+                    })
+                }
+            };
+            match sent {
+                Ok(rv) => {
+                    events += 1;
+                    if !rv.is_empty() {
+                        self.set_rv(&rv);
+                    }
+                }
+                Err(Closed) => return Ok(WatchEnd::Closed),
+            }
+        }
+        Ok(WatchEnd::Ended(events))
+    }
+
+    /// A streaming list: the initial events up to the closing bookmark become one `replace`;
+    /// the same connection then goes on as the watch.
+    fn streaming_list(&self) -> Result<(), ListError> {
+        let mut params = self.watch_params("");
+        params.send_initial_events = true;
+        params.resource_version_match = Some("NotOlderThan".into());
+        let stream = self.api.watch(&params)?;
+        self.register(&stream);
+        let canceller = stream.canceller();
+        let deadline = self.config.streaming_list_deadline;
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
+        let watchdog = std::thread::Builder::new()
+            .name(format!(
+                "kube-informer/{}/streaming-list-deadline",
+                self.name
+            ))
+            .spawn(move || {
+                if let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                    done_rx.recv_timeout(deadline)
+                {
+                    canceller.cancel();
+                }
+            })
+            .map_err(|e| Error::Config(format!("spawning a thread: {e}")))?;
+        let mut stream = stream;
+        let mut items = Vec::new();
+        let outcome = loop {
+            match stream.next() {
+                Some(Ok(WatchEvent::Added(o))) => items.push(Arc::new(o)),
+                Some(Ok(WatchEvent::Bookmark(b))) if b.is_initial_events_end() => break Ok(b.resource_version),
+                Some(Ok(WatchEvent::Bookmark(_))) => {}
+                Some(Ok(other)) => {
+                    break Err(Error::Decode {
+                        request: stream.request().to_owned(),
+                        message: format!("unexpected {} event during the initial events", other.type_name()),
+                    })
+                }
+                Some(Err(e)) => break Err(e),
+                None => {
+                    break Err(Error::Decode {
+                        request: stream.request().to_owned(),
+                        message: "the streaming list ended (or hit its deadline) without the initial-events-end bookmark".into(),
+                    })
+                }
+            }
+        };
+        let _ = done_tx.send(());
+        let _ = watchdog.join();
+        if self.stopped() {
+            return Err(ListError::Closed);
+        }
+        let rv = match outcome {
+            Ok(rv) => rv,
+            Err(e) => {
+                self.shared.canceller.lock().take();
+                return Err(ListError::Api(e));
+            }
+        };
+        self.fifo.replace(items)?;
+        self.set_rv(&rv);
+        // The same connection goes on as the watch.
+        self.shared.watching.store(true, Ordering::SeqCst);
+        let result = self.consume(stream);
+        self.shared.watching.store(false, Ordering::SeqCst);
+        self.shared.canceller.lock().take();
+        match result {
+            Ok(WatchEnd::Closed) => Err(ListError::Closed),
+            Ok(WatchEnd::Ended(_)) => Ok(()),
+            Err(e) => {
+                // The list itself succeeded; the watch part failed like any watch.
+                self.report(&e);
+                Ok(())
+            }
+        }
+    }
+}
+
+enum ListError {
+    Api(Error),
+    Closed,
+}
+
+impl From<Error> for ListError {
+    fn from(e: Error) -> Self {
+        ListError::Api(e)
+    }
+}
+
+impl From<Closed> for ListError {
+    fn from(_: Closed) -> Self {
+        ListError::Closed
+    }
+}

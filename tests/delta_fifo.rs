@@ -1,0 +1,232 @@
+//! DeltaFIFO rules one by one: dedup, replace tombstones (cached and queued-only keys),
+//! resync, has_synced after processing, pop without the lock, close, backpressure.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube_informer::api::DynamicObject;
+use kube_informer::cache::{
+    Closed, DeletedObject, Delta, DeltaFifo, DeltaType, KnownObjects, Store,
+};
+
+fn obj(name: &str, rv: u32) -> Arc<DynamicObject> {
+    let mut o = DynamicObject::default();
+    o.metadata.namespace = Some("ns".into());
+    o.metadata.name = Some(name.into());
+    o.metadata.resource_version = Some(rv.to_string());
+    Arc::new(o)
+}
+
+fn fifo_with_store() -> (Arc<Store<DynamicObject>>, Arc<DeltaFifo<DynamicObject>>) {
+    let store = Arc::new(Store::new());
+    let known: Arc<dyn KnownObjects<DynamicObject>> = store.clone();
+    (store, Arc::new(DeltaFifo::new(Some(known))))
+}
+
+fn kinds(d: &[Delta<DynamicObject>]) -> Vec<(DeltaType, String)> {
+    d.iter()
+        .map(|d| (d.kind(), d.object().metadata.resource_version().to_owned()))
+        .collect()
+}
+
+fn pop(f: &DeltaFifo<DynamicObject>) -> (String, Vec<Delta<DynamicObject>>) {
+    f.pop(|k, d| (k.to_owned(), d)).unwrap()
+}
+
+#[test]
+fn one_entry_per_key_in_arrival_order() {
+    let (_, f) = fifo_with_store();
+    f.add(obj("a", 1)).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    f.update(obj("a", 3)).unwrap();
+    assert_eq!(f.queued_keys(), ["ns/a", "ns/b"]);
+    let (k, d) = pop(&f);
+    assert_eq!(k, "ns/a");
+    assert_eq!(
+        kinds(&d),
+        [
+            (DeltaType::Added, "1".into()),
+            (DeltaType::Updated, "3".into())
+        ]
+    );
+    assert_eq!(pop(&f).0, "ns/b");
+    assert!(f.is_empty());
+}
+
+#[test]
+fn only_consecutive_deletions_collapse_keeping_the_real_object() {
+    let (_, f) = fifo_with_store();
+    f.add(obj("a", 1)).unwrap();
+    f.delete(obj("a", 2)).unwrap();
+    f.delete(obj("a", 3)).unwrap();
+    let d = f.deltas_of("ns/a").unwrap();
+    assert_eq!(
+        kinds(&d),
+        [
+            (DeltaType::Added, "1".into()),
+            (DeltaType::Deleted, "3".into())
+        ]
+    );
+    // A tombstone after a real deletion does not replace it.
+    f.replace(vec![]).unwrap();
+    let d = f.deltas_of("ns/a").unwrap();
+    assert_eq!(d.len(), 2);
+    assert!(
+        matches!(&d[1], Delta::Deleted(DeletedObject::Object(o)) if o.metadata.resource_version() == "3")
+    );
+    // Update then delete do not collapse.
+    f.add(obj("b", 4)).unwrap();
+    f.update(obj("b", 5)).unwrap();
+    f.delete(obj("b", 6)).unwrap();
+    assert_eq!(f.deltas_of("ns/b").unwrap().len(), 3);
+    f.check_invariants().unwrap();
+}
+
+#[test]
+fn a_real_deletion_replaces_a_queued_tombstone() {
+    let (store, f) = fifo_with_store();
+    store.upsert(obj("a", 1)).1.unwrap();
+    f.replace(vec![]).unwrap();
+    assert!(matches!(
+        &f.deltas_of("ns/a").unwrap()[0],
+        Delta::Deleted(DeletedObject::Tombstone(_))
+    ));
+    f.delete(obj("a", 2)).unwrap();
+    let d = f.deltas_of("ns/a").unwrap();
+    assert_eq!(d.len(), 1);
+    assert!(
+        matches!(&d[0], Delta::Deleted(DeletedObject::Object(o)) if o.metadata.resource_version() == "2")
+    );
+}
+
+#[test]
+fn deleting_an_unknown_object_is_ignored() {
+    let (_, f) = fifo_with_store();
+    f.delete(obj("ghost", 1)).unwrap();
+    assert!(f.is_empty());
+}
+
+#[test]
+fn replace_tombstones_cached_and_queued_only_keys_with_the_newest_state() {
+    let (store, f) = fifo_with_store();
+    store.upsert(obj("cached", 1)).1.unwrap();
+    store.upsert(obj("both", 2)).1.unwrap();
+    store.upsert(obj("kept", 3)).1.unwrap();
+    f.update(obj("both", 4)).unwrap();
+    f.add(obj("queued-only", 5)).unwrap();
+    f.replace(vec![obj("kept", 6)]).unwrap();
+
+    let tomb = |key: &str| match f.deltas_of(key).unwrap().last().unwrap() {
+        Delta::Deleted(DeletedObject::Tombstone(t)) => {
+            assert_eq!(t.key, key);
+            t.last_known.metadata.resource_version().to_owned()
+        }
+        other => panic!("{key}: {other:?}"),
+    };
+    assert_eq!(tomb("ns/cached"), "1");
+    assert_eq!(
+        tomb("ns/both"),
+        "4",
+        "the queued change is newer than the cache"
+    );
+    assert_eq!(tomb("ns/queued-only"), "5", "client-go once leaked these");
+    assert_eq!(
+        kinds(&f.deltas_of("ns/kept").unwrap()),
+        [(DeltaType::Replaced, "6".into())]
+    );
+    f.check_invariants().unwrap();
+}
+
+#[test]
+fn resync_only_touches_idle_cached_keys_and_never_the_server() {
+    let (store, f) = fifo_with_store();
+    store.upsert(obj("idle", 1)).1.unwrap();
+    store.upsert(obj("busy", 2)).1.unwrap();
+    f.update(obj("busy", 3)).unwrap();
+    f.resync().unwrap();
+    assert_eq!(
+        kinds(&f.deltas_of("ns/idle").unwrap()),
+        [(DeltaType::Sync, "1".into())]
+    );
+    assert_eq!(
+        kinds(&f.deltas_of("ns/busy").unwrap()),
+        [(DeltaType::Updated, "3".into())]
+    );
+}
+
+#[test]
+fn has_synced_waits_for_the_initial_items_to_be_processed() {
+    let (_, f) = fifo_with_store();
+    assert!(!f.has_synced());
+    f.add(obj("early", 1)).unwrap();
+    assert!(!f.has_synced(), "only a replace populates");
+    f.replace(vec![obj("a", 2), obj("b", 3)]).unwrap();
+    pop(&f);
+    pop(&f);
+    assert!(!f.has_synced());
+    f.add(obj("later", 4)).unwrap();
+    let f2 = Arc::clone(&f);
+    f.pop(move |_, _| assert!(!f2.has_synced(), "popped but not yet processed"))
+        .unwrap();
+    assert!(f.has_synced());
+    assert_eq!(
+        f.len(),
+        1,
+        "the later add is not part of the initial population"
+    );
+}
+
+#[test]
+fn pop_processes_without_holding_the_lock() {
+    let (_, f) = fifo_with_store();
+    f.add(obj("a", 1)).unwrap();
+    let f2 = Arc::clone(&f);
+    // Queuing from inside the consumer would deadlock if pop held the lock.
+    f.pop(move |_, _| f2.add(obj("b", 2)).unwrap()).unwrap();
+    assert_eq!(f.queued_keys(), ["ns/b"]);
+}
+
+#[test]
+fn close_wakes_a_blocked_pop_and_refuses_more_work() {
+    let (_, f) = fifo_with_store();
+    let (tx, rx) = mpsc::channel();
+    let f2 = Arc::clone(&f);
+    let t = std::thread::spawn(move || tx.send(f2.pop(|_, _| ()).is_err()).unwrap());
+    f.close();
+    assert!(rx.recv_timeout(Duration::from_secs(30)).unwrap());
+    t.join().unwrap();
+    assert_eq!(f.add(obj("a", 1)), Err(Closed));
+    assert_eq!(f.replace(vec![]), Err(Closed));
+}
+
+#[test]
+fn producers_block_at_the_high_water_mark_until_the_consumer_catches_up() {
+    let store = Arc::new(Store::new());
+    let known: Arc<dyn KnownObjects<DynamicObject>> = store.clone();
+    let f = Arc::new(DeltaFifo::with_high_water(Some(known), 2));
+    f.add(obj("a", 1)).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let f2 = Arc::clone(&f);
+    let producer = std::thread::spawn(move || {
+        f2.add(obj("c", 3)).unwrap();
+        tx.send(()).unwrap();
+    });
+    // Still blocked after a while (this can only pass wrongly, never fail wrongly).
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    assert_eq!(f.pending_deltas(), 2);
+    pop(&f);
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("unblocked by the pop");
+    producer.join().unwrap();
+    // A relist never blocks: its objects are already in memory.
+    f.replace((0..10).map(|i| obj(&format!("r{i}"), 10 + i)).collect())
+        .unwrap();
+    assert!(f.pending_deltas() > 2);
+    // Closing releases a blocked producer.
+    let f3 = Arc::clone(&f);
+    let blocked = std::thread::spawn(move || f3.add(obj("z", 99)));
+    f.close();
+    assert_eq!(blocked.join().unwrap(), Err(Closed));
+}
