@@ -72,6 +72,18 @@ impl Backoff {
     }
 }
 
+/// A random duration in `[lo, hi)`, for spreading watch timeouts.
+pub(crate) fn random_between(
+    lo: std::time::Duration,
+    hi: std::time::Duration,
+) -> std::time::Duration {
+    if hi <= lo {
+        return lo;
+    }
+    let mut b = Backoff::default();
+    lo + (hi - lo).mul_f64(b.random_fraction())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,16 +102,4 @@ mod tests {
         b.reset();
         assert!(b.next_delay() <= Duration::from_millis(1600));
     }
-}
-
-/// A random duration in `[lo, hi)`, for spreading watch timeouts.
-pub(crate) fn random_between(
-    lo: std::time::Duration,
-    hi: std::time::Duration,
-) -> std::time::Duration {
-    if hi <= lo {
-        return lo;
-    }
-    let mut b = Backoff::default();
-    lo + (hi - lo).mul_f64(b.random_fraction())
 }

@@ -615,7 +615,8 @@ fn watch<S: Peer>(
         for o in initial.iter().filter(|o| in_scope(o)) {
             sink.event("ADDED", &o.json)?;
         }
-        if initial_events && bookmarks {
+        if initial_events && bookmarks && shared.initial_events_end_bookmark.load(Ordering::SeqCst)
+        {
             sink.bookmark(cursor, true)?;
         }
         let mut next_bookmark = Instant::now() + shared.bookmark_interval;

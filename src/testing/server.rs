@@ -108,6 +108,7 @@ pub(crate) struct Shared {
     pub stopped: AtomicBool,
     pub faults: Mutex<Faults>,
     pub streaming_list_supported: AtomicBool,
+    pub initial_events_end_bookmark: AtomicBool,
     pub bookmark_interval: Duration,
     requests: Mutex<Vec<String>>,
     conns: Mutex<HashMap<u64, TcpStream>>,
@@ -166,6 +167,7 @@ impl ApiServer {
             stopped: AtomicBool::new(false),
             faults: Mutex::new(Faults::default()),
             streaming_list_supported: AtomicBool::new(true),
+            initial_events_end_bookmark: AtomicBool::new(true),
             bookmark_interval: opts.bookmark_interval,
             requests: Mutex::new(Vec::new()),
             conns: Mutex::new(HashMap::new()),
@@ -337,6 +339,15 @@ impl ApiServer {
         self.shared
             .streaming_list_supported
             .store(supported, Ordering::SeqCst);
+    }
+
+    /// With `false`, streaming lists are accepted but never closed by the
+    /// `k8s.io/initial-events-end` bookmark (what a server does when the client forgets
+    /// `allowWatchBookmarks`, as in the capture `streaming-list-without-allowWatchBookmarks`).
+    pub fn set_initial_events_end_bookmark(&self, send: bool) {
+        self.shared
+            .initial_events_end_bookmark
+            .store(send, Ordering::SeqCst);
     }
 
     /// Drops every open connection, as a server restart would; the objects stay.

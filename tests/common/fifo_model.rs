@@ -284,7 +284,7 @@ pub fn check(ops: &[Op]) -> Result<(), String> {
         }
         fifo.check_invariants().map_err(&here)?;
         let queued = fifo.queued_keys();
-        if queued != Vec::from(model.queue.clone()) {
+        if !queued.iter().eq(model.queue.iter()) {
             return Err(here(format!("queue {queued:?} vs model {:?}", model.queue)));
         }
         if fifo.has_synced() != model.has_synced() {

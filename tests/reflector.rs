@@ -1,0 +1,475 @@
+//! The reflector against the test API server over loopback HTTP. After every injected fault,
+//! with objects changing on the server, the cache converges to exactly the server's objects
+//! (same keys, same resourceVersions): nothing lost, nothing stale, no ghosts. Deletions
+//! missed while disconnected come out as tombstones.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::*;
+use kube_informer::api::DynamicObject;
+use kube_informer::cache::{
+    DeletedObject, Delta, DeltaFifo, DeltaType, KnownObjects, Reflector, ReflectorConfig, Store,
+};
+use kube_informer::testing::{ApiServer, Fault, Target};
+use kube_informer::{Api, Client};
+use parking_lot::Mutex;
+
+/// Reflector + FIFO + a consumer thread applying deltas to the store (what an informer does).
+struct Harness {
+    server: ApiServer,
+    store: Arc<Store<DynamicObject>>,
+    fifo: Arc<DeltaFifo<DynamicObject>>,
+    reflector: Option<Reflector>,
+    consumer: Option<JoinHandle<()>>,
+    seen: Arc<Mutex<Vec<(DeltaType, String, bool)>>>,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl Harness {
+    fn start(server: ApiServer, tweak: impl FnOnce(&mut ReflectorConfig)) -> Harness {
+        let store = Arc::new(Store::<DynamicObject>::new());
+        let known: Arc<dyn KnownObjects<DynamicObject>> = store.clone();
+        let fifo = Arc::new(DeltaFifo::new(Some(known)));
+        let seen: Arc<Mutex<Vec<(DeltaType, String, bool)>>> = Arc::default();
+        let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+        let consumer = {
+            let (fifo, store, seen) = (fifo.clone(), store.clone(), seen.clone());
+            std::thread::spawn(move || {
+                while let Ok(()) = fifo.pop(|key, deltas| {
+                    for d in deltas {
+                        let tomb = matches!(d, Delta::Deleted(DeletedObject::Tombstone(_)));
+                        seen.lock().push((d.kind(), key.to_owned(), tomb));
+                        match d {
+                            Delta::Deleted(_) => {
+                                store.delete(key);
+                            }
+                            other => {
+                                let _ = store.upsert(Arc::clone(other.object()));
+                            }
+                        }
+                    }
+                }) {}
+            })
+        };
+        let mut config = ReflectorConfig {
+            backoff_initial: Duration::from_millis(50),
+            backoff_max: Duration::from_millis(400),
+            ..Default::default()
+        };
+        let errs = errors.clone();
+        config.on_watch_error = Some(Arc::new(move |e| errs.lock().push(e.to_string())));
+        tweak(&mut config);
+        let api: Api<DynamicObject> =
+            Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
+        let reflector = Reflector::start(api, fifo.clone(), config).unwrap();
+        Harness {
+            server,
+            store,
+            fifo,
+            reflector: Some(reflector),
+            consumer: Some(consumer),
+            seen,
+            errors,
+        }
+    }
+
+    fn reflector(&self) -> &Reflector {
+        self.reflector.as_ref().unwrap()
+    }
+
+    /// Waits (bounded) until the cache holds exactly the server's objects.
+    fn converge(&self, what: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let want = self.server.keys_and_versions(&pods());
+            let got = self.store.keys_and_versions();
+            if want == got && self.fifo.is_empty() {
+                return;
+            }
+            if Instant::now() > deadline {
+                let w: BTreeSet<_> = want.into_iter().collect();
+                let g: BTreeSet<_> = got.into_iter().collect();
+                panic!(
+                    "{what}: no convergence.\nmissing or stale: {:?}\nghosts or stale: {:?}\nerrors: {:?}",
+                    w.difference(&g).take(10).collect::<Vec<_>>(),
+                    g.difference(&w).take(10).collect::<Vec<_>>(),
+                    self.errors.lock()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait_for(&self, what: &str, cond: impl Fn() -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        while !cond() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn requests_matching(&self, pred: impl Fn(&str) -> bool) -> Vec<String> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| pred(r))
+            .collect()
+    }
+
+    fn stop(mut self) -> ApiServer {
+        self.reflector.take().unwrap().stop();
+        self.consumer.take().unwrap().join().unwrap();
+        std::mem::replace(&mut self.server, ApiServer::start())
+    }
+}
+
+fn is_list(r: &str) -> bool {
+    r.starts_with("GET /api/v1/pods") && !r.contains("watch=")
+}
+
+fn is_watch(r: &str) -> bool {
+    r.contains("watch=1")
+}
+
+fn seeded(n: usize) -> ApiServer {
+    let server = ApiServer::builder()
+        .resource(&pods())
+        .bookmark_interval(Duration::from_millis(100))
+        .start();
+    for i in 0..n {
+        server
+            .create(&pods(), pod("lab", &format!("pod-{i:04}"), "Pending"))
+            .unwrap();
+    }
+    server
+}
+
+/// Creates, updates and deletes on the server.
+fn churn(server: &ApiServer, round: usize, n: usize) {
+    for i in 0..n {
+        let name = format!("churn-{round}-{i}");
+        server
+            .create(&pods(), pod("lab", &name, "Pending"))
+            .unwrap();
+        if i % 2 == 0 {
+            server
+                .patch(
+                    &pods(),
+                    Some("lab"),
+                    &name,
+                    &serde_json::json!({"status": {"phase": "Running"}}),
+                )
+                .unwrap();
+        }
+        if i % 3 == 0 {
+            server.delete(&pods(), Some("lab"), &name).unwrap();
+        }
+    }
+}
+
+#[test]
+fn lists_in_pages_then_watches_and_follows_changes() {
+    let h = Harness::start(seeded(1200), |_| {});
+    h.wait_for("has_synced", || h.fifo.has_synced());
+    h.converge("initial list");
+    let lists = h.requests_matching(is_list);
+    assert_eq!(lists.len(), 3, "{lists:?}");
+    assert!(lists.iter().all(|r| r.contains("limit=500")), "{lists:?}");
+    churn(&h.server, 0, 30);
+    h.converge("live changes");
+    let watch = &h.requests_matching(is_watch)[0];
+    assert!(watch.contains("allowWatchBookmarks=true"), "{watch}");
+    let timeout: u64 = watch
+        .split("timeoutSeconds=")
+        .nth(1)
+        .and_then(|s| s.split('&').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!((300..600).contains(&timeout), "{timeout}");
+    h.wait_for("a bookmark moves the version to the server's", || {
+        h.reflector().last_sync_resource_version() == h.server.resource_version().to_string()
+    });
+    assert!(h.reflector().is_watching());
+    assert_eq!(h.requests_matching(is_list).len(), 3, "no relist");
+    h.stop();
+}
+
+#[test]
+fn dropped_connections_rewatch_from_the_last_version_without_relisting() {
+    let h = Harness::start(seeded(50), |_| {});
+    h.converge("initial");
+    for round in 0..3 {
+        h.server.inject(Target::Watch, Fault::CloseAfterEvents(3));
+        h.server.disconnect_all();
+        churn(&h.server, round, 10);
+        h.converge("after a drop mid-stream");
+    }
+    // A server restart (all connections gone) while objects change.
+    h.server.disconnect_all();
+    churn(&h.server, 9, 10);
+    h.converge("after a restart");
+    assert_eq!(
+        h.requests_matching(is_list).len(),
+        1,
+        "no relist after transient drops"
+    );
+    let watches = h.requests_matching(is_watch);
+    assert!(watches.len() >= 4);
+    assert!(
+        watches[1..]
+            .iter()
+            .all(|w| !w.contains("resourceVersion=&")),
+        "{watches:?}"
+    );
+    h.stop();
+}
+
+#[test]
+fn deletions_missed_while_disconnected_come_out_as_tombstones() {
+    let server = ApiServer::builder()
+        .resource(&pods())
+        .history_limit(5)
+        .start();
+    for i in 0..20 {
+        server
+            .create(&pods(), pod("lab", &format!("pod-{i:02}"), "Pending"))
+            .unwrap();
+    }
+    let h = Harness::start(server, |_| {});
+    h.converge("initial");
+    // Keep the reflector from watching while the world changes beyond the history.
+    for _ in 0..1000 {
+        h.server.inject(Target::Watch, Fault::status(500));
+    }
+    h.server.disconnect_all();
+    for i in 0..10 {
+        h.server
+            .delete(&pods(), Some("lab"), &format!("pod-{i:02}"))
+            .unwrap();
+    }
+    churn(&h.server, 0, 12);
+    h.server.clear_faults();
+    h.converge("after the relist");
+    let seen = h.seen.lock().clone();
+    for i in 0..10 {
+        let key = format!("lab/pod-{i:02}");
+        assert!(
+            seen.iter()
+                .any(|(t, k, tomb)| *t == DeltaType::Deleted && *k == key && *tomb),
+            "{key} deleted while disconnected must come as a tombstone"
+        );
+    }
+    assert!(
+        h.errors
+            .lock()
+            .iter()
+            .any(|e| e.contains("too old resource version")),
+        "{:?}",
+        h.errors.lock()
+    );
+    // The relist after the 410 read the last version, in one request.
+    let lists = h.requests_matching(is_list);
+    assert!(
+        lists[1].contains("resourceVersion=") && !lists[1].contains("limit="),
+        "{lists:?}"
+    );
+    h.stop();
+}
+
+#[test]
+fn http_410_on_watch_and_list_relists_at_the_last_version_then_fresh() {
+    let h = Harness::start(seeded(30), |_| {});
+    h.converge("initial");
+    h.server.inject(Target::List, Fault::status(410));
+    h.server.inject(Target::Watch, Fault::status(410));
+    h.server.disconnect_all();
+    churn(&h.server, 0, 6);
+    h.converge("after 410s");
+    let lists = h.requests_matching(is_list);
+    assert_eq!(lists.len(), 3, "{lists:?}");
+    assert!(
+        lists[1].contains("resourceVersion=") && !lists[1].contains("limit="),
+        "{lists:?}"
+    );
+    assert!(
+        lists[2].contains("limit=500") && !lists[2].contains("resourceVersion="),
+        "{lists:?}"
+    );
+    h.stop();
+}
+
+#[test]
+fn expired_continue_token_during_the_initial_list_still_syncs() {
+    let server = seeded(1100);
+    server.inject(Target::ListContinue, Fault::status(410));
+    let h = Harness::start(server, |_| {});
+    h.wait_for("has_synced", || h.fifo.has_synced());
+    h.converge("after the full-list fallback");
+    h.stop();
+}
+
+#[test]
+fn server_errors_and_throttling_are_retried_with_backoff() {
+    let server = seeded(40);
+    server.inject(Target::List, Fault::status(500));
+    server.inject(Target::List, Fault::status(503));
+    server.inject(Target::List, Fault::too_many_requests(0));
+    let h = Harness::start(server, |_| {});
+    h.converge("after list errors");
+    for _ in 0..3 {
+        h.server.inject(Target::Watch, Fault::status(500));
+    }
+    h.server.disconnect_all();
+    churn(&h.server, 0, 6);
+    h.converge("after watch errors");
+    let errors = h.errors.lock().clone();
+    assert!(
+        errors.iter().filter(|e| e.contains("500")).count() >= 2,
+        "{errors:?}"
+    );
+    h.stop();
+}
+
+#[test]
+fn a_garbage_line_makes_it_relist_and_lose_nothing() {
+    let h = Harness::start(seeded(20), |_| {});
+    h.converge("initial");
+    h.server.inject(Target::Watch, Fault::GarbageLine);
+    h.server.disconnect_all();
+    churn(&h.server, 0, 6);
+    h.converge("after a garbage line");
+    assert!(
+        h.errors.lock().iter().any(|e| e.contains("watch line")),
+        "{:?}",
+        h.errors.lock()
+    );
+    h.stop();
+}
+
+#[test]
+fn concurrent_churn_under_repeated_faults_converges() {
+    let h = Harness::start(seeded(200), |_| {});
+    h.converge("initial");
+    let faults = [
+        (Target::Watch, Fault::CloseAfterEvents(5)),
+        (Target::Watch, Fault::CloseAfterBytes(3000)),
+        (Target::Watch, Fault::status(410)),
+        (Target::Watch, Fault::GarbageLine),
+        (Target::List, Fault::status(500)),
+        (Target::Watch, Fault::status(503)),
+    ];
+    for (round, (target, fault)) in faults.into_iter().enumerate() {
+        h.server.inject(target, fault);
+        h.server.disconnect_all();
+        churn(&h.server, round, 25);
+        for i in (round * 7..round * 7 + 7).map(|i| i % 200) {
+            let _ = h
+                .server
+                .delete(&pods(), Some("lab"), &format!("pod-{i:04}"));
+        }
+    }
+    h.converge("after every fault");
+    h.stop();
+}
+
+#[test]
+fn streaming_list_syncs_and_falls_back_when_refused_or_unfinished() {
+    let h = Harness::start(seeded(60), |c| c.streaming_list = true);
+    h.wait_for("has_synced", || h.fifo.has_synced());
+    h.converge("streaming list");
+    assert!(
+        h.requests_matching(is_list).is_empty(),
+        "no paged list needed"
+    );
+    assert!(
+        h.requests_matching(|r| r.contains("sendInitialEvents=true"))
+            .len()
+            == 1
+    );
+    churn(&h.server, 0, 5);
+    h.converge("watch after the streaming list");
+    h.stop();
+
+    // Refused like etcd 3.4: fall back to a paged list, and remember.
+    let server = seeded(60);
+    server.set_streaming_list_supported(false);
+    let h = Harness::start(server, |c| c.streaming_list = true);
+    h.converge("paged fallback");
+    h.server.inject(Target::Watch, Fault::status(410));
+    h.server.inject(Target::List, Fault::status(410));
+    h.server.disconnect_all();
+    churn(&h.server, 1, 5);
+    h.converge("relist");
+    assert_eq!(
+        h.requests_matching(|r| r.contains("sendInitialEvents=true"))
+            .len(),
+        1,
+        "tried once only"
+    );
+    h.stop();
+
+    // Accepted but the closing bookmark never comes: fall back after the deadline.
+    let server = seeded(60);
+    server.set_initial_events_end_bookmark(false);
+    let h = Harness::start(server, |c| {
+        c.streaming_list = true;
+        c.streaming_list_deadline = Duration::from_millis(500);
+    });
+    h.converge("fallback after the deadline");
+    assert_eq!(h.requests_matching(is_list).len(), 1);
+    h.stop();
+}
+
+#[test]
+fn resync_redelivers_cached_objects_without_asking_the_server() {
+    let h = Harness::start(seeded(10), |c| c.resync_period = Duration::from_millis(100));
+    h.converge("initial");
+    h.wait_for("two rounds of Sync", || {
+        h.seen
+            .lock()
+            .iter()
+            .filter(|(t, _, _)| *t == DeltaType::Sync)
+            .count()
+            >= 20
+    });
+    assert_eq!(h.requests_matching(is_list).len(), 1);
+    h.stop();
+}
+
+#[test]
+fn stop_ends_an_idle_watch_and_joins() {
+    let h = Harness::start(seeded(5), |c| {
+        c.watch_timeout = (Duration::from_secs(3600), Duration::from_secs(3601))
+    });
+    h.converge("initial");
+    h.wait_for("watching", || h.reflector().is_watching());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        let s = h.stop();
+        tx.send(()).unwrap();
+        s
+    });
+    rx.recv_timeout(PATIENCE).expect("stop returns");
+    drop(server.join().unwrap());
+}
+
+#[test]
+fn last_sync_version_and_errors_are_observable() {
+    let h = Harness::start(seeded(3), |_| {});
+    h.converge("initial");
+    let rv = h.reflector().last_sync_resource_version();
+    assert!(!rv.is_empty());
+    assert!(h.reflector().since_last_activity().is_some());
+    h.server.inject(Target::Watch, Fault::status(403));
+    h.server.disconnect_all();
+    h.wait_for("the 403 reported", || {
+        h.errors.lock().iter().any(|e| e.contains("403"))
+    });
+    h.converge("after a forbidden watch");
+    h.stop();
+}
