@@ -32,6 +32,15 @@ struct Harness {
 
 impl Harness {
     fn start(server: ApiServer, tweak: impl FnOnce(&mut ReflectorConfig)) -> Harness {
+        let config = server.client_config();
+        Self::start_with_client(server, config, tweak)
+    }
+
+    fn start_with_client(
+        server: ApiServer,
+        client_config: kube_informer::ClientConfig,
+        tweak: impl FnOnce(&mut ReflectorConfig),
+    ) -> Harness {
         let store = Arc::new(Store::<DynamicObject>::new());
         let known: Arc<dyn KnownObjects<DynamicObject>> = store.clone();
         let fifo = Arc::new(DeltaFifo::new(Some(known)));
@@ -64,8 +73,7 @@ impl Harness {
         let errs = errors.clone();
         config.on_watch_error = Some(Arc::new(move |e| errs.lock().push(e.to_string())));
         tweak(&mut config);
-        let api: Api<DynamicObject> =
-            Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
+        let api: Api<DynamicObject> = Api::all_with(Client::new(client_config).unwrap(), &pods());
         let reflector = Reflector::start(api, fifo.clone(), config).unwrap();
         Harness {
             server,
@@ -95,10 +103,11 @@ impl Harness {
                 let w: BTreeSet<_> = want.into_iter().collect();
                 let g: BTreeSet<_> = got.into_iter().collect();
                 panic!(
-                    "{what}: no convergence.\nmissing or stale: {:?}\nghosts or stale: {:?}\nerrors: {:?}",
+                    "{what}: no convergence.\nmissing or stale: {:?}\nghosts or stale: {:?}\nerrors: {:?}\nlast requests: {:?}",
                     w.difference(&g).take(10).collect::<Vec<_>>(),
                     g.difference(&w).take(10).collect::<Vec<_>>(),
-                    self.errors.lock()
+                    self.errors.lock(),
+                    self.server.requests().iter().rev().take(5).collect::<Vec<_>>()
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -471,5 +480,23 @@ fn last_sync_version_and_errors_are_observable() {
         h.errors.lock().iter().any(|e| e.contains("403"))
     });
     h.converge("after a forbidden watch");
+    h.stop();
+}
+
+#[test]
+fn a_silent_watch_is_detected_as_dead_and_replaced() {
+    let server = seeded(10);
+    // A short server timeout and read margin, so the silence is noticed in seconds.
+    let mut config = server.client_config();
+    config.watch_read_margin = Duration::from_secs(1);
+    let h = Harness::start_with_client(server, config, |c| {
+        c.watch_timeout = (Duration::from_secs(1), Duration::from_secs(2));
+    });
+    h.converge("initial");
+    h.server.inject(Target::Watch, Fault::SilenceAfterEvents(0));
+    h.server.disconnect_all();
+    churn(&h.server, 0, 5);
+    h.converge("after a silent connection");
+    assert!(h.errors.lock().iter().any(|e| e.to_lowercase().contains("timeout") || e.to_lowercase().contains("timed out")), "{:?}", h.errors.lock());
     h.stop();
 }

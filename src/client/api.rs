@@ -2,7 +2,6 @@
 
 use std::collections::HashSet;
 use std::marker::PhantomData;
-use std::time::Duration;
 
 use serde::Serialize;
 use ureq::http::Method;
@@ -15,9 +14,6 @@ use crate::error::{Error, Result};
 
 /// Page size the pager uses when none is given (client-go's default).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
-
-/// Margin added to a watch's `timeoutSeconds` before a silent connection counts as dead.
-pub const WATCH_READ_MARGIN: Duration = Duration::from_secs(30);
 
 /// Requests for the objects of one resource.
 ///
@@ -220,10 +216,7 @@ impl<K: Object> Api<K> {
         let mut q = Query::default();
         params.write_query(&mut q);
         let path = format!("{}{}", self.collection(), q.finish());
-        let read_timeout = params
-            .timeout_seconds
-            .map(|s| Duration::from_secs(s.into()) + WATCH_READ_MARGIN);
-        let agent = self.client.watch_agent(read_timeout);
+        let agent = self.client.watch_agent(params.timeout_seconds);
         let res = self.client.send(&agent, Method::GET, &path, None)?;
         let reader = res.into_body().into_reader();
         Ok(WatchStream::new(

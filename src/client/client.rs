@@ -54,6 +54,7 @@ struct AgentSettings {
     user_agent: String,
     connect_timeout: Duration,
     request_timeout: Duration,
+    watch_read_margin: Duration,
 }
 
 impl AgentSettings {
@@ -98,6 +99,7 @@ impl Client {
             user_agent: config.user_agent.clone(),
             connect_timeout: config.connect_timeout,
             request_timeout: config.request_timeout,
+            watch_read_margin: config.watch_read_margin,
         };
         let limiter = (config.qps > 0.0).then(|| RateLimiter::new(config.qps.into(), config.burst));
         Ok(Client {
@@ -167,8 +169,11 @@ impl Client {
         })
     }
 
-    /// A fresh agent for one watch: no overall timeout, an optional per-read timeout.
-    pub(crate) fn watch_agent(&self, read_timeout: Option<Duration>) -> Agent {
+    /// A fresh agent for one watch: no overall timeout. With a server-side timeout, reads
+    /// time out after it plus the configured margin: the connection is dead by then.
+    pub(crate) fn watch_agent(&self, timeout_seconds: Option<u32>) -> Agent {
+        let read_timeout = timeout_seconds
+            .map(|s| Duration::from_secs(s.into()) + self.inner.agent_settings.watch_read_margin);
         self.inner.agent_settings.agent(true, read_timeout)
     }
 

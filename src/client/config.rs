@@ -30,6 +30,9 @@ pub struct ClientConfig {
     /// Limit for one ordinary request, from connect to the end of the body. Watches are not
     /// subject to it. Default 30 s.
     pub request_timeout: Duration,
+    /// A watch that sends nothing for its `timeoutSeconds` plus this margin is dead: its
+    /// read fails and the caller reconnects. Default 30 s.
+    pub watch_read_margin: Duration,
     /// Limit for connecting. Default 10 s.
     pub connect_timeout: Duration,
     /// How many times a 429 or 5xx answer carrying `Retry-After` is retried. Default 5.
@@ -71,6 +74,7 @@ impl ClientConfig {
             qps: 5.0,
             burst: 10,
             request_timeout: Duration::from_secs(30),
+            watch_read_margin: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             max_retries: 5,
             max_retry_after: Duration::from_secs(10),

@@ -9,7 +9,7 @@ mod params;
 mod rate_limit;
 mod watch;
 
-pub use api::{Api, Page, Pages, DEFAULT_PAGE_SIZE, WATCH_READ_MARGIN};
+pub use api::{Api, Page, Pages, DEFAULT_PAGE_SIZE};
 pub use auth::{Auth, AuthProvider, Secret};
 pub use client::Client;
 pub use config::{ClientConfig, Identity};

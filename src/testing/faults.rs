@@ -35,6 +35,9 @@ pub enum Fault {
     },
     /// Watch: drop the connection (no proper end of the body) after this many events.
     CloseAfterEvents(usize),
+    /// Watch: send this many events, then go silent with the connection open (a dead peer
+    /// the client can only detect by its read timeout).
+    SilenceAfterEvents(usize),
     /// Send this many bytes of the body, then drop the connection (mid-line for a watch,
     /// short of `Content-Length` for other answers).
     CloseAfterBytes(usize),

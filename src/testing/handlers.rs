@@ -448,6 +448,7 @@ struct EventSink<'a, S: Peer> {
     events: usize,
     close_after_events: Option<usize>,
     close_after_bytes: Option<usize>,
+    silence_after_events: Option<usize>,
 }
 
 /// A write fails: the client is gone or the fault cut the line.
@@ -482,6 +483,9 @@ impl<S: Peer> EventSink<'_, S> {
         self.line(&line)?;
         self.events += 1;
         if self.close_after_events.is_some_and(|n| self.events >= n) {
+            return Err(Dropped);
+        }
+        if self.silence_after_events.is_some_and(|n| self.events >= n) {
             return Err(Dropped);
         }
         Ok(())
@@ -588,6 +592,10 @@ fn watch<S: Peer>(
             Some(Fault::CloseAfterBytes(n)) => Some(*n),
             _ => None,
         },
+        silence_after_events: match fault {
+            Some(Fault::SilenceAfterEvents(n)) => Some(*n),
+            _ => None,
+        },
     };
     let result = (|| -> Result<(), Dropped> {
         if initial_events && !shared.streaming_list_supported.load(Ordering::SeqCst) {
@@ -606,7 +614,7 @@ fn watch<S: Peer>(
             );
             return sink.error(&st);
         }
-        if sink.close_after_events == Some(0) {
+        if sink.close_after_events == Some(0) || sink.silence_after_events == Some(0) {
             return Err(Dropped);
         }
         if let Some(Fault::GarbageLine) = fault {
@@ -687,6 +695,23 @@ fn watch<S: Peer>(
             }
         }
     })();
+    if result.is_err() && sink.silence_after_events.is_some() {
+        // Hold the connection open, sending nothing, until the client gives up (its read
+        // timeout closes the socket, which the next probe write notices) or the server stops.
+        let peer = sink.out.into_inner();
+        let mut store = shared.store.lock();
+        while !shared.stopped.load(Ordering::SeqCst) {
+            shared
+                .changed
+                .wait_for(&mut store, Duration::from_millis(200));
+            if peer.peer_closed() {
+                break;
+            }
+        }
+        drop(store);
+        peer.drop_connection();
+        return Outcome::Close;
+    }
     match result {
         Ok(()) => outcome(sink.out.finish()),
         Err(Dropped) => {

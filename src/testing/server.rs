@@ -456,6 +456,20 @@ pub(crate) trait Peer: Read + Write {
     fn has_client_certificate(&self) -> bool;
     /// Drops the connection at once (for fault injection).
     fn drop_connection(&mut self);
+    /// True when the client has closed its side (checked without blocking).
+    fn peer_closed(&self) -> bool;
+}
+
+fn tcp_peer_closed(s: &TcpStream) -> bool {
+    let _ = s.set_nonblocking(true);
+    let mut b = [0u8; 1];
+    let closed = match s.peek(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    let _ = s.set_nonblocking(false);
+    closed
 }
 
 impl Peer for TcpStream {
@@ -465,6 +479,9 @@ impl Peer for TcpStream {
     fn drop_connection(&mut self) {
         let _ = self.shutdown(Shutdown::Both);
     }
+    fn peer_closed(&self) -> bool {
+        tcp_peer_closed(self)
+    }
 }
 
 impl Peer for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
@@ -473,6 +490,9 @@ impl Peer for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
     }
     fn drop_connection(&mut self) {
         let _ = self.sock.shutdown(Shutdown::Both);
+    }
+    fn peer_closed(&self) -> bool {
+        tcp_peer_closed(&self.sock)
     }
 }
 
