@@ -230,3 +230,45 @@ fn producers_block_at_the_high_water_mark_until_the_consumer_catches_up() {
     f.close();
     assert_eq!(blocked.join().unwrap(), Err(Closed));
 }
+
+#[test]
+fn changes_arriving_while_a_key_is_processed_are_not_lost() {
+    // The consumer has popped "a" but not yet cached it when its deletion arrives.
+    let (store, f) = fifo_with_store();
+    f.add(obj("a", 1)).unwrap();
+    let f2 = Arc::clone(&f);
+    let s2 = Arc::clone(&store);
+    f.pop(move |_, deltas| {
+        f2.delete(obj("a", 2)).unwrap();
+        s2.upsert(Arc::clone(deltas[0].object())).1.unwrap();
+    })
+    .unwrap();
+    assert_eq!(
+        kinds(&f.deltas_of("ns/a").unwrap()),
+        [(DeltaType::Deleted, "2".into())]
+    );
+
+    // Same for a relist that no longer has it: a tombstone with the in-flight state.
+    let (store, f) = fifo_with_store();
+    f.add(obj("b", 3)).unwrap();
+    let f2 = Arc::clone(&f);
+    f.pop(move |_, deltas| {
+        f2.replace(vec![]).unwrap();
+        store.upsert(Arc::clone(deltas[0].object())).1.unwrap();
+    })
+    .unwrap();
+    match &f.deltas_of("ns/b").unwrap()[..] {
+        [Delta::Deleted(DeletedObject::Tombstone(t))] => {
+            assert_eq!(t.last_known.metadata.resource_version(), "3")
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // But a key whose popped deltas end in a deletion is gone: a late delete is ignored.
+    let (_, f) = fifo_with_store();
+    f.add(obj("c", 4)).unwrap();
+    f.delete(obj("c", 5)).unwrap();
+    let f2 = Arc::clone(&f);
+    f.pop(move |_, _| f2.delete(obj("c", 6)).unwrap()).unwrap();
+    assert!(f.is_empty());
+}

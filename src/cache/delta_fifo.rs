@@ -13,7 +13,9 @@
 //! - **Resync** queues `Sync` for cached keys with nothing queued; it never contacts a server.
 //! - **Pop** hands the deltas to the consumer *after* releasing the lock, so a slow consumer
 //!   never stalls the reflector (client-go processes while holding it). There must be a single
-//!   consumer: that is what keeps each key's changes in order.
+//!   consumer: that is what keeps each key's changes in order. While a key is being
+//!   processed its object is not in the cache yet, so the FIFO remembers it ("in flight"):
+//!   a delete or a relist arriving meanwhile treats it as present, and nothing is lost.
 //! - **Backpressure**: when more than the high-water mark of deltas is pending, watch events
 //!   (`add`/`update`/`delete`) block until the consumer catches up, so a stalled consumer
 //!   slows the socket instead of growing memory without bound. `replace` and `resync` do not
@@ -65,6 +67,11 @@ impl<K: Object> KnownObjects<K> for Store<K> {
 
 struct State<K> {
     items: HashMap<String, Vec<Delta<K>>>,
+    /// The key being processed by the consumer, and the object it will leave in the cache
+    /// (`None` when its last delta is a deletion). The consumer works outside the lock, so
+    /// until it is done the cache does not show this object yet: deletes and relists must
+    /// count it as present.
+    in_flight: Option<(String, Option<Arc<K>>)>,
     queue: VecDeque<String>,
     pending: usize,
     populated: bool,
@@ -77,6 +84,7 @@ pub struct DeltaFifo<K> {
     state: Mutex<State<K>>,
     not_empty: Condvar,
     not_full: Condvar,
+    synced: Condvar,
     known: Option<Arc<dyn KnownObjects<K>>>,
     high_water: usize,
 }
@@ -103,6 +111,7 @@ impl<K: Object> DeltaFifo<K> {
         DeltaFifo {
             state: Mutex::new(State {
                 items: HashMap::new(),
+                in_flight: None,
                 queue: VecDeque::new(),
                 pending: 0,
                 populated: false,
@@ -111,6 +120,7 @@ impl<K: Object> DeltaFifo<K> {
             }),
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
+            synced: Condvar::new(),
             known,
             high_water: high_water.max(1),
         }
@@ -180,7 +190,8 @@ impl<K: Object> DeltaFifo<K> {
             .known
             .as_ref()
             .is_some_and(|k| k.known_object(&key).is_some());
-        if !queued && !cached {
+        let processing = Self::in_flight_object(&st, &key).is_some();
+        if !queued && !cached && !processing {
             return Ok(());
         }
         self.queue_action(&mut st, key, Delta::Deleted(DeletedObject::Object(obj)));
@@ -193,6 +204,14 @@ impl<K: Object> DeltaFifo<K> {
             .get(key)
             .and_then(|d| d.last())
             .map(|d| Arc::clone(d.object()))
+    }
+
+    /// The object the consumer is about to leave in the cache under `key`, if any.
+    fn in_flight_object(st: &State<K>, key: &str) -> Option<Arc<K>> {
+        match &st.in_flight {
+            Some((k, Some(obj))) if k == key => Some(Arc::clone(obj)),
+            _ => None,
+        }
     }
 
     /// A relist: `Replaced` for every listed object, tombstones for every cached or queued
@@ -225,9 +244,15 @@ impl<K: Object> DeltaFifo<K> {
                     .filter(|k| !listed.contains(k)),
             );
         }
+        if let Some((k, Some(_))) = &st.in_flight {
+            if !listed.contains(k) {
+                gone.insert(k.clone());
+            }
+        }
         for key in gone {
             // The newest state anyone has: a queued change beats the cached copy.
             let last_known = Self::newest_queued(&st, &key)
+                .or_else(|| Self::in_flight_object(&st, &key))
                 .or_else(|| self.known.as_ref().and_then(|k| k.known_object(&key)));
             if let Some(last_known) = last_known {
                 let tomb = DeletedFinalStateUnknown {
@@ -240,6 +265,9 @@ impl<K: Object> DeltaFifo<K> {
         if !st.populated {
             st.populated = true;
             st.initial_population = st.queue.len();
+            if st.initial_population == 0 {
+                self.synced.notify_all();
+            }
         }
         Ok(())
     }
@@ -279,6 +307,11 @@ impl<K: Object> DeltaFifo<K> {
                 if let Some(key) = st.queue.pop_front() {
                     let deltas = st.items.remove(&key).unwrap_or_default();
                     st.pending -= deltas.len();
+                    let remains = match deltas.last() {
+                        Some(Delta::Deleted(_)) | None => None,
+                        Some(d) => Some(Arc::clone(d.object())),
+                    };
+                    st.in_flight = Some((key.clone(), remains));
                     let initial = st.initial_population > 0;
                     self.not_full.notify_all();
                     break (key, deltas, initial);
@@ -287,9 +320,13 @@ impl<K: Object> DeltaFifo<K> {
             }
         };
         let result = process(&key, deltas);
+        let mut st = self.state.lock();
+        st.in_flight = None;
         if initial {
-            let mut st = self.state.lock();
             st.initial_population = st.initial_population.saturating_sub(1);
+            if st.initial_population == 0 {
+                self.synced.notify_all();
+            }
         }
         Ok(result)
     }
@@ -300,11 +337,27 @@ impl<K: Object> DeltaFifo<K> {
         st.populated && st.initial_population == 0
     }
 
+    /// Blocks until [`has_synced`](Self::has_synced) is true (returns true), the timeout
+    /// passes or the FIFO closes (returns false).
+    pub fn wait_for_sync(&self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut st = self.state.lock();
+        loop {
+            if st.populated && st.initial_population == 0 {
+                return true;
+            }
+            if st.closed || self.synced.wait_until(&mut st, deadline).timed_out() {
+                return st.populated && st.initial_population == 0;
+            }
+        }
+    }
+
     /// Closes the FIFO: `pop` and blocked producers return `Closed`.
     pub fn close(&self) {
         self.state.lock().closed = true;
         self.not_empty.notify_all();
         self.not_full.notify_all();
+        self.synced.notify_all();
     }
 
     /// True once closed.

@@ -1,4 +1,4 @@
-//! The cache machinery: indexed store, DeltaFIFO, reflector.
+//! The cache machinery: indexed store, DeltaFIFO, reflector, shared informers, listers.
 //!
 //! The flow is client-go's: a [`Reflector`] lists and watches a resource on its own thread and
 //! feeds a [`DeltaFifo`]; a consumer pops each key's deltas and applies them to the
@@ -7,6 +7,11 @@
 mod backoff;
 mod delta;
 mod delta_fifo;
+mod factory;
+mod handler;
+mod informer;
+mod listener;
+mod lister;
 mod reflector;
 mod stop;
 mod store;
@@ -14,6 +19,13 @@ mod store;
 pub use backoff::Backoff;
 pub use delta::{key_of, DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType};
 pub use delta_fifo::{Closed, DeltaFifo, KnownObjects, DEFAULT_HIGH_WATER};
-pub use reflector::{Reflector, ReflectorConfig, WatchErrorHandler};
+pub use factory::{FactoryOptions, SharedInformerFactory};
+pub use handler::{EventHandler, FilteringHandler, HandlerFns};
+pub use informer::{HandlerRegistration, InformerConfig, SharedIndexInformer};
+pub use listener::{PanicHandler, DEFAULT_MAX_BACKLOG};
+pub use lister::Lister;
+pub use reflector::{
+    strip_managed_fields, Reflector, ReflectorConfig, Transform, WatchErrorHandler,
+};
 pub use stop::StopSignal;
 pub use store::{namespace_index, IndexFn, Store, NAMESPACE_INDEX};

@@ -41,6 +41,15 @@ use crate::error::Error;
 /// Called with every list or watch error (for logging or metrics).
 pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
 
+/// Changes each object once, after decoding and before it is queued and cached (to drop
+/// fields nobody reads, say). See [`strip_managed_fields`].
+pub type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
+
+/// A ready [`Transform`]: drops `metadata.managedFields`, often the largest part of an object.
+pub fn strip_managed_fields<K: Object>() -> Transform<K> {
+    Arc::new(|o: &mut K| o.metadata_mut().strip_managed_fields())
+}
+
 /// How a reflector lists and watches.
 #[derive(Clone)]
 pub struct ReflectorConfig {
@@ -137,6 +146,16 @@ impl Reflector {
         fifo: Arc<DeltaFifo<K>>,
         config: ReflectorConfig,
     ) -> std::io::Result<Reflector> {
+        Self::start_with_transform(api, fifo, config, None)
+    }
+
+    /// Like [`start`](Self::start), applying `transform` to every object before queueing it.
+    pub fn start_with_transform<K: Object>(
+        api: Api<K>,
+        fifo: Arc<DeltaFifo<K>>,
+        config: ReflectorConfig,
+        transform: Option<Transform<K>>,
+    ) -> std::io::Result<Reflector> {
         let shared = Arc::new(Shared::default());
         shared
             .streaming_supported
@@ -164,6 +183,7 @@ impl Reflector {
         let run = Run {
             api,
             fifo: Arc::clone(&fifo),
+            transform,
             config,
             shared: Arc::clone(&shared),
             name: name.clone(),
@@ -244,12 +264,21 @@ enum WatchEnd {
 struct Run<K> {
     api: Api<K>,
     fifo: Arc<DeltaFifo<K>>,
+    transform: Option<Transform<K>>,
     config: ReflectorConfig,
     shared: Arc<Shared>,
     name: String,
 }
 
 impl<K: Object> Run<K> {
+    /// Applies the transform and shares the object.
+    fn share(&self, mut obj: K) -> Arc<K> {
+        if let Some(t) = &self.transform {
+            t(&mut obj);
+        }
+        Arc::new(obj)
+    }
+
     fn stopped(&self) -> bool {
         self.shared.stop.is_stopped() || self.fifo.is_closed()
     }
@@ -374,7 +403,7 @@ impl<K: Object> Run<K> {
             }
         }?;
         let rv = list.metadata.resource_version.unwrap_or_default();
-        let items: Vec<Arc<K>> = list.items.into_iter().map(Arc::new).collect();
+        let items: Vec<Arc<K>> = list.items.into_iter().map(|o| self.share(o)).collect();
         self.fifo.replace(items)?;
         self.set_rv(&rv);
         Ok(())
@@ -410,15 +439,15 @@ impl<K: Object> Run<K> {
             let sent = match item? {
                 WatchEvent::Added(o) => {
                     let rv = o.metadata().resource_version().to_owned();
-                    self.fifo.add(Arc::new(o)).map(|_| rv)
+                    self.fifo.add(self.share(o)).map(|_| rv)
                 }
                 WatchEvent::Modified(o) => {
                     let rv = o.metadata().resource_version().to_owned();
-                    self.fifo.update(Arc::new(o)).map(|_| rv)
+                    self.fifo.update(self.share(o)).map(|_| rv)
                 }
                 WatchEvent::Deleted(o) => {
                     let rv = o.metadata().resource_version().to_owned();
-                    self.fifo.delete(Arc::new(o)).map(|_| rv)
+                    self.fifo.delete(self.share(o)).map(|_| rv)
                 }
                 WatchEvent::Bookmark(b) => Ok(b.resource_version),
                 WatchEvent::Error(status) => {
@@ -469,7 +498,7 @@ impl<K: Object> Run<K> {
         let mut items = Vec::new();
         let outcome = loop {
             match stream.next() {
-                Some(Ok(WatchEvent::Added(o))) => items.push(Arc::new(o)),
+                Some(Ok(WatchEvent::Added(o))) => items.push(self.share(o)),
                 Some(Ok(WatchEvent::Bookmark(b))) if b.is_initial_events_end() => break Ok(b.resource_version),
                 Some(Ok(WatchEvent::Bookmark(_))) => {}
                 Some(Ok(other)) => {

@@ -136,3 +136,95 @@ pub fn raw_get(url: &str, token: Option<&str>) -> (u16, String) {
     let code = res.status().as_u16();
     (code, res.body_mut().read_to_string().unwrap())
 }
+
+/// A handler that rebuilds the server's state from its notifications and records anything
+/// inconsistent (an add for a key it already has, an update or delete for one it lacks).
+pub mod view {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use kube_informer::api::DynamicObject;
+    use kube_informer::cache::{DeletedObject, EventHandler};
+    use parking_lot::Mutex;
+
+    #[derive(Default)]
+    pub struct ViewState {
+        pub objects: BTreeMap<String, String>,
+        pub violations: Vec<String>,
+        pub adds: usize,
+        pub initial_adds: usize,
+        pub updates: usize,
+        pub resyncs: usize,
+        pub deletes: usize,
+        pub tombstones: usize,
+    }
+
+    #[derive(Clone, Default)]
+    pub struct View(pub Arc<Mutex<ViewState>>);
+
+    impl View {
+        pub fn snapshot(&self) -> Vec<(String, String)> {
+            self.0
+                .lock()
+                .objects
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        }
+        pub fn violations(&self) -> Vec<String> {
+            self.0.lock().violations.clone()
+        }
+    }
+
+    impl EventHandler<DynamicObject> for View {
+        fn on_add(&mut self, obj: Arc<DynamicObject>, initial: bool) {
+            let mut s = self.0.lock();
+            let key = obj.metadata.key();
+            s.adds += 1;
+            if initial {
+                s.initial_adds += 1;
+            }
+            if s.objects.contains_key(&key) {
+                s.violations.push(format!("duplicate add of {key}"));
+            }
+            s.objects
+                .insert(key, obj.metadata.resource_version().to_owned());
+        }
+        fn on_update(&mut self, old: Arc<DynamicObject>, new: Arc<DynamicObject>) {
+            let mut s = self.0.lock();
+            let key = new.metadata.key();
+            s.updates += 1;
+            if Arc::ptr_eq(&old, &new) {
+                s.resyncs += 1;
+            }
+            if !s.objects.contains_key(&key) {
+                s.violations.push(format!("update of unknown {key}"));
+            }
+            s.objects
+                .insert(key, new.metadata.resource_version().to_owned());
+        }
+        fn on_delete(&mut self, obj: DeletedObject<DynamicObject>) {
+            let mut s = self.0.lock();
+            let key = obj.object().metadata.key();
+            s.deletes += 1;
+            if obj.is_tombstone() {
+                s.tombstones += 1;
+            }
+            if s.objects.remove(&key).is_none() {
+                s.violations.push(format!("delete of unknown {key}"));
+            }
+        }
+    }
+}
+
+/// Waits (bounded by PATIENCE) for a condition; panics with `what` when it never holds.
+pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,207 @@
+//! `SharedInformerFactory`: one informer per resource, shared by every part of a program
+//! that asks for it, started and stopped together.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::informer::{InformerConfig, SharedIndexInformer};
+use super::reflector::ReflectorConfig;
+use crate::api::{ApiResource, DynamicObject, Object, Resource};
+use crate::client::{Api, Client};
+use crate::error::Result;
+
+/// What the factory needs from an informer of any type.
+trait ManagedInformer: Send + Sync {
+    fn start(&self) -> Result<()>;
+    fn stop(&self);
+    fn wait_for_cache_sync(&self, timeout: Duration) -> bool;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<K: Object> ManagedInformer for SharedIndexInformer<K> {
+    fn start(&self) -> Result<()> {
+        SharedIndexInformer::start(self)
+    }
+    fn stop(&self) {
+        SharedIndexInformer::stop(self)
+    }
+    fn wait_for_cache_sync(&self, timeout: Duration) -> bool {
+        SharedIndexInformer::wait_for_cache_sync(self, timeout)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// One informer per object type and resource.
+type InformerKey = (std::any::TypeId, ApiResource);
+
+/// An informer and the name it is reported under.
+type NamedInformer = (String, Arc<dyn ManagedInformer>);
+
+/// Options every informer of a factory gets.
+#[derive(Clone, Debug, Default)]
+pub struct FactoryOptions {
+    /// Watch one namespace only (`None`: all namespaces).
+    pub namespace: Option<String>,
+    /// Label selector for every list and watch.
+    pub label_selector: Option<String>,
+    /// Field selector for every list and watch.
+    pub field_selector: Option<String>,
+    /// Default resync period of handlers.
+    pub default_resync: Duration,
+    /// Drop `managedFields` from every cached object.
+    pub strip_managed_fields: bool,
+    /// Reflector settings (page size, streaming list, back-off); selectors above win.
+    pub reflector: ReflectorConfig,
+}
+
+/// Hands out shared informers, one per resource, and runs them together.
+///
+/// ```no_run
+/// # use kube_informer::{Client, ClientConfig, api::{ApiResource, DynamicObject}};
+/// use kube_informer::cache::SharedInformerFactory;
+/// # fn main() -> kube_informer::Result<()> {
+/// # let client = Client::new(ClientConfig::new("https://127.0.0.1:6443"))?;
+/// let factory = SharedInformerFactory::new(client);
+/// let pods = factory.dynamic_informer(&ApiResource::new("", "v1", "Pod", "pods", true));
+/// factory.start()?;
+/// let synced = factory.wait_for_cache_sync(std::time::Duration::from_secs(30));
+/// println!("{synced:?}: {} pods cached", pods.store().len());
+/// factory.shutdown();
+/// # Ok(()) }
+/// ```
+pub struct SharedInformerFactory {
+    client: Client,
+    options: FactoryOptions,
+    informers: Mutex<HashMap<InformerKey, NamedInformer>>,
+    started: Mutex<bool>,
+}
+
+impl std::fmt::Debug for SharedInformerFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedInformerFactory")
+            .field("options", &self.options)
+            .field("informers", &self.informers.lock().len())
+            .finish()
+    }
+}
+
+impl SharedInformerFactory {
+    /// A factory with default options.
+    pub fn new(client: Client) -> Self {
+        Self::with_options(client, FactoryOptions::default())
+    }
+
+    /// A factory with options.
+    pub fn with_options(client: Client, options: FactoryOptions) -> Self {
+        SharedInformerFactory {
+            client,
+            options,
+            informers: Mutex::new(HashMap::new()),
+            started: Mutex::new(false),
+        }
+    }
+
+    /// The shared informer for a compile-time resource type.
+    pub fn informer<K: Resource>(&self) -> SharedIndexInformer<K> {
+        self.informer_for(&ApiResource::of::<K>())
+    }
+
+    /// The shared informer for a resource known at run time (custom resources).
+    pub fn dynamic_informer(&self, resource: &ApiResource) -> SharedIndexInformer<DynamicObject> {
+        self.informer_for(resource)
+    }
+
+    /// The shared informer for objects of type `K` at `resource`.
+    pub fn informer_for<K: Object>(&self, resource: &ApiResource) -> SharedIndexInformer<K> {
+        let key = (std::any::TypeId::of::<K>(), resource.clone());
+        let mut informers = self.informers.lock();
+        if let Some((_, existing)) = informers.get(&key) {
+            if let Some(i) = existing.as_any().downcast_ref::<SharedIndexInformer<K>>() {
+                return i.clone();
+            }
+        }
+        let api = match (&self.options.namespace, resource.namespaced) {
+            (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, resource),
+            _ => Api::all_with(self.client.clone(), resource),
+        };
+        let mut reflector = self.options.reflector.clone();
+        reflector.label_selector = self
+            .options
+            .label_selector
+            .clone()
+            .or(reflector.label_selector);
+        reflector.field_selector = self
+            .options
+            .field_selector
+            .clone()
+            .or(reflector.field_selector);
+        let config = InformerConfig {
+            reflector,
+            default_resync: self.options.default_resync,
+            transform: self
+                .options
+                .strip_managed_fields
+                .then(super::reflector::strip_managed_fields::<K>),
+            ..Default::default()
+        };
+        let informer = SharedIndexInformer::new(api, config);
+        let type_name = std::any::type_name::<K>();
+        let short = type_name.rsplit("::").next().unwrap_or(type_name);
+        let name = format!("{}.{} ({short})", resource.plural, resource.api_version());
+        if *self.started.lock() {
+            if let Err(e) = informer.start() {
+                log::error!("kube-informer: starting the {name} informer: {e}");
+            }
+        }
+        informers.insert(key, (name, Arc::new(informer.clone())));
+        informer
+    }
+
+    /// Starts every informer (and those asked for later). Idempotent, non-blocking.
+    pub fn start(&self) -> Result<()> {
+        *self.started.lock() = true;
+        for (_, i) in self.informers.lock().values() {
+            i.start()?;
+        }
+        Ok(())
+    }
+
+    /// Waits (up to `timeout` in all) for every informer's cache to sync; returns each
+    /// informer's name (`pods.v1 (DynamicObject)`) and whether it synced.
+    pub fn wait_for_cache_sync(&self, timeout: Duration) -> HashMap<String, bool> {
+        let deadline = Instant::now() + timeout;
+        let informers: Vec<NamedInformer> = self.informers.lock().values().cloned().collect();
+        informers
+            .into_iter()
+            .map(|(name, i)| {
+                let left = deadline.saturating_duration_since(Instant::now());
+                (name, i.wait_for_cache_sync(left))
+            })
+            .collect()
+    }
+
+    /// Stops every informer and joins all their threads.
+    pub fn shutdown(&self) {
+        let informers: Vec<Arc<dyn ManagedInformer>> = self
+            .informers
+            .lock()
+            .values()
+            .map(|(_, i)| Arc::clone(i))
+            .collect();
+        for i in informers {
+            i.stop();
+        }
+    }
+}
+
+impl Drop for SharedInformerFactory {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

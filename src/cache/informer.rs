@@ -1,0 +1,482 @@
+//! `SharedIndexInformer`: one reflector, one DeltaFIFO, one indexed cache, many handlers.
+//!
+//! The informer thread pops each key's deltas, applies them to the cache, then hands a
+//! notification to every handler's listener (see [`listener`](super::listener)); handlers run
+//! on their own threads. Applying and notifying happen under one lock that registering a
+//! handler also takes, so a handler added while the informer runs gets the cache contents as
+//! `on_add(.., true)` and then every later change: no gap, no duplicate.
+//!
+//! Threads, all named `kube-informer/<resource>/<role>` and all joined by [`stop`]:
+//! the reflector, the informer (`process`), the resync timer when any handler asked for
+//! resyncs, and one per handler (`handler-<n>`).
+//!
+//! [`stop`]: SharedIndexInformer::stop
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::delta::Delta;
+use super::delta_fifo::{DeltaFifo, KnownObjects};
+use super::handler::EventHandler;
+use super::listener::{Listener, Notification, PanicHandler, DEFAULT_MAX_BACKLOG};
+use super::lister::Lister;
+use super::reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
+use super::stop::StopSignal;
+use super::store::{IndexFn, Store};
+use crate::api::Object;
+use crate::client::Api;
+use crate::error::{Error, Result};
+
+/// Options of an informer.
+#[derive(Clone)]
+pub struct InformerConfig<K> {
+    /// How the reflector lists and watches (selectors, page size, streaming list, back-off).
+    pub reflector: ReflectorConfig,
+    /// Resync period for handlers registered without one (zero: no resync).
+    pub default_resync: Duration,
+    /// Applied to every object before it is cached (see
+    /// [`strip_managed_fields`](super::strip_managed_fields)).
+    pub transform: Option<Transform<K>>,
+    /// Called with every handler panic.
+    pub on_handler_panic: Option<PanicHandler>,
+    /// Notifications a handler's channel holds before coalescing starts.
+    pub max_backlog: usize,
+}
+
+impl<K> Default for InformerConfig<K> {
+    fn default() -> Self {
+        InformerConfig {
+            reflector: ReflectorConfig::default(),
+            default_resync: Duration::ZERO,
+            transform: None,
+            on_handler_panic: None,
+            max_backlog: DEFAULT_MAX_BACKLOG,
+        }
+    }
+}
+
+impl<K> InformerConfig<K> {
+    /// Sets the watch-error callback.
+    pub fn on_watch_error(mut self, f: impl Fn(&Error) + Send + Sync + 'static) -> Self {
+        let f: WatchErrorHandler = Arc::new(f);
+        self.reflector.on_watch_error = Some(f);
+        self
+    }
+}
+
+struct Inner<K> {
+    api: Api<K>,
+    name: String,
+    config: Mutex<InformerConfig<K>>,
+    store: Arc<Store<K>>,
+    fifo: Arc<DeltaFifo<K>>,
+    /// The handlers; held while applying a delta and notifying, and while registering.
+    listeners: Mutex<Vec<Arc<Listener<K>>>>,
+    next_id: AtomicU64,
+    started: AtomicBool,
+    stop: StopSignal,
+    reflector: Mutex<Option<Reflector>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A shared informer: a cache of one resource kept in step with the server, and handlers
+/// told about every change. Cheap to clone; clones share everything. When the last clone is
+/// dropped the informer stops and joins its threads.
+pub struct SharedIndexInformer<K: Object> {
+    inner: Arc<Inner<K>>,
+    _stop_on_drop: Arc<StopOnDrop<K>>,
+}
+
+/// Held only by user-facing handles (threads hold `Inner`), so dropping the last handle
+/// stops the informer.
+struct StopOnDrop<K: Object>(Arc<Inner<K>>);
+
+impl<K: Object> Drop for StopOnDrop<K> {
+    fn drop(&mut self) {
+        self.0.shutdown();
+    }
+}
+
+impl<K: Object> Clone for SharedIndexInformer<K> {
+    fn clone(&self) -> Self {
+        SharedIndexInformer {
+            inner: Arc::clone(&self.inner),
+            _stop_on_drop: Arc::clone(&self._stop_on_drop),
+        }
+    }
+}
+
+impl<K: Object> std::fmt::Debug for SharedIndexInformer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("resource", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A handle to one registered handler.
+pub struct HandlerRegistration<K> {
+    listener: Arc<Listener<K>>,
+    informer: Arc<Inner<K>>,
+}
+
+impl<K> std::fmt::Debug for HandlerRegistration<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandlerRegistration")
+            .field("id", &self.listener.id)
+            .finish()
+    }
+}
+
+impl<K: Object> HandlerRegistration<K> {
+    /// True once this handler has handled the whole initial list.
+    pub fn has_synced(&self) -> bool {
+        self.informer.fix_sync_target(&self.listener);
+        self.listener.reached_target()
+    }
+
+    /// Blocks until [`has_synced`](Self::has_synced) or the timeout; returns which.
+    pub fn wait_for_sync(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        if !self.informer.fifo.wait_for_sync(timeout) {
+            return false;
+        }
+        self.informer.fix_sync_target(&self.listener);
+        let target = self.listener.sync_target.lock().unwrap_or(u64::MAX);
+        self.listener.wait_processed(target, deadline)
+    }
+
+    /// Notifications waiting for this handler (its channel plus coalesced changes).
+    pub fn backlog(&self) -> usize {
+        self.listener.backlog()
+    }
+
+    /// How many times this handler panicked.
+    pub fn panics(&self) -> u64 {
+        self.listener.panics.load(Ordering::SeqCst)
+    }
+}
+
+impl<K: Object> SharedIndexInformer<K> {
+    /// An informer for the objects `api` reaches. Nothing runs until [`start`](Self::start).
+    pub fn new(api: Api<K>, config: InformerConfig<K>) -> Self {
+        let store = Arc::new(Store::new());
+        let known: Arc<dyn KnownObjects<K>> = store.clone();
+        let name = config
+            .reflector
+            .name
+            .clone()
+            .unwrap_or_else(|| api.resource().plural.clone());
+        let inner = Arc::new(Inner {
+            api,
+            name,
+            config: Mutex::new(config),
+            store,
+            fifo: Arc::new(DeltaFifo::new(Some(known))),
+            listeners: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(0),
+            started: AtomicBool::new(false),
+            stop: StopSignal::new(),
+            reflector: Mutex::new(None),
+            threads: Mutex::new(Vec::new()),
+        });
+        SharedIndexInformer {
+            _stop_on_drop: Arc::new(StopOnDrop(Arc::clone(&inner))),
+            inner,
+        }
+    }
+
+    /// The resource's name in thread names and logs.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Registers a handler with the informer's default resync period.
+    pub fn add_event_handler(
+        &self,
+        handler: impl EventHandler<K>,
+    ) -> Result<HandlerRegistration<K>> {
+        let period = self.inner.config.lock().default_resync;
+        self.add_event_handler_with_resync(handler, period)
+    }
+
+    /// Registers a handler that also gets every cached object again (as `on_update(o, o)`)
+    /// every `resync` (zero: never). If the informer already runs, the handler first gets the
+    /// current cache as `on_add(.., true)`.
+    pub fn add_event_handler_with_resync(
+        &self,
+        handler: impl EventHandler<K>,
+        resync: Duration,
+    ) -> Result<HandlerRegistration<K>> {
+        let inner = &self.inner;
+        if inner.stop.is_stopped() {
+            return Err(Error::InvalidInput(format!(
+                "informer {} is stopped",
+                inner.name
+            )));
+        }
+        let (max_backlog, on_panic) = {
+            let c = inner.config.lock();
+            (c.max_backlog, c.on_handler_panic.clone())
+        };
+        let id = inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let listener = Listener::new(id, max_backlog, resync);
+        listener
+            .spawn(
+                format!("kube-informer/{}/handler-{id}", inner.name),
+                Box::new(handler),
+                on_panic,
+            )
+            .map_err(|e| Error::Config(format!("spawning a handler thread: {e}")))?;
+        {
+            let mut listeners = inner.listeners.lock();
+            if inner.started.load(Ordering::SeqCst) {
+                for obj in inner.store.list() {
+                    let key = obj.metadata().key();
+                    listener.send(&key, Notification::Add(obj, true));
+                }
+                if inner.fifo.has_synced() {
+                    *listener.sync_target.lock() = Some(listener.sent.load(Ordering::SeqCst));
+                }
+            }
+            listeners.push(Arc::clone(&listener));
+        }
+        Ok(HandlerRegistration {
+            listener,
+            informer: Arc::clone(inner),
+        })
+    }
+
+    /// Unregisters a handler and joins its thread (after the notification it is handling).
+    pub fn remove_event_handler(&self, registration: HandlerRegistration<K>) {
+        self.inner
+            .listeners
+            .lock()
+            .retain(|l| l.id != registration.listener.id);
+        registration.listener.shutdown();
+    }
+
+    /// Adds index functions to the cache (existing objects are indexed at once).
+    pub fn add_indexers(
+        &self,
+        indexers: impl IntoIterator<Item = (String, IndexFn<K>)>,
+    ) -> Result<()> {
+        self.inner.store.add_indexers(indexers)
+    }
+
+    /// The cache.
+    pub fn store(&self) -> Arc<Store<K>> {
+        Arc::clone(&self.inner.store)
+    }
+
+    /// Typed reads from the cache.
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.store())
+    }
+
+    /// Starts the reflector and informer threads. Idempotent and non-blocking.
+    pub fn start(&self) -> Result<()> {
+        let inner = &self.inner;
+        if inner.stop.is_stopped() {
+            return Err(Error::InvalidInput(format!(
+                "informer {} is stopped",
+                inner.name
+            )));
+        }
+        if inner.started.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let spawn_err =
+            |e: std::io::Error| Error::Config(format!("spawning an informer thread: {e}"));
+        let (reflector_config, transform) = {
+            let c = inner.config.lock();
+            (c.reflector.clone(), c.transform.clone())
+        };
+        let me = Arc::clone(inner);
+        let process = std::thread::Builder::new()
+            .name(format!("kube-informer/{}/process", inner.name))
+            .spawn(move || me.process_loop())
+            .map_err(spawn_err)?;
+        let me = Arc::clone(inner);
+        let resync = std::thread::Builder::new()
+            .name(format!("kube-informer/{}/resync", inner.name))
+            .spawn(move || me.resync_loop())
+            .map_err(spawn_err)?;
+        inner.threads.lock().extend([process, resync]);
+        let reflector = Reflector::start_with_transform(
+            inner.api.clone(),
+            Arc::clone(&inner.fifo),
+            reflector_config,
+            transform,
+        )
+        .map_err(spawn_err)?;
+        *inner.reflector.lock() = Some(reflector);
+        Ok(())
+    }
+
+    /// True once the initial list is in the cache and every handler was told about it.
+    pub fn has_synced(&self) -> bool {
+        self.inner.fifo.has_synced()
+    }
+
+    /// Blocks until [`has_synced`](Self::has_synced) or the timeout; returns which.
+    pub fn wait_for_cache_sync(&self, timeout: Duration) -> bool {
+        self.inner.fifo.wait_for_sync(timeout)
+    }
+
+    /// The resourceVersion of the last list, event or bookmark ("" before the first).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner
+            .reflector
+            .lock()
+            .as_ref()
+            .map(Reflector::last_sync_resource_version)
+            .unwrap_or_default()
+    }
+
+    /// True while the watch connection is open.
+    pub fn is_watching(&self) -> bool {
+        self.inner
+            .reflector
+            .lock()
+            .as_ref()
+            .is_some_and(Reflector::is_watching)
+    }
+
+    /// Time since the last list, event or bookmark.
+    pub fn since_last_event(&self) -> Option<Duration> {
+        self.inner
+            .reflector
+            .lock()
+            .as_ref()
+            .and_then(Reflector::since_last_activity)
+    }
+
+    /// Stops every thread of the informer and its handlers, and joins them.
+    pub fn stop(&self) {
+        self.inner.shutdown();
+    }
+}
+
+impl<K: Object> Inner<K> {
+    fn shutdown(&self) {
+        self.stop.stop();
+        let reflector = self.reflector.lock().take();
+        if let Some(r) = reflector {
+            r.stop();
+        }
+        self.fifo.close();
+        let threads = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+        let listeners = std::mem::take(&mut *self.listeners.lock());
+        for l in listeners {
+            l.shutdown();
+        }
+    }
+
+    /// Pins a handler's sync target once the initial list is complete.
+    fn fix_sync_target(&self, listener: &Listener<K>) {
+        if listener.sync_target.lock().is_some() || !self.fifo.has_synced() {
+            return;
+        }
+        let _guard = self.listeners.lock();
+        let mut target = listener.sync_target.lock();
+        if target.is_none() {
+            *target = Some(listener.sent.load(Ordering::SeqCst));
+        }
+    }
+
+    fn process_loop(self: Arc<Self>) {
+        let mut announced = false;
+        loop {
+            // While the initial list is being processed the FIFO is not yet synced.
+            let popped = self
+                .fifo
+                .pop(|key, deltas| self.apply(key, deltas, !self.fifo.has_synced()));
+            if popped.is_err() {
+                return;
+            }
+            if !announced && self.fifo.has_synced() {
+                announced = true;
+                let listeners = self.listeners.lock();
+                for l in listeners.iter() {
+                    let mut t = l.sync_target.lock();
+                    if t.is_none() {
+                        *t = Some(l.sent.load(Ordering::SeqCst));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies one key's deltas to the cache and notifies the handlers.
+    fn apply(&self, key: &str, deltas: Vec<Delta<K>>, initial: bool) {
+        let listeners = self.listeners.lock();
+        for delta in deltas {
+            match delta {
+                Delta::Deleted(d) => {
+                    self.store.delete(key);
+                    for l in listeners.iter() {
+                        l.send(key, Notification::Delete(d.clone()));
+                    }
+                }
+                other => {
+                    let is_sync = matches!(other, Delta::Sync(_));
+                    let obj = Arc::clone(other.object());
+                    let (old, indexed) = self.store.upsert_keyed(key.to_owned(), Arc::clone(&obj));
+                    if let Err(e) = indexed {
+                        log::warn!("kube-informer/{}: {e}", self.name);
+                    }
+                    for l in listeners.iter() {
+                        if is_sync && !l.syncing.load(Ordering::SeqCst) {
+                            continue;
+                        }
+                        let n = match &old {
+                            Some(old) => Notification::Update(Arc::clone(old), Arc::clone(&obj)),
+                            None => Notification::Add(Arc::clone(&obj), initial),
+                        };
+                        l.send(key, n);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Marks the handlers whose resync is due and queues a resync; checks at least once a
+    /// second so handlers added later are honoured.
+    fn resync_loop(self: Arc<Self>) {
+        loop {
+            let now = Instant::now();
+            let mut wait = Duration::from_secs(1);
+            let mut any_due = false;
+            for l in self.listeners.lock().iter() {
+                if l.resync_period.is_zero() {
+                    l.syncing.store(false, Ordering::SeqCst);
+                    continue;
+                }
+                let mut next = l.next_resync.lock();
+                let due = now >= *next;
+                l.syncing.store(due, Ordering::SeqCst);
+                if due {
+                    any_due = true;
+                    *next = now + l.resync_period;
+                }
+                wait = wait.min(next.saturating_duration_since(now));
+            }
+            if any_due && self.fifo.resync().is_err() {
+                return;
+            }
+            if self.stop.sleep(wait.max(Duration::from_millis(10))) {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! The processor listener: one thread and one crossbeam channel per registered handler.
+//!
+//! The informer thread never waits for a handler: it puts each notification on the handler's
+//! channel and moves on, so a slow or stuck handler stalls nobody else.
+//!
+//! **Memory policy for a stalled handler.** client-go buffers without limit, a known cause of
+//! out-of-memory kills. Here the channel holds at most `max_backlog` notifications (default
+//! [`DEFAULT_MAX_BACKLOG`]). Beyond that the listener switches to *coalescing*: later
+//! notifications wait in a map keyed by object, where successive changes of one object merge
+//! (`update(a→b)` then `update(b→c)` is `update(a→c)`; an add then a delete of an object the
+//! handler never saw cancel out). A stalled handler therefore holds at most `max_backlog`
+//! notifications plus two per object of the cache, however long it stalls and however busy
+//! the cluster is. What it sees stays correct at the level of object states — the newest
+//! state of every object, and every deletion — like a level-driven controller expects; only
+//! intermediate states it was too slow to see are skipped. Order is kept: the channel drains
+//! first, then the coalesced changes in the order their objects first changed.
+//!
+//! A panicking handler is caught; the panic is counted, logged and passed to the informer's
+//! panic callback, and the listener goes on with the next notification.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use parking_lot::{Condvar, Mutex};
+
+use super::delta::DeletedObject;
+use super::handler::EventHandler;
+
+/// Default number of notifications a handler's channel holds before coalescing starts.
+pub const DEFAULT_MAX_BACKLOG: usize = 100_000;
+
+/// Called with a description of every handler panic.
+pub type PanicHandler = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// One notification for a handler.
+pub(crate) enum Notification<K> {
+    Add(Arc<K>, bool),
+    Update(Arc<K>, Arc<K>),
+    Delete(DeletedObject<K>),
+}
+
+/// A notification with how many sent notifications it stands for (merging adds up).
+struct Weighted<K> {
+    n: Notification<K>,
+    weight: u64,
+}
+
+#[derive(Default)]
+struct Overflow<K> {
+    active: bool,
+    order: VecDeque<String>,
+    pending: HashMap<String, Vec<Weighted<K>>>,
+    len: usize,
+}
+
+impl<K> Overflow<K> {
+    /// Queues `n` for `key`, merging with what is pending for it. Returns the weight of
+    /// notifications that cancelled out (they count as delivered).
+    fn push(&mut self, key: &str, n: Notification<K>) -> u64 {
+        let list = match self.pending.get_mut(key) {
+            Some(l) => l,
+            None => {
+                self.order.push_back(key.to_owned());
+                self.pending.entry(key.to_owned()).or_default()
+            }
+        };
+        let before = list.len();
+        let mut cancelled = 0;
+        let n = match (list.last_mut(), n) {
+            (Some(last), Notification::Update(_, new))
+                if matches!(last.n, Notification::Add(..)) =>
+            {
+                if let Notification::Add(obj, _) = &mut last.n {
+                    *obj = new;
+                }
+                last.weight += 1;
+                None
+            }
+            (Some(last), Notification::Update(_, new))
+                if matches!(last.n, Notification::Update(..)) =>
+            {
+                if let Notification::Update(_, cur) = &mut last.n {
+                    *cur = new;
+                }
+                last.weight += 1;
+                None
+            }
+            (Some(last), Notification::Delete(d)) if matches!(last.n, Notification::Add(..)) => {
+                cancelled = last.weight + 1;
+                list.pop();
+                let _ = d;
+                None
+            }
+            (Some(last), Notification::Delete(d))
+                if matches!(last.n, Notification::Update(..) | Notification::Delete(_)) =>
+            {
+                let keep_old = d.is_tombstone() && matches!(last.n, Notification::Delete(_));
+                if !keep_old {
+                    last.n = Notification::Delete(d);
+                }
+                last.weight += 1;
+                None
+            }
+            (_, n) => Some(n),
+        };
+        if let Some(n) = n {
+            list.push(Weighted { n, weight: 1 });
+        }
+        self.len = self.len + list.len() - before;
+        cancelled
+    }
+
+    fn pop(&mut self) -> Option<Vec<Weighted<K>>> {
+        while let Some(key) = self.order.pop_front() {
+            if let Some(list) = self.pending.remove(&key) {
+                self.len -= list.len();
+                if !list.is_empty() {
+                    return Some(list);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// A handler's listener: its channel, its thread, its sync and resync state.
+pub(crate) struct Listener<K> {
+    pub id: u64,
+    tx: Mutex<Option<Sender<Notification<K>>>>,
+    rx: Receiver<Notification<K>>,
+    overflow: Mutex<Overflow<K>>,
+    max_backlog: usize,
+    stop: AtomicBool,
+    /// Notifications sent (counted before coalescing).
+    pub sent: AtomicU64,
+    /// Notifications handled (or merged away).
+    processed: Mutex<u64>,
+    progress: Condvar,
+    /// `sent` when the initial list was complete for this handler; `None` until then.
+    pub sync_target: Mutex<Option<u64>>,
+    pub panics: AtomicU64,
+    pub resync_period: Duration,
+    pub next_resync: Mutex<Instant>,
+    pub syncing: AtomicBool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl<K: Send + Sync + 'static> Listener<K> {
+    pub fn new(id: u64, max_backlog: usize, resync_period: Duration) -> Arc<Self> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Arc::new(Listener {
+            id,
+            tx: Mutex::new(Some(tx)),
+            rx,
+            overflow: Mutex::new(Overflow {
+                active: false,
+                order: VecDeque::new(),
+                pending: HashMap::new(),
+                len: 0,
+            }),
+            max_backlog: max_backlog.max(1),
+            stop: AtomicBool::new(false),
+            sent: AtomicU64::new(0),
+            processed: Mutex::new(0),
+            progress: Condvar::new(),
+            sync_target: Mutex::new(None),
+            panics: AtomicU64::new(0),
+            resync_period,
+            next_resync: Mutex::new(Instant::now() + resync_period),
+            syncing: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        })
+    }
+
+    /// Starts the listener thread running `handler`.
+    pub fn spawn(
+        self: &Arc<Self>,
+        name: String,
+        mut handler: Box<dyn EventHandler<K>>,
+        on_panic: Option<PanicHandler>,
+    ) -> std::io::Result<()> {
+        let me = Arc::clone(self);
+        let t = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || {
+                while let Some(batch) = me.next_batch() {
+                    for w in batch {
+                        if me.stop.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        me.deliver(&mut *handler, w.n, &name, on_panic.as_ref());
+                        me.mark_processed(w.weight);
+                    }
+                }
+            })?;
+        *self.thread.lock() = Some(t);
+        Ok(())
+    }
+
+    fn deliver(
+        &self,
+        handler: &mut dyn EventHandler<K>,
+        n: Notification<K>,
+        name: &str,
+        on_panic: Option<&PanicHandler>,
+    ) {
+        let result = catch_unwind(AssertUnwindSafe(|| match n {
+            Notification::Add(o, initial) => handler.on_add(o, initial),
+            Notification::Update(old, new) => handler.on_update(old, new),
+            Notification::Delete(d) => handler.on_delete(d),
+        }));
+        if let Err(payload) = result {
+            self.panics.fetch_add(1, Ordering::SeqCst);
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string panic".into());
+            let msg = format!("{name}: handler panicked: {what}");
+            log::error!("{msg}");
+            if let Some(cb) = on_panic {
+                cb(&msg);
+            }
+        }
+    }
+
+    fn mark_processed(&self, weight: u64) {
+        *self.processed.lock() += weight;
+        self.progress.notify_all();
+    }
+
+    /// The next notifications to handle: the channel first, then coalesced ones; `None` when
+    /// the listener is removed or the informer stopped.
+    fn next_batch(&self) -> Option<Vec<Weighted<K>>> {
+        if self.stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        match self.rx.try_recv() {
+            Ok(n) => return Some(vec![Weighted { n, weight: 1 }]),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => {}
+        }
+        {
+            let mut ov = self.overflow.lock();
+            if let Some(batch) = ov.pop() {
+                return Some(batch);
+            }
+            ov.active = false;
+        }
+        self.rx.recv().ok().map(|n| vec![Weighted { n, weight: 1 }])
+    }
+
+    /// Hands a notification to the listener without waiting.
+    pub fn send(&self, key: &str, n: Notification<K>) {
+        self.sent.fetch_add(1, Ordering::SeqCst);
+        let mut ov = self.overflow.lock();
+        if !ov.active && self.rx.len() < self.max_backlog {
+            if let Some(tx) = &*self.tx.lock() {
+                let _ = tx.send(n);
+            }
+            return;
+        }
+        ov.active = true;
+        let cancelled = ov.push(key, n);
+        drop(ov);
+        if cancelled > 0 {
+            self.mark_processed(cancelled);
+        }
+    }
+
+    /// Notifications waiting: in the channel plus coalesced ones.
+    pub fn backlog(&self) -> usize {
+        self.rx.len() + self.overflow.lock().len
+    }
+
+    pub fn processed(&self) -> u64 {
+        *self.processed.lock()
+    }
+
+    /// True once the handler has handled everything up to its sync target.
+    pub fn reached_target(&self) -> bool {
+        match *self.sync_target.lock() {
+            Some(t) => self.processed() >= t,
+            None => false,
+        }
+    }
+
+    /// Waits until the handler handled `target` notifications, or the deadline.
+    pub fn wait_processed(&self, target: u64, deadline: Instant) -> bool {
+        let mut p = self.processed.lock();
+        while *p < target {
+            if self.stop.load(Ordering::SeqCst)
+                || self.progress.wait_until(&mut p, deadline).timed_out()
+            {
+                return *p >= target;
+            }
+        }
+        true
+    }
+
+    /// Stops the thread (after the notification in hand) and joins it.
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.tx.lock().take();
+        self.progress.notify_all();
+        let t = self.thread.lock().take();
+        if let Some(t) = t {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+}
