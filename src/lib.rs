@@ -26,6 +26,7 @@
 pub mod api;
 pub mod cache;
 pub mod client;
+pub mod config;
 mod error;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -34,14 +34,17 @@ fn shutdown_joins_every_thread() {
         .bookmark_interval(Duration::from_millis(100))
         .start();
     for i in 0..50 {
-        server.create(&pods(), pod("lab", &format!("p{i}"), "Pending")).unwrap();
+        server
+            .create(&pods(), pod("lab", &format!("p{i}"), "Pending"))
+            .unwrap();
     }
     let before = thread_names();
     let options = FactoryOptions {
         default_resync: Duration::from_millis(200),
         ..Default::default()
     };
-    let factory = SharedInformerFactory::with_options(Client::new(server.client_config()).unwrap(), options);
+    let factory =
+        SharedInformerFactory::with_options(Client::new(server.client_config()).unwrap(), options);
     let pods_informer = factory.dynamic_informer(&pods());
     let widgets_informer = factory.dynamic_informer(&widgets());
     let views: Vec<View> = (0..4).map(|_| View::default()).collect();
@@ -51,7 +54,9 @@ fn shutdown_joins_every_thread() {
     widgets_informer.add_event_handler(View::default()).unwrap();
     factory.start().unwrap();
     assert!(factory.wait_for_cache_sync(PATIENCE).values().all(|s| *s));
-    wait_until("watching", || pods_informer.is_watching() && widgets_informer.is_watching());
+    wait_until("watching", || {
+        pods_informer.is_watching() && widgets_informer.is_watching()
+    });
     // Thread names are cut to 15 bytes in /proc: `kube-informer/p` is a pods thread,
     // `kube-informer/a` one of the test API server's.
     let informer_threads = |names: &[String]| {
@@ -68,6 +73,11 @@ fn shutdown_joins_every_thread() {
     drop(widgets_informer);
     factory.shutdown();
     // Joined means gone at once: no waiting here.
-    assert_eq!(informer_threads(&thread_names()), informer_threads(&before), "{:?}", thread_names());
+    assert_eq!(
+        informer_threads(&thread_names()),
+        informer_threads(&before),
+        "{:?}",
+        thread_names()
+    );
     drop(server);
 }

@@ -31,6 +31,12 @@ impl fmt::Debug for Secret {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Secret)
+    }
+}
+
 impl From<&str> for Secret {
     fn from(s: &str) -> Self {
         Secret::new(s)

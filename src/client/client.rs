@@ -33,6 +33,8 @@ struct Inner {
     agent: Agent,
     agent_settings: AgentSettings,
     auth: Auth,
+    impersonate_user: Option<String>,
+    impersonate_groups: Vec<String>,
     limiter: Option<RateLimiter>,
     max_retries: u32,
     max_retry_after: Duration,
@@ -55,6 +57,7 @@ struct AgentSettings {
     connect_timeout: Duration,
     request_timeout: Duration,
     watch_read_margin: Duration,
+    proxy: Option<ureq::Proxy>,
 }
 
 impl AgentSettings {
@@ -66,6 +69,7 @@ impl AgentSettings {
             .tls_config(self.tls.clone())
             .user_agent(self.user_agent.as_str())
             .timeout_connect(Some(self.connect_timeout))
+            .proxy(self.proxy.clone())
             .max_redirects(0);
         let b = if watch {
             b.timeout_global(None)
@@ -100,6 +104,13 @@ impl Client {
             connect_timeout: config.connect_timeout,
             request_timeout: config.request_timeout,
             watch_read_margin: config.watch_read_margin,
+            proxy: config
+                .proxy
+                .as_deref()
+                .map(|p| {
+                    ureq::Proxy::new(p).map_err(|e| Error::Config(format!("proxy-url {p:?}: {e}")))
+                })
+                .transpose()?,
         };
         let limiter = (config.qps > 0.0).then(|| RateLimiter::new(config.qps.into(), config.burst));
         Ok(Client {
@@ -108,6 +119,8 @@ impl Client {
                 agent: agent_settings.agent(false, None),
                 agent_settings,
                 auth: config.auth,
+                impersonate_user: config.impersonate_user,
+                impersonate_groups: config.impersonate_groups,
                 limiter,
                 max_retries: config.max_retries,
                 max_retry_after: config.max_retry_after,
@@ -201,6 +214,12 @@ impl Client {
                 .header("accept", "application/json");
             if let Some(h) = self.inner.auth.header()? {
                 rb = rb.header("authorization", h.expose());
+            }
+            if let Some(u) = &self.inner.impersonate_user {
+                rb = rb.header("impersonate-user", u.as_str());
+            }
+            for g in &self.inner.impersonate_groups {
+                rb = rb.header("impersonate-group", g.as_str());
             }
             let bad_request = |e: http::Error| Error::InvalidInput(format!("{request}: {e}"));
             let sent = match &body {

@@ -41,6 +41,12 @@ pub struct ClientConfig {
     pub max_retry_after: Duration,
     /// `User-Agent` header.
     pub user_agent: String,
+    /// HTTP proxy URL (`http://host:port`) for every request.
+    pub proxy: Option<String>,
+    /// Act as this user (`Impersonate-User` header).
+    pub impersonate_user: Option<String>,
+    /// Act with these groups (`Impersonate-Group` headers).
+    pub impersonate_groups: Vec<String>,
 }
 
 /// A TLS client certificate chain and its private key, both PEM.
@@ -79,6 +85,9 @@ impl ClientConfig {
             max_retries: 5,
             max_retry_after: Duration::from_secs(10),
             user_agent: concat!("kube-informer/", env!("CARGO_PKG_VERSION")).into(),
+            proxy: None,
+            impersonate_user: None,
+            impersonate_groups: Vec::new(),
         }
     }
 }

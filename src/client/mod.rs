@@ -12,6 +12,7 @@ mod watch;
 pub use api::{Api, Page, Pages, DEFAULT_PAGE_SIZE};
 pub use auth::{Auth, AuthProvider, Secret};
 pub use client::Client;
+pub(crate) use client::{pem_certificates, pem_private_key};
 pub use config::{ClientConfig, Identity};
 pub use params::{percent_decode, ListParams, WatchParams};
 pub use rate_limit::RateLimiter;

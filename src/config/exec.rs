@@ -1,0 +1,231 @@
+//! Exec credential plugins (`client.authentication.k8s.io/v1` and `v1beta1`): a program that
+//! prints an `ExecCredential` with a token, as cloud CLIs do.
+//!
+//! The plugin runs without a terminal (stdin closed), with `KUBERNETES_EXEC_INFO` set, and
+//! must finish within a minute. Its token is cached until its `expirationTimestamp` (less a
+//! few seconds) and the plugin runs again then, or once right after the server answers 401.
+//! A plugin that fails or prints something else gives an error naming the command and
+//! quoting its trimmed stderr.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use parking_lot::Mutex;
+use serde::Deserialize;
+
+use super::kubeconfig::ExecConfig;
+use super::time::parse_rfc3339;
+use crate::client::{AuthProvider, Secret};
+use crate::error::{Error, Result};
+
+/// How long a plugin may run.
+pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A token source backed by an exec plugin.
+#[derive(Debug)]
+pub struct ExecProvider {
+    config: ExecConfig,
+    api_version: String,
+    cluster_info: Option<serde_json::Value>,
+    cached: Mutex<Option<(Secret, Option<SystemTime>)>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecCredential {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    status: Option<ExecStatus>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecStatus {
+    token: Option<Secret>,
+    client_certificate_data: Option<String>,
+    expiration_timestamp: Option<String>,
+}
+
+/// The result of one plugin run.
+pub(crate) struct Credential {
+    pub token: Option<Secret>,
+    pub expires: Option<SystemTime>,
+}
+
+impl ExecProvider {
+    /// A provider for `config`; `cluster_info` is passed to plugins that ask for it.
+    pub fn new(config: ExecConfig, cluster_info: Option<serde_json::Value>) -> Result<Self> {
+        let api_version = config
+            .api_version
+            .clone()
+            .unwrap_or_else(|| "client.authentication.k8s.io/v1".into());
+        if !matches!(
+            api_version.as_str(),
+            "client.authentication.k8s.io/v1" | "client.authentication.k8s.io/v1beta1"
+        ) {
+            return Err(Error::Config(format!(
+                "exec plugin {}: unsupported apiVersion {api_version:?}",
+                config.command
+            )));
+        }
+        if config.interactive_mode.as_deref() == Some("Always") {
+            return Err(Error::Config(format!(
+                "exec plugin {} needs an interactive terminal (interactiveMode: Always); kube-informer runs plugins without one",
+                config.command
+            )));
+        }
+        Ok(ExecProvider {
+            config,
+            api_version,
+            cluster_info,
+            cached: Mutex::new(None),
+        })
+    }
+
+    fn exec_info(&self) -> String {
+        let mut spec = serde_json::json!({ "interactive": false });
+        if self.config.provide_cluster_info {
+            if let Some(c) = &self.cluster_info {
+                spec["cluster"] = c.clone();
+            }
+        }
+        serde_json::json!({
+            "apiVersion": self.api_version,
+            "kind": "ExecCredential",
+            "spec": spec,
+        })
+        .to_string()
+    }
+
+    /// Runs the plugin once.
+    pub(crate) fn run(&self) -> Result<Credential> {
+        let cmd = &self.config.command;
+        let fail = |what: String| Error::Config(format!("exec plugin {cmd}: {what}"));
+        let mut command = Command::new(cmd);
+        command
+            .args(self.config.args.iter().flatten())
+            .env("KUBERNETES_EXEC_INFO", self.exec_info())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for e in self.config.env.iter().flatten() {
+            command.env(&e.name, &e.value);
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| fail(format!("cannot start it: {e}")))?;
+        let drain = |r: Option<Box<dyn Read + Send>>, role: &str| {
+            std::thread::Builder::new()
+                .name(format!("kube-informer/exec/{role}"))
+                .spawn(move || {
+                    let mut buf = Vec::new();
+                    if let Some(r) = r {
+                        let _ = r.take(16 << 20).read_to_end(&mut buf);
+                    }
+                    buf
+                })
+        };
+        let out = drain(
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            "stdout",
+        )
+        .map_err(|e| fail(e.to_string()))?;
+        let err = drain(
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            "stderr",
+        )
+        .map_err(|e| fail(e.to_string()))?;
+        let deadline = Instant::now() + EXEC_TIMEOUT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                Err(e) => return Err(fail(format!("waiting for it: {e}"))),
+            }
+        };
+        let stdout = out.join().unwrap_or_default();
+        let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default())
+            .trim()
+            .to_owned();
+        let stderr: String = stderr.chars().take(500).collect();
+        let Some(status) = status else {
+            return Err(fail(format!(
+                "timed out after {}s; stderr: {stderr:?}",
+                EXEC_TIMEOUT.as_secs()
+            )));
+        };
+        if !status.success() {
+            return Err(fail(format!("failed ({status}); stderr: {stderr:?}")));
+        }
+        let cred: ExecCredential = serde_json::from_slice(&stdout).map_err(|e| {
+            fail(format!(
+                "printed something that is not an ExecCredential ({e}); stderr: {stderr:?}"
+            ))
+        })?;
+        if cred.kind != "ExecCredential" || cred.api_version != self.api_version {
+            return Err(fail(format!(
+                "printed kind {:?} apiVersion {:?}, expected ExecCredential {}",
+                cred.kind, cred.api_version, self.api_version
+            )));
+        }
+        let status = cred
+            .status
+            .ok_or_else(|| fail("the ExecCredential has no status".into()))?;
+        if status.token.is_none() && status.client_certificate_data.is_some() {
+            return Err(fail(
+                "returned a client certificate; only token credentials from exec plugins are supported"
+                    .into(),
+            ));
+        }
+        let token = status
+            .token
+            .ok_or_else(|| fail("the ExecCredential has no token".into()))?;
+        let expires = status
+            .expiration_timestamp
+            .as_deref()
+            .map(|t| parse_rfc3339(t).ok_or_else(|| fail(format!("bad expirationTimestamp {t:?}"))))
+            .transpose()?;
+        Ok(Credential {
+            token: Some(Secret::new(format!("Bearer {}", token.expose()))),
+            expires,
+        })
+    }
+}
+
+impl AuthProvider for ExecProvider {
+    fn authorization(&self) -> Result<Option<Secret>> {
+        let mut cached = self.cached.lock();
+        if let Some((header, expires)) = &*cached {
+            let fresh = expires.is_none_or(|t| t > SystemTime::now() + Duration::from_secs(10));
+            if fresh {
+                return Ok(Some(header.clone()));
+            }
+        }
+        let cred = self.run()?;
+        let header = cred
+            .token
+            .ok_or_else(|| Error::Config("exec plugin gave no token".into()))?;
+        *cached = Some((header.clone(), cred.expires));
+        Ok(Some(header))
+    }
+
+    fn invalidate(&self) {
+        self.cached.lock().take();
+    }
+}

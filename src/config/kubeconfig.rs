@@ -1,0 +1,248 @@
+//! The kubeconfig file format, and merging several files the way kubectl does.
+//!
+//! Relative file paths inside a kubeconfig are resolved against that file's folder as soon as
+//! it is read, so a merged configuration never loses track of where a path came from.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::client::Secret;
+use crate::error::{Error, Result};
+
+/// A parsed kubeconfig (one file, or several merged).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Kubeconfig {
+    /// The context used when none is chosen.
+    #[serde(rename = "current-context", default)]
+    pub current_context: Option<String>,
+    /// Named clusters.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub clusters: Vec<NamedCluster>,
+    /// Named users (credentials).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub users: Vec<NamedUser>,
+    /// Named contexts (cluster + user + namespace).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub contexts: Vec<NamedContext>,
+    /// Where this configuration was read from.
+    #[serde(skip)]
+    pub sources: Vec<PathBuf>,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> std::result::Result<Vec<T>, D::Error> {
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A cluster entry.
+#[derive(Clone, Debug, Deserialize)]
+pub struct NamedCluster {
+    /// Its name.
+    pub name: String,
+    /// Its settings.
+    #[serde(default)]
+    pub cluster: Cluster,
+}
+
+/// How to reach a cluster.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Cluster {
+    /// API server URL.
+    pub server: Option<String>,
+    /// CA bundle file.
+    pub certificate_authority: Option<String>,
+    /// CA bundle, base64 PEM (wins over the file).
+    pub certificate_authority_data: Option<String>,
+    /// Skip server certificate verification.
+    #[serde(default)]
+    pub insecure_skip_tls_verify: bool,
+    /// Name to verify the server certificate against.
+    pub tls_server_name: Option<String>,
+    /// HTTP proxy.
+    pub proxy_url: Option<String>,
+}
+
+/// A user entry.
+#[derive(Clone, Debug, Deserialize)]
+pub struct NamedUser {
+    /// Its name.
+    pub name: String,
+    /// Its credentials.
+    #[serde(default)]
+    pub user: AuthInfo,
+}
+
+/// Credentials. Secrets stay [`Secret`]s, so `Debug` shows none of them.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct AuthInfo {
+    /// Bearer token.
+    pub token: Option<Secret>,
+    /// File holding a bearer token (re-read when it changes).
+    #[serde(rename = "tokenFile")]
+    pub token_file: Option<String>,
+    /// Client certificate file.
+    pub client_certificate: Option<String>,
+    /// Client certificate, base64 PEM.
+    pub client_certificate_data: Option<String>,
+    /// Client key file.
+    pub client_key: Option<String>,
+    /// Client key, base64 PEM.
+    pub client_key_data: Option<Secret>,
+    /// Basic auth user.
+    pub username: Option<String>,
+    /// Basic auth password.
+    pub password: Option<Secret>,
+    /// User to impersonate.
+    #[serde(rename = "as")]
+    pub impersonate: Option<String>,
+    /// Groups to impersonate.
+    #[serde(rename = "as-groups", default)]
+    pub impersonate_groups: Option<Vec<String>>,
+    /// Exec credential plugin.
+    pub exec: Option<ExecConfig>,
+}
+
+/// An exec credential plugin (`client.authentication.k8s.io/v1` or `v1beta1`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecConfig {
+    /// `client.authentication.k8s.io/v1` or `.../v1beta1`.
+    pub api_version: Option<String>,
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Option<Vec<String>>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: Option<Vec<ExecEnvVar>>,
+    /// `Never`, `IfAvailable` or `Always`.
+    pub interactive_mode: Option<String>,
+    /// Pass the cluster's details in `KUBERNETES_EXEC_INFO`.
+    #[serde(default)]
+    pub provide_cluster_info: bool,
+}
+
+/// One environment variable of an exec plugin.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ExecEnvVar {
+    /// Name.
+    pub name: String,
+    /// Value.
+    pub value: String,
+}
+
+/// A context entry.
+#[derive(Clone, Debug, Deserialize)]
+pub struct NamedContext {
+    /// Its name.
+    pub name: String,
+    /// Its settings.
+    #[serde(default)]
+    pub context: Context,
+}
+
+/// A cluster, a user and a namespace.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Context {
+    /// Cluster name.
+    #[serde(default)]
+    pub cluster: String,
+    /// User name.
+    #[serde(default)]
+    pub user: String,
+    /// Default namespace.
+    pub namespace: Option<String>,
+}
+
+fn resolve(base: &Path, p: &mut Option<String>) {
+    if let Some(path) = p {
+        if !path.is_empty() && Path::new(path).is_relative() {
+            *path = base.join(&*path).to_string_lossy().into_owned();
+        }
+    }
+}
+
+impl Kubeconfig {
+    /// Parses kubeconfig YAML; `origin` names it in errors.
+    pub fn parse(yaml: &str, origin: &str) -> Result<Kubeconfig> {
+        if yaml.trim().is_empty() {
+            return Ok(Kubeconfig::default());
+        }
+        serde_yaml::from_str(yaml).map_err(|e| {
+            let at = e
+                .location()
+                .map(|l| format!(" at line {} column {}", l.line(), l.column()))
+                .unwrap_or_default();
+            Error::Config(format!("kubeconfig {origin}: malformed YAML{at}: {e}"))
+        })
+    }
+
+    /// Reads and parses one file, resolving its relative paths against its folder.
+    pub fn read(path: &Path) -> Result<Kubeconfig> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::Config(format!("kubeconfig {}: cannot read: {e}", path.display()))
+        })?;
+        let mut kc = Self::parse(&text, &path.display().to_string())?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for c in &mut kc.clusters {
+            resolve(base, &mut c.cluster.certificate_authority);
+        }
+        for u in &mut kc.users {
+            resolve(base, &mut u.user.client_certificate);
+            resolve(base, &mut u.user.client_key);
+            resolve(base, &mut u.user.token_file);
+            if let Some(exec) = &mut u.user.exec {
+                // Like kubectl: a command with a path separator is relative to the file.
+                if exec.command.contains('/') {
+                    let mut c = Some(exec.command.clone());
+                    resolve(base, &mut c);
+                    exec.command = c.unwrap_or_default();
+                }
+            }
+        }
+        kc.sources = vec![path.to_path_buf()];
+        Ok(kc)
+    }
+
+    /// Merges `later` into `self`: for every named entry and for `current-context`, the
+    /// first file that sets it wins.
+    pub fn merge(&mut self, later: Kubeconfig) {
+        if self.current_context.as_deref().is_none_or(str::is_empty) {
+            self.current_context = later.current_context;
+        }
+        for c in later.clusters {
+            if !self.clusters.iter().any(|x| x.name == c.name) {
+                self.clusters.push(c);
+            }
+        }
+        for u in later.users {
+            if !self.users.iter().any(|x| x.name == u.name) {
+                self.users.push(u);
+            }
+        }
+        for c in later.contexts {
+            if !self.contexts.iter().any(|x| x.name == c.name) {
+                self.contexts.push(c);
+            }
+        }
+        self.sources.extend(later.sources);
+    }
+
+    /// A description of where this came from, for errors.
+    pub fn origin(&self) -> String {
+        if self.sources.is_empty() {
+            "(inline)".into()
+        } else {
+            self.sources
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(":")
+        }
+    }
+}

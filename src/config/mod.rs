@@ -1,0 +1,375 @@
+//! Cluster configuration: kubeconfig files (with `KUBECONFIG` merging and contexts), the
+//! in-cluster service account, and the credentials they name — by the rules kubectl and
+//! client-go follow, so any cluster kubectl reaches is reachable with the same files.
+//!
+//! Three common ways to get a [`Client`]:
+//!
+//! ```no_run
+//! use kube_informer::config::{Config, KubeconfigOptions};
+//!
+//! # fn main() -> kube_informer::Result<()> {
+//! // 1. Whatever kubectl would use: $KUBECONFIG, else ~/.kube/config, else in-cluster.
+//! let client = Config::infer()?.client()?;
+//!
+//! // 2. An explicit file and context.
+//! let options = KubeconfigOptions { context: Some("staging".into()), ..Default::default() };
+//! let client = Config::from_kubeconfig_with("/etc/app/kubeconfig", &options)?.client()?;
+//!
+//! // 3. Inside a pod, with its service account.
+//! let client = Config::in_cluster()?.client()?;
+//! # Ok(()) }
+//! ```
+//!
+//! Every problem is an [`Error::Config`] naming the file, the context, cluster or user, and
+//! what is wrong: malformed YAML (with line and column), an unknown context, a context that
+//! names a missing cluster or user, bad base64, a PEM without a certificate or key, an
+//! unreadable file, an exec plugin that is missing, fails or times out.
+
+mod exec;
+mod kubeconfig;
+mod time;
+mod token_file;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::Engine as _;
+
+pub use exec::{ExecProvider, EXEC_TIMEOUT};
+pub use kubeconfig::{
+    AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedCluster, NamedContext,
+    NamedUser,
+};
+pub use time::parse_rfc3339;
+pub use token_file::TokenFile;
+
+use crate::client::{Auth, Client, ClientConfig, Identity, Secret};
+use crate::error::{Error, Result};
+
+/// Where the service account's files are mounted in a pod.
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// Choices overriding a kubeconfig's current context.
+#[derive(Clone, Debug, Default)]
+pub struct KubeconfigOptions {
+    /// Use this context instead of `current-context`.
+    pub context: Option<String>,
+    /// Use this cluster instead of the context's.
+    pub cluster: Option<String>,
+    /// Use this user instead of the context's.
+    pub user: Option<String>,
+    /// Use this namespace instead of the context's.
+    pub namespace: Option<String>,
+}
+
+/// A loaded configuration: everything a [`Client`] needs, and where it came from.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Connection settings.
+    pub client_config: ClientConfig,
+    /// `kubeconfig <files> context <name>`, or `in-cluster`.
+    pub source: String,
+}
+
+impl Config {
+    /// A client for this configuration.
+    pub fn client(&self) -> Result<Client> {
+        Client::new(self.client_config.clone())
+    }
+
+    /// The default namespace (from the context, or the pod's namespace in-cluster).
+    pub fn namespace(&self) -> &str {
+        &self.client_config.default_namespace
+    }
+
+    /// What kubectl would use: the files in `KUBECONFIG` (merged; missing ones skipped),
+    /// else `~/.kube/config`, else the in-cluster service account.
+    pub fn infer() -> Result<Config> {
+        Self::infer_with(&KubeconfigOptions::default())
+    }
+
+    /// [`infer`](Self::infer) with a chosen context, cluster, user or namespace.
+    pub fn infer_with(options: &KubeconfigOptions) -> Result<Config> {
+        if let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+            let paths: Vec<PathBuf> = std::env::split_paths(&list)
+                .filter(|p| p.exists())
+                .collect();
+            if !paths.is_empty() {
+                return Self::from_kubeconfig_paths(&paths, options);
+            }
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            let default = Path::new(&home).join(".kube").join("config");
+            if default.exists() {
+                return Self::from_kubeconfig_paths(&[default], options);
+            }
+        }
+        if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+            return Self::in_cluster();
+        }
+        Err(Error::Config(
+            "no configuration found: KUBECONFIG names no existing file, ~/.kube/config does not exist, and this is not a pod (KUBERNETES_SERVICE_HOST is unset)".into(),
+        ))
+    }
+
+    /// Loads one kubeconfig file (which must exist), with its current context.
+    pub fn from_kubeconfig(path: impl AsRef<Path>) -> Result<Config> {
+        Self::from_kubeconfig_with(path, &KubeconfigOptions::default())
+    }
+
+    /// Loads one kubeconfig file with chosen overrides.
+    pub fn from_kubeconfig_with(
+        path: impl AsRef<Path>,
+        options: &KubeconfigOptions,
+    ) -> Result<Config> {
+        Self::from_kubeconfig_paths(&[path.as_ref().to_path_buf()], options)
+    }
+
+    /// Loads and merges several kubeconfig files (first one to set anything wins).
+    pub fn from_kubeconfig_paths(paths: &[PathBuf], options: &KubeconfigOptions) -> Result<Config> {
+        let mut merged: Option<Kubeconfig> = None;
+        for p in paths {
+            let kc = Kubeconfig::read(p)?;
+            match &mut merged {
+                Some(m) => m.merge(kc),
+                None => merged = Some(kc),
+            }
+        }
+        let kc = merged.ok_or_else(|| Error::Config("no kubeconfig files given".into()))?;
+        Self::from_parsed(&kc, options)
+    }
+
+    /// Loads kubeconfig YAML held in memory (relative paths resolve against the current
+    /// directory).
+    pub fn from_kubeconfig_str(yaml: &str, options: &KubeconfigOptions) -> Result<Config> {
+        Self::from_parsed(&Kubeconfig::parse(yaml, "(inline)")?, options)
+    }
+
+    /// Builds a configuration from a parsed kubeconfig.
+    pub fn from_parsed(kc: &Kubeconfig, options: &KubeconfigOptions) -> Result<Config> {
+        let origin = kc.origin();
+        let err = |m: String| Error::Config(format!("kubeconfig {origin}: {m}"));
+        let context_name = options
+            .context
+            .clone()
+            .or_else(|| kc.current_context.clone().filter(|c| !c.is_empty()))
+            .ok_or_else(|| err("no current-context is set and no context was chosen".into()))?;
+        let context = kc
+            .contexts
+            .iter()
+            .find(|c| c.name == context_name)
+            .map(|c| c.context.clone())
+            .ok_or_else(|| err(format!("context {context_name:?} is not defined")))?;
+        let cluster_name = options.cluster.clone().unwrap_or(context.cluster.clone());
+        let cluster = kc
+            .clusters
+            .iter()
+            .find(|c| c.name == cluster_name)
+            .map(|c| &c.cluster)
+            .ok_or_else(|| {
+                err(format!(
+                    "context {context_name:?} names cluster {cluster_name:?}, which is not defined"
+                ))
+            })?;
+        let user_name = options.user.clone().unwrap_or(context.user.clone());
+        let user = if user_name.is_empty() {
+            AuthInfo::default()
+        } else {
+            kc.users
+                .iter()
+                .find(|u| u.name == user_name)
+                .map(|u| u.user.clone())
+                .ok_or_else(|| {
+                    err(format!(
+                        "context {context_name:?} names user {user_name:?}, which is not defined"
+                    ))
+                })?
+        };
+        let mut cc = cluster_config(
+            cluster,
+            &format!("kubeconfig {origin}: cluster {cluster_name:?}"),
+        )?;
+        apply_user(
+            &mut cc,
+            &user,
+            cluster,
+            &format!("kubeconfig {origin}: user {user_name:?}"),
+        )?;
+        cc.default_namespace = options
+            .namespace
+            .clone()
+            .or(context.namespace)
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".into());
+        Ok(Config {
+            client_config: cc,
+            source: format!("kubeconfig {origin} context {context_name:?}"),
+        })
+    }
+
+    /// The in-cluster configuration: `KUBERNETES_SERVICE_HOST`/`PORT` and the service
+    /// account's token (re-read as it rotates), CA and namespace.
+    pub fn in_cluster() -> Result<Config> {
+        let host = std::env::var("KUBERNETES_SERVICE_HOST")
+            .map_err(|_| Error::Config("in-cluster: KUBERNETES_SERVICE_HOST is not set".into()))?;
+        let port = std::env::var("KUBERNETES_SERVICE_PORT")
+            .map_err(|_| Error::Config("in-cluster: KUBERNETES_SERVICE_PORT is not set".into()))?;
+        Self::in_cluster_from(&host, &port, Path::new(SERVICE_ACCOUNT_DIR))
+    }
+
+    /// The in-cluster configuration from explicit parts (for tests and sidecars).
+    pub fn in_cluster_from(host: &str, port: &str, service_account_dir: &Path) -> Result<Config> {
+        let err = |m: String| Error::Config(format!("in-cluster: {m}"));
+        if host.is_empty() || port.is_empty() || port.parse::<u16>().is_err() {
+            return Err(err(format!("bad service address {host:?} port {port:?}")));
+        }
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host.to_owned()
+        };
+        let mut cc = ClientConfig::new(format!("https://{host}:{port}"));
+        let ca_path = service_account_dir.join("ca.crt");
+        let ca = std::fs::read(&ca_path)
+            .map_err(|e| err(format!("cannot read {}: {e}", ca_path.display())))?;
+        check_certificates(&ca, &format!("in-cluster: {}", ca_path.display()))?;
+        cc.ca_pem = Some(ca);
+        let token_path = service_account_dir.join("token");
+        let provider = TokenFile::new(&token_path);
+        crate::client::AuthProvider::authorization(&provider)?;
+        cc.auth = Auth::Provider(Arc::new(provider));
+        let ns_path = service_account_dir.join("namespace");
+        cc.default_namespace = std::fs::read_to_string(&ns_path)
+            .map(|s| s.trim().to_owned())
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "default".into());
+        Ok(Config {
+            client_config: cc,
+            source: "in-cluster".into(),
+        })
+    }
+}
+
+fn decode_base64(data: &str, what: &str) -> Result<Vec<u8>> {
+    let cleaned: String = data.chars().filter(|c| !c.is_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(cleaned.as_bytes())
+        .map_err(|e| Error::Config(format!("{what} is not valid base64: {e}")))
+}
+
+fn read_file(path: &str, what: &str) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::Config(format!("{what}: cannot read {path}: {e}")))
+}
+
+fn check_certificates(pem: &[u8], what: &str) -> Result<()> {
+    crate::client::pem_certificates(pem, what).map(|_| ())
+}
+
+fn cluster_config(cluster: &Cluster, what: &str) -> Result<ClientConfig> {
+    let server = cluster
+        .server
+        .clone()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| Error::Config(format!("{what} has no server")))?;
+    let mut cc = ClientConfig::new(server);
+    let ca = match (
+        &cluster.certificate_authority_data,
+        &cluster.certificate_authority,
+    ) {
+        (Some(data), _) if !data.is_empty() => Some(decode_base64(
+            data,
+            &format!("{what}: certificate-authority-data"),
+        )?),
+        (_, Some(path)) if !path.is_empty() => {
+            Some(read_file(path, &format!("{what}: certificate-authority"))?)
+        }
+        _ => None,
+    };
+    if let Some(ca) = &ca {
+        check_certificates(ca, &format!("{what}: certificate authority"))?;
+    }
+    if cluster.insecure_skip_tls_verify && ca.is_some() {
+        return Err(Error::Config(format!(
+            "{what}: insecure-skip-tls-verify and a certificate authority are both set (client-go refuses this too)"
+        )));
+    }
+    if let Some(name) = cluster.tls_server_name.as_deref().filter(|n| !n.is_empty()) {
+        return Err(Error::Config(format!(
+            "{what}: tls-server-name {name:?} is not supported yet; use a server URL whose host is in the certificate"
+        )));
+    }
+    cc.ca_pem = ca;
+    cc.insecure_skip_tls_verify = cluster.insecure_skip_tls_verify;
+    cc.proxy = cluster.proxy_url.clone().filter(|p| !p.is_empty());
+    Ok(cc)
+}
+
+fn apply_user(cc: &mut ClientConfig, user: &AuthInfo, cluster: &Cluster, what: &str) -> Result<()> {
+    let cert = match (&user.client_certificate_data, &user.client_certificate) {
+        (Some(d), _) if !d.is_empty() => Some(decode_base64(
+            d,
+            &format!("{what}: client-certificate-data"),
+        )?),
+        (_, Some(p)) if !p.is_empty() => {
+            Some(read_file(p, &format!("{what}: client-certificate"))?)
+        }
+        _ => None,
+    };
+    let key = match (&user.client_key_data, &user.client_key) {
+        (Some(d), _) if !d.expose().is_empty() => Some(decode_base64(
+            d.expose(),
+            &format!("{what}: client-key-data"),
+        )?),
+        (_, Some(p)) if !p.is_empty() => Some(read_file(p, &format!("{what}: client-key"))?),
+        _ => None,
+    };
+    match (cert, key) {
+        (Some(cert), Some(key)) => {
+            check_certificates(&cert, &format!("{what}: client certificate"))?;
+            crate::client::pem_private_key(&key, &format!("{what}: client key"))?;
+            let key = String::from_utf8(key)
+                .map_err(|_| Error::Config(format!("{what}: client key is not PEM text")))?;
+            cc.identity = Some(Identity {
+                cert_pem: cert,
+                key_pem: Secret::new(key),
+            });
+        }
+        (Some(_), None) => {
+            return Err(Error::Config(format!(
+                "{what}: a client certificate without a client key"
+            )))
+        }
+        (None, Some(_)) => {
+            return Err(Error::Config(format!(
+                "{what}: a client key without a client certificate"
+            )))
+        }
+        (None, None) => {}
+    }
+    if let Some(t) = user.token.as_ref().filter(|t| !t.expose().is_empty()) {
+        cc.auth = Auth::Bearer(t.clone());
+    } else if let Some(path) = user.token_file.as_deref().filter(|p| !p.is_empty()) {
+        let provider = TokenFile::new(path);
+        crate::client::AuthProvider::authorization(&provider)
+            .map_err(|e| Error::Config(format!("{what}: {e}")))?;
+        cc.auth = Auth::Provider(Arc::new(provider));
+    } else if let Some(exec) = &user.exec {
+        let info = serde_json::json!({
+            "server": cluster.server,
+            "insecure-skip-tls-verify": cluster.insecure_skip_tls_verify,
+            "certificate-authority-data": cluster.certificate_authority_data,
+        });
+        let provider = ExecProvider::new(exec.clone(), Some(info))
+            .map_err(|e| Error::Config(format!("{what}: {e}")))?;
+        cc.auth = Auth::Provider(Arc::new(provider));
+    } else if let Some(u) = user.username.as_ref().filter(|u| !u.is_empty()) {
+        cc.auth = Auth::Basic {
+            username: u.clone(),
+            password: user.password.clone().unwrap_or_else(|| Secret::new("")),
+        };
+    }
+    cc.impersonate_user = user.impersonate.clone().filter(|u| !u.is_empty());
+    cc.impersonate_groups = user.impersonate_groups.clone().unwrap_or_default();
+    Ok(())
+}

@@ -1,0 +1,68 @@
+//! A bearer token read from a file and re-read when the file changes: service-account tokens
+//! are rotated by the kubelet, and `tokenFile` users expect the same.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use parking_lot::Mutex;
+
+use crate::client::{AuthProvider, Secret};
+use crate::error::{Error, Result};
+
+/// `Authorization: Bearer <contents of the file>`, refreshed when the file's modification
+/// time or size changes, or after the server rejected the token.
+#[derive(Debug)]
+pub struct TokenFile {
+    path: PathBuf,
+    cached: Mutex<Option<(Option<SystemTime>, u64, Secret)>>,
+}
+
+impl TokenFile {
+    /// A provider for the token in `path` (read on first use).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        TokenFile {
+            path: path.into(),
+            cached: Mutex::new(None),
+        }
+    }
+
+    fn read(&self) -> Result<Secret> {
+        let text = std::fs::read_to_string(&self.path).map_err(|e| {
+            Error::Config(format!(
+                "token file {}: cannot read: {e}",
+                self.path.display()
+            ))
+        })?;
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(Error::Config(format!(
+                "token file {} is empty",
+                self.path.display()
+            )));
+        }
+        Ok(Secret::new(format!("Bearer {token}")))
+    }
+}
+
+impl AuthProvider for TokenFile {
+    fn authorization(&self) -> Result<Option<Secret>> {
+        let meta = std::fs::metadata(&self.path).ok();
+        let stamp = (
+            meta.as_ref().and_then(|m| m.modified().ok()),
+            meta.as_ref().map_or(0, |m| m.len()),
+        );
+        let mut cached = self.cached.lock();
+        if let Some((mtime, len, header)) = &*cached {
+            if (*mtime, *len) == stamp {
+                return Ok(Some(header.clone()));
+            }
+        }
+        let header = self.read()?;
+        *cached = Some((stamp.0, stamp.1, header.clone()));
+        Ok(Some(header))
+    }
+
+    fn invalidate(&self) {
+        self.cached.lock().take();
+    }
+}
