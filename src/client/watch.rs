@@ -10,7 +10,7 @@
 //! A watch runs on its own connection; [`WatchCanceller::cancel`] shuts that connection down
 //! from any thread, which ends a blocked read at once (the stream then ends with `None`).
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -105,38 +105,45 @@ impl<K: Object> WatchStream<K> {
     }
 
     /// Reads one line into `buf` (without the newline), holding at most `MAX_WATCH_LINE`.
+    /// `read_until` finds the newline with the standard library's fast byte search.
     fn read_line(&mut self) -> std::io::Result<Line> {
         self.buf.clear();
-        let mut skipped = 0usize;
+        let limit = MAX_WATCH_LINE as u64 + 1;
+        let n = (&mut self.reader)
+            .take(limit)
+            .read_until(b'\n', &mut self.buf)?;
+        if n == 0 {
+            return Ok(Line::End);
+        }
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+            return Ok(Line::Complete);
+        }
+        if self.buf.len() <= MAX_WATCH_LINE {
+            // The body ended without a newline: a cut-off last line.
+            return Ok(Line::Truncated);
+        }
+        // Too long: skip the rest of this line.
+        let mut skipped = self.buf.len();
+        self.buf.clear();
         loop {
             let chunk = self.reader.fill_buf()?;
             if chunk.is_empty() {
-                return Ok(if self.buf.is_empty() && skipped == 0 {
-                    Line::End
-                } else {
-                    Line::Truncated
-                });
+                return Ok(Line::TooLong(skipped));
             }
-            let (take, complete) = match chunk.iter().position(|&b| b == b'\n') {
-                Some(i) => (i + 1, true),
-                None => (chunk.len(), false),
-            };
-            let data = &chunk[..if complete { take - 1 } else { take }];
-            if skipped > 0 || self.buf.len() + data.len() > MAX_WATCH_LINE {
-                skipped += self.buf.len() + data.len();
-                self.buf.clear();
-            } else {
-                self.buf.extend_from_slice(data);
-            }
-            self.reader.consume(take);
-            if complete {
-                if skipped > 0 {
-                    return Ok(Line::TooLong(skipped));
+            match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    self.reader.consume(i + 1);
+                    return Ok(Line::TooLong(skipped + i));
                 }
-                if self.buf.last() == Some(&b'\r') {
-                    self.buf.pop();
+                None => {
+                    let len = chunk.len();
+                    skipped += len;
+                    self.reader.consume(len);
                 }
-                return Ok(Line::Complete);
             }
         }
     }

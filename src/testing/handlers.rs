@@ -318,32 +318,22 @@ fn list_body(req: &Request, r: &Route, shared: &Shared) -> Result<String, Status
     } else {
         (current, None, limit)
     };
-    let Some(snapshot) = c.snapshot(at, after.as_deref(), ns) else {
+    let keep = |o: &StoredObject| filter.matches(o);
+    let Some((page, remaining)) = c.snapshot_page(at, after.as_deref(), ns, &keep, limit) else {
         return Err(Status::failure(
             410,
             "Expired",
             "The resourceVersion for the provided list is too old.",
         ));
     };
-    let mut items = snapshot.into_iter().filter(|o| filter.matches(o));
-    let mut body = String::new();
-    let mut first = true;
-    let mut last_key = None;
-    let mut taken = 0usize;
-    for o in items.by_ref() {
-        if first {
-            first = false;
-        } else {
+    let mut body = String::with_capacity(page.iter().map(|o| o.json.len() + 1).sum::<usize>() + 64);
+    for (i, o) in page.iter().enumerate() {
+        if i > 0 {
             body.push(',');
         }
-        push_item(&mut body, c, &o);
-        taken += 1;
-        if limit == Some(taken) {
-            last_key = Some(key_of(&o));
-            break;
-        }
+        push_item(&mut body, c, o);
     }
-    let remaining = if last_key.is_some() { items.count() } else { 0 };
+    let last_key = page.last().filter(|_| remaining > 0).map(|o| key_of(o));
     let mut meta = ListMeta {
         resource_version: Some(at.to_string()),
         ..Default::default()
@@ -449,6 +439,8 @@ struct EventSink<'a, S: Peer> {
     close_after_events: Option<usize>,
     close_after_bytes: Option<usize>,
     silence_after_events: Option<usize>,
+    /// Lines not yet sent: events of one wake-up go out as one chunk.
+    pending: Vec<u8>,
 }
 
 /// A write fails: the client is gone or the fault cut the line.
@@ -462,8 +454,23 @@ impl<S: Peer> EventSink<'_, S> {
                 let _ = self.out.chunk(&line.as_bytes()[..left]);
                 return Err(Dropped);
             }
+            return self.out.chunk(line.as_bytes()).map_err(|_| Dropped);
         }
-        self.out.chunk(line.as_bytes()).map_err(|_| Dropped)
+        self.pending.extend_from_slice(line.as_bytes());
+        if self.pending.len() >= 256 * 1024 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Sends the pending lines as one chunk.
+    fn flush(&mut self) -> Result<(), Dropped> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let r = self.out.chunk(&self.pending).map_err(|_| Dropped);
+        self.pending.clear();
+        r
     }
 
     fn event(&mut self, ty: &str, json: &str) -> Result<(), Dropped> {
@@ -482,10 +489,10 @@ impl<S: Peer> EventSink<'_, S> {
         line.push_str("}\n");
         self.line(&line)?;
         self.events += 1;
-        if self.close_after_events.is_some_and(|n| self.events >= n) {
-            return Err(Dropped);
-        }
-        if self.silence_after_events.is_some_and(|n| self.events >= n) {
+        let close = self.close_after_events.is_some_and(|n| self.events >= n);
+        if close || self.silence_after_events.is_some_and(|n| self.events >= n) {
+            // What was sent so far goes out; then the connection drops or goes quiet.
+            self.flush()?;
             return Err(Dropped);
         }
         Ok(())
@@ -508,7 +515,8 @@ impl<S: Peer> EventSink<'_, S> {
         self.line(&format!(
             "{{\"type\":\"ERROR\",\"object\":{}}}\n",
             status_json(st)
-        ))
+        ))?;
+        self.flush()
     }
 }
 
@@ -596,6 +604,7 @@ fn watch<S: Peer>(
             Some(Fault::SilenceAfterEvents(n)) => Some(*n),
             _ => None,
         },
+        pending: Vec::new(),
     };
     let result = (|| -> Result<(), Dropped> {
         if initial_events && !shared.streaming_list_supported.load(Ordering::SeqCst) {
@@ -629,6 +638,7 @@ fn watch<S: Peer>(
         }
         let mut next_bookmark = Instant::now() + shared.bookmark_interval;
         loop {
+            sink.flush()?;
             let wake = {
                 let mut store = shared.store.lock();
                 loop {
@@ -712,7 +722,7 @@ fn watch<S: Peer>(
         peer.drop_connection();
         return Outcome::Close;
     }
-    match result {
+    match result.and_then(|()| sink.flush()) {
         Ok(()) => outcome(sink.out.finish()),
         Err(Dropped) => {
             sink.out.into_inner().drop_connection();

@@ -134,6 +134,20 @@ impl Collection {
     /// The objects as they were at `rv`, in key order, from just after `after`; `None` when
     /// that state is older than the history.
     pub fn snapshot(&self, rv: u64, after: Option<&str>, ns: Option<&str>) -> Option<Vec<Stored>> {
+        self.snapshot_page(rv, after, ns, &|_| true, None)
+            .map(|(page, _)| page)
+    }
+
+    /// One page of the state at `rv`: up to `limit` objects `keep` accepts, from just after
+    /// `after`, and how many more it accepts beyond the page (counted, not copied).
+    pub fn snapshot_page(
+        &self,
+        rv: u64,
+        after: Option<&str>,
+        ns: Option<&str>,
+        keep: &dyn Fn(&StoredObject) -> bool,
+        limit: Option<usize>,
+    ) -> Option<(Vec<Stored>, usize)> {
         if rv < self.compacted {
             return None;
         }
@@ -153,7 +167,6 @@ impl Collection {
             (None, None) => Bound::Unbounded,
         };
         let in_ns = |k: &str| prefix.as_deref().is_none_or(|p| k.starts_with(p));
-        let mut out = Vec::new();
         let mut objs = self
             .objects
             .range::<str, _>((lower, Bound::Unbounded))
@@ -166,6 +179,8 @@ impl Collection {
             .take_while(|(k, _)| in_ns(k))
             .filter_map(|(k, v)| v.map(|v| (*k, v)))
             .peekable();
+        let mut page = Vec::new();
+        let mut more = 0usize;
         loop {
             let take_old = match (objs.peek(), olds.peek()) {
                 (Some((a, _)), Some((b, _))) => b < a,
@@ -174,11 +189,17 @@ impl Collection {
                 (None, None) => break,
             };
             let next = if take_old { olds.next() } else { objs.next() };
-            if let Some((_, v)) = next {
-                out.push(Arc::clone(v));
+            let Some((_, v)) = next else { break };
+            if !keep(v) {
+                continue;
+            }
+            if limit.is_some_and(|l| page.len() >= l) {
+                more += 1;
+            } else {
+                page.push(Arc::clone(v));
             }
         }
-        Some(out)
+        Some((page, more))
     }
 }
 
@@ -529,6 +550,40 @@ impl Store {
         self.record(
             tk,
             EventType::Deleted,
+            key,
+            Arc::clone(&stored),
+            Some(current),
+        );
+        Ok(stored)
+    }
+
+    /// A MODIFIED event without parsing anything: the stored JSON is copied with only its
+    /// resourceVersion changed. For benchmarks that need events faster than real updates.
+    pub fn touch(&mut self, tk: &TypeKey, ns: Option<&str>, name: &str) -> Result<Stored, Status> {
+        let namespace = ns.unwrap_or("").to_owned();
+        let key = make_key(&namespace, name);
+        let Some(current) = self.collection(tk).objects.get(&key).cloned() else {
+            return Err(not_found(tk, name));
+        };
+        self.rv += 1;
+        let json: Arc<str> = current
+            .json
+            .replacen(
+                &format!("\"resourceVersion\":\"{}\"", current.rv),
+                &format!("\"resourceVersion\":\"{}\"", self.rv),
+                1,
+            )
+            .into();
+        let stored = Arc::new(StoredObject {
+            rv: self.rv,
+            namespace,
+            name: name.to_owned(),
+            json,
+            labels: current.labels.clone(),
+        });
+        self.record(
+            tk,
+            EventType::Modified,
             key,
             Arc::clone(&stored),
             Some(current),

@@ -1,0 +1,360 @@
+//! Informer throughput and memory: time to initial sync, watch events per second through to a
+//! handler, and peak memory, for 10,000 and 100,000 realistic pods (about 4 KB of JSON each,
+//! shaped like a Deployment's pod: labels, ownerReferences, managedFields, conditions), both
+//! as `DynamicObject` (full objects) and as a slim user-defined type.
+//!
+//! The test API server runs in a child process, so the figures are the client's alone. Its
+//! objects are serialised once when created; list pages and events are byte copies; the
+//! watch events come from `ApiServer::touch` (a MODIFIED that is a string copy), so the
+//! server is never the bottleneck.
+//!
+//! Run: `cargo bench --bench informer` (optionally `-- 10000` to pick sizes), and with
+//! `RUSTFLAGS="--cfg bench_mimalloc"` for the same figures with mimalloc as the allocator.
+//! This prints figures; it asserts nothing about time.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube_informer::api::{ApiResource, DynamicObject, Object, ObjectMeta, Resource};
+use kube_informer::cache::{HandlerFns, InformerConfig, SharedIndexInformer};
+use kube_informer::testing::{ApiServer, Fault, Target};
+use kube_informer::{Api, Client, ClientConfig};
+use serde::Deserialize;
+
+const UPDATES: usize = 100_000;
+
+// The allocator matters: with glibc's malloc, objects decoded on the reflector thread and
+// freed on the informer and handler threads contend for malloc's arena locks. Build with
+// `RUSTFLAGS="--cfg bench_mimalloc"` to measure with mimalloc instead.
+#[cfg(bench_mimalloc)]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn pods() -> ApiResource {
+    ApiResource::new("", "v1", "Pod", "pods", true)
+}
+
+/// A pod as a Deployment makes it, about 4 KB of JSON.
+fn realistic_pod(i: usize) -> serde_json::Value {
+    let ns = format!("team-{}", i % 20);
+    let hash = format!("{:010x}", 0x5f3a9c1b7du64.wrapping_add((i / 50) as u64));
+    let name = format!("web-{hash}-{i:06x}");
+    let fields_v1 = serde_json::json!({
+        "f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}, "f:tier": {}, "f:version": {}},
+            "f:ownerReferences": {".": {}, "k:{\"uid\":\"0f3c\"}": {}}},
+        "f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {".": {}, "f:env": {".": {}, "k:{\"name\":\"MODE\"}": {".": {}, "f:name": {}, "f:value": {}}},
+            "f:image": {}, "f:imagePullPolicy": {}, "f:name": {}, "f:ports": {".": {}, "k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}, "f:protocol": {}}},
+            "f:readinessProbe": {".": {}, "f:httpGet": {".": {}, "f:path": {}, "f:port": {}}}, "f:resources": {".": {}, "f:limits": {}, "f:requests": {}}}},
+            "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {}, "f:schedulerName": {}, "f:securityContext": {}, "f:terminationGracePeriodSeconds": {}}
+    });
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "generateName": format!("web-{hash}-"),
+            "namespace": ns,
+            "labels": {"app": "web", "tier": "frontend", "version": "v1.27.3", "pod-template-hash": hash,
+                       "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/managed-by": "helm"},
+            "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-20T10:00:00Z", "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("web-{hash}"),
+                                 "uid": "0f3c6a52-8d1e-4b7a-9c2f-5e6d7f8a9b0c", "controller": true, "blockOwnerDeletion": true}],
+            "managedFields": [
+                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": "2026-11-20T10:00:01Z", "fieldsType": "FieldsV1", "fieldsV1": fields_v1},
+                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": "2026-11-20T10:00:09Z", "fieldsType": "FieldsV1", "subresource": "status",
+                 "fieldsV1": {"f:status": {"f:conditions": {"k:{\"type\":\"ContainersReady\"}": {".": {}, "f:lastProbeTime": {}, "f:lastTransitionTime": {}, "f:status": {}, "f:type": {}},
+                    "k:{\"type\":\"Initialized\"}": {".": {}, "f:lastProbeTime": {}, "f:lastTransitionTime": {}, "f:status": {}, "f:type": {}},
+                    "k:{\"type\":\"Ready\"}": {".": {}, "f:lastProbeTime": {}, "f:lastTransitionTime": {}, "f:status": {}, "f:type": {}}},
+                    "f:containerStatuses": {}, "f:hostIP": {}, "f:phase": {}, "f:podIP": {}, "f:podIPs": {".": {}, "k:{\"ip\":\"10.244.1.17\"}": {".": {}, "f:ip": {}}}, "f:startTime": {}}}}
+            ]
+        },
+        "spec": {
+            "containers": [{"name": "app", "image": "registry.example.com/shop/web:v1.27.3", "imagePullPolicy": "IfNotPresent",
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "env": [{"name": "MODE", "value": "production"}],
+                "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
+                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                "volumeMounts": [{"name": "kube-api-access-x7k2p", "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default", "serviceAccount": "default", "nodeName": format!("node-{}", i % 50),
+            "securityContext": {}, "schedulerName": "default-scheduler",
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+            "priority": 0, "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
+            "volumes": [{"name": "kube-api-access-x7k2p", "projected": {"sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}], "defaultMode": 420}}]
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "Initialized", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-20T10:00:01Z"},
+                {"type": "Ready", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-20T10:00:09Z"},
+                {"type": "ContainersReady", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-20T10:00:09Z"},
+                {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-20T10:00:01Z"}],
+            "hostIP": format!("192.168.{}.{}", (i / 250) % 250, i % 250), "podIP": "10.244.1.17", "podIPs": [{"ip": "10.244.1.17"}],
+            "startTime": "2026-11-20T10:00:01Z",
+            "containerStatuses": [{"name": "app", "state": {"running": {"startedAt": "2026-11-20T10:00:05Z"}}, "lastState": {}, "ready": true,
+                "restartCount": 0, "image": "registry.example.com/shop/web:v1.27.3",
+                "imageID": "registry.example.com/shop/web@sha256:4f53e8a1c2d3b4a5968778695a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b",
+                "containerID": "containerd://9b1f3c5e7a9d2b4f6a8c0e2d4f6b8a0c2e4d6f8b0a2c4e6d8f0b2a4c6e8d0f2b", "started": true}],
+            "qosClass": "Burstable"
+        }
+    })
+}
+
+/// The slim type: what a pod-watching tool typically reads.
+#[derive(Deserialize)]
+struct SlimPod {
+    metadata: ObjectMeta,
+    #[serde(default)]
+    #[allow(dead_code)] // decoded like a real tool would, not read by the benchmark
+    status: SlimStatus,
+}
+
+#[derive(Deserialize, Default)]
+struct SlimStatus {
+    #[allow(dead_code)]
+    phase: Option<String>,
+}
+
+impl Object for SlimPod {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl Resource for SlimPod {
+    const GROUP: &'static str = "";
+    const VERSION: &'static str = "v1";
+    const KIND: &'static str = "Pod";
+    const PLURAL: &'static str = "pods";
+    const NAMESPACED: bool = true;
+}
+
+/// Peak resident memory of this process (VmHWM), in MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// CPU time used so far by each thread of this process (from /proc), for profiling.
+fn thread_cpu() -> String {
+    let tick = 100.0; // USER_HZ on Linux
+    let mut out = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for e in dir.flatten() {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let name = stat
+                .split('(')
+                .nth(1)
+                .and_then(|r| r.split(')').next())
+                .unwrap_or("?")
+                .to_owned();
+            let fields: Vec<&str> = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
+            let ticks: f64 = fields
+                .get(11)
+                .and_then(|u| u.parse::<f64>().ok())
+                .unwrap_or(0.0)
+                + fields
+                    .get(12)
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .unwrap_or(0.0);
+            out.push(format!("{name}={:.2}", ticks / tick));
+        }
+    }
+    out.join(" ")
+}
+
+/// Child process: serve `n` pods; on "touch U" apply U MODIFIED events and answer "done".
+fn serve(n: usize) {
+    let server = ApiServer::builder()
+        .resource(&pods())
+        .history_limit(2 * UPDATES + 10)
+        .start();
+    let mut keys = Vec::with_capacity(n);
+    let mut bytes = 0usize;
+    for i in 0..n {
+        let v = realistic_pod(i);
+        bytes += v.to_string().len();
+        let ns = v["metadata"]["namespace"].as_str().unwrap().to_owned();
+        let name = v["metadata"]["name"].as_str().unwrap().to_owned();
+        server.create(&pods(), v).unwrap();
+        keys.push((ns, name));
+    }
+    let mut out = std::io::stdout();
+    writeln!(out, "{} {}", server.url(), bytes / n.max(1)).unwrap();
+    out.flush().unwrap();
+    let mut next = 0usize;
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if let Some(ms) = line.strip_prefix("stall-watch ") {
+            let ms: u64 = ms.parse().unwrap();
+            server.inject(Target::Watch, Fault::Stall(Duration::from_millis(ms)));
+            writeln!(out, "done").unwrap();
+            out.flush().unwrap();
+        } else if let Some(u) = line.strip_prefix("touch ") {
+            let u: usize = u.parse().unwrap();
+            for _ in 0..u {
+                let (ns, name) = &keys[next % keys.len()];
+                server.touch(&pods(), Some(ns), name).unwrap();
+                next += 1;
+            }
+            writeln!(out, "done").unwrap();
+            out.flush().unwrap();
+        }
+    }
+}
+
+/// Child process: sync an informer of type `K`, then count `UPDATES` watch events.
+fn client<K: Object>(
+    url: &str,
+    n: usize,
+    ctl: &mut dyn FnMut(&str) -> String,
+) -> (Duration, f64, f64, f64) {
+    let mut config = ClientConfig::new(url);
+    config.qps = 0.0;
+    let api: Api<K> = Api::all_with(Client::new(config).unwrap(), &pods());
+    let informer = SharedIndexInformer::new(api, InformerConfig::default());
+    let updates = Arc::new(AtomicU64::new(0));
+    let first_update: Arc<std::sync::OnceLock<Instant>> = Arc::default();
+    let (u, f) = (updates.clone(), first_update.clone());
+    informer
+        .add_event_handler(HandlerFns::new().on_update(move |_old: Arc<K>, _new| {
+            f.get_or_init(Instant::now);
+            u.fetch_add(1, Ordering::Relaxed);
+        }))
+        .unwrap();
+    let t0 = Instant::now();
+    informer.start().unwrap();
+    assert!(informer.wait_for_cache_sync(Duration::from_secs(600)));
+    let sync = t0.elapsed();
+    assert_eq!(informer.store().len(), n);
+    let rss_after_sync = peak_rss_mib();
+    // The watch request is held by the server while it records the burst, so the events
+    // then stream at the client's pace, not the server's.
+    let reply = ctl(&format!("touch {UPDATES}"));
+    assert_eq!(reply, "done");
+    while updates.load(Ordering::Relaxed) < UPDATES as u64 {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let t1 = *first_update.get().unwrap();
+    let rate = (UPDATES - 1) as f64 / t1.elapsed().as_secs_f64();
+    let peak = peak_rss_mib();
+    if std::env::var_os("BENCH_THREADS").is_some() {
+        eprintln!("  CPU seconds by thread: {}", thread_cpu());
+    }
+    informer.stop();
+    (sync, rate, rss_after_sync, peak)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--serve") {
+        return serve(args[2].parse().unwrap());
+    }
+    if args.get(1).map(String::as_str) == Some("--client") {
+        let (url, kind, n) = (&args[2], &args[3], args[4].parse::<usize>().unwrap());
+        let stdin = std::io::stdin();
+        let mut lines = stdin.lock().lines();
+        let mut ctl = |cmd: &str| {
+            println!("CMD {cmd}");
+            std::io::stdout().flush().unwrap();
+            lines.next().unwrap().unwrap()
+        };
+        let r = match kind.as_str() {
+            "dynamic" => client::<DynamicObject>(url, n, &mut ctl),
+            _ => client::<SlimPod>(url, n, &mut ctl),
+        };
+        println!("RESULT {} {} {} {}", r.0.as_secs_f64(), r.1, r.2, r.3);
+        return;
+    }
+    let sizes: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let sizes = if sizes.is_empty() {
+        vec![10_000, 100_000]
+    } else {
+        sizes
+    };
+    let exe = std::env::current_exe().unwrap();
+    println!("informer benchmark: {UPDATES} watch events per run; server in a separate process");
+    println!(
+        "{:>8} {:>14} {:>12} {:>16} {:>18} {:>14}",
+        "pods", "type", "sync (s)", "events/s", "RSS synced (MiB)", "peak (MiB)"
+    );
+    for n in sizes {
+        let mut server = Command::new(&exe)
+            .args(["--serve", &n.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut server_out = BufReader::new(server.stdout.take().unwrap());
+        let mut server_in = server.stdin.take().unwrap();
+        let mut first = String::new();
+        server_out.read_line(&mut first).unwrap();
+        let mut parts = first.split_whitespace();
+        let url = parts.next().unwrap().to_owned();
+        let avg = parts.next().unwrap_or("?").to_owned();
+        println!("         ({n} pods served, {avg} bytes of JSON each on average)");
+        for kind in ["dynamic", "slim"] {
+            writeln!(server_in, "stall-watch 4000").unwrap();
+            let mut ack = String::new();
+            server_out.read_line(&mut ack).unwrap();
+            let mut c = Command::new(&exe)
+                .args(["--client", &url, kind, &n.to_string()])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut c_out = BufReader::new(c.stdout.take().unwrap());
+            let mut c_in = c.stdin.take().unwrap();
+            let mut line = String::new();
+            loop {
+                line.clear();
+                if c_out.read_line(&mut line).unwrap() == 0 {
+                    panic!("client exited early");
+                }
+                if let Some(cmd) = line.trim().strip_prefix("CMD ") {
+                    writeln!(server_in, "{cmd}").unwrap();
+                    let mut reply = String::new();
+                    server_out.read_line(&mut reply).unwrap();
+                    writeln!(c_in, "{}", reply.trim()).unwrap();
+                } else if let Some(r) = line.trim().strip_prefix("RESULT ") {
+                    let v: Vec<f64> = r.split_whitespace().map(|x| x.parse().unwrap()).collect();
+                    let label = if kind == "dynamic" {
+                        "DynamicObject"
+                    } else {
+                        "slim type"
+                    };
+                    println!(
+                        "{n:>8} {label:>14} {:>12.3} {:>16.0} {:>18.0} {:>14.0}",
+                        v[0], v[1], v[2], v[3]
+                    );
+                    break;
+                }
+            }
+            let _ = c.wait();
+        }
+        drop(server_in);
+        let _ = server.wait();
+    }
+}
