@@ -27,9 +27,11 @@ pub mod api;
 pub mod cache;
 pub mod client;
 pub mod config;
+pub mod controller;
 mod error;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod workqueue;
 
 pub use client::{Api, Client, ClientConfig, ListParams, WatchParams};
 pub use error::{Error, Result};
