@@ -1,0 +1,203 @@
+//! A controller that labels nodes: every Node whose name starts with `gpu-` (or that carries
+//! the label `accelerator`) gets `example.com/pool=gpu` through a JSON merge patch. Failed
+//! patches are retried with rate-limited back-off; a node already labelled is left alone.
+//!
+//! Runs against your cluster (kubeconfig or in-cluster) — it will really patch nodes there —
+//! or, with no cluster configured or `--demo`, against the embedded test API server where
+//! nodes join over time and some patches fail on purpose.
+//!
+//! Flags: `--kubeconfig PATH`, `--context NAME`, `--demo`, `--duration SECS`. Ctrl-C stops it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube_informer::api::{ApiResource, Object, ObjectMeta, Resource};
+use kube_informer::cache::{InformerConfig, SharedIndexInformer};
+use kube_informer::config::{Config, KubeconfigOptions};
+use kube_informer::controller::{Action, Controller};
+use kube_informer::testing::{ApiServer, Fault, Target};
+use kube_informer::{Api, Client};
+use serde::Deserialize;
+
+const LABEL: &str = "example.com/pool";
+
+#[derive(Deserialize)]
+struct Node {
+    metadata: ObjectMeta,
+}
+
+impl Object for Node {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl Resource for Node {
+    const GROUP: &'static str = "";
+    const VERSION: &'static str = "v1";
+    const KIND: &'static str = "Node";
+    const PLURAL: &'static str = "nodes";
+    const NAMESPACED: bool = false;
+}
+
+/// The rule: which nodes get the label.
+fn wants_label(node: &Node) -> bool {
+    node.metadata.name().starts_with("gpu-") || node.metadata.label("accelerator").is_some()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (mut kubeconfig, mut context, mut demo, mut duration) = (None, None, false, None);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--kubeconfig" => kubeconfig = args.next(),
+            "--context" => context = args.next(),
+            "--demo" => demo = true,
+            "--duration" => {
+                duration = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .map(Duration::from_secs)
+            }
+            other => {
+                eprintln!("node_labeler: unknown argument {other:?}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let options = KubeconfigOptions {
+        context,
+        ..Default::default()
+    };
+    let loaded = match (&kubeconfig, demo) {
+        (_, true) => None,
+        (Some(p), _) => Some(Config::from_kubeconfig_with(p, &options)),
+        (None, _) => match Config::infer_with(&options) {
+            Err(e) if e.to_string().contains("no configuration found") => None,
+            other => Some(other),
+        },
+    };
+    let mut demo_server = None;
+    let client = match loaded {
+        Some(Ok(c)) => {
+            println!("node_labeler: labelling nodes through {}", c.source);
+            c.client().unwrap_or_else(|e| fail(&e))
+        }
+        Some(Err(e)) => fail(&e),
+        None => {
+            println!("node_labeler: no cluster configured (or --demo); running against the embedded test API server (demo)");
+            let server = Arc::new(
+                ApiServer::builder()
+                    .resource(&ApiResource::of::<Node>())
+                    .start(),
+            );
+            let client = Client::new(server.client_config()).unwrap_or_else(|e| fail(&e));
+            demo_server = Some(Demo::start(Arc::clone(&server)));
+            client
+        }
+    };
+
+    let informer: SharedIndexInformer<Node> =
+        SharedIndexInformer::new(Api::all(client.clone()), InformerConfig::default());
+    let lister = informer.lister();
+    let nodes: Api<Node> = Api::all(client);
+    let controller = Controller::builder("node-labeler", informer.clone())
+        .workers(2)
+        .run(move |name: &str| -> Result<Action, kube_informer::Error> {
+            let Some(node) = lister.get(None, name) else {
+                return Ok(Action::Done); // deleted meanwhile
+            };
+            if !wants_label(&node) || node.metadata.label(LABEL) == Some("gpu") {
+                return Ok(Action::Done);
+            }
+            let patch = serde_json::json!({"metadata": {"labels": {LABEL: "gpu"}}});
+            match nodes.patch_merge(name, &patch) {
+                Ok(_) => {
+                    println!("LABELED {name} {LABEL}=gpu");
+                    Ok(Action::Done)
+                }
+                Err(e) => {
+                    println!("RETRY {name}: {e}");
+                    Err(e)
+                }
+            }
+        })
+        .unwrap_or_else(|e| fail(&e));
+
+    let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+    ctrlc::set_handler(move || {
+        let _ = tx.try_send(());
+    })
+    .expect("install the Ctrl-C handler");
+    match duration {
+        Some(d) => {
+            let _ = rx.recv_timeout(d);
+        }
+        None => {
+            let _ = rx.recv();
+        }
+    }
+    controller.stop();
+    informer.stop();
+    drop(demo_server);
+}
+
+fn fail(e: &kube_informer::Error) -> ! {
+    eprintln!("node_labeler: {e}");
+    std::process::exit(1)
+}
+
+/// Nodes join the demo cluster one by one; now and then a patch fails.
+struct Demo {
+    stop: Arc<kube_informer::cache::StopSignal>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Demo {
+    fn start(server: Arc<ApiServer>) -> Demo {
+        let stop = Arc::new(kube_informer::cache::StopSignal::new());
+        let st = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("node_labeler/demo".into())
+            .spawn(move || {
+                let nodes = ApiResource::of::<Node>();
+                let mut i = 0;
+                while !st.sleep(Duration::from_millis(500)) {
+                    i += 1;
+                    let (name, labels) = match i % 3 {
+                        0 => (format!("gpu-{i}"), serde_json::json!({})),
+                        1 => (format!("cpu-{i}"), serde_json::json!({})),
+                        _ => (
+                            format!("edge-{i}"),
+                            serde_json::json!({"accelerator": "tpu"}),
+                        ),
+                    };
+                    if i % 4 == 0 {
+                        server.inject(Target::Write, Fault::status(503));
+                    }
+                    println!("JOINED {name}");
+                    let _ = server.create(
+                        &nodes,
+                        serde_json::json!({"metadata": {"name": name, "labels": labels}}),
+                    );
+                }
+            })
+            .expect("spawn the demo");
+        Demo {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
