@@ -234,6 +234,17 @@ fn client<K: Object>(
     let mut config = ClientConfig::new(url);
     config.qps = 0.0;
     let api: Api<K> = Api::all_with(Client::new(config).unwrap(), &pods());
+    if std::env::var_os("BENCH_LIST_ONLY").is_some() {
+        let t = Instant::now();
+        let list = api
+            .list_all(&kube_informer::ListParams::default().limit(500))
+            .unwrap();
+        eprintln!(
+            "  paged list of {} items alone: {:?}",
+            list.items.len(),
+            t.elapsed()
+        );
+    }
     let informer = SharedIndexInformer::new(api, InformerConfig::default());
     let updates = Arc::new(AtomicU64::new(0));
     let first_update: Arc<std::sync::OnceLock<Instant>> = Arc::default();
@@ -250,6 +261,11 @@ fn client<K: Object>(
     let sync = t0.elapsed();
     assert_eq!(informer.store().len(), n);
     let rss_after_sync = peak_rss_mib();
+    if std::env::var_os("BENCH_SYNC_ONLY").is_some() {
+        let peak = peak_rss_mib();
+        informer.stop();
+        return (sync, f64::NAN, rss_after_sync, peak);
+    }
     // The watch request is held by the server while it records the burst, so the events
     // then stream at the client's pace, not the server's.
     let reply = ctl(&format!("touch {UPDATES}"));

@@ -319,7 +319,9 @@ fn list_body(req: &Request, r: &Route, shared: &Shared) -> Result<String, Status
         (current, None, limit)
     };
     let keep = |o: &StoredObject| filter.matches(o);
-    let Some((page, remaining)) = c.snapshot_page(at, after.as_deref(), ns, &keep, limit) else {
+    let count_rest = filter.is_empty();
+    let Some((page, remaining)) = c.list_page(at, after.as_deref(), ns, &keep, limit, count_rest)
+    else {
         return Err(Status::failure(
             410,
             "Expired",

@@ -90,6 +90,9 @@ pub(crate) struct Collection {
     pub history: VecDeque<Arc<Event>>,
     /// Events at or below this version are gone; older starting points get 410.
     pub compacted: u64,
+    /// All keys in order, rebuilt after writes: counts "how many after this key" for
+    /// `remainingItemCount` without walking the map on every page.
+    sorted_keys: Option<Vec<Key>>,
 }
 
 impl Collection {
@@ -104,6 +107,7 @@ impl Collection {
             objects: BTreeMap::new(),
             history: VecDeque::new(),
             compacted: 0,
+            sorted_keys: None,
         }
     }
 
@@ -134,8 +138,56 @@ impl Collection {
     /// The objects as they were at `rv`, in key order, from just after `after`; `None` when
     /// that state is older than the history.
     pub fn snapshot(&self, rv: u64, after: Option<&str>, ns: Option<&str>) -> Option<Vec<Stored>> {
-        self.snapshot_page(rv, after, ns, &|_| true, None)
+        self.snapshot_page(rv, after, ns, &|_| true, None, false)
             .map(|(page, _)| page)
+    }
+
+    /// How many current objects (of namespace `ns`, if given) sort after `key`.
+    fn count_after(&mut self, key: &str, ns: Option<&str>) -> usize {
+        let objects = &self.objects;
+        let keys = self
+            .sorted_keys
+            .get_or_insert_with(|| objects.keys().cloned().collect());
+        let from = keys.partition_point(|k| k.as_str() <= key);
+        let to = match ns {
+            Some(n) => {
+                let prefix = format!("{n}/");
+                keys.partition_point(|k| k.as_str() < prefix.as_str() || k.starts_with(&prefix))
+            }
+            None => keys.len(),
+        };
+        to.saturating_sub(from)
+    }
+
+    /// A page of a list: like [`snapshot_page`](Self::snapshot_page), but counting what
+    /// remains only when asked (`remainingItemCount` is not sent with selectors), and from an
+    /// index when the page is of the current state.
+    pub fn list_page(
+        &mut self,
+        rv: u64,
+        after: Option<&str>,
+        ns: Option<&str>,
+        keep: &dyn Fn(&StoredObject) -> bool,
+        limit: Option<usize>,
+        count_rest: bool,
+    ) -> Option<(Vec<Stored>, usize)> {
+        let current = self.history.back().is_none_or(|e| e.rv <= rv);
+        if count_rest && current {
+            let (page, more) = self.snapshot_page(rv, after, ns, keep, limit, false)?;
+            let rest = match (more, page.last()) {
+                (0, _) | (_, None) => 0,
+                (_, Some(last)) => {
+                    let key = if last.namespace.is_empty() {
+                        last.name.clone()
+                    } else {
+                        format!("{}/{}", last.namespace, last.name)
+                    };
+                    self.count_after(&key, ns)
+                }
+            };
+            return Some((page, rest));
+        }
+        self.snapshot_page(rv, after, ns, keep, limit, count_rest)
     }
 
     /// One page of the state at `rv`: up to `limit` objects `keep` accepts, from just after
@@ -147,6 +199,7 @@ impl Collection {
         ns: Option<&str>,
         keep: &dyn Fn(&StoredObject) -> bool,
         limit: Option<usize>,
+        count_rest: bool,
     ) -> Option<(Vec<Stored>, usize)> {
         if rv < self.compacted {
             return None;
@@ -195,6 +248,9 @@ impl Collection {
             }
             if limit.is_some_and(|l| page.len() >= l) {
                 more += 1;
+                if !count_rest {
+                    break;
+                }
             } else {
                 page.push(Arc::clone(v));
             }
@@ -372,6 +428,9 @@ impl Store {
         let limit = self.history_limit;
         let rv = object.rv;
         let c = self.collection(tk);
+        if ty != EventType::Modified {
+            c.sorted_keys = None;
+        }
         match ty {
             EventType::Deleted => {
                 c.objects.remove(&key);
