@@ -75,10 +75,7 @@ fn main() {
     let loaded = match (&kubeconfig, demo) {
         (_, true) => None,
         (Some(p), _) => Some(Config::from_kubeconfig_with(p, &options)),
-        (None, _) => match Config::infer_with(&options) {
-            Err(e) if e.to_string().contains("no configuration found") => None,
-            other => Some(other),
-        },
+        (None, _) => Config::infer_if_configured(&options).transpose(),
     };
     let mut demo_server = None;
     let client = match loaded {

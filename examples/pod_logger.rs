@@ -202,10 +202,7 @@ fn main() {
     } else if let Some(path) = &args.kubeconfig {
         Some(Config::from_kubeconfig_with(path, &options))
     } else {
-        match Config::infer_with(&options) {
-            Err(e) if e.to_string().contains("no configuration found") => None,
-            other => Some(other),
-        }
+        Config::infer_if_configured(&options).transpose()
     };
     let (client, _demo) = match loaded {
         Some(Ok(config)) => {

@@ -49,28 +49,6 @@ fn informer(
     SharedIndexInformer::new(api, config)
 }
 
-fn churn(server: &ApiServer, round: usize, n: usize) {
-    for i in 0..n {
-        let name = format!("churn-{round}-{i}");
-        server
-            .create(&pods(), pod("lab", &name, "Pending"))
-            .unwrap();
-        if i % 2 == 0 {
-            server
-                .patch(
-                    &pods(),
-                    Some("lab"),
-                    &name,
-                    &serde_json::json!({"status": {"phase": "Running"}}),
-                )
-                .unwrap();
-        }
-        if i % 3 == 0 {
-            server.delete(&pods(), Some("lab"), &name).unwrap();
-        }
-    }
-}
-
 fn converged(server: &ApiServer, view: &View) -> bool {
     server.keys_and_versions(&pods()) == view.snapshot()
 }

@@ -158,29 +158,6 @@ fn seeded(n: usize) -> ApiServer {
     server
 }
 
-/// Creates, updates and deletes on the server.
-fn churn(server: &ApiServer, round: usize, n: usize) {
-    for i in 0..n {
-        let name = format!("churn-{round}-{i}");
-        server
-            .create(&pods(), pod("lab", &name, "Pending"))
-            .unwrap();
-        if i % 2 == 0 {
-            server
-                .patch(
-                    &pods(),
-                    Some("lab"),
-                    &name,
-                    &serde_json::json!({"status": {"phase": "Running"}}),
-                )
-                .unwrap();
-        }
-        if i % 3 == 0 {
-            server.delete(&pods(), Some("lab"), &name).unwrap();
-        }
-    }
-}
-
 #[test]
 fn lists_in_pages_then_watches_and_follows_changes() {
     let h = Harness::start(seeded(1200), |_| {});

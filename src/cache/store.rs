@@ -245,55 +245,55 @@ impl<K: Object> Store<K> {
         index_error(errors)
     }
 
-    fn no_index(name: &str) -> Error {
-        Error::InvalidInput(format!("index {name:?} does not exist"))
+    /// Runs `f` on index `name` (empty if no object has a value there); an error when no
+    /// index of that name exists.
+    fn with_index<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&Inner<K>, Option<&Index>) -> R,
+    ) -> Result<R> {
+        let inner = self.inner.read();
+        if !inner.indexers.contains_key(name) {
+            return Err(Error::InvalidInput(format!(
+                "index {name:?} does not exist"
+            )));
+        }
+        Ok(f(&inner, inner.indices.get(name)))
     }
 
     /// The objects indexed under `value` in index `name`.
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<K>>> {
-        let inner = self.inner.read();
-        if !inner.indexers.contains_key(name) {
-            return Err(Self::no_index(name));
-        }
-        Ok(inner
-            .indices
-            .get(name)
-            .and_then(|i| i.get(value))
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|k| inner.items.get(k).cloned())
-                    .collect()
-            })
-            .unwrap_or_default())
+        self.with_index(name, |inner, index| {
+            index
+                .and_then(|i| i.get(value))
+                .map(|keys| {
+                    keys.iter()
+                        .filter_map(|k| inner.items.get(k).cloned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
     }
 
     /// The keys indexed under `value` in index `name`, sorted.
     pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<String>> {
-        let inner = self.inner.read();
-        if !inner.indexers.contains_key(name) {
-            return Err(Self::no_index(name));
-        }
-        Ok(inner
-            .indices
-            .get(name)
-            .and_then(|i| i.get(value))
-            .map(|keys| keys.iter().cloned().collect())
-            .unwrap_or_default())
+        self.with_index(name, |_, index| {
+            index
+                .and_then(|i| i.get(value))
+                .map(|keys| keys.iter().cloned().collect())
+                .unwrap_or_default()
+        })
     }
 
     /// Every value index `name` has objects under, sorted.
     pub fn list_index_values(&self, name: &str) -> Result<Vec<String>> {
-        let inner = self.inner.read();
-        if !inner.indexers.contains_key(name) {
-            return Err(Self::no_index(name));
-        }
-        let mut values: Vec<String> = inner
-            .indices
-            .get(name)
-            .map(|i| i.keys().cloned().collect())
-            .unwrap_or_default();
-        values.sort();
-        Ok(values)
+        self.with_index(name, |_, index| {
+            let mut values: Vec<String> = index
+                .map(|i| i.keys().cloned().collect())
+                .unwrap_or_default();
+            values.sort();
+            values
+        })
     }
 
     /// `(key, resourceVersion)` of every object, sorted: handy to compare with a server.

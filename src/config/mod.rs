@@ -46,6 +46,9 @@ pub use token_file::TokenFile;
 use crate::client::{Auth, Client, ClientConfig, Identity, Secret};
 use crate::error::{Error, Result};
 
+/// How the error for "no configuration anywhere" begins.
+const NOTHING_CONFIGURED: &str = "no configuration found";
+
 /// Where the service account's files are mounted in a pod.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -88,6 +91,16 @@ impl Config {
         Self::infer_with(&KubeconfigOptions::default())
     }
 
+    /// [`infer_with`](Self::infer_with), but `Ok(None)` when nothing is configured at all (no
+    /// kubeconfig file, not in a pod): for programs that fall back to something else, such as
+    /// a demo mode. A configuration that exists but is broken is still an error.
+    pub fn infer_if_configured(options: &KubeconfigOptions) -> Result<Option<Config>> {
+        match Self::infer_with(options) {
+            Err(Error::Config(m)) if m.starts_with(NOTHING_CONFIGURED) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
     /// [`infer`](Self::infer) with a chosen context, cluster, user or namespace.
     pub fn infer_with(options: &KubeconfigOptions) -> Result<Config> {
         if let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
@@ -107,9 +120,9 @@ impl Config {
         if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
             return Self::in_cluster();
         }
-        Err(Error::Config(
-            "no configuration found: KUBECONFIG names no existing file, ~/.kube/config does not exist, and this is not a pod (KUBERNETES_SERVICE_HOST is unset)".into(),
-        ))
+        Err(Error::Config(format!(
+            "{NOTHING_CONFIGURED}: KUBECONFIG names no existing file, ~/.kube/config does not exist, and this is not a pod (KUBERNETES_SERVICE_HOST is unset)"
+        )))
     }
 
     /// Loads one kubeconfig file (which must exist), with its current context.

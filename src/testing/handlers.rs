@@ -148,7 +148,7 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         return outcome(write_status(peer, &st, &extra));
     }
     match kind {
-        Target::Get => get(req, &route, peer, shared, fault.as_ref()),
+        Target::Get => get(&route, peer, shared, fault.as_ref()),
         Target::List => list(req, &route, peer, shared, fault.as_ref()),
         Target::Watch => watch(req, &route, peer, shared, fault.as_ref()),
         _ => write(req, &route, peer, shared, fault.as_ref()),
@@ -177,13 +177,7 @@ fn fail<S: Peer>(peer: &mut S, st: &Status) -> Outcome {
     outcome(write_status(peer, st, &[]))
 }
 
-fn get<S: Peer>(
-    req: &Request,
-    r: &Route,
-    peer: &mut S,
-    shared: &Shared,
-    fault: Option<&Fault>,
-) -> Outcome {
+fn get<S: Peer>(r: &Route, peer: &mut S, shared: &Shared, fault: Option<&Fault>) -> Outcome {
     let name = r.name.as_deref().unwrap_or("");
     let answer = {
         let mut store = shared.store.lock();
@@ -191,7 +185,6 @@ fn get<S: Peer>(
             .get(&r.tk, r.namespace.as_deref(), name)
             .map(|o| store.collection(&r.tk).with_type_meta(&o.json))
     };
-    let _ = req;
     match answer {
         Ok(body) => send(peer, 200, body.as_bytes(), fault),
         Err(st) => fail(peer, &st),

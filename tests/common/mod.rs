@@ -228,3 +228,26 @@ pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Creates, updates and deletes pods on the server (round `round`, `n` pods).
+pub fn churn(server: &kube_informer::testing::ApiServer, round: usize, n: usize) {
+    for i in 0..n {
+        let name = format!("churn-{round}-{i}");
+        server
+            .create(&pods(), pod("lab", &name, "Pending"))
+            .unwrap();
+        if i % 2 == 0 {
+            server
+                .patch(
+                    &pods(),
+                    Some("lab"),
+                    &name,
+                    &serde_json::json!({"status": {"phase": "Running"}}),
+                )
+                .unwrap();
+        }
+        if i % 3 == 0 {
+            server.delete(&pods(), Some("lab"), &name).unwrap();
+        }
+    }
+}
