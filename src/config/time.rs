@@ -40,11 +40,13 @@ pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     let offset = match rest {
         "Z" | "z" => 0,
         _ if rest.len() == 6
-            && (rest.starts_with('+') || rest.starts_with('-'))
-            && &rest[3..4] == ":" =>
+            && matches!(rest.as_bytes()[0], b'+' | b'-')
+            && rest.as_bytes()[3] == b':' =>
         {
             let sign = if rest.starts_with('-') { -1 } else { 1 };
-            sign * (rest[1..3].parse::<i64>().ok()? * 3600 + rest[4..6].parse::<i64>().ok()? * 60)
+            // `get`, not indexing: a multi-byte character here must not panic.
+            let (h, m) = (rest.get(1..3)?, rest.get(4..6)?);
+            sign * (h.parse::<i64>().ok()? * 3600 + m.parse::<i64>().ok()? * 60)
         }
         _ => return None,
     };
@@ -85,6 +87,9 @@ mod tests {
             "2026-11-22 02:04",
             "2026-11-22T02:04:06",
             "x026-11-22T02:04:06Z",
+            "2026-11-22T02:04:06+0\u{e9}00",
+            "2026-11-22T02:04:06\u{e9}",
+            "2026-11-22T02:\u{e9}4:06Z",
         ] {
             assert!(parse_rfc3339(bad).is_none(), "{bad}");
         }
