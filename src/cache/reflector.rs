@@ -404,8 +404,9 @@ impl<K: Object> Run<K> {
         }?;
         let rv = list.metadata.resource_version.unwrap_or_default();
         let items: Vec<Arc<K>> = list.items.into_iter().map(|o| self.share(o)).collect();
-        self.fifo.replace(items)?;
+        // The version first: whoever sees the FIFO synced must see this version too.
         self.set_rv(&rv);
+        self.fifo.replace(items)?;
         Ok(())
     }
 
@@ -528,8 +529,8 @@ impl<K: Object> Run<K> {
                 return Err(ListError::Api(e));
             }
         };
-        self.fifo.replace(items)?;
         self.set_rv(&rv);
+        self.fifo.replace(items)?;
         // The same connection goes on as the watch.
         self.shared.watching.store(true, Ordering::SeqCst);
         let result = self.consume(stream);
