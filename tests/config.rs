@@ -422,3 +422,31 @@ fn every_malformed_input_gets_a_clear_error() {
         .to_string();
     assert!(err.contains("malformed YAML at line 2 column 3"), "{err}");
 }
+
+#[test]
+fn tls_server_name_verifies_against_the_given_name() {
+    let s = tls_server(ApiServer::builder().token("t"));
+    // Reached by IP; the certificate is checked against another name it carries.
+    let good = format!("{}    tls-server-name: kubernetes.default.svc\n", ca_data());
+    let c = Config::from_kubeconfig_str(
+        &kubeconfig(&s.url(), &good, "    token: t\n"),
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(reaches(&c).unwrap(), 1);
+    // A name the certificate does not carry fails, though the address is the same.
+    let bad = format!(
+        "{}    tls-server-name: not-in-the-cert.example\n",
+        ca_data()
+    );
+    let c = Config::from_kubeconfig_str(
+        &kubeconfig(&s.url(), &bad, "    token: t\n"),
+        &Default::default(),
+    )
+    .unwrap();
+    let err = reaches(&c).unwrap_err();
+    assert!(
+        err.to_string().to_lowercase().contains("certificate"),
+        "{err}"
+    );
+}

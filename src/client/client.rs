@@ -16,6 +16,7 @@ use ureq::{Agent, Body};
 use super::auth::Auth;
 use super::config::ClientConfig;
 use super::rate_limit::RateLimiter;
+use super::server_name::{split_server, PinnedResolver};
 use crate::api::Status;
 use crate::error::{Error, Result};
 
@@ -58,6 +59,8 @@ struct AgentSettings {
     request_timeout: Duration,
     watch_read_margin: Duration,
     proxy: Option<ureq::Proxy>,
+    /// Sends the `tls-server-name` host to the real server.
+    resolver: Option<Arc<PinnedResolver>>,
 }
 
 impl AgentSettings {
@@ -78,7 +81,29 @@ impl AgentSettings {
         } else {
             b.timeout_global(Some(self.request_timeout))
         };
-        Agent::new_with_config(b.build())
+        match &self.resolver {
+            Some(r) => Agent::with_parts(
+                b.build(),
+                ureq::unversioned::transport::DefaultConnector::new(),
+                SharedResolver(Arc::clone(r)),
+            ),
+            None => Agent::new_with_config(b.build()),
+        }
+    }
+}
+
+/// One resolver shared by a client's agents.
+#[derive(Debug)]
+struct SharedResolver(Arc<PinnedResolver>);
+
+impl ureq::unversioned::resolver::Resolver for SharedResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        self.0.resolve(uri, config, timeout)
     }
 }
 
@@ -91,12 +116,31 @@ pub(crate) struct SendBody<'a> {
 impl Client {
     /// A client for the server described by `config`.
     pub fn new(config: ClientConfig) -> Result<Client> {
-        let base = config.server.trim_end_matches('/').to_owned();
+        let mut base = config.server.trim_end_matches('/').to_owned();
         if !(base.starts_with("https://") || base.starts_with("http://")) {
             return Err(Error::Config(format!(
                 "server {:?} must be an http:// or https:// URL",
                 config.server
             )));
+        }
+        let mut resolver = None;
+        if let Some(name) = config.tls_server_name.as_deref().filter(|n| !n.is_empty()) {
+            if config.proxy.is_some() {
+                return Err(Error::Config(
+                    "tls-server-name together with a proxy is not supported".into(),
+                ));
+            }
+            let (scheme, host, rest) = split_server(&base).ok_or_else(|| {
+                Error::Config(format!("server {:?}: cannot find its host", config.server))
+            })?;
+            if scheme != "https" {
+                return Err(Error::Config(format!(
+                    "tls-server-name {name:?} needs an https:// server, not {:?}",
+                    config.server
+                )));
+            }
+            resolver = Some(PinnedResolver::new(name, host));
+            base = format!("https://{name}{rest}");
         }
         let agent_settings = AgentSettings {
             tls: tls_config(&config)?,
@@ -104,6 +148,7 @@ impl Client {
             connect_timeout: config.connect_timeout,
             request_timeout: config.request_timeout,
             watch_read_margin: config.watch_read_margin,
+            resolver: resolver.map(Arc::new),
             proxy: config
                 .proxy
                 .as_deref()

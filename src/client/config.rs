@@ -43,6 +43,9 @@ pub struct ClientConfig {
     pub user_agent: String,
     /// HTTP proxy URL (`http://host:port`) for every request.
     pub proxy: Option<String>,
+    /// Verify the server certificate against this name instead of the server URL's host
+    /// (kubeconfig `tls-server-name`).
+    pub tls_server_name: Option<String>,
     /// Act as this user (`Impersonate-User` header).
     pub impersonate_user: Option<String>,
     /// Act with these groups (`Impersonate-Group` headers).
@@ -86,6 +89,7 @@ impl ClientConfig {
             max_retry_after: Duration::from_secs(10),
             user_agent: concat!("kube-informer/", env!("CARGO_PKG_VERSION")).into(),
             proxy: None,
+            tls_server_name: None,
             impersonate_user: None,
             impersonate_groups: Vec::new(),
         }

@@ -7,6 +7,7 @@ mod client;
 mod config;
 mod params;
 mod rate_limit;
+mod server_name;
 mod watch;
 
 pub use api::{Api, Page, Pages, DEFAULT_PAGE_SIZE};

@@ -307,14 +307,10 @@ fn cluster_config(cluster: &Cluster, what: &str) -> Result<ClientConfig> {
             "{what}: insecure-skip-tls-verify and a certificate authority are both set (client-go refuses this too)"
         )));
     }
-    if let Some(name) = cluster.tls_server_name.as_deref().filter(|n| !n.is_empty()) {
-        return Err(Error::Config(format!(
-            "{what}: tls-server-name {name:?} is not supported yet; use a server URL whose host is in the certificate"
-        )));
-    }
     cc.ca_pem = ca;
     cc.insecure_skip_tls_verify = cluster.insecure_skip_tls_verify;
     cc.proxy = cluster.proxy_url.clone().filter(|p| !p.is_empty());
+    cc.tls_server_name = cluster.tls_server_name.clone().filter(|n| !n.is_empty());
     Ok(cc)
 }
 
