@@ -248,7 +248,8 @@ fn exec_plugins_refresh_expiring_tokens_and_retry_once_on_401() {
     let api: Api<DynamicObject> = Api::all_with(c.client().unwrap(), &pods());
     assert_eq!(api.list(&ListParams::default()).unwrap().items.len(), 1);
     assert_eq!(runs(), 2);
-    // The token expires within the safety margin, so the next request runs the plugin again.
+    // The token expires within the safety margin, so a later request runs the plugin again.
+    std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(api.list(&ListParams::default()).unwrap().items.len(), 1);
     assert_eq!(runs(), 3);
 
@@ -447,6 +448,68 @@ fn tls_server_name_verifies_against_the_given_name() {
     let err = reaches(&c).unwrap_err();
     assert!(
         err.to_string().to_lowercase().contains("certificate"),
+        "{err}"
+    );
+}
+
+#[test]
+fn exec_plugins_can_return_a_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tls_server(ApiServer::builder().client_certificates());
+    let credential = serde_json::json!({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"clientCertificateData": testing::ADMIN_CERT_PEM, "clientKeyData": testing::ADMIN_KEY_PEM,
+                   "expirationTimestamp": "2999-01-01T00:00:00Z"}
+    });
+    let cred_file = write(dir.path(), "cred.json", &credential.to_string());
+    let count = dir.path().join("runs");
+    let body = format!(
+        "n=$(( $(cat {c} 2>/dev/null || echo 0) + 1 )); echo $n > {c}\ncat {f}",
+        c = count.display(),
+        f = cred_file.display()
+    );
+    let cmd = script(dir.path(), "cert-plugin.sh", &body);
+    let c = Config::from_kubeconfig_str(
+        &kubeconfig(&s.url(), &ca_data(), &exec_user(&cmd, "")),
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(
+        c.client_config.identity.is_none(),
+        "the certificate comes from the plugin"
+    );
+    let api: Api<DynamicObject> = Api::all_with(c.client().unwrap(), &pods());
+    for _ in 0..3 {
+        assert_eq!(api.list(&ListParams::default()).unwrap().items.len(), 1);
+    }
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap().trim(),
+        "1",
+        "cached until it expires"
+    );
+    // Watches use it too.
+    let mut w = api
+        .watch(&kube_informer::WatchParams::from_version("0").timeout(1))
+        .unwrap();
+    assert!(w.next().unwrap().is_ok());
+    // A certificate without its key is a clear error.
+    let half = serde_json::json!({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+        "status": {"clientCertificateData": testing::ADMIN_CERT_PEM}});
+    let half_file = write(dir.path(), "half.json", &half.to_string());
+    let cmd = script(
+        dir.path(),
+        "half.sh",
+        &format!("cat {}", half_file.display()),
+    );
+    let c = Config::from_kubeconfig_str(
+        &kubeconfig(&s.url(), &ca_data(), &exec_user(&cmd, "")),
+        &Default::default(),
+    )
+    .unwrap();
+    let err = reaches(&c).unwrap_err().to_string();
+    assert!(
+        err.contains("half.sh") && err.contains("without a key"),
         "{err}"
     );
 }

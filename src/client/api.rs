@@ -216,7 +216,7 @@ impl<K: Object> Api<K> {
         let mut q = Query::default();
         params.write_query(&mut q);
         let path = format!("{}{}", self.collection(), q.finish());
-        let agent = self.client.watch_agent(params.timeout_seconds);
+        let agent = self.client.watch_agent(params.timeout_seconds)?;
         let res = self.client.send(&agent, Method::GET, &path, None)?;
         let reader = res.into_body().into_reader();
         Ok(WatchStream::new(

@@ -57,6 +57,13 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
     /// The server rejected the last value (HTTP 401): drop any cached credential. The request is
     /// then tried once more with a fresh [`authorization`](Self::authorization).
     fn invalidate(&self) {}
+
+    /// A TLS client certificate this source provides (exec plugins may return one), with a
+    /// generation number that changes whenever the certificate does. The client rebuilds its
+    /// TLS configuration when the generation changes.
+    fn client_identity(&self) -> Result<Option<(u64, crate::client::Identity)>> {
+        Ok(None)
+    }
 }
 
 /// How requests authenticate (besides a TLS client certificate).

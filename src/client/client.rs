@@ -8,6 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::RwLock;
+
 use serde::de::DeserializeOwned;
 use ureq::http::{self, Method};
 use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig, TlsProvider};
@@ -31,8 +33,9 @@ pub struct Client {
 
 struct Inner {
     base: String,
-    agent: Agent,
-    agent_settings: AgentSettings,
+    agents: RwLock<Agents>,
+    /// The configuration the client was built from, to rebuild TLS for a new identity.
+    config: ClientConfig,
     auth: Auth,
     impersonate_user: Option<String>,
     impersonate_groups: Vec<String>,
@@ -49,6 +52,14 @@ impl std::fmt::Debug for Client {
             .field("auth", &self.inner.auth)
             .finish_non_exhaustive()
     }
+}
+
+/// The agent for ordinary requests and the settings watch agents are made from, for the
+/// client identity of generation `identity_generation` (0: the configured one).
+struct Agents {
+    identity_generation: u64,
+    settings: AgentSettings,
+    agent: Agent,
 }
 
 /// What every agent of a client shares.
@@ -161,15 +172,19 @@ impl Client {
         Ok(Client {
             inner: Arc::new(Inner {
                 base,
-                agent: agent_settings.agent(false, None),
-                agent_settings,
-                auth: config.auth,
-                impersonate_user: config.impersonate_user,
-                impersonate_groups: config.impersonate_groups,
+                agents: RwLock::new(Agents {
+                    identity_generation: 0,
+                    agent: agent_settings.agent(false, None),
+                    settings: agent_settings,
+                }),
+                auth: config.auth.clone(),
+                impersonate_user: config.impersonate_user.clone(),
+                impersonate_groups: config.impersonate_groups.clone(),
                 limiter,
                 max_retries: config.max_retries,
                 max_retry_after: config.max_retry_after,
-                default_namespace: config.default_namespace,
+                default_namespace: config.default_namespace.clone(),
+                config,
             }),
         })
     }
@@ -211,7 +226,9 @@ impl Client {
         what: &str,
     ) -> Result<T> {
         let request = describe(&method, path_and_query);
-        let res = self.send(&self.inner.agent, method, path_and_query, body)?;
+        self.refresh_identity()?;
+        let agent = self.inner.agents.read().agent.clone();
+        let res = self.send(&agent, method, path_and_query, body)?;
         let bytes = res
             .into_body()
             .into_with_config()
@@ -229,10 +246,36 @@ impl Client {
 
     /// A fresh agent for one watch: no overall timeout. With a server-side timeout, reads
     /// time out after it plus the configured margin: the connection is dead by then.
-    pub(crate) fn watch_agent(&self, timeout_seconds: Option<u32>) -> Agent {
+    pub(crate) fn watch_agent(&self, timeout_seconds: Option<u32>) -> Result<Agent> {
+        self.refresh_identity()?;
+        let agents = self.inner.agents.read();
         let read_timeout = timeout_seconds
-            .map(|s| Duration::from_secs(s.into()) + self.inner.agent_settings.watch_read_margin);
-        self.inner.agent_settings.agent(true, read_timeout)
+            .map(|s| Duration::from_secs(s.into()) + agents.settings.watch_read_margin);
+        Ok(agents.settings.agent(true, read_timeout))
+    }
+
+    /// Rebuilds the TLS configuration when the credential source hands out a new client
+    /// certificate (exec plugins).
+    fn refresh_identity(&self) -> Result<()> {
+        let Auth::Provider(p) = &self.inner.auth else {
+            return Ok(());
+        };
+        let Some((generation, identity)) = p.client_identity()? else {
+            return Ok(());
+        };
+        if self.inner.agents.read().identity_generation == generation {
+            return Ok(());
+        }
+        let mut config = self.inner.config.clone();
+        config.identity = Some(identity);
+        let tls = tls_config(&config)?;
+        let mut agents = self.inner.agents.write();
+        if agents.identity_generation != generation {
+            agents.settings.tls = tls;
+            agents.agent = agents.settings.agent(false, None);
+            agents.identity_generation = generation;
+        }
+        Ok(())
     }
 
     /// Sends one request on `agent`, retrying 429/5xx answers that carry `Retry-After` and

@@ -2,13 +2,16 @@
 //! prints an `ExecCredential` with a token, as cloud CLIs do.
 //!
 //! The plugin runs without a terminal (stdin closed), with `KUBERNETES_EXEC_INFO` set, and
-//! must finish within a minute. Its token is cached until its `expirationTimestamp` (less a
-//! few seconds) and the plugin runs again then, or once right after the server answers 401.
+//! must finish within a minute. Its credential — a token, a client certificate and key, or
+//! both — is cached until its `expirationTimestamp` (less a few seconds) and the plugin runs
+//! again then, or after the server answered 401. A new certificate makes the client rebuild its
+//! TLS configuration before the next request.
 //! A plugin that fails or prints something else gives an error naming the command and
 //! quoting its trimmed stderr.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
@@ -16,7 +19,7 @@ use serde::Deserialize;
 
 use super::kubeconfig::ExecConfig;
 use super::time::parse_rfc3339;
-use crate::client::{AuthProvider, Secret};
+use crate::client::{AuthProvider, Identity, Secret};
 use crate::error::{Error, Result};
 
 /// How long a plugin may run.
@@ -28,7 +31,21 @@ pub struct ExecProvider {
     config: ExecConfig,
     api_version: String,
     cluster_info: Option<serde_json::Value>,
-    cached: Mutex<Option<(Secret, Option<SystemTime>)>>,
+    cached: Mutex<Option<Cached>>,
+    runs: AtomicU64,
+}
+
+/// The credential of the last run.
+#[derive(Clone, Debug)]
+struct Cached {
+    header: Option<Secret>,
+    identity: Option<Identity>,
+    expires: Option<SystemTime>,
+    /// Which run produced it (numbers the client identities).
+    run: u64,
+    /// When it was fetched: one request asks for the token and the certificate separately,
+    /// and must not run the plugin twice even when the credential is already near expiry.
+    fetched: Instant,
 }
 
 #[derive(Deserialize)]
@@ -46,12 +63,14 @@ struct ExecCredential {
 struct ExecStatus {
     token: Option<Secret>,
     client_certificate_data: Option<String>,
+    client_key_data: Option<Secret>,
     expiration_timestamp: Option<String>,
 }
 
 /// The result of one plugin run.
 pub(crate) struct Credential {
     pub token: Option<Secret>,
+    pub identity: Option<Identity>,
     pub expires: Option<SystemTime>,
 }
 
@@ -82,6 +101,7 @@ impl ExecProvider {
             api_version,
             cluster_info,
             cached: Mutex::new(None),
+            runs: AtomicU64::new(0),
         })
     }
 
@@ -187,45 +207,78 @@ impl ExecProvider {
         let status = cred
             .status
             .ok_or_else(|| fail("the ExecCredential has no status".into()))?;
-        if status.token.is_none() && status.client_certificate_data.is_some() {
+        let identity = match (status.client_certificate_data, status.client_key_data) {
+            (Some(cert), Some(key)) => {
+                let what = format!("exec plugin {cmd}: clientCertificateData");
+                crate::client::pem_certificates(cert.as_bytes(), &what)?;
+                let what = format!("exec plugin {cmd}: clientKeyData");
+                crate::client::pem_private_key(key.expose().as_bytes(), &what)?;
+                Some(Identity {
+                    cert_pem: cert.into_bytes(),
+                    key_pem: key,
+                })
+            }
+            (None, None) => None,
+            _ => {
+                return Err(fail(
+                    "the ExecCredential has a client certificate without a key, or a key without a certificate".into(),
+                ))
+            }
+        };
+        if status.token.is_none() && identity.is_none() {
             return Err(fail(
-                "returned a client certificate; only token credentials from exec plugins are supported"
-                    .into(),
+                "the ExecCredential has neither a token nor a client certificate".into(),
             ));
         }
-        let token = status
-            .token
-            .ok_or_else(|| fail("the ExecCredential has no token".into()))?;
         let expires = status
             .expiration_timestamp
             .as_deref()
             .map(|t| parse_rfc3339(t).ok_or_else(|| fail(format!("bad expirationTimestamp {t:?}"))))
             .transpose()?;
         Ok(Credential {
-            token: Some(Secret::new(format!("Bearer {}", token.expose()))),
+            token: status
+                .token
+                .map(|t| Secret::new(format!("Bearer {}", t.expose()))),
+            identity,
             expires,
         })
+    }
+
+    /// The cached credential, running the plugin when there is none or it is about to expire.
+    fn current(&self) -> Result<Cached> {
+        let mut cached = self.cached.lock();
+        if let Some(c) = &*cached {
+            let fresh = c.fetched.elapsed() < Duration::from_millis(100)
+                || c.expires
+                    .is_none_or(|t| t > SystemTime::now() + Duration::from_secs(10));
+            if fresh {
+                return Ok(c.clone());
+            }
+        }
+        let cred = self.run()?;
+        let c = Cached {
+            header: cred.token,
+            identity: cred.identity,
+            expires: cred.expires,
+            run: self.runs.fetch_add(1, Ordering::SeqCst) + 1,
+            fetched: Instant::now(),
+        };
+        *cached = Some(c.clone());
+        Ok(c)
     }
 }
 
 impl AuthProvider for ExecProvider {
     fn authorization(&self) -> Result<Option<Secret>> {
-        let mut cached = self.cached.lock();
-        if let Some((header, expires)) = &*cached {
-            let fresh = expires.is_none_or(|t| t > SystemTime::now() + Duration::from_secs(10));
-            if fresh {
-                return Ok(Some(header.clone()));
-            }
-        }
-        let cred = self.run()?;
-        let header = cred
-            .token
-            .ok_or_else(|| Error::Config("exec plugin gave no token".into()))?;
-        *cached = Some((header.clone(), cred.expires));
-        Ok(Some(header))
+        Ok(self.current()?.header)
     }
 
     fn invalidate(&self) {
         self.cached.lock().take();
+    }
+
+    fn client_identity(&self) -> Result<Option<(u64, Identity)>> {
+        let c = self.current()?;
+        Ok(c.identity.map(|id| (c.run, id)))
     }
 }

@@ -1,6 +1,9 @@
 //! Cluster configuration: kubeconfig files (with `KUBECONFIG` merging and contexts), the
 //! in-cluster service account, and the credentials they name — by the rules kubectl and
-//! client-go follow, so any cluster kubectl reaches is reachable with the same files.
+//! client-go follow, so any cluster kubectl reaches is reachable with the same files:
+//! CA file or data, `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`; tokens, token
+//! files (re-read when they change), client certificates (files or data; RSA, EC, PKCS#8
+//! keys), basic auth, impersonation, and exec credential plugins (tokens or certificates).
 //!
 //! Three common ways to get a [`Client`]:
 //!
