@@ -513,3 +513,125 @@ fn exec_plugins_can_return_a_client_certificate() {
         "{err}"
     );
 }
+
+#[test]
+fn rsa_and_pkcs8_client_keys_work() {
+    let s = tls_server(ApiServer::builder().client_certificates());
+    let certs = fixture_path("certs");
+    let read = |n: &str| std::fs::read_to_string(certs.join(n)).unwrap();
+    for (cert, key) in [
+        (read("rsa.pem"), read("rsa-key.pem")),
+        (
+            testing::ADMIN_CERT_PEM.to_string(),
+            read("admin-key-pkcs8.pem"),
+        ),
+    ] {
+        let user = format!(
+            "    client-certificate-data: {}\n    client-key-data: {}\n",
+            b64(&cert),
+            b64(&key)
+        );
+        let c = Config::from_kubeconfig_str(
+            &kubeconfig(&s.url(), &ca_data(), &user),
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(reaches(&c).unwrap(), 1, "{}", key.lines().next().unwrap());
+    }
+}
+
+#[test]
+fn impersonation_headers_are_sent() {
+    use std::io::{BufRead, BufReader};
+    // A one-request server that records the request head.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut head = Vec::new();
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 2 {
+            head.push(line.trim().to_ascii_lowercase());
+            line.clear();
+        }
+        let body =
+            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}"#;
+        write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()).unwrap();
+        head
+    });
+    let user = "    token: t\n    as: alice\n    as-groups: [devs, ops]\n";
+    let c = Config::from_kubeconfig_str(&kubeconfig(&url, "", user), &Default::default()).unwrap();
+    assert_eq!(reaches(&c).unwrap(), 0);
+    let head = server.join().unwrap();
+    assert!(
+        head.contains(&"impersonate-user: alice".to_string()),
+        "{head:?}"
+    );
+    assert!(
+        head.contains(&"impersonate-group: devs".to_string()),
+        "{head:?}"
+    );
+    assert!(
+        head.contains(&"impersonate-group: ops".to_string()),
+        "{head:?}"
+    );
+    assert!(
+        head.contains(&"authorization: bearer t".to_string()),
+        "{head:?}"
+    );
+}
+
+#[test]
+fn proxy_url_tunnels_through_an_http_proxy() {
+    use std::io::{BufRead, BufReader};
+    use std::net::{TcpListener, TcpStream};
+    let s = tls_server(ApiServer::builder().token("t"));
+    // A minimal CONNECT proxy that serves one tunnel and reports the target it was asked for.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy_url = format!("http://{}", listener.local_addr().unwrap());
+    let proxy = std::thread::spawn(move || {
+        let (client, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(client.try_clone().unwrap());
+        let mut request_line = String::new();
+        reader.read_line(&mut request_line).unwrap();
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 2 {
+            line.clear();
+        }
+        let target = request_line.split_whitespace().nth(1).unwrap().to_owned();
+        let upstream = TcpStream::connect(&target).unwrap();
+        let mut c = client.try_clone().unwrap();
+        c.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .unwrap();
+        let (mut up_r, mut up_w) = (upstream.try_clone().unwrap(), upstream);
+        let mut down_w = client;
+        let pump = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut reader, &mut up_w);
+            let _ = up_w.shutdown(std::net::Shutdown::Write);
+        });
+        let _ = std::io::copy(&mut up_r, &mut down_w);
+        let _ = down_w.shutdown(std::net::Shutdown::Both);
+        let _ = pump.join();
+        request_line
+    });
+    let cluster = format!("{}    proxy-url: {proxy_url}\n", ca_data());
+    let c = Config::from_kubeconfig_str(
+        &kubeconfig(&s.url(), &cluster, "    token: t\n"),
+        &Default::default(),
+    )
+    .unwrap();
+    {
+        let client = c.client().unwrap();
+        let api: Api<DynamicObject> = Api::all_with(client, &pods());
+        assert_eq!(api.list(&ListParams::default()).unwrap().items.len(), 1);
+    }
+    let request_line = proxy.join().unwrap();
+    assert!(
+        request_line.starts_with(&format!(
+            "CONNECT {}",
+            s.url().trim_start_matches("https://")
+        )),
+        "{request_line}"
+    );
+}
