@@ -194,7 +194,8 @@ impl Client {
         &self.inner.default_namespace
     }
 
-    /// The server's base URL.
+    /// The base URL requests are addressed to (with `tls_server_name`, that name is its host
+    /// and resolves to the configured server).
     pub fn server(&self) -> &str {
         &self.inner.base
     }
