@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use ureq::http::Method;
 
-use super::client::{describe, Client, SendBody};
+use super::client::{decode_json, describe, Client, SendBody};
 use super::params::{percent_encode, ListParams, Query, WatchParams};
 use super::watch::WatchStream;
 use crate::api::{ApiResource, Object, ObjectList, Resource};
@@ -139,10 +139,15 @@ impl<K: Object> Api<K> {
 
     /// Reads one page (or, without a limit, the whole list).
     pub fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
+        let path = self.list_path(params);
+        self.client.call_json(Method::GET, &path, None, "list")
+    }
+
+    /// The path and query of a list call.
+    pub(crate) fn list_path(&self, params: &ListParams) -> String {
         let mut q = Query::default();
         params.write_query(&mut q);
-        let path = format!("{}{}", self.collection(), q.finish());
-        self.client.call_json(Method::GET, &path, None, "list")
+        format!("{}{}", self.collection(), q.finish())
     }
 
     /// Pages of a list, `limit` (default 500) items at a time. See [`Pages`].
@@ -154,6 +159,7 @@ impl<K: Object> Api<K> {
             params,
             done: false,
             restarted: false,
+            prefetch: None,
         }
     }
 
@@ -292,6 +298,11 @@ pub struct Page<K> {
 /// Iterator over the pages of a list; ends after the page with no continue token, or after
 /// the first error.
 ///
+/// While the caller works on one page, the next one is already being fetched on a short-lived
+/// named thread (the continue token is read from the start of the raw page, before the items
+/// are decoded), so decoding and the server's work overlap. The thread is joined before the
+/// next page is returned, and when the iterator is dropped.
+///
 /// When a continue token has expired (410), it does what client-go's pager does: one request
 /// for the whole list without a limit, marked [`Page::restarted`].
 pub struct Pages<K> {
@@ -299,6 +310,57 @@ pub struct Pages<K> {
     params: ListParams,
     done: bool,
     restarted: bool,
+    prefetch: Option<Prefetch>,
+}
+
+/// A page being fetched for `params`.
+struct Prefetch {
+    params: ListParams,
+    thread: std::thread::JoinHandle<Result<Vec<u8>>>,
+}
+
+impl<K> Drop for Pages<K> {
+    fn drop(&mut self) {
+        if let Some(p) = self.prefetch.take() {
+            let _ = p.thread.join();
+        }
+    }
+}
+
+impl<K: Object> Pages<K> {
+    /// The raw page for the current parameters: the prefetched one if it matches.
+    fn fetch_current(&mut self) -> Result<Vec<u8>> {
+        if let Some(p) = self.prefetch.take() {
+            let result = p.thread.join();
+            if p.params == self.params {
+                return result.unwrap_or_else(|_| {
+                    Err(Error::InvalidInput(
+                        "the page prefetch thread panicked".into(),
+                    ))
+                });
+            }
+        }
+        let path = self.api.list_path(&self.params);
+        self.api.client.call_raw(Method::GET, &path, None)
+    }
+
+    /// Starts fetching the page after `token`.
+    fn start_prefetch(&mut self, token: String) {
+        let mut params = self.params.clone();
+        params.continue_token = Some(token);
+        let client = self.api.client.clone();
+        let path = self.api.list_path(&params);
+        let spawned = std::thread::Builder::new()
+            .name(format!(
+                "kube-informer/{}/list-prefetch",
+                self.api.resource.plural
+            ))
+            .spawn(move || client.call_raw(Method::GET, &path, None));
+        // Without a thread the next page is simply fetched when asked for.
+        if let Ok(thread) = spawned {
+            self.prefetch = Some(Prefetch { params, thread });
+        }
+    }
 }
 
 impl<K: Object> Iterator for Pages<K> {
@@ -308,8 +370,20 @@ impl<K: Object> Iterator for Pages<K> {
         if self.done {
             return None;
         }
-        match self.api.list(&self.params) {
-            Ok(list) => {
+        match self.fetch_current() {
+            Ok(raw) => {
+                if let Some(token) = peek_continue(&raw) {
+                    self.start_prefetch(token);
+                }
+                let path = self.api.list_path(&self.params);
+                let list: ObjectList<K> = match decode_json(&Method::GET, &path, &raw, "list") {
+                    Ok(l) => l,
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                };
+                drop(raw);
                 self.params.continue_token = list
                     .metadata
                     .continue_token
@@ -331,5 +405,59 @@ impl<K: Object> Iterator for Pages<K> {
                 Some(Err(e))
             }
         }
+    }
+}
+
+/// The continue token of a raw list page, read from the list metadata at its start without
+/// decoding the items; `None` when there is none or the metadata does not come first.
+fn peek_continue(raw: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
+    use std::cell::RefCell;
+
+    /// Reads keys up to `metadata`, keeps its continue token, and stops parsing there (by
+    /// returning an error) so the items are never scanned.
+    struct Peek<'a>(&'a RefCell<Option<String>>);
+    impl<'de> Visitor<'de> for Peek<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                match &*key {
+                    "metadata" => {
+                        let meta: crate::api::ListMeta = map.next_value()?;
+                        *self.0.borrow_mut() = meta.continue_token.filter(|c| !c.is_empty());
+                        return Err(serde::de::Error::custom("metadata read"));
+                    }
+                    "items" => return Err(serde::de::Error::custom("items before metadata")),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    let token = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let _ = (&mut de).deserialize_map(Peek(&token));
+    token.into_inner()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::peek_continue;
+
+    #[test]
+    fn peeks_the_continue_token_without_the_items() {
+        let page = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"251","continue":"eyJ2Ijoi","remainingItemCount":40},"items":[{"broken json"#;
+        assert_eq!(peek_continue(page).as_deref(), Some("eyJ2Ijoi"));
+        let last = br#"{"kind":"PodList","metadata":{"resourceVersion":"251"},"items":[]}"#;
+        assert_eq!(peek_continue(last), None);
+        let items_first = br#"{"items":[],"metadata":{"continue":"x"}}"#;
+        assert_eq!(peek_continue(items_first), None);
+        assert_eq!(peek_continue(b"garbage"), None);
     }
 }

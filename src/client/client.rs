@@ -226,23 +226,26 @@ impl Client {
         body: Option<SendBody<'_>>,
         what: &str,
     ) -> Result<T> {
+        let bytes = self.call_raw(method.clone(), path_and_query, body)?;
+        decode_json(&method, path_and_query, &bytes, what)
+    }
+
+    /// Sends a request and returns a 2xx answer's body undecoded.
+    pub(crate) fn call_raw(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Option<SendBody<'_>>,
+    ) -> Result<Vec<u8>> {
         let request = describe(&method, path_and_query);
         self.refresh_identity()?;
         let agent = self.inner.agents.read().agent.clone();
         let res = self.send(&agent, method, path_and_query, body)?;
-        let bytes = res
-            .into_body()
+        res.into_body()
             .into_with_config()
             .limit(u64::MAX)
             .read_to_vec()
-            .map_err(|source| Error::Transport {
-                request: request.clone(),
-                source,
-            })?;
-        serde_json::from_slice(&bytes).map_err(|e| Error::Decode {
-            request,
-            message: format!("decoding the {what}: {e}"),
-        })
+            .map_err(|source| Error::Transport { request, source })
     }
 
     /// A fresh agent for one watch: no overall timeout. With a server-side timeout, reads
@@ -358,6 +361,19 @@ impl Client {
             });
         }
     }
+}
+
+/// Decodes a response body, naming the request in the error.
+pub(crate) fn decode_json<T: DeserializeOwned>(
+    method: &Method,
+    path_and_query: &str,
+    bytes: &[u8],
+    what: &str,
+) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Decode {
+        request: describe(method, path_and_query),
+        message: format!("decoding the {what}: {e}"),
+    })
 }
 
 /// `GET /api/v1/pods?limit=500`: how errors name a request (never with credentials).
