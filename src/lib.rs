@@ -1,24 +1,46 @@
 //! # kube-informer
 //!
-//! Kubernetes informers for programs without an async runtime: a blocking API client with
-//! paged lists and chunked watch streams, and (in later modules) the client-go cache
-//! machinery built on OS threads.
+//! Kubernetes informers for programs without an async runtime. The flow is client-go's, on
+//! OS threads: a [`Reflector`](cache::Reflector) lists a resource page by page and watches it
+//! (one chunked response, one JSON event per line), a [`DeltaFifo`](cache::DeltaFifo) keeps
+//! each object's changes in order, and a [`SharedIndexInformer`](cache::SharedIndexInformer)
+//! applies them to an indexed cache that [`Lister`](cache::Lister)s read without touching the
+//! API server, then tells every registered handler on its own thread.
+//!
+//! - [`config`]: kubeconfig / in-cluster configuration and credentials;
+//! - [`client`]: the blocking API client ([`Api`], paged lists, watch streams);
+//! - [`api`]: the object model ([`api::Resource`], [`api::DynamicObject`], [`api::WatchEvent`]);
+//! - [`cache`]: store, DeltaFIFO, reflector, shared informers, listers, factory;
+//! - [`workqueue`] and [`controller`]: the controller pattern on worker threads;
+//! - [`testing`]: an API server on 127.0.0.1 for tests and demos.
 //!
 //! ```
-//! use kube_informer::api::{ApiResource, DynamicObject};
-//! use kube_informer::testing::ApiServer;
-//! use kube_informer::{Api, Client, ListParams};
+//! use std::sync::Arc;
+//! use std::time::Duration;
 //!
-//! // An API server on 127.0.0.1 that answers like kube-apiserver (use a real cluster's
-//! // ClientConfig instead in production).
+//! use kube_informer::api::{ApiResource, DynamicObject};
+//! use kube_informer::cache::{HandlerFns, SharedInformerFactory};
+//! use kube_informer::testing::ApiServer;
+//! use kube_informer::Client;
+//!
+//! // An API server on 127.0.0.1 that answers like kube-apiserver; with a real cluster use
+//! // `kube_informer::config::Config::infer()?.client()?` instead.
 //! let server = ApiServer::start();
 //! let pods = ApiResource::new("", "v1", "Pod", "pods", true);
-//! server.create(&pods, serde_json::json!({"metadata": {"name": "web-0", "namespace": "lab"}}));
+//! server.create(&pods, serde_json::json!({"metadata": {"name": "web-0", "namespace": "lab"}})).unwrap();
 //!
-//! let client = Client::new(server.client_config()).unwrap();
-//! let api: Api<DynamicObject> = Api::namespaced_with(client, "lab", &pods);
-//! let list = api.list_all(&ListParams::default()).unwrap();
-//! assert_eq!(list.items[0].metadata.name(), "web-0");
+//! let factory = SharedInformerFactory::new(Client::new(server.client_config()).unwrap());
+//! let informer = factory.dynamic_informer(&pods);
+//! let (tx, rx) = std::sync::mpsc::channel();
+//! informer
+//!     .add_event_handler(HandlerFns::new().on_add(move |pod: Arc<DynamicObject>, _initial| {
+//!         tx.send(pod.metadata.key()).unwrap();
+//!     }))
+//!     .unwrap();
+//! factory.start().unwrap();
+//! assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/web-0");
+//! assert!(informer.lister().get(Some("lab"), "web-0").is_some());
+//! factory.shutdown(); // every thread joined
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
