@@ -302,6 +302,13 @@ fn exec_plugin_failures_name_the_command_and_quote_stderr() {
         e.contains("garbage.sh") && e.contains("not an ExecCredential"),
         "{e}"
     );
+    // A plugin that leaves a background process holding its output: a bounded wait, an error.
+    let lingering = script(dir.path(), "linger.sh", "sleep 30 &\necho 'partial'");
+    let e = try_user(exec_user(&lingering, ""));
+    assert!(
+        e.contains("linger.sh") && e.contains("output stayed open"),
+        "{e}"
+    );
     let e = try_user(exec_user("/nonexistent/kube-login", ""));
     assert!(
         e.contains("/nonexistent/kube-login") && e.contains("cannot start"),

@@ -137,33 +137,39 @@ impl ExecProvider {
         let mut child = command
             .spawn()
             .map_err(|e| fail(format!("cannot start it: {e}")))?;
+        // Each pipe is read on its own named thread (so a full pipe never blocks the plugin);
+        // the buffers come back over channels.
         let drain = |r: Option<Box<dyn Read + Send>>, role: &str| {
-            std::thread::Builder::new()
+            let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
+            let spawned = std::thread::Builder::new()
                 .name(format!("kube-informer/exec/{role}"))
                 .spawn(move || {
                     let mut buf = Vec::new();
                     if let Some(r) = r {
                         let _ = r.take(16 << 20).read_to_end(&mut buf);
                     }
-                    buf
-                })
+                    let _ = tx.send(buf);
+                });
+            spawned.map(|handle| (handle, rx))
         };
-        let out = drain(
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-            "stdout",
-        )
-        .map_err(|e| fail(e.to_string()))?;
-        let err = drain(
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-            "stderr",
-        )
-        .map_err(|e| fail(e.to_string()))?;
+        let stdout_pipe = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let stderr_pipe = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let readers =
+            drain(stdout_pipe, "stdout").and_then(|o| drain(stderr_pipe, "stderr").map(|e| (o, e)));
+        let ((out_thread, out), (err_thread, err)) = match readers {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(fail(format!("cannot read its output: {e}")));
+            }
+        };
         let deadline = Instant::now() + EXEC_TIMEOUT;
         let status = loop {
             match child.try_wait() {
@@ -176,14 +182,38 @@ impl ExecProvider {
                     let _ = child.wait();
                     break None;
                 }
-                Err(e) => return Err(fail(format!("waiting for it: {e}"))),
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(fail(format!("waiting for it: {e}")));
+                }
             }
         };
-        let stdout = out.join().unwrap_or_default();
-        let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default())
+        // The pipes close when the plugin exits — unless it left a background process holding
+        // them. Wait a bounded time; a reader still blocked then ends when that process does.
+        let pipes_deadline = Instant::now() + Duration::from_secs(5);
+        let collect = |rx: crossbeam_channel::Receiver<Vec<u8>>,
+                       thread: std::thread::JoinHandle<()>| {
+            match rx.recv_deadline(pipes_deadline) {
+                Ok(buf) => {
+                    let _ = thread.join();
+                    Some(buf)
+                }
+                Err(_) => None,
+            }
+        };
+        let stdout = collect(out, out_thread);
+        let stderr_bytes = collect(err, err_thread).unwrap_or_default();
+        let stderr: String = String::from_utf8_lossy(&stderr_bytes)
             .trim()
-            .to_owned();
-        let stderr: String = stderr.chars().take(500).collect();
+            .chars()
+            .take(500)
+            .collect();
+        let Some(stdout) = stdout else {
+            return Err(fail(format!(
+                "exited, but its output stayed open (a background process holds it); stderr: {stderr:?}"
+            )));
+        };
         let Some(status) = status else {
             return Err(fail(format!(
                 "timed out after {}s; stderr: {stderr:?}",
