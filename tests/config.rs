@@ -34,6 +34,15 @@ fn ca_data() -> String {
     format!("    certificate-authority-data: {}\n", b64(testing::CA_PEM))
 }
 
+/// A configuration from an inline kubeconfig (see [`kubeconfig`]); panics if it is refused.
+fn load(server: &str, cluster_extra: &str, user: &str) -> Config {
+    Config::from_kubeconfig_str(
+        &kubeconfig(server, cluster_extra, user),
+        &Default::default(),
+    )
+    .unwrap()
+}
+
 fn reaches(config: &Config) -> kube_informer::Result<usize> {
     let api: Api<DynamicObject> = Api::all_with(config.client()?, &pods());
     Ok(api.list(&ListParams::default())?.items.len())
@@ -50,26 +59,18 @@ fn a_kubeconfig_for_each_auth_method_reaches_the_server() {
     let dir = tempfile::tempdir().unwrap();
     // Bearer token, CA inline.
     let s = tls_server(ApiServer::builder().token("t0k3n"));
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &ca_data(), "    token: t0k3n\n"),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &ca_data(), "    token: t0k3n\n");
     assert_eq!(reaches(&c).unwrap(), 1);
     assert_eq!(c.namespace(), "team-a");
     assert!(!format!("{c:?}").contains("t0k3n"), "no secret in Debug");
 
     // Basic auth.
     let s = tls_server(ApiServer::builder().basic_auth("admin", "pa55"));
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(
-            &s.url(),
-            &ca_data(),
-            "    username: admin\n    password: pa55\n",
-        ),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(
+        &s.url(),
+        &ca_data(),
+        "    username: admin\n    password: pa55\n",
+    );
     assert_eq!(reaches(&c).unwrap(), 1);
     assert!(!format!("{c:?}").contains("pa55"));
 
@@ -80,11 +81,7 @@ fn a_kubeconfig_for_each_auth_method_reaches_the_server() {
         b64(testing::ADMIN_CERT_PEM),
         b64(testing::ADMIN_KEY_PEM)
     );
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &ca_data(), &user),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &ca_data(), &user);
     assert_eq!(reaches(&c).unwrap(), 1);
     assert!(!format!("{c:?}").contains("PRIVATE KEY"));
     write(dir.path(), "ca.pem", testing::CA_PEM);
@@ -153,11 +150,7 @@ fn certificate_authority_checks() {
         "    certificate-authority-data: {}\n",
         b64(testing::OTHER_CA_PEM)
     );
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &wrong, "    token: t\n"),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &wrong, "    token: t\n");
     let err = reaches(&c).unwrap_err();
     assert!(
         err.to_string().to_lowercase().contains("certificate"),
@@ -165,11 +158,7 @@ fn certificate_authority_checks() {
     );
 
     let insecure = "    insecure-skip-tls-verify: true\n";
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), insecure, "    token: t\n"),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), insecure, "    token: t\n");
     assert_eq!(reaches(&c).unwrap(), 1);
 
     let both = format!("{insecure}{}", ca_data());
@@ -190,11 +179,7 @@ fn token_file_rotation_is_picked_up_without_a_restart() {
     let s = tls_server(ApiServer::builder().token("second"));
     let token = write(dir.path(), "token", "first\n");
     let user = format!("    tokenFile: {}\n", token.display());
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &ca_data(), &user),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &ca_data(), &user);
     let api: Api<DynamicObject> = Api::all_with(c.client().unwrap(), &pods());
     assert_eq!(
         api.list(&ListParams::default()).unwrap_err().code(),
@@ -240,11 +225,7 @@ fn exec_plugins_refresh_expiring_tokens_and_retry_once_on_401() {
     // The server only knows the second and third tokens: the first request gets 401 with
     // tok-1, the plugin runs again (tok-2) and the request goes through.
     let s = tls_server(ApiServer::builder().token("tok-2").token("tok-3"));
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &ca_data(), &exec_user(&cmd, "")),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &ca_data(), &exec_user(&cmd, ""));
     let api: Api<DynamicObject> = Api::all_with(c.client().unwrap(), &pods());
     assert_eq!(api.list(&ListParams::default()).unwrap().items.len(), 1);
     assert_eq!(runs(), 2);
@@ -261,11 +242,7 @@ fn exec_plugins_refresh_expiring_tokens_and_retry_once_on_401() {
     );
     let cmd = script(dir.path(), "cached.sh", &body);
     let user = exec_user(&cmd, "").replace("/v1\n", "/v1beta1\n");
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &ca_data(), &user),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &ca_data(), &user);
     let api: Api<DynamicObject> = Api::all_with(c.client().unwrap(), &pods());
     for _ in 0..3 {
         api.list(&ListParams::default()).unwrap();
@@ -436,22 +413,14 @@ fn tls_server_name_verifies_against_the_given_name() {
     let s = tls_server(ApiServer::builder().token("t"));
     // Reached by IP; the certificate is checked against another name it carries.
     let good = format!("{}    tls-server-name: kubernetes.default.svc\n", ca_data());
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &good, "    token: t\n"),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &good, "    token: t\n");
     assert_eq!(reaches(&c).unwrap(), 1);
     // A name the certificate does not carry fails, though the address is the same.
     let bad = format!(
         "{}    tls-server-name: not-in-the-cert.example\n",
         ca_data()
     );
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &bad, "    token: t\n"),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &bad, "    token: t\n");
     let err = reaches(&c).unwrap_err();
     assert!(
         err.to_string().to_lowercase().contains("certificate"),
@@ -477,11 +446,7 @@ fn exec_plugins_can_return_a_client_certificate() {
         f = cred_file.display()
     );
     let cmd = script(dir.path(), "cert-plugin.sh", &body);
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &ca_data(), &exec_user(&cmd, "")),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &ca_data(), &exec_user(&cmd, ""));
     assert!(
         c.client_config.identity.is_none(),
         "the certificate comes from the plugin"
@@ -509,11 +474,7 @@ fn exec_plugins_can_return_a_client_certificate() {
         "half.sh",
         &format!("cat {}", half_file.display()),
     );
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &ca_data(), &exec_user(&cmd, "")),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &ca_data(), &exec_user(&cmd, ""));
     let err = reaches(&c).unwrap_err().to_string();
     assert!(
         err.contains("half.sh") && err.contains("without a key"),
@@ -538,11 +499,7 @@ fn rsa_and_pkcs8_client_keys_work() {
             b64(&cert),
             b64(&key)
         );
-        let c = Config::from_kubeconfig_str(
-            &kubeconfig(&s.url(), &ca_data(), &user),
-            &Default::default(),
-        )
-        .unwrap();
+        let c = load(&s.url(), &ca_data(), &user);
         assert_eq!(reaches(&c).unwrap(), 1, "{}", key.lines().next().unwrap());
     }
 }
@@ -568,7 +525,7 @@ fn impersonation_headers_are_sent() {
         head
     });
     let user = "    token: t\n    as: alice\n    as-groups: [devs, ops]\n";
-    let c = Config::from_kubeconfig_str(&kubeconfig(&url, "", user), &Default::default()).unwrap();
+    let c = load(&url, "", user);
     assert_eq!(reaches(&c).unwrap(), 0);
     let head = server.join().unwrap();
     assert!(
@@ -623,11 +580,7 @@ fn proxy_url_tunnels_through_an_http_proxy() {
         request_line
     });
     let cluster = format!("{}    proxy-url: {proxy_url}\n", ca_data());
-    let c = Config::from_kubeconfig_str(
-        &kubeconfig(&s.url(), &cluster, "    token: t\n"),
-        &Default::default(),
-    )
-    .unwrap();
+    let c = load(&s.url(), &cluster, "    token: t\n");
     {
         let client = c.client().unwrap();
         let api: Api<DynamicObject> = Api::all_with(client, &pods());
