@@ -5,6 +5,7 @@
 //! watch is never cut by the request timeout and can be shut down from another thread
 //! (see [`WatchCanceller`](super::WatchCanceller)) without touching other requests.
 
+use std::io::Read as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -241,11 +242,19 @@ impl Client {
         self.refresh_identity()?;
         let agent = self.inner.agents.read().agent.clone();
         let res = self.send(&agent, method, path_and_query, body)?;
+        // Sized from Content-Length (list pages are megabytes): one allocation, no regrowth.
+        let expected = res.body().content_length().unwrap_or(0).min(256 << 20) as usize;
+        let mut bytes = Vec::with_capacity(expected);
         res.into_body()
             .into_with_config()
             .limit(u64::MAX)
-            .read_to_vec()
-            .map_err(|source| Error::Transport { request, source })
+            .reader()
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::Transport {
+                request,
+                source: e.into(),
+            })?;
+        Ok(bytes)
     }
 
     /// A fresh agent for one watch: no overall timeout. With a server-side timeout, reads

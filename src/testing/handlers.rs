@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::faults::{Fault, Target};
 use super::http::{self, ChunkedWriter, Request};
 use super::server::{Peer, Shared};
-use super::store::{not_found, Collection, EventType, Filter, StoredObject, TypeKey};
+use super::store::{not_found, EventType, Filter, StoredObject, TypeKey};
 use crate::api::{ListMeta, Status};
 
 /// Whether the connection can serve another request.
@@ -253,13 +253,27 @@ fn list<S: Peer>(
     shared: &Shared,
     fault: Option<&Fault>,
 ) -> Outcome {
-    match list_body(req, r, shared) {
-        Ok(body) => send(peer, 200, body.as_bytes(), fault),
-        Err(st) => fail(peer, &st),
+    // Pages are megabytes: each connection thread reuses one buffer for them, so serving a
+    // page is a copy into memory already mapped (a fresh buffer per page cost more in page
+    // faults than the copy).
+    thread_local! {
+        static PAGE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
+    PAGE.with_borrow_mut(|buf| {
+        buf.clear();
+        let outcome = match list_body(req, r, shared, buf) {
+            Ok(()) => send(peer, 200, buf.as_bytes(), fault),
+            Err(st) => fail(peer, &st),
+        };
+        if buf.capacity() > 64 << 20 {
+            *buf = String::new();
+        }
+        outcome
+    })
 }
 
-fn list_body(req: &Request, r: &Route, shared: &Shared) -> Result<String, Status> {
+/// Writes a list page into `out`.
+fn list_body(req: &Request, r: &Route, shared: &Shared, out: &mut String) -> Result<(), Status> {
     if req.param("sendInitialEvents").is_some() {
         let mut st = Status::failure(
             422,
@@ -321,13 +335,6 @@ fn list_body(req: &Request, r: &Route, shared: &Shared) -> Result<String, Status
             "The resourceVersion for the provided list is too old.",
         ));
     };
-    let mut body = String::with_capacity(page.iter().map(|o| o.json.len() + 1).sum::<usize>() + 64);
-    for (i, o) in page.iter().enumerate() {
-        if i > 0 {
-            body.push(',');
-        }
-        push_item(&mut body, c, o);
-    }
     let last_key = page.last().filter(|_| remaining > 0).map(|o| key_of(o));
     let mut meta = ListMeta {
         resource_version: Some(at.to_string()),
@@ -346,11 +353,23 @@ fn list_body(req: &Request, r: &Route, shared: &Shared) -> Result<String, Status
         Value::from(c.api_version.as_str()),
         serde_json::to_string(&meta).unwrap_or_else(|_| "{}".into()),
     );
-    let mut out = String::with_capacity(head.len() + body.len() + 2);
+    let (core, with_type_meta) = (c.core, |json: &str| c.with_type_meta(json));
+    let typed: Vec<String> = if core {
+        Vec::new()
+    } else {
+        page.iter().map(|o| with_type_meta(&o.json)).collect()
+    };
+    drop(store);
+    out.reserve(head.len() + page.iter().map(|o| o.json.len() + 65).sum::<usize>() + 2);
     out.push_str(&head);
-    out.push_str(&body);
+    for (i, o) in page.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(typed.get(i).map_or(&*o.json, String::as_str));
+    }
     out.push_str("]}");
-    Ok(out)
+    Ok(())
 }
 
 fn key_of(o: &StoredObject) -> String {
@@ -358,14 +377,6 @@ fn key_of(o: &StoredObject) -> String {
         o.name.clone()
     } else {
         format!("{}/{}", o.namespace, o.name)
-    }
-}
-
-fn push_item(out: &mut String, c: &Collection, o: &StoredObject) {
-    if c.core {
-        out.push_str(&o.json);
-    } else {
-        out.push_str(&c.with_type_meta(&o.json));
     }
 }
 
