@@ -5,10 +5,10 @@
 //! it is kept as raw JSON text (no tree of `Value`s), so it costs its bytes and nothing more,
 //! and survives a round trip unchanged.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+
+use super::raw_json::RawJson;
+use super::string_map::StringMap;
 
 /// Metadata every persisted object has (`metadata` in the API).
 ///
@@ -48,10 +48,10 @@ pub struct ObjectMeta {
     pub deletion_grace_period_seconds: Option<i64>,
     /// Labels, the keys selectors match on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub labels: Option<BTreeMap<String, String>>,
+    pub labels: Option<StringMap>,
     /// Annotations: non-identifying metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<BTreeMap<String, String>>,
+    pub annotations: Option<StringMap>,
     /// Objects this one depends on (its owners).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_references: Option<Vec<OwnerReference>>,
@@ -61,7 +61,7 @@ pub struct ObjectMeta {
     /// Server-side apply bookkeeping, kept undecoded (see
     /// [`strip_managed_fields`](ObjectMeta::strip_managed_fields) to drop it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub managed_fields: Option<Box<RawValue>>,
+    pub managed_fields: Option<RawJson>,
 }
 
 impl ObjectMeta {
@@ -82,12 +82,12 @@ impl ObjectMeta {
 
     /// One label's value.
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels.as_ref()?.get(key).map(String::as_str)
+        self.labels.as_ref()?.get(key)
     }
 
     /// One annotation's value.
     pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.as_ref()?.get(key).map(String::as_str)
+        self.annotations.as_ref()?.get(key)
     }
 
     /// The cache key client-go uses: `namespace/name`, or `name` when cluster-scoped.

@@ -2,17 +2,23 @@
 //! the `Status` error body and label selectors.
 
 mod dynamic;
+mod json_scan;
 mod list;
 mod meta;
+mod meta_scan;
+mod raw_json;
 mod resource;
 mod selector;
 mod status;
+mod string_map;
 mod watch_event;
 
 pub use dynamic::DynamicObject;
 pub use list::ObjectList;
 pub use meta::{ListMeta, ObjectMeta, OwnerReference};
+pub use raw_json::RawJson;
 pub use resource::{ApiResource, Object, Resource};
 pub use selector::{LabelSelector, Requirement};
 pub use status::{Status, StatusCause, StatusDetails};
+pub use string_map::StringMap;
 pub use watch_event::{Bookmark, WatchEvent, INITIAL_EVENTS_END_ANNOTATION};

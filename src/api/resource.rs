@@ -17,6 +17,26 @@ pub trait Object: DeserializeOwned + Send + Sync + 'static {
     fn metadata(&self) -> &ObjectMeta;
     /// The object's metadata, mutably (for transforms such as stripping managed fields).
     fn metadata_mut(&mut self) -> &mut ObjectMeta;
+
+    /// Decodes one object from the start of `json` and says how many bytes it took; what
+    /// follows (`,` or `]` in a list, `}` in a watch event) is left to the caller.
+    ///
+    /// Lists and watch events are decoded through this. The default is serde's, in one pass;
+    /// [`DynamicObject`](super::DynamicObject) overrides it with the library's scanner. Override
+    /// it only with a decoder that gives the same result as `Deserialize`.
+    fn from_json_prefix(json: &str) -> serde_json::Result<(Self, usize)>
+    where
+        Self: Sized,
+    {
+        let mut stream = serde_json::Deserializer::from_str(json).into_iter::<Self>();
+        match stream.next() {
+            Some(Ok(object)) => Ok((object, stream.byte_offset())),
+            Some(Err(e)) => Err(e),
+            None => Err(serde::de::Error::custom(
+                "expected an object, found the end of the input",
+            )),
+        }
+    }
 }
 
 /// An [`Object`] whose place in the API is fixed at compile time.

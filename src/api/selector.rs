@@ -3,7 +3,7 @@
 //! Parsed once into requirements so that matching is a walk over a few strings; the same type
 //! renders back to the query-string form the API server accepts.
 
-use std::collections::BTreeMap;
+use super::string_map::StringMap;
 use std::fmt;
 
 use crate::error::Error;
@@ -32,12 +32,12 @@ pub enum Requirement {
 }
 
 impl Requirement {
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    fn matches(&self, labels: &StringMap) -> bool {
         match self {
-            Requirement::Equals(k, v) => labels.get(k) == Some(v),
-            Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|l| vs.contains(l)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.contains(l)),
+            Requirement::Equals(k, v) => labels.get(k) == Some(v.as_str()),
+            Requirement::NotEquals(k, v) => labels.get(k) != Some(v.as_str()),
+            Requirement::In(k, vs) => labels.get(k).is_some_and(|l| vs.iter().any(|v| v == l)),
+            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.iter().any(|v| v == l)),
             Requirement::Exists(k) => labels.contains_key(k),
             Requirement::DoesNotExist(k) => !labels.contains_key(k),
         }
@@ -66,14 +66,16 @@ impl LabelSelector {
     }
 
     /// True when `labels` satisfy every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches(&self, labels: &StringMap) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 
     /// Like [`matches`](Self::matches), for objects with no labels map at all.
-    pub fn matches_opt(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-        static EMPTY: BTreeMap<String, String> = BTreeMap::new();
-        self.matches(labels.unwrap_or(&EMPTY))
+    pub fn matches_opt(&self, labels: Option<&StringMap>) -> bool {
+        match labels {
+            Some(labels) => self.matches(labels),
+            None => self.matches(&StringMap::new()),
+        }
     }
 }
 
@@ -240,7 +242,7 @@ impl Parser<'_> {
 mod tests {
     use super::*;
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    fn labels(pairs: &[(&str, &str)]) -> StringMap {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -254,10 +256,10 @@ mod tests {
         let ok = labels(&[("a", "b"), ("e", "g"), ("i", ""), ("j", "x"), ("l", "m")]);
         assert!(sel.matches(&ok));
         let mut bad = ok.clone();
-        bad.insert("h".into(), "1".into());
+        bad.insert("h", "1");
         assert!(!sel.matches(&bad));
         let mut bad = ok.clone();
-        bad.insert("c".into(), "d".into());
+        bad.insert("c", "d");
         assert!(!sel.matches(&bad));
         assert_eq!(sel.to_string(), "a=b,c!=d,e in (f,g),!h,i,j notin (k),l=m");
     }

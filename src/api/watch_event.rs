@@ -12,6 +12,8 @@ use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use super::json_scan::Scanner;
+use super::resource::Object;
 use super::status::Status;
 
 /// The annotation a streaming list's closing bookmark carries.
@@ -45,11 +47,69 @@ impl<K> WatchEvent<K> {
     }
 }
 
-impl<K: DeserializeOwned> WatchEvent<K> {
-    /// Decodes one event line (without its newline).
+impl<K: Object> WatchEvent<K> {
+    /// Decodes one event line (without its newline); the object with
+    /// [`Object::from_json_prefix`]. The same result as `Deserialize`.
     pub fn from_json(line: &[u8]) -> serde_json::Result<WatchEvent<K>> {
-        serde_json::from_slice(line)
+        let text = std::str::from_utf8(line).map_err(|e| {
+            <serde_json::Error as de::Error>::custom(format_args!("the event is not UTF-8: {e}"))
+        })?;
+        let mut s = Scanner::new(text);
+        s.begin_object()?;
+        let mut ty: Option<EventType> = None;
+        let mut event: Option<WatchEvent<K>> = None;
+        let mut early_object: Option<&str> = None;
+        let mut first = true;
+        while let Some(key) = s.next_key(first)? {
+            first = false;
+            match &*key.text()? {
+                "type" => ty = Some(EventType::parse::<serde_json::Error>(&s.string()?)?),
+                "object" => {
+                    if event.is_some() || early_object.is_some() {
+                        return Err(de::Error::duplicate_field("object"));
+                    }
+                    match ty {
+                        Some(t) => event = Some(scan_object(t, &mut s)?),
+                        None => early_object = Some(s.value()?),
+                    }
+                }
+                _ => {
+                    s.value()?;
+                }
+            }
+        }
+        s.end()?;
+        let ty = ty.ok_or_else(|| <serde_json::Error as de::Error>::missing_field("type"))?;
+        match (event, early_object) {
+            (Some(e), _) => Ok(e),
+            (None, Some(text)) => {
+                let mut s = Scanner::new(text);
+                let e = scan_object(ty, &mut s)?;
+                s.end()?;
+                Ok(e)
+            }
+            (None, None) => Err(de::Error::missing_field("object")),
+        }
     }
+}
+
+/// Decodes `object` for a known event type at the scanner's cursor.
+fn scan_object<K: Object>(ty: EventType, s: &mut Scanner<'_>) -> serde_json::Result<WatchEvent<K>> {
+    let object = |s: &mut Scanner<'_>| -> serde_json::Result<K> {
+        s.peek();
+        let (object, used) = K::from_json_prefix(s.rest())?;
+        s.advance(used);
+        Ok(object)
+    };
+    Ok(match ty {
+        EventType::Added => WatchEvent::Added(object(s)?),
+        EventType::Modified => WatchEvent::Modified(object(s)?),
+        EventType::Deleted => WatchEvent::Deleted(object(s)?),
+        EventType::Bookmark => {
+            WatchEvent::Bookmark(serde_json::from_str::<BookmarkObject>(s.value()?)?.into())
+        }
+        EventType::Error => WatchEvent::Error(Box::new(serde_json::from_str(s.value()?)?)),
+    })
 }
 
 /// A bookmark: the collection's resource version moved on.

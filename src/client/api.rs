@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use ureq::http::Method;
 
-use super::client::{decode_json, describe, Client, SendBody};
+use super::client::{describe, Client, SendBody};
 use super::params::{percent_encode, ListParams, Query, WatchParams};
 use super::watch::WatchStream;
 use crate::api::{ApiResource, Object, ObjectList, Resource};
@@ -159,7 +159,7 @@ impl<K: Object> Api<K> {
             params,
             done: false,
             restarted: false,
-            prefetch: None,
+            in_flight: Default::default(),
         }
     }
 
@@ -298,10 +298,11 @@ pub struct Page<K> {
 /// Iterator over the pages of a list; ends after the page with no continue token, or after
 /// the first error.
 ///
-/// While the caller works on one page, the next one is already being fetched on a short-lived
-/// named thread (the continue token is read from the start of the raw page, before the items
-/// are decoded), so decoding and the server's work overlap. The thread is joined before the
-/// next page is returned, and when the iterator is dropped.
+/// Pages are fetched and decoded on short-lived named threads, two at a time: as soon as a
+/// page's bytes arrive its continue token is read from their start (before the items are
+/// decoded) and the next page's thread begins, so decoding runs on two cores and overlaps the
+/// server's work. Every thread is joined before its page is returned, and when the iterator
+/// is dropped.
 ///
 /// When a continue token has expired (410), it does what client-go's pager does: one request
 /// for the whole list without a limit, marked [`Page::restarted`].
@@ -310,55 +311,115 @@ pub struct Pages<K> {
     params: ListParams,
     done: bool,
     restarted: bool,
-    prefetch: Option<Prefetch>,
+    /// Pages being fetched and decoded, oldest (the next to return) first.
+    in_flight: std::collections::VecDeque<PageTask<K>>,
 }
 
-/// A page being fetched for `params`.
-struct Prefetch {
+/// How many pages are fetched and decoded at once.
+const PAGES_IN_FLIGHT: usize = 2;
+
+/// One page being fetched and decoded on its own thread.
+struct PageTask<K> {
     params: ListParams,
-    thread: std::thread::JoinHandle<Result<Vec<u8>>>,
+    /// The page's continue token, sent as soon as its bytes arrive (`None`: last page, the
+    /// token could not be peeked, or the request failed).
+    token: crossbeam_channel::Receiver<Option<String>>,
+    /// Whether the token was already taken (and the following page started).
+    followed: bool,
+    thread: std::thread::JoinHandle<Result<ObjectList<K>>>,
 }
 
 impl<K> Drop for Pages<K> {
     fn drop(&mut self) {
-        if let Some(p) = self.prefetch.take() {
-            let _ = p.thread.join();
+        for task in self.in_flight.drain(..) {
+            let _ = task.thread.join();
         }
     }
 }
 
 impl<K: Object> Pages<K> {
-    /// The raw page for the current parameters: the prefetched one if it matches.
-    fn fetch_current(&mut self) -> Result<Vec<u8>> {
-        if let Some(p) = self.prefetch.take() {
-            let result = p.thread.join();
-            if p.params == self.params {
-                return result.unwrap_or_else(|_| {
-                    Err(Error::InvalidInput(
-                        "the page prefetch thread panicked".into(),
-                    ))
-                });
-            }
-        }
-        let path = self.api.list_path(&self.params);
-        self.api.client.call_raw(Method::GET, &path, None)
-    }
-
-    /// Starts fetching the page after `token`.
-    fn start_prefetch(&mut self, token: String) {
-        let mut params = self.params.clone();
-        params.continue_token = Some(token);
+    /// Starts fetching and decoding the page for `params`; `None` if no thread could start.
+    fn spawn(&self, params: ListParams) -> Option<PageTask<K>> {
+        let (tx, token) = crossbeam_channel::bounded(1);
         let client = self.api.client.clone();
         let path = self.api.list_path(&params);
-        let spawned = std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name(format!(
-                "kube-informer/{}/list-prefetch",
+                "kube-informer/{}/list-page",
                 self.api.resource.plural
             ))
-            .spawn(move || client.call_raw(Method::GET, &path, None));
-        // Without a thread the next page is simply fetched when asked for.
-        if let Ok(thread) = spawned {
-            self.prefetch = Some(Prefetch { params, thread });
+            .spawn(move || match client.call_raw(Method::GET, &path, None) {
+                Ok(raw) => {
+                    let _ = tx.send(peek_continue(&raw));
+                    decode_list(&path, &raw)
+                }
+                Err(e) => {
+                    let _ = tx.send(None);
+                    Err(e)
+                }
+            })
+            .ok()?;
+        Some(PageTask {
+            params,
+            token,
+            followed: false,
+            thread,
+        })
+    }
+
+    /// Keeps `PAGES_IN_FLIGHT` pages going, starting with the current parameters.
+    fn fill(&mut self) {
+        if self.in_flight.is_empty() {
+            match self.spawn(self.params.clone()) {
+                Some(task) => self.in_flight.push_back(task),
+                None => return,
+            }
+        }
+        while self.in_flight.len() < PAGES_IN_FLIGHT {
+            let Some(last) = self.in_flight.back_mut() else {
+                return;
+            };
+            if last.followed {
+                return;
+            }
+            last.followed = true;
+            let Ok(Some(token)) = last.token.recv() else {
+                return;
+            };
+            let mut params = last.params.clone();
+            params.continue_token = Some(token);
+            match self.spawn(params) {
+                Some(task) => self.in_flight.push_back(task),
+                None => return,
+            }
+        }
+    }
+
+    /// Joins every page still in flight, dropping them (after an error or a restart).
+    fn abandon_in_flight(&mut self) {
+        for task in self.in_flight.drain(..) {
+            let _ = task.thread.join();
+        }
+    }
+
+    /// The page for the current parameters.
+    fn take_current(&mut self) -> Result<ObjectList<K>> {
+        self.fill();
+        match self.in_flight.pop_front() {
+            Some(task) => {
+                debug_assert!(task.params == self.params);
+                task.thread.join().unwrap_or_else(|_| {
+                    Err(Error::InvalidInput(
+                        "the thread decoding a list page panicked".into(),
+                    ))
+                })
+            }
+            // No thread could be started: fetch and decode here.
+            None => {
+                let path = self.api.list_path(&self.params);
+                let raw = self.api.client.call_raw(Method::GET, &path, None)?;
+                decode_list(&path, &raw)
+            }
         }
     }
 }
@@ -370,42 +431,47 @@ impl<K: Object> Iterator for Pages<K> {
         if self.done {
             return None;
         }
-        match self.fetch_current() {
-            Ok(raw) => {
-                if let Some(token) = peek_continue(&raw) {
-                    self.start_prefetch(token);
-                }
-                let path = self.api.list_path(&self.params);
-                let list: ObjectList<K> = match decode_json(&Method::GET, &path, &raw, "list") {
-                    Ok(l) => l,
-                    Err(e) => {
-                        self.done = true;
-                        return Some(Err(e));
-                    }
-                };
-                drop(raw);
+        match self.take_current() {
+            Ok(list) => {
                 self.params.continue_token = list
                     .metadata
                     .continue_token
                     .clone()
                     .filter(|c| !c.is_empty());
                 self.done = self.params.continue_token.is_none();
+                // A page started from a peeked token that is not the decoded one (it cannot
+                // happen with a well-formed page) is dropped and the right one fetched.
+                if self.done || self.in_flight.front().map(|t| &t.params) != Some(&self.params) {
+                    self.abandon_in_flight();
+                }
                 let restarted = std::mem::take(&mut self.restarted);
                 Some(Ok(Page { list, restarted }))
             }
             Err(e) if e.is_gone() && self.params.continue_token.is_some() => {
                 log::debug!("{e}; restarting as one full list");
+                self.abandon_in_flight();
                 self.params.continue_token = None;
                 self.params.limit = None;
                 self.restarted = true;
                 self.next()
             }
             Err(e) => {
+                self.abandon_in_flight();
                 self.done = true;
                 Some(Err(e))
             }
         }
     }
+}
+
+/// Decodes a raw list page, its items with [`Object::from_json_prefix`].
+fn decode_list<K: Object>(path: &str, raw: &[u8]) -> Result<ObjectList<K>> {
+    let decode_error = |message: String| Error::Decode {
+        request: describe(&Method::GET, path),
+        message: format!("decoding the list: {message}"),
+    };
+    let text = std::str::from_utf8(raw).map_err(|e| decode_error(format!("not UTF-8: {e}")))?;
+    ObjectList::from_json(text).map_err(|e| decode_error(e.to_string()))
 }
 
 /// The continue token of a raw list page, read from the list metadata at its start without

@@ -16,7 +16,7 @@ use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
-use crate::api::{ApiResource, LabelSelector, Status, StatusDetails};
+use crate::api::{ApiResource, LabelSelector, Status, StatusDetails, StringMap};
 
 /// `namespace/name`, or `name` for cluster-scoped objects: etcd's key order.
 pub(crate) type Key = String;
@@ -29,7 +29,7 @@ pub(crate) struct StoredObject {
     pub name: String,
     /// Compact JSON without `kind` and `apiVersion`.
     pub json: Arc<str>,
-    pub labels: BTreeMap<String, String>,
+    pub labels: StringMap,
 }
 
 pub(crate) type Stored = Arc<StoredObject>;

@@ -1,0 +1,597 @@
+//! A validating JSON scanner: walks a document, checking its grammar, without building values.
+//!
+//! Why: most of an object's bytes (`spec`, `status`, `managedFields`) are kept as raw text, and
+//! serde_json's generic "skip this value" path was half of the time to decode a realistic pod.
+//! This scanner checks the same grammar (RFC 8259: strings and their escapes, numbers,
+//! literals, nesting at any depth like serde_json's raw values) with a tight byte loop over text that
+//! is already known to be UTF-8, and hands out the exact slices it skipped. Lone surrogates in
+//! `\u` escapes pass in skipped values, as they do in serde_json's raw values, and are an
+//! error in strings the library decodes, as they are in serde_json.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// Where and why a document is not valid JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScanError {
+    /// Byte offset of the problem.
+    pub pos: usize,
+    /// What was wrong there.
+    pub what: &'static str,
+}
+
+impl fmt::Display for ScanError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{} at byte {}", self.what, self.pos)
+    }
+}
+
+impl From<ScanError> for serde_json::Error {
+    fn from(e: ScanError) -> Self {
+        <serde_json::Error as serde::de::Error>::custom(e)
+    }
+}
+
+pub(crate) type Result<T> = std::result::Result<T, ScanError>;
+
+/// Bytes that end the fast run of a string body: the quote, the backslash, control bytes.
+static STRING_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// The index of the first byte at or after `i` that ends a string's ordinary run (a quote, a
+/// backslash or a control byte), or `bytes.len()`. Eight bytes at a time: each test finds the
+/// bytes of a word that equal a value (or are below 0x20) by the borrow trick, whose lowest
+/// flagged byte is always exact.
+#[inline(always)]
+fn find_string_stop(bytes: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let w = u64::from_le_bytes(word);
+        let quote = w ^ (ONES * b'"' as u64);
+        let backslash = w ^ (ONES * b'\\' as u64);
+        let found = (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (w.wrapping_sub(ONES * 0x20) & !w);
+        let found = found & HIGH;
+        if found != 0 {
+            return i + (found.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&b) = bytes.get(i) {
+        if STRING_STOP[b as usize] {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// A cursor over one JSON text.
+pub(crate) struct Scanner<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+/// A member name as it appears between its quotes (escapes not yet undone).
+#[derive(Clone, Copy)]
+pub(crate) struct Key<'a> {
+    raw: &'a str,
+    escaped: bool,
+    pos: usize,
+}
+
+impl<'a> Key<'a> {
+    /// The name with escapes undone.
+    pub fn text(&self) -> Result<Cow<'a, str>> {
+        if self.escaped {
+            unescape(self.raw, self.pos).map(Cow::Owned)
+        } else {
+            Ok(Cow::Borrowed(self.raw))
+        }
+    }
+}
+
+impl<'a> Scanner<'a> {
+    pub fn new(text: &'a str) -> Scanner<'a> {
+        Scanner {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+        }
+    }
+
+    /// Byte offset of the cursor.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Moves the cursor forward by `n` bytes (after a value decoded elsewhere).
+    pub fn advance(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.bytes.len());
+    }
+
+    /// The text from the cursor on.
+    pub fn rest(&self) -> &'a str {
+        &self.text[self.pos..]
+    }
+
+    fn err<T>(&self, what: &'static str) -> Result<T> {
+        self.err_at(self.pos, what)
+    }
+
+    #[cold]
+    fn err_at<T>(&self, pos: usize, what: &'static str) -> Result<T> {
+        Err(ScanError { pos, what })
+    }
+
+    #[inline(always)]
+    fn skip_ws(&mut self) {
+        while let Some(&b) = self.bytes.get(self.pos) {
+            if matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The next non-whitespace byte, not consumed.
+    #[inline(always)]
+    pub fn peek(&mut self) -> Option<u8> {
+        self.skip_ws();
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn expect(&mut self, b: u8, what: &'static str) -> Result<()> {
+        if self.peek() == Some(b) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            self.err(what)
+        }
+    }
+
+    /// Succeeds when only whitespace is left.
+    pub fn end(&mut self) -> Result<()> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => self.err("trailing characters after the JSON value"),
+        }
+    }
+
+    /// Consumes `null` if it is next.
+    pub fn take_null(&mut self) -> Result<bool> {
+        if self.peek() == Some(b'n') {
+            self.literal(b"null")?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// Consumes a `{`.
+    pub fn begin_object(&mut self) -> Result<()> {
+        self.expect(b'{', "expected an object")
+    }
+
+    /// Consumes a `[`.
+    pub fn begin_array(&mut self) -> Result<()> {
+        self.expect(b'[', "expected an array")
+    }
+
+    /// The next member's name and its colon, or `None` at the closing `}` (consumed).
+    /// `first` says whether this is the first call for this object (no comma expected).
+    pub fn next_key(&mut self, first: bool) -> Result<Option<Key<'a>>> {
+        match self.peek() {
+            Some(b'}') => {
+                self.pos += 1;
+                return Ok(None);
+            }
+            Some(b',') if !first => self.pos += 1,
+            Some(b'"') if first => {}
+            _ => return self.err("expected ',' or '}' in an object"),
+        }
+        if self.peek() != Some(b'"') {
+            return self.err("expected a member name");
+        }
+        let pos = self.pos;
+        let (raw, escaped) = self.string_body()?;
+        self.expect(b':', "expected ':' after a member name")?;
+        Ok(Some(Key { raw, escaped, pos }))
+    }
+
+    /// Whether another element follows in an array, consuming the comma or the closing `]`.
+    pub fn next_element(&mut self, first: bool) -> Result<bool> {
+        match self.peek() {
+            Some(b']') => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(b',') if !first => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(_) if first => Ok(true),
+            _ => self.err("expected ',' or ']' in an array"),
+        }
+    }
+
+    /// A string value with escapes undone.
+    pub fn string(&mut self) -> Result<Cow<'a, str>> {
+        if self.peek() != Some(b'"') {
+            return self.err("expected a string");
+        }
+        let pos = self.pos;
+        let (raw, escaped) = self.string_body()?;
+        if escaped {
+            unescape(raw, pos).map(Cow::Owned)
+        } else {
+            Ok(Cow::Borrowed(raw))
+        }
+    }
+
+    /// Skips one value of any kind, checking it, and returns its exact text.
+    pub fn value(&mut self) -> Result<&'a str> {
+        self.skip_ws();
+        let start = self.pos;
+        self.skip_value()?;
+        Ok(&self.text[start..self.pos])
+    }
+
+    /// Reads a string starting at the opening quote; returns the body between the quotes and
+    /// whether it holds escapes. The cursor ends after the closing quote.
+    #[inline(always)]
+    fn string_body(&mut self) -> Result<(&'a str, bool)> {
+        let bytes = self.bytes;
+        let start = self.pos + 1; // after the opening quote
+        let mut i = start;
+        let mut escaped = false;
+        loop {
+            i = find_string_stop(bytes, i);
+            match bytes.get(i) {
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return Ok((&self.text[start..i], escaped));
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    match bytes.get(i + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                        Some(b'u') => match bytes.get(i + 2..i + 6) {
+                            Some(h) if h.iter().all(u8::is_ascii_hexdigit) => i += 6,
+                            _ => return self.err_at(i, "invalid \\u escape in a string"),
+                        },
+                        _ => return self.err_at(i, "invalid escape in a string"),
+                    }
+                }
+                Some(_) => return self.err_at(i, "control character in a string"),
+                None => return self.err_at(i, "unterminated string"),
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<()> {
+        if self.bytes[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            self.err("invalid literal")
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while self.bytes.get(self.pos).is_some_and(u8::is_ascii_digit) {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    fn number(&mut self) -> Result<()> {
+        if self.bytes[self.pos] == b'-' {
+            self.pos += 1;
+        }
+        match self.bytes.get(self.pos) {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return self.err("invalid number"),
+        }
+        if self.bytes.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            if self.digits() == 0 {
+                return self.err("invalid number: no digits after '.'");
+            }
+        }
+        if matches!(self.bytes.get(self.pos), Some(b'e' | b'E')) {
+            self.pos += 1;
+            if matches!(self.bytes.get(self.pos), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return self.err("invalid number: no digits in the exponent");
+            }
+        }
+        Ok(())
+    }
+
+    /// Skips one value without recursion, at any depth (serde_json's raw values have no depth
+    /// limit either). The containers entered are a bit stack (1 = object, 0 = array).
+    fn skip_value(&mut self) -> Result<()> {
+        let mut open = BitStack::default();
+        'value: loop {
+            // A value is expected here.
+            match self.peek() {
+                Some(b'{') => {
+                    self.pos += 1;
+                    if self.peek() == Some(b'}') {
+                        self.pos += 1;
+                    } else {
+                        open.push(true);
+                        self.member_name()?;
+                        continue 'value;
+                    }
+                }
+                Some(b'[') => {
+                    self.pos += 1;
+                    if self.peek() == Some(b']') {
+                        self.pos += 1;
+                    } else {
+                        open.push(false);
+                        continue 'value;
+                    }
+                }
+                Some(b'"') => {
+                    self.string_body()?;
+                }
+                Some(b'-' | b'0'..=b'9') => self.number()?,
+                Some(b't') => self.literal(b"true")?,
+                Some(b'f') => self.literal(b"false")?,
+                Some(b'n') => self.literal(b"null")?,
+                Some(_) => return self.err("expected a JSON value"),
+                None => return self.err("unexpected end of input"),
+            }
+            // After a value: close containers until one continues.
+            loop {
+                if open.is_empty() {
+                    return Ok(());
+                }
+                let in_object = open.top();
+                match (self.peek(), in_object) {
+                    (Some(b','), true) => {
+                        self.pos += 1;
+                        self.member_name()?;
+                        continue 'value;
+                    }
+                    (Some(b','), false) => {
+                        self.pos += 1;
+                        continue 'value;
+                    }
+                    (Some(b'}'), true) | (Some(b']'), false) => {
+                        self.pos += 1;
+                        open.pop();
+                    }
+                    (None, _) => return self.err("unexpected end of input"),
+                    (_, true) => return self.err("expected ',' or '}' in an object"),
+                    (_, false) => return self.err("expected ',' or ']' in an array"),
+                }
+            }
+        }
+    }
+
+    /// A member name and its colon, inside an object being skipped.
+    fn member_name(&mut self) -> Result<()> {
+        if self.peek() != Some(b'"') {
+            return self.err("expected a member name");
+        }
+        self.string_body()?;
+        self.expect(b':', "expected ':' after a member name")
+    }
+}
+
+/// A stack of bits: 128 in a register, deeper levels spilled to the heap.
+#[derive(Default)]
+struct BitStack {
+    bits: u128,
+    depth: usize,
+    spilled: Vec<u128>,
+}
+
+impl BitStack {
+    fn push(&mut self, bit: bool) {
+        if self.depth > 0 && self.depth % 128 == 0 {
+            self.spilled.push(self.bits);
+            self.bits = 0;
+        }
+        self.bits = (self.bits << 1) | bit as u128;
+        self.depth += 1;
+    }
+
+    fn pop(&mut self) {
+        self.bits >>= 1;
+        self.depth = self.depth.saturating_sub(1);
+        if self.depth > 0 && self.depth % 128 == 0 {
+            self.bits = self.spilled.pop().unwrap_or(0);
+        }
+    }
+
+    fn top(&self) -> bool {
+        self.bits & 1 == 1
+    }
+
+    fn is_empty(&self) -> bool {
+        self.depth == 0
+    }
+}
+
+/// Undoes the escapes of a string body the scanner has checked. serde_json does the work (it
+/// pairs surrogates); a lone surrogate is an error, as it is for serde_json's strings.
+fn unescape(raw: &str, pos: usize) -> Result<String> {
+    serde_json::from_str::<String>(&format!("\"{raw}\"")).map_err(|_| ScanError {
+        pos,
+        what: "invalid unicode escape in a string (lone surrogate)",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Result<&str> {
+        let mut s = Scanner::new(text);
+        let v = s.value()?;
+        s.end()?;
+        Ok(v)
+    }
+
+    #[test]
+    fn accepts_what_serde_json_accepts() {
+        let good = [
+            "0",
+            "-0",
+            "12.5e-3",
+            "1E+2",
+            "true",
+            "false",
+            "null",
+            "\"\"",
+            r#""a\"b\\c\/\b\f\n\r\t\u00e9\uD83D\uDE00""#,
+            "\"é日本\"",
+            "[]",
+            "{}",
+            " [1, [2, {\"a\": [ ]}], {\"b\": {\"c\": null}} ] ",
+            r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"k:{\"uid\":\"x\"}":{}}"#,
+        ];
+        for g in good {
+            assert!(serde_json::from_str::<serde_json::Value>(g).is_ok(), "{g}");
+            assert_eq!(check(g).map(str::trim), Ok(g.trim()), "{g}");
+        }
+    }
+
+    #[test]
+    fn rejects_what_serde_json_rejects() {
+        let bad = [
+            "",
+            "01",
+            "-",
+            "1.",
+            "1e",
+            ".5",
+            "+1",
+            "tru",
+            "nul",
+            "\"abc",
+            "\"a\\x\"",
+            "\"\\u12G4\"",
+            "\"a\u{1}b\"",
+            "[1,]",
+            "[1 2]",
+            "{\"a\" 1}",
+            "{\"a\":1,}",
+            "{a:1}",
+            "{\"a\":1",
+            "[",
+            "]",
+            "{\"a\":}",
+            "[1]]",
+            "{} {}",
+        ];
+        for b in bad {
+            assert!(serde_json::from_str::<serde_json::Value>(b).is_err(), "{b}");
+            assert!(check(b).is_err(), "{b:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn nesting_has_no_limit_and_no_recursion() {
+        for depth in [1, 127, 128, 129, 256, 257, 100_000] {
+            let mixed: String = (0..depth)
+                .map(|i| if i % 3 == 0 { "{\"k\":" } else { "[" })
+                .collect();
+            let closing: String = (0..depth)
+                .rev()
+                .map(|i| if i % 3 == 0 { "}" } else { "]" })
+                .collect();
+            let text = format!("{mixed}1{closing}");
+            assert_eq!(check(&text), Ok(text.as_str()), "depth {depth}");
+            let wrong: String = (0..depth)
+                .rev()
+                .map(|i| if i % 3 == 0 { "]" } else { "}" })
+                .collect();
+            assert!(check(&format!("{mixed}1{wrong}")).is_err(), "depth {depth}");
+        }
+        assert!(check(&"[".repeat(1_000_000)).is_err());
+    }
+
+    #[test]
+    fn walks_members_and_elements() {
+        let text = r#" {"a\u0062": [1, "x"], "c": {"d": 2}} "#;
+        let mut s = Scanner::new(text);
+        s.begin_object().unwrap();
+        let k = s.next_key(true).unwrap().unwrap();
+        assert_eq!(k.text().unwrap(), "ab");
+        s.begin_array().unwrap();
+        assert!(s.next_element(true).unwrap());
+        assert_eq!(s.value().unwrap(), "1");
+        assert!(s.next_element(false).unwrap());
+        assert_eq!(s.string().unwrap(), "x");
+        assert!(!s.next_element(false).unwrap());
+        let k = s.next_key(false).unwrap().unwrap();
+        assert_eq!(k.text().unwrap(), "c");
+        assert_eq!(s.value().unwrap(), r#"{"d": 2}"#);
+        assert!(s.next_key(false).unwrap().is_none());
+        s.end().unwrap();
+    }
+
+    #[test]
+    fn string_ends_are_found_at_every_alignment() {
+        for len in 0..40 {
+            for (stop, ok) in [
+                ("\"", true),
+                ("\\n\"", true),
+                ("\u{1f}\"", false),
+                ("\u{7f}é\"", true),
+            ] {
+                let body: String = "abcdefghijklmnopqrstuvwxyz0123456789ABCD"[..len].into();
+                let text = format!("\"{body}{stop}");
+                let mut s = Scanner::new(&text);
+                let r = s.value();
+                assert_eq!(r.is_ok(), ok, "{text:?}");
+                assert_eq!(
+                    serde_json::from_str::<String>(&text).is_ok(),
+                    ok,
+                    "{text:?}"
+                );
+                if ok {
+                    assert_eq!(r.unwrap(), text);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strings_unescape() {
+        let mut s = Scanner::new(r#""tab\there \u00e9 \ud83d\ude00""#);
+        assert_eq!(s.string().unwrap(), "tab\there é 😀");
+        let mut s = Scanner::new(r#""\ud800 alone""#);
+        assert!(s.string().is_err());
+        let mut s = Scanner::new(r#"["\ud800 alone"]"#);
+        assert!(s.value().is_ok());
+    }
+}
