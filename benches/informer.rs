@@ -245,11 +245,39 @@ fn client<K: Object>(
             t.elapsed()
         );
     }
+    if std::env::var_os("BENCH_WATCH_ONLY").is_some() {
+        // Diagnostic: the watch stream alone (read and decode), no informer.
+        let list = api
+            .list_all(&kube_informer::ListParams::default().limit(500))
+            .unwrap();
+        let rv = list.metadata.resource_version.clone().unwrap_or_default();
+        drop(list);
+        assert_eq!(ctl(&format!("touch {UPDATES}")), "done");
+        let mut t = Instant::now();
+        let mut seen = 0;
+        for event in api
+            .watch(&kube_informer::WatchParams::from_version(&rv))
+            .unwrap()
+        {
+            if let Ok(kube_informer::api::WatchEvent::Modified(_)) = event {
+                if seen == 0 {
+                    t = Instant::now(); // after the server's stall
+                }
+                seen += 1;
+                if seen == UPDATES {
+                    break;
+                }
+            }
+        }
+        let rate = (UPDATES - 1) as f64 / t.elapsed().as_secs_f64();
+        eprintln!("  watch stream alone: {rate:.0} events/s; {}", thread_cpu());
+        return (Duration::ZERO, rate, peak_rss_mib(), peak_rss_mib());
+    }
     let informer = SharedIndexInformer::new(api, InformerConfig::default());
     let updates = Arc::new(AtomicU64::new(0));
     let first_update: Arc<std::sync::OnceLock<Instant>> = Arc::default();
     let (u, f) = (updates.clone(), first_update.clone());
-    informer
+    let registration = informer
         .add_event_handler(HandlerFns::new().on_update(move |_old: Arc<K>, _new| {
             f.get_or_init(Instant::now);
             u.fetch_add(1, Ordering::Relaxed);
@@ -270,8 +298,13 @@ fn client<K: Object>(
     // then stream at the client's pace, not the server's.
     let reply = ctl(&format!("touch {UPDATES}"));
     assert_eq!(reply, "done");
+    let mut max_backlog = 0;
     while updates.load(Ordering::Relaxed) < UPDATES as u64 {
+        max_backlog = max_backlog.max(registration.backlog());
         std::thread::sleep(Duration::from_micros(200));
+    }
+    if std::env::var_os("BENCH_THREADS").is_some() {
+        eprintln!("  largest handler backlog seen: {max_backlog}");
     }
     let t1 = *first_update.get().unwrap();
     let rate = (UPDATES - 1) as f64 / t1.elapsed().as_secs_f64();

@@ -294,114 +294,193 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn digits(&mut self) -> usize {
-        let start = self.pos;
-        while self.bytes.get(self.pos).is_some_and(u8::is_ascii_digit) {
-            self.pos += 1;
-        }
-        self.pos - start
-    }
-
-    fn number(&mut self) -> Result<()> {
-        if self.bytes[self.pos] == b'-' {
-            self.pos += 1;
-        }
-        match self.bytes.get(self.pos) {
-            Some(b'0') => self.pos += 1,
-            Some(b'1'..=b'9') => {
-                self.digits();
-            }
-            _ => return self.err("invalid number"),
-        }
-        if self.bytes.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
-            if self.digits() == 0 {
-                return self.err("invalid number: no digits after '.'");
-            }
-        }
-        if matches!(self.bytes.get(self.pos), Some(b'e' | b'E')) {
-            self.pos += 1;
-            if matches!(self.bytes.get(self.pos), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            if self.digits() == 0 {
-                return self.err("invalid number: no digits in the exponent");
-            }
-        }
-        Ok(())
-    }
-
     /// Skips one value without recursion, at any depth (serde_json's raw values have no depth
-    /// limit either). The containers entered are a bit stack (1 = object, 0 = array).
+    /// limit either). The containers entered are a bit stack (1 = object, 0 = array). The
+    /// cursor is a local index here, written back once: this loop is most of the decoding.
     fn skip_value(&mut self) -> Result<()> {
+        let bytes = self.bytes;
+        let mut i = self.pos;
         let mut open = BitStack::default();
+        let fail = |pos: usize, what: &'static str| Err(ScanError { pos, what });
         'value: loop {
-            // A value is expected here.
-            match self.peek() {
+            i = skip_ws(bytes, i);
+            // A value is expected at `i`.
+            match bytes.get(i) {
+                Some(b'"') => i = string_end(bytes, i)?,
                 Some(b'{') => {
-                    self.pos += 1;
-                    if self.peek() == Some(b'}') {
-                        self.pos += 1;
+                    i = skip_ws(bytes, i + 1);
+                    if bytes.get(i) == Some(&b'}') {
+                        i += 1;
                     } else {
                         open.push(true);
-                        self.member_name()?;
+                        i = member_name_end(bytes, i)?;
                         continue 'value;
                     }
                 }
                 Some(b'[') => {
-                    self.pos += 1;
-                    if self.peek() == Some(b']') {
-                        self.pos += 1;
+                    i = skip_ws(bytes, i + 1);
+                    if bytes.get(i) == Some(&b']') {
+                        i += 1;
                     } else {
                         open.push(false);
                         continue 'value;
                     }
                 }
-                Some(b'"') => {
-                    self.string_body()?;
-                }
-                Some(b'-' | b'0'..=b'9') => self.number()?,
-                Some(b't') => self.literal(b"true")?,
-                Some(b'f') => self.literal(b"false")?,
-                Some(b'n') => self.literal(b"null")?,
-                Some(_) => return self.err("expected a JSON value"),
-                None => return self.err("unexpected end of input"),
+                Some(b'-' | b'0'..=b'9') => i = number_end(bytes, i)?,
+                Some(b't') => i = literal_end(bytes, i, b"true")?,
+                Some(b'f') => i = literal_end(bytes, i, b"false")?,
+                Some(b'n') => i = literal_end(bytes, i, b"null")?,
+                Some(_) => return fail(i, "expected a JSON value"),
+                None => return fail(i, "unexpected end of input"),
             }
             // After a value: close containers until one continues.
             loop {
                 if open.is_empty() {
+                    self.pos = i;
                     return Ok(());
                 }
-                let in_object = open.top();
-                match (self.peek(), in_object) {
+                i = skip_ws(bytes, i);
+                match (bytes.get(i), open.top()) {
                     (Some(b','), true) => {
-                        self.pos += 1;
-                        self.member_name()?;
+                        i = member_name_end(bytes, skip_ws(bytes, i + 1))?;
                         continue 'value;
                     }
                     (Some(b','), false) => {
-                        self.pos += 1;
+                        i += 1;
                         continue 'value;
                     }
                     (Some(b'}'), true) | (Some(b']'), false) => {
-                        self.pos += 1;
+                        i += 1;
                         open.pop();
                     }
-                    (None, _) => return self.err("unexpected end of input"),
-                    (_, true) => return self.err("expected ',' or '}' in an object"),
-                    (_, false) => return self.err("expected ',' or ']' in an array"),
+                    (None, _) => return fail(i, "unexpected end of input"),
+                    (_, true) => return fail(i, "expected ',' or '}' in an object"),
+                    (_, false) => return fail(i, "expected ',' or ']' in an array"),
                 }
             }
         }
     }
+}
 
-    /// A member name and its colon, inside an object being skipped.
-    fn member_name(&mut self) -> Result<()> {
-        if self.peek() != Some(b'"') {
-            return self.err("expected a member name");
+#[inline(always)]
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = bytes.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The index just after the string starting (with its quote) at `i`.
+#[inline(always)]
+fn string_end(bytes: &[u8], mut i: usize) -> Result<usize> {
+    i += 1;
+    loop {
+        i = find_string_stop(bytes, i);
+        match bytes.get(i) {
+            Some(b'"') => return Ok(i + 1),
+            Some(b'\\') => i = escape_end(bytes, i)?,
+            Some(_) => {
+                return Err(ScanError {
+                    pos: i,
+                    what: "control character in a string",
+                })
+            }
+            None => {
+                return Err(ScanError {
+                    pos: i,
+                    what: "unterminated string",
+                })
+            }
         }
-        self.string_body()?;
-        self.expect(b':', "expected ':' after a member name")
+    }
+}
+
+/// The index just after the escape starting (with its backslash) at `i`.
+#[inline]
+fn escape_end(bytes: &[u8], i: usize) -> Result<usize> {
+    match bytes.get(i + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
+        Some(b'u') => match bytes.get(i + 2..i + 6) {
+            Some(h) if h.iter().all(u8::is_ascii_hexdigit) => Ok(i + 6),
+            _ => Err(ScanError {
+                pos: i,
+                what: "invalid \\u escape in a string",
+            }),
+        },
+        _ => Err(ScanError {
+            pos: i,
+            what: "invalid escape in a string",
+        }),
+    }
+}
+
+/// The index just after the member name at `i` and its colon.
+#[inline(always)]
+fn member_name_end(bytes: &[u8], i: usize) -> Result<usize> {
+    if bytes.get(i) != Some(&b'"') {
+        return Err(ScanError {
+            pos: i,
+            what: "expected a member name",
+        });
+    }
+    let i = skip_ws(bytes, string_end(bytes, i)?);
+    if bytes.get(i) != Some(&b':') {
+        return Err(ScanError {
+            pos: i,
+            what: "expected ':' after a member name",
+        });
+    }
+    Ok(i + 1)
+}
+
+fn digits_end(bytes: &[u8], mut i: usize) -> usize {
+    while bytes.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+/// The index just after the number at `i`.
+fn number_end(bytes: &[u8], mut i: usize) -> Result<usize> {
+    let invalid = |pos: usize, what: &'static str| Err(ScanError { pos, what });
+    if bytes.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match bytes.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = digits_end(bytes, i + 1),
+        _ => return invalid(i, "invalid number"),
+    }
+    if bytes.get(i) == Some(&b'.') {
+        let end = digits_end(bytes, i + 1);
+        if end == i + 1 {
+            return invalid(end, "invalid number: no digits after '.'");
+        }
+        i = end;
+    }
+    if let Some(b'e' | b'E') = bytes.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = bytes.get(i) {
+            i += 1;
+        }
+        let end = digits_end(bytes, i);
+        if end == i {
+            return invalid(end, "invalid number: no digits in the exponent");
+        }
+        i = end;
+    }
+    Ok(i)
+}
+
+/// The index just after `word` (a literal) at `i`.
+fn literal_end(bytes: &[u8], i: usize, word: &[u8]) -> Result<usize> {
+    if bytes[i..].starts_with(word) {
+        Ok(i + word.len())
+    } else {
+        Err(ScanError {
+            pos: i,
+            what: "invalid literal",
+        })
     }
 }
 

@@ -298,11 +298,14 @@ pub struct Page<K> {
 /// Iterator over the pages of a list; ends after the page with no continue token, or after
 /// the first error.
 ///
-/// Pages are fetched and decoded on short-lived named threads, two at a time: as soon as a
+/// Pages are fetched on short-lived named threads, up to two ahead of the caller: as soon as a
 /// page's bytes arrive its continue token is read from their start (before the items are
-/// decoded) and the next page's thread begins, so decoding runs on two cores and overlaps the
-/// server's work. Every thread is joined before its page is returned, and when the iterator
-/// is dropped.
+/// decoded) and the next page's request starts, so the server's work and the transfer overlap
+/// the decoding. Pages are decoded on the caller's thread: the objects are then allocated
+/// where the watch will allocate their successors, which matters to arena allocators such as
+/// glibc's (objects decoded on other threads left their memory stranded in other arenas when
+/// the watch replaced them: +470 MiB over 100,000 updates in the benchmark). Every thread is
+/// joined before its page is returned, and when the iterator is dropped.
 ///
 /// When a continue token has expired (410), it does what client-go's pager does: one request
 /// for the whole list without a limit, marked [`Page::restarted`].
@@ -315,10 +318,10 @@ pub struct Pages<K> {
     in_flight: std::collections::VecDeque<PageTask<K>>,
 }
 
-/// How many pages are fetched and decoded at once.
+/// How many pages are fetched at once.
 const PAGES_IN_FLIGHT: usize = 2;
 
-/// One page being fetched and decoded on its own thread.
+/// One page being fetched on its own thread.
 struct PageTask<K> {
     params: ListParams,
     /// The page's continue token, sent as soon as its bytes arrive (`None`: last page, the
@@ -326,7 +329,9 @@ struct PageTask<K> {
     token: crossbeam_channel::Receiver<Option<String>>,
     /// Whether the token was already taken (and the following page started).
     followed: bool,
-    thread: std::thread::JoinHandle<Result<ObjectList<K>>>,
+    thread: std::thread::JoinHandle<Result<Vec<u8>>>,
+    path: String,
+    kind: PhantomData<K>,
 }
 
 impl<K> Drop for Pages<K> {
@@ -338,25 +343,21 @@ impl<K> Drop for Pages<K> {
 }
 
 impl<K: Object> Pages<K> {
-    /// Starts fetching and decoding the page for `params`; `None` if no thread could start.
+    /// Starts fetching the page for `params`; `None` if no thread could start.
     fn spawn(&self, params: ListParams) -> Option<PageTask<K>> {
         let (tx, token) = crossbeam_channel::bounded(1);
         let client = self.api.client.clone();
         let path = self.api.list_path(&params);
+        let request = path.clone();
         let thread = std::thread::Builder::new()
             .name(format!(
                 "kube-informer/{}/list-page",
                 self.api.resource.plural
             ))
-            .spawn(move || match client.call_raw(Method::GET, &path, None) {
-                Ok(raw) => {
-                    let _ = tx.send(peek_continue(&raw));
-                    decode_list(&path, &raw)
-                }
-                Err(e) => {
-                    let _ = tx.send(None);
-                    Err(e)
-                }
+            .spawn(move || {
+                let raw = client.call_raw(Method::GET, &request, None);
+                let _ = tx.send(raw.as_deref().ok().and_then(peek_continue));
+                raw
             })
             .ok()?;
         Some(PageTask {
@@ -364,6 +365,8 @@ impl<K: Object> Pages<K> {
             token,
             followed: false,
             thread,
+            path,
+            kind: PhantomData,
         })
     }
 
@@ -408,11 +411,12 @@ impl<K: Object> Pages<K> {
         match self.in_flight.pop_front() {
             Some(task) => {
                 debug_assert!(task.params == self.params);
-                task.thread.join().unwrap_or_else(|_| {
+                let raw = task.thread.join().unwrap_or_else(|_| {
                     Err(Error::InvalidInput(
-                        "the thread decoding a list page panicked".into(),
+                        "the thread fetching a list page panicked".into(),
                     ))
-                })
+                })?;
+                decode_list(&task.path, &raw)
             }
             // No thread could be started: fetch and decode here.
             None => {
