@@ -25,6 +25,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
@@ -85,6 +86,8 @@ pub struct DeltaFifo<K> {
     not_empty: Condvar,
     not_full: Condvar,
     synced: Condvar,
+    /// `has_synced`, readable without the lock (the consumer asks after every pop).
+    synced_flag: AtomicBool,
     known: Option<Arc<dyn KnownObjects<K>>>,
     high_water: usize,
 }
@@ -121,6 +124,7 @@ impl<K: Object> DeltaFifo<K> {
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
             synced: Condvar::new(),
+            synced_flag: AtomicBool::new(false),
             known,
             high_water: high_water.max(1),
         }
@@ -266,6 +270,7 @@ impl<K: Object> DeltaFifo<K> {
             st.populated = true;
             st.initial_population = st.queue.len();
             if st.initial_population == 0 {
+                self.synced_flag.store(true, Ordering::Release);
                 self.synced.notify_all();
             }
         }
@@ -325,6 +330,7 @@ impl<K: Object> DeltaFifo<K> {
         if initial {
             st.initial_population = st.initial_population.saturating_sub(1);
             if st.initial_population == 0 {
+                self.synced_flag.store(true, Ordering::Release);
                 self.synced.notify_all();
             }
         }
@@ -333,8 +339,7 @@ impl<K: Object> DeltaFifo<K> {
 
     /// True once the first replace happened and every key it queued was popped and processed.
     pub fn has_synced(&self) -> bool {
-        let st = self.state.lock();
-        st.populated && st.initial_population == 0
+        self.synced_flag.load(Ordering::Acquire)
     }
 
     /// Blocks until [`has_synced`](Self::has_synced) is true (returns true), the timeout
