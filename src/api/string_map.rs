@@ -49,9 +49,12 @@ impl StringMap {
             self.ends[i - 1].1 as usize
         };
         let (key_end, value_end) = self.ends[i];
+        // `get`: offsets saturate past 4 GiB (see `from_sorted`), which must not panic.
         (
-            &self.text[start..key_end as usize],
-            &self.text[key_end as usize..value_end as usize],
+            self.text.get(start..key_end as usize).unwrap_or(""),
+            self.text
+                .get(key_end as usize..value_end as usize)
+                .unwrap_or(""),
         )
     }
 
