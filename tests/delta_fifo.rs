@@ -272,3 +272,87 @@ fn changes_arriving_while_a_key_is_processed_are_not_lost() {
     f.pop(move |_, _| f2.delete(obj("c", 6)).unwrap()).unwrap();
     assert!(f.is_empty());
 }
+
+/// Pops everything queued, applying it to `store` the way the informer does.
+fn drain_into(f: &DeltaFifo<DynamicObject>, store: &Store<DynamicObject>) -> Vec<String> {
+    let mut seen = Vec::new();
+    while !f.is_empty() {
+        let (key, deltas) = pop(f);
+        for d in &deltas {
+            match d {
+                Delta::Deleted(_) => {
+                    store.delete(&key);
+                }
+                other => {
+                    store
+                        .upsert_keyed(key.clone(), other.object().clone())
+                        .1
+                        .unwrap();
+                }
+            }
+        }
+        seen.push(format!("{key}:{:?}", kinds(&deltas)));
+    }
+    seen
+}
+
+#[test]
+fn a_replace_page_by_page_ends_as_one_replace_and_syncs_only_at_the_end() {
+    // The first list, delivered in two pages, with the consumer draining between them.
+    let (store, f) = fifo_with_store();
+    f.begin_replace().unwrap();
+    f.replace_page(vec![obj("a", 1), obj("b", 1)]).unwrap();
+    drain_into(&f, &store);
+    assert!(!f.has_synced(), "synced before the list was complete");
+    f.replace_page(vec![obj("c", 1)]).unwrap();
+    f.finish_replace().unwrap();
+    assert!(!f.has_synced());
+    drain_into(&f, &store);
+    assert!(f.has_synced());
+    assert_eq!(store.list_keys().len(), 3);
+
+    // A relist that restarts part way (expired continue token): only the restarted pages
+    // count, so "a", listed before the restart only, gets a tombstone.
+    f.begin_replace().unwrap();
+    f.replace_page(vec![obj("a", 2)]).unwrap();
+    f.restart_replace();
+    f.replace_page(vec![obj("b", 3), obj("c", 3)]).unwrap();
+    f.finish_replace().unwrap();
+    let seen = drain_into(&f, &store);
+    assert_eq!(
+        seen,
+        [
+            "ns/a:[(Replaced, \"2\"), (Deleted, \"2\")]",
+            "ns/b:[(Replaced, \"3\")]",
+            "ns/c:[(Replaced, \"3\")]"
+        ]
+    );
+    let mut keys = store.list_keys();
+    keys.sort();
+    assert_eq!(keys, ["ns/b", "ns/c"]);
+
+    // An abandoned relist deletes nothing; what it queued stays.
+    f.begin_replace().unwrap();
+    f.replace_page(vec![obj("b", 4)]).unwrap();
+    f.abandon_replace();
+    assert_eq!(drain_into(&f, &store), ["ns/b:[(Replaced, \"4\")]"]);
+    assert_eq!(store.list_keys().len(), 2);
+}
+
+#[test]
+fn the_first_replace_abandoned_leaves_the_fifo_unsynced_until_one_finishes() {
+    let (store, f) = fifo_with_store();
+    f.begin_replace().unwrap();
+    f.replace_page(vec![obj("a", 1)]).unwrap();
+    f.abandon_replace();
+    drain_into(&f, &store);
+    assert!(!f.has_synced());
+    f.begin_replace().unwrap();
+    f.replace_page(vec![obj("b", 2)]).unwrap();
+    f.finish_replace().unwrap();
+    // "a" was not listed this time: a tombstone, then sync once both are processed.
+    assert_eq!(f.queued_keys(), ["ns/b", "ns/a"]);
+    drain_into(&f, &store);
+    assert!(f.has_synced());
+    assert_eq!(store.list_keys(), ["ns/b"]);
+}

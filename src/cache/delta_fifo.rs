@@ -77,6 +77,11 @@ struct State<K> {
     pending: usize,
     populated: bool,
     initial_population: usize,
+    /// Set by the first replace to begin: from then until the FIFO is populated, every newly
+    /// queued key counts toward the initial population.
+    counting_initial: bool,
+    /// The keys listed so far by a replace in progress (one delivered page by page).
+    listed: Option<HashSet<String>>,
     closed: bool,
 }
 
@@ -119,6 +124,8 @@ impl<K: Object> DeltaFifo<K> {
                 pending: 0,
                 populated: false,
                 initial_population: 0,
+                counting_initial: false,
+                listed: None,
                 closed: false,
             }),
             not_empty: Condvar::new(),
@@ -149,6 +156,9 @@ impl<K: Object> DeltaFifo<K> {
         }
         if newly_queued {
             st.queue.push_back(key);
+            if st.counting_initial && !st.populated {
+                st.initial_population += 1;
+            }
         }
         self.not_empty.notify_one();
     }
@@ -223,16 +233,85 @@ impl<K: Object> DeltaFifo<K> {
     ///
     /// [`has_synced`]: Self::has_synced
     pub fn replace(&self, list: Vec<Arc<K>>) -> Result<(), Closed> {
+        let mut st = self.open_state()?;
+        self.begin_replace_locked(&mut st);
+        self.replace_page_locked(&mut st, list);
+        self.finish_replace_locked(&mut st);
+        Ok(())
+    }
+
+    /// Begins a relist delivered page by page: [`replace_page`](Self::replace_page) for each
+    /// page, then [`finish_replace`](Self::finish_replace). The result is that of one
+    /// [`replace`](Self::replace) with all the pages, but the consumer can work on the first
+    /// pages while later ones are still being read. Listed objects may reach the cache before
+    /// the list is complete (they are real objects at the list's version); deletions and
+    /// [`has_synced`](Self::has_synced) wait for the end.
+    pub fn begin_replace(&self) -> Result<(), Closed> {
+        let mut st = self.open_state()?;
+        self.begin_replace_locked(&mut st);
+        Ok(())
+    }
+
+    /// Queues `Replaced` for one page of a relist begun with [`begin_replace`](Self::begin_replace).
+    pub fn replace_page(&self, page: Vec<Arc<K>>) -> Result<(), Closed> {
+        let mut st = self.open_state()?;
+        self.replace_page_locked(&mut st, page);
+        Ok(())
+    }
+
+    /// Forgets the keys listed so far: the list restarted from the beginning (an expired
+    /// continue token), so only what it lists from now on counts as present.
+    pub fn restart_replace(&self) {
         let mut st = self.state.lock();
-        if st.closed {
-            return Err(Closed);
+        if let Some(listed) = &mut st.listed {
+            listed.clear();
         }
-        let mut listed = HashSet::with_capacity(list.len());
-        for obj in list {
+    }
+
+    /// Ends a relist: tombstones for every cached or queued key it did not list. The first
+    /// one also sets what [`has_synced`](Self::has_synced) waits for.
+    pub fn finish_replace(&self) -> Result<(), Closed> {
+        let mut st = self.open_state()?;
+        self.finish_replace_locked(&mut st);
+        Ok(())
+    }
+
+    /// Abandons a relist that failed part way: what it queued stays queued (those objects
+    /// existed at its version); nothing is deleted and the FIFO is not synced by it.
+    pub fn abandon_replace(&self) {
+        self.state.lock().listed = None;
+    }
+
+    fn open_state(&self) -> Result<parking_lot::MutexGuard<'_, State<K>>, Closed> {
+        let st = self.state.lock();
+        if st.closed {
+            Err(Closed)
+        } else {
+            Ok(st)
+        }
+    }
+
+    fn begin_replace_locked(&self, st: &mut State<K>) {
+        if !st.counting_initial && !st.populated {
+            st.counting_initial = true;
+            st.initial_population = st.queue.len();
+        }
+        st.listed = Some(HashSet::new());
+    }
+
+    fn replace_page_locked(&self, st: &mut State<K>, page: Vec<Arc<K>>) {
+        let mut listed = st.listed.take().unwrap_or_default();
+        listed.reserve(page.len());
+        for obj in page {
             let key = key_of(&*obj);
             listed.insert(key.clone());
-            self.queue_action(&mut st, key, Delta::Replaced(obj));
+            self.queue_action(st, key, Delta::Replaced(obj));
         }
+        st.listed = Some(listed);
+    }
+
+    fn finish_replace_locked(&self, st: &mut State<K>) {
+        let listed = st.listed.take().unwrap_or_default();
         // Sorted, so the order tombstones are queued in does not depend on hashing.
         let mut gone: BTreeSet<String> = st
             .items
@@ -255,26 +334,24 @@ impl<K: Object> DeltaFifo<K> {
         }
         for key in gone {
             // The newest state anyone has: a queued change beats the cached copy.
-            let last_known = Self::newest_queued(&st, &key)
-                .or_else(|| Self::in_flight_object(&st, &key))
+            let last_known = Self::newest_queued(st, &key)
+                .or_else(|| Self::in_flight_object(st, &key))
                 .or_else(|| self.known.as_ref().and_then(|k| k.known_object(&key)));
             if let Some(last_known) = last_known {
                 let tomb = DeletedFinalStateUnknown {
                     key: key.clone(),
                     last_known,
                 };
-                self.queue_action(&mut st, key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
+                self.queue_action(st, key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
             }
         }
         if !st.populated {
             st.populated = true;
-            st.initial_population = st.queue.len();
             if st.initial_population == 0 {
                 self.synced_flag.store(true, Ordering::Release);
                 self.synced.notify_all();
             }
         }
-        Ok(())
     }
 
     /// Queues `Sync` for every cached key that has nothing queued (in key order).
@@ -329,7 +406,7 @@ impl<K: Object> DeltaFifo<K> {
         st.in_flight = None;
         if initial {
             st.initial_population = st.initial_population.saturating_sub(1);
-            if st.initial_population == 0 {
+            if st.initial_population == 0 && st.populated {
                 self.synced_flag.store(true, Ordering::Release);
                 self.synced.notify_all();
             }

@@ -1,7 +1,10 @@
 //! `Reflector`: keeps a DeltaFIFO in step with the API server, on one named OS thread.
 //!
-//! It lists (page by page, 500 at a time), hands the list to the FIFO as one `replace`, then
-//! watches from the list's resourceVersion with bookmarks and a random server timeout of 5–10
+//! It lists (page by page, 500 at a time), hands the list to the FIFO as one `replace` — page
+//! by page, so the informer applies the first pages while later ones are read; tombstones and
+//! sync wait for the last page (client-go hands over the whole list at the end: here a list
+//! that fails part way may already have delivered some of its objects, which existed at its
+//! version, and the next list reconciles them) — then watches from the list's resourceVersion with bookmarks and a random server timeout of 5–10
 //! minutes, feeding every event to the FIFO. On failure it does what client-go does:
 //! - the watch ended normally (server timeout): watch again from the last version, no relist;
 //! - 410 Gone / Expired (HTTP 410 or an ERROR event): relist, first at the last version
@@ -395,7 +398,7 @@ impl<K: Object> Run<K> {
         let list = match from {
             ListFrom::Fresh => {
                 params.limit = Some(self.config.page_size);
-                self.api.list_all(&params)
+                return self.paged_list(&params);
             }
             ListFrom::LastVersion => {
                 params.resource_version = Some(self.rv()).filter(|rv| !rv.is_empty());
@@ -469,6 +472,37 @@ impl<K: Object> Run<K> {
             }
         }
         Ok(WatchEnd::Ended(events))
+    }
+
+    /// A paged list handed to the FIFO page by page, so the informer applies the first pages
+    /// while later ones are read and decoded; deletions and sync wait for the last page.
+    fn paged_list(&self, params: &ListParams) -> Result<(), ListError> {
+        self.fifo.begin_replace()?;
+        let mut rv = String::new();
+        let outcome = (|| -> Result<(), ListError> {
+            for page in self.api.pages(params) {
+                let page = page?;
+                if self.stopped() {
+                    return Err(ListError::Closed);
+                }
+                if page.restarted {
+                    self.fifo.restart_replace();
+                }
+                rv = page.list.metadata.resource_version.unwrap_or_default();
+                let items: Vec<Arc<K>> =
+                    page.list.items.into_iter().map(|o| self.share(o)).collect();
+                self.fifo.replace_page(items)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = outcome {
+            self.fifo.abandon_replace();
+            return Err(e);
+        }
+        // The version first: whoever sees the FIFO synced must see this version too.
+        self.set_rv(&rv);
+        self.fifo.finish_replace()?;
+        Ok(())
     }
 
     /// A streaming list: the initial events up to the closing bookmark become one `replace`;
