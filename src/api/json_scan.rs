@@ -3,10 +3,11 @@
 //! Why: most of an object's bytes (`spec`, `status`, `managedFields`) are kept as raw text, and
 //! serde_json's generic "skip this value" path was half of the time to decode a realistic pod.
 //! This scanner checks the same grammar (RFC 8259: strings and their escapes, numbers,
-//! literals, nesting at any depth like serde_json's raw values) with a tight byte loop over text that
-//! is already known to be UTF-8, and hands out the exact slices it skipped. Lone surrogates in
-//! `\u` escapes pass in skipped values, as they do in serde_json's raw values, and are an
-//! error in strings the library decodes, as they are in serde_json.
+//! literals, nesting at any depth like serde_json's raw values) with a tight byte loop over
+//! text already known to be UTF-8, and hands out the exact slices it skipped. Lone surrogates
+//! in `\u` escapes pass in skipped values, as they do in serde_json's raw values, and are an
+//! error in strings the library decodes, as they are in serde_json. The `json_scan` fuzz
+//! target checks that it accepts exactly what serde_json accepts.
 
 use std::borrow::Cow;
 use std::fmt;
