@@ -75,8 +75,8 @@ impl DynamicObject {
             first = false;
             let key = key.text()?;
             match &*key {
-                "apiVersion" => obj.api_version = opt_string(s)?,
-                "kind" => obj.kind = opt_string(s)?,
+                "apiVersion" => obj.api_version = s.opt_string()?,
+                "kind" => obj.kind = s.opt_string()?,
                 "metadata" => {
                     if seen_metadata {
                         return Err(de::Error::duplicate_field("metadata"));
@@ -92,14 +92,6 @@ impl DynamicObject {
         }
         Ok(obj)
     }
-}
-
-/// A string or `null`.
-fn opt_string(s: &mut Scanner<'_>) -> serde_json::Result<Option<String>> {
-    if s.take_null()? {
-        return Ok(None);
-    }
-    Ok(Some(s.string()?.into_owned()))
 }
 
 impl<'de> Deserialize<'de> for DynamicObject {

@@ -246,6 +246,14 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// A string value with escapes undone, or `None` for `null`.
+    pub fn opt_string(&mut self) -> Result<Option<String>> {
+        if self.take_null()? {
+            return Ok(None);
+        }
+        Ok(Some(self.string()?.into_owned()))
+    }
+
     /// Skips one value of any kind, checking it, and returns its exact text.
     pub fn value(&mut self) -> Result<&'a str> {
         self.skip_ws();

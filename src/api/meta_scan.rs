@@ -13,7 +13,7 @@ use super::meta::ObjectMeta;
 use super::raw_json::RawJson;
 use super::string_map::StringMap;
 
-/// The members `ObjectMeta` decodes.
+/// The members `ObjectMeta` decodes, in the order `scan` matches them by position.
 const FIELDS: [&str; 15] = [
     "name",
     "generateName",
@@ -42,50 +42,41 @@ impl ObjectMeta {
         while let Some(key) = s.next_key(first)? {
             first = false;
             let key = key.text()?;
+            let Some(field) = FIELDS.iter().position(|f| *f == key) else {
+                s.value()?; // unknown members are checked and ignored
+                continue;
+            };
             // serde's derive refuses a field given twice; so does this.
-            if let Some(i) = FIELDS.iter().position(|f| *f == key) {
-                if seen & (1 << i) != 0 {
-                    return Err(serde::de::Error::duplicate_field(FIELDS[i]));
-                }
-                seen |= 1 << i;
+            if seen & (1 << field) != 0 {
+                return Err(serde::de::Error::duplicate_field(FIELDS[field]));
             }
-            match &*key {
-                "name" => m.name = opt_string(s)?,
-                "generateName" => m.generate_name = opt_string(s)?,
-                "namespace" => m.namespace = opt_string(s)?,
-                "selfLink" => m.self_link = opt_string(s)?,
-                "uid" => m.uid = opt_string(s)?,
-                "resourceVersion" => m.resource_version = opt_string(s)?,
-                "creationTimestamp" => m.creation_timestamp = opt_string(s)?,
-                "deletionTimestamp" => m.deletion_timestamp = opt_string(s)?,
-                "generation" => m.generation = serde_value(s)?,
-                "deletionGracePeriodSeconds" => m.deletion_grace_period_seconds = serde_value(s)?,
-                "labels" => m.labels = opt_string_map(s)?,
-                "annotations" => m.annotations = opt_string_map(s)?,
-                "ownerReferences" => m.owner_references = serde_value(s)?,
-                "finalizers" => m.finalizers = serde_value(s)?,
-                "managedFields" => {
+            seen |= 1 << field;
+            match field {
+                0 => m.name = s.opt_string()?,
+                1 => m.generate_name = s.opt_string()?,
+                2 => m.namespace = s.opt_string()?,
+                3 => m.self_link = s.opt_string()?,
+                4 => m.uid = s.opt_string()?,
+                5 => m.resource_version = s.opt_string()?,
+                6 => m.creation_timestamp = s.opt_string()?,
+                7 => m.deletion_timestamp = s.opt_string()?,
+                8 => m.generation = serde_value(s)?,
+                9 => m.deletion_grace_period_seconds = serde_value(s)?,
+                10 => m.labels = opt_string_map(s)?,
+                11 => m.annotations = opt_string_map(s)?,
+                12 => m.owner_references = serde_value(s)?,
+                13 => m.finalizers = serde_value(s)?,
+                _ => {
                     m.managed_fields = if s.take_null()? {
                         None
                     } else {
                         Some(RawJson::from_checked(s.value()?))
                     }
                 }
-                _ => {
-                    s.value()?;
-                }
             }
         }
         Ok(m)
     }
-}
-
-/// A string or `null`.
-fn opt_string(s: &mut Scanner<'_>) -> ScanResult<Option<String>> {
-    if s.take_null()? {
-        return Ok(None);
-    }
-    Ok(Some(s.string()?.into_owned()))
 }
 
 /// A map of strings to strings, or `null`.
