@@ -331,10 +331,12 @@ fn a_replace_page_by_page_ends_as_one_replace_and_syncs_only_at_the_end() {
     keys.sort();
     assert_eq!(keys, ["ns/b", "ns/c"]);
 
-    // An abandoned relist deletes nothing; what it queued stays.
+    // An abandoned relist deletes nothing; what it queued stays, and a stray finish after
+    // it does nothing either.
     f.begin_replace().unwrap();
     f.replace_page(vec![obj("b", 4)]).unwrap();
     f.abandon_replace();
+    f.finish_replace().unwrap();
     assert_eq!(drain_into(&f, &store), ["ns/b:[(Replaced, \"4\")]"]);
     assert_eq!(store.list_keys().len(), 2);
 }

@@ -252,7 +252,8 @@ impl<K: Object> DeltaFifo<K> {
         Ok(())
     }
 
-    /// Queues `Replaced` for one page of a relist begun with [`begin_replace`](Self::begin_replace).
+    /// Queues `Replaced` for one page of a relist begun with [`begin_replace`](Self::begin_replace)
+    /// (without one in progress, it begins one).
     pub fn replace_page(&self, page: Vec<Arc<K>>) -> Result<(), Closed> {
         let mut st = self.open_state()?;
         self.replace_page_locked(&mut st, page);
@@ -269,7 +270,8 @@ impl<K: Object> DeltaFifo<K> {
     }
 
     /// Ends a relist: tombstones for every cached or queued key it did not list. The first
-    /// one also sets what [`has_synced`](Self::has_synced) waits for.
+    /// one also sets what [`has_synced`](Self::has_synced) waits for. Without a relist in
+    /// progress (none begun, or abandoned) it does nothing.
     pub fn finish_replace(&self) -> Result<(), Closed> {
         let mut st = self.open_state()?;
         self.finish_replace_locked(&mut st);
@@ -300,6 +302,9 @@ impl<K: Object> DeltaFifo<K> {
     }
 
     fn replace_page_locked(&self, st: &mut State<K>, page: Vec<Arc<K>>) {
+        if st.listed.is_none() {
+            self.begin_replace_locked(st);
+        }
         let mut listed = st.listed.take().unwrap_or_default();
         listed.reserve(page.len());
         for obj in page {
@@ -311,7 +316,11 @@ impl<K: Object> DeltaFifo<K> {
     }
 
     fn finish_replace_locked(&self, st: &mut State<K>) {
-        let listed = st.listed.take().unwrap_or_default();
+        // Without a replace in progress there is nothing to finish (deleting every key would
+        // be the wrong answer to a stray call).
+        let Some(listed) = st.listed.take() else {
+            return;
+        };
         // Sorted, so the order tombstones are queued in does not depend on hashing.
         let mut gone: BTreeSet<String> = st
             .items
