@@ -314,7 +314,7 @@ pub struct Pages<K> {
     params: ListParams,
     done: bool,
     restarted: bool,
-    /// Pages being fetched and decoded, oldest (the next to return) first.
+    /// Pages being fetched, oldest (the next to return) first.
     in_flight: std::collections::VecDeque<PageTask<K>>,
 }
 
