@@ -45,9 +45,20 @@ impl<K: Object> ObjectList<K> {
         let mut s = Scanner::new(text);
         s.begin_object()?;
         let mut first = true;
+        let mut seen: Vec<String> = Vec::new();
         while let Some(key) = s.next_key(first)? {
             first = false;
-            match &*key.text()? {
+            let key = key.text()?;
+            // serde's derive refuses a field given twice; so does this.
+            if matches!(&*key, "kind" | "apiVersion" | "metadata" | "items") {
+                if seen.iter().any(|k| *k == key) {
+                    return Err(<serde_json::Error as serde::de::Error>::custom(
+                        format_args!("duplicate field `{key}`"),
+                    ));
+                }
+                seen.push(key.to_string());
+            }
+            match &*key {
                 "kind" => list.kind = serde_json::from_str(s.value()?)?,
                 "apiVersion" => list.api_version = serde_json::from_str(s.value()?)?,
                 "metadata" => list.metadata = serde_json::from_str(s.value()?)?,
@@ -108,6 +119,7 @@ mod tests {
         let e = ObjectList::<DynamicObject>::from_json(text).unwrap_err();
         assert!(e.to_string().starts_with("item 1: "), "{e}");
         for bad in [
+            r#"{"items":[],"items":[]}"#,
             r#"{"items":[{}"#,
             r#"{"items":[{},]}"#,
             r#"{"items":{}}"#,
