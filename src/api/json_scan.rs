@@ -254,11 +254,25 @@ impl<'a> Scanner<'a> {
         Ok(Some(self.string()?.into_owned()))
     }
 
-    /// Skips one value of any kind, checking it, and returns its exact text.
+    /// Skips one value of any kind, checking it, and returns its exact text. A container
+    /// whose end is already known (see [`known_ends`](super::known_ends)) is jumped over.
     pub fn value(&mut self) -> Result<&'a str> {
         self.skip_ws();
         let start = self.pos;
-        self.skip_value()?;
+        if let Some(end) = super::known_ends::lookup(self.text, start) {
+            self.pos = end;
+        } else {
+            self.skip_value(&mut NoRecord)?;
+        }
+        Ok(&self.text[start..self.pos])
+    }
+
+    /// Like [`value`](Self::value), never jumping, and telling `record` where each
+    /// non-empty container starts and ends.
+    pub(super) fn value_recording(&mut self, record: &mut impl Containers) -> Result<&'a str> {
+        self.skip_ws();
+        let start = self.pos;
+        self.skip_value(record)?;
         Ok(&self.text[start..self.pos])
     }
 
@@ -306,7 +320,7 @@ impl<'a> Scanner<'a> {
     /// Skips one value without recursion, at any depth (serde_json's raw values have no depth
     /// limit either). The containers entered are a bit stack (1 = object, 0 = array). The
     /// cursor is a local index here, written back once: this loop is most of the decoding.
-    fn skip_value(&mut self) -> Result<()> {
+    fn skip_value(&mut self, record: &mut impl Containers) -> Result<()> {
         let bytes = self.bytes;
         let mut i = self.pos;
         let mut open = BitStack::default();
@@ -317,20 +331,24 @@ impl<'a> Scanner<'a> {
             match bytes.get(i) {
                 Some(b'"') => i = string_end(bytes, i)?,
                 Some(b'{') => {
+                    let start = i;
                     i = skip_ws(bytes, i + 1);
                     if bytes.get(i) == Some(&b'}') {
                         i += 1;
                     } else {
+                        record.open(open.depth, start);
                         open.push(true);
                         i = member_name_end(bytes, i)?;
                         continue 'value;
                     }
                 }
                 Some(b'[') => {
+                    let start = i;
                     i = skip_ws(bytes, i + 1);
                     if bytes.get(i) == Some(&b']') {
                         i += 1;
                     } else {
+                        record.open(open.depth, start);
                         open.push(false);
                         continue 'value;
                     }
@@ -361,6 +379,7 @@ impl<'a> Scanner<'a> {
                     (Some(b'}'), true) | (Some(b']'), false) => {
                         i += 1;
                         open.pop();
+                        record.close(open.depth, i);
                     }
                     (None, _) => return fail(i, "unexpected end of input"),
                     (_, true) => return fail(i, "expected ',' or '}' in an object"),
@@ -491,6 +510,24 @@ fn literal_end(bytes: &[u8], i: usize, word: &[u8]) -> Result<usize> {
             what: "invalid literal",
         })
     }
+}
+
+/// Told where the containers a skip passes through start and end. `depth` counts the
+/// containers around this one within the skipped value (0 for the value itself); `open` gets
+/// the offset of the opening bracket, `close` the offset just after the closing one.
+pub(super) trait Containers {
+    fn open(&mut self, depth: usize, start: usize);
+    fn close(&mut self, depth: usize, end: usize);
+}
+
+/// The plain skip: records nothing (compiles away).
+struct NoRecord;
+
+impl Containers for NoRecord {
+    #[inline(always)]
+    fn open(&mut self, _: usize, _: usize) {}
+    #[inline(always)]
+    fn close(&mut self, _: usize, _: usize) {}
 }
 
 /// A stack of bits: 128 in a register, deeper levels spilled to the heap.

@@ -3,6 +3,7 @@
 
 mod dynamic;
 mod json_scan;
+pub(crate) mod known_ends;
 mod list;
 mod meta;
 mod meta_scan;

@@ -9,6 +9,7 @@ use ureq::http::Method;
 use super::client::{describe, Client, SendBody};
 use super::params::{percent_encode, ListParams, Query, WatchParams};
 use super::watch::WatchStream;
+use crate::api::known_ends::{with_known_ends, KnownEnds};
 use crate::api::{ApiResource, Object, ObjectList, Resource};
 use crate::error::{Error, Result};
 
@@ -329,7 +330,7 @@ struct PageTask<K> {
     token: crossbeam_channel::Receiver<Option<String>>,
     /// Whether the token was already taken (and the following page started).
     followed: bool,
-    thread: std::thread::JoinHandle<Result<Vec<u8>>>,
+    thread: std::thread::JoinHandle<Result<CheckedPage>>,
     path: String,
     kind: PhantomData<K>,
 }
@@ -357,7 +358,7 @@ impl<K: Object> Pages<K> {
             .spawn(move || {
                 let raw = client.call_raw(Method::GET, &request, None);
                 let _ = tx.send(raw.as_deref().ok().and_then(peek_continue));
-                raw
+                raw.map(CheckedPage::check)
             })
             .ok()?;
         Some(PageTask {
@@ -411,18 +412,18 @@ impl<K: Object> Pages<K> {
         match self.in_flight.pop_front() {
             Some(task) => {
                 debug_assert!(task.params == self.params);
-                let raw = task.thread.join().unwrap_or_else(|_| {
+                let page = task.thread.join().unwrap_or_else(|_| {
                     Err(Error::InvalidInput(
                         "the thread fetching a list page panicked".into(),
                     ))
                 })?;
-                decode_list(&task.path, &raw)
+                page.decode(&task.path)
             }
             // No thread could be started: fetch and decode here.
             None => {
                 let path = self.api.list_path(&self.params);
                 let raw = self.api.client.call_raw(Method::GET, &path, None)?;
-                decode_list(&path, &raw)
+                CheckedPage::Unchecked(raw).decode(&path)
             }
         }
     }
@@ -468,14 +469,44 @@ impl<K: Object> Iterator for Pages<K> {
     }
 }
 
-/// Decodes a raw list page, its items with [`Object::from_json_prefix`].
-fn decode_list<K: Object>(path: &str, raw: &[u8]) -> Result<ObjectList<K>> {
-    let decode_error = |message: String| Error::Decode {
-        request: describe(&Method::GET, path),
-        message: format!("decoding the list: {message}"),
-    };
-    let text = std::str::from_utf8(raw).map_err(|e| decode_error(format!("not UTF-8: {e}")))?;
-    ObjectList::from_json(text).map_err(|e| decode_error(e.to_string()))
+/// A list page's bytes, checked on the thread that fetched them.
+enum CheckedPage {
+    /// UTF-8 and valid JSON, with where its large containers end: decoding jumps over them.
+    Checked(String, KnownEnds),
+    /// Not checked, or the check failed: decoding walks it all and says what is wrong.
+    Unchecked(Vec<u8>),
+}
+
+impl CheckedPage {
+    /// Checks the page's encoding and its whole JSON grammar, recording container ends.
+    fn check(raw: Vec<u8>) -> CheckedPage {
+        match String::from_utf8(raw) {
+            Ok(text) => match KnownEnds::check(&text) {
+                Ok(ends) => CheckedPage::Checked(text, ends),
+                Err(_) => CheckedPage::Unchecked(text.into_bytes()),
+            },
+            Err(e) => CheckedPage::Unchecked(e.into_bytes()),
+        }
+    }
+
+    /// Decodes the page, its items with [`Object::from_json_prefix`].
+    fn decode<K: Object>(self, path: &str) -> Result<ObjectList<K>> {
+        let decode_error = |message: String| Error::Decode {
+            request: describe(&Method::GET, path),
+            message: format!("decoding the list: {message}"),
+        };
+        let decoded = match self {
+            CheckedPage::Checked(text, ends) => {
+                with_known_ends(&text, ends, || ObjectList::from_json(&text))
+            }
+            CheckedPage::Unchecked(raw) => {
+                let text = std::str::from_utf8(&raw)
+                    .map_err(|e| decode_error(format!("not UTF-8: {e}")))?;
+                ObjectList::from_json(text)
+            }
+        };
+        decoded.map_err(|e| decode_error(e.to_string()))
+    }
 }
 
 /// The continue token of a raw list page, read from the list metadata at its start without
@@ -518,7 +549,48 @@ fn peek_continue(raw: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::peek_continue;
+    use super::{peek_continue, CheckedPage};
+    use crate::api::DynamicObject;
+    use crate::error::Error;
+
+    #[test]
+    fn a_checked_page_decodes_as_an_unchecked_one() {
+        let page = r#"{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[
+            {"metadata":{"name":"a","namespace":"n","labels":{"app":"web","tier":"front"},
+              "managedFields":[{"manager":"m","operation":"Update","fieldsV1":{"f:spec":{"f:x":{}}}}]},
+             "spec":{"containers":[{"name":"c","image":"registry.example.com/web:1"}]},
+             "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}},
+            {"metadata":{"name":"b","namespace":"n"},"data":{"k":"a value long enough to be recorded"}}]}"#;
+        let checked = CheckedPage::check(page.as_bytes().to_vec());
+        assert!(matches!(checked, CheckedPage::Checked(..)));
+        let fast = checked.decode::<DynamicObject>("/pods").unwrap();
+        let slow = CheckedPage::Unchecked(page.as_bytes().to_vec())
+            .decode::<DynamicObject>("/pods")
+            .unwrap();
+        assert_eq!(
+            serde_json::to_string(&fast.items).unwrap(),
+            serde_json::to_string(&slow.items).unwrap()
+        );
+        assert_eq!(fast.items.len(), 2);
+    }
+
+    #[test]
+    fn a_bad_page_gets_the_same_error_checked_or_not() {
+        for bad in [
+            &br#"{"items":[{"metadata":{"name":"a"},"spec":{"x":[1,2}}]}"#[..],
+            br#"{"items":[{"metadata":{"name":7}}]}"#,
+            b"{\"items\":[{\"metadata\":{\"name\":\"\xff\"}}]}",
+        ] {
+            let message = |page: CheckedPage| match page.decode::<DynamicObject>("/pods") {
+                Err(Error::Decode { message, .. }) => message,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(
+                message(CheckedPage::check(bad.to_vec())),
+                message(CheckedPage::Unchecked(bad.to_vec()))
+            );
+        }
+    }
 
     #[test]
     fn peeks_the_continue_token_without_the_items() {
