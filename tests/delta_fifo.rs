@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kube_informer::api::DynamicObject;
 use kube_informer::cache::{
-    Closed, DeletedObject, Delta, DeltaFifo, DeltaType, KnownObjects, Store,
+    Closed, DeletedObject, Delta, DeltaFifo, DeltaType, KnownObjects, Store, WatchChange,
 };
 
 fn obj(name: &str, rv: u32) -> Arc<DynamicObject> {
@@ -227,6 +227,71 @@ fn producers_block_at_the_high_water_mark_until_the_consumer_catches_up() {
     // Closing releases a blocked producer.
     let f3 = Arc::clone(&f);
     let blocked = std::thread::spawn(move || f3.add(obj("z", 99)));
+    f.close();
+    assert_eq!(blocked.join().unwrap(), Err(Closed));
+}
+
+#[test]
+fn a_run_of_watch_events_queues_as_one_by_one_would() {
+    let store = Arc::new(Store::new());
+    store.upsert(obj("cached", 1)).1.unwrap();
+    let fifo = || {
+        let known: Arc<dyn KnownObjects<DynamicObject>> = store.clone();
+        DeltaFifo::new(Some(known))
+    };
+    let (one_by_one, as_run) = (fifo(), fifo());
+    let run = || {
+        vec![
+            WatchChange::Added(obj("a", 2)),
+            WatchChange::Updated(obj("b", 3)),
+            WatchChange::Updated(obj("a", 4)),
+            WatchChange::Deleted(obj("a", 5)),
+            WatchChange::Deleted(obj("cached", 6)),
+            WatchChange::Deleted(obj("never-seen", 7)),
+        ]
+    };
+    for change in run() {
+        match change {
+            WatchChange::Added(o) => one_by_one.add(o).unwrap(),
+            WatchChange::Updated(o) => one_by_one.update(o).unwrap(),
+            WatchChange::Deleted(o) => one_by_one.delete(o).unwrap(),
+        }
+    }
+    as_run.push_watch(run()).unwrap();
+    assert_eq!(as_run.queued_keys(), one_by_one.queued_keys());
+    assert_eq!(as_run.queued_keys(), ["ns/a", "ns/b", "ns/cached"]);
+    for key in one_by_one.queued_keys() {
+        assert_eq!(
+            kinds(&as_run.deltas_of(&key).unwrap()),
+            kinds(&one_by_one.deltas_of(&key).unwrap()),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn a_run_longer_than_the_high_water_mark_waits_for_room_event_by_event() {
+    let f = Arc::new(DeltaFifo::<DynamicObject>::with_high_water(None, 3));
+    let f2 = Arc::clone(&f);
+    let producer = std::thread::spawn(move || {
+        f2.push_watch((0..40).map(|i| WatchChange::Updated(obj(&format!("o{i}"), i))))
+    });
+    let mut seen = Vec::new();
+    while seen.len() < 40 {
+        assert!(f.pending_deltas() <= 3, "the mark holds inside a run");
+        let (key, deltas) = pop(&f);
+        assert_eq!(deltas.len(), 1);
+        seen.push(key);
+    }
+    assert_eq!(producer.join().unwrap(), Ok(()));
+    let expected: Vec<String> = (0..40).map(|i| format!("ns/o{i}")).collect();
+    assert_eq!(seen, expected, "in order, none lost");
+    // Closing releases a run blocked for room.
+    f.add(obj("x", 1)).unwrap();
+    f.add(obj("y", 1)).unwrap();
+    f.add(obj("z", 1)).unwrap();
+    let f3 = Arc::clone(&f);
+    let blocked = std::thread::spawn(move || f3.push_watch([WatchChange::Added(obj("w", 1))]));
     f.close();
     assert_eq!(blocked.join().unwrap(), Err(Closed));
 }

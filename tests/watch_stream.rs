@@ -153,6 +153,46 @@ fn garbage_line_is_an_error_item_and_the_stream_goes_on() {
 }
 
 #[test]
+fn buffered_events_are_read_without_waiting_and_none_is_held_back() {
+    let server = ApiServer::builder().resource(&pods()).start();
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(Client::new(server.client_config()).unwrap(), "lab", &pods());
+    let rv = server.resource_version().to_string();
+    for i in 0..30 {
+        server
+            .create(&pods(), pod("lab", &format!("p{i:02}"), "Pending"))
+            .unwrap();
+    }
+    let params = WatchParams {
+        resource_version: Some(rv),
+        ..Default::default()
+    };
+    let mut stream = api.watch(&params).unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // Mixes waiting reads with reads of what is already buffered, as the reflector does.
+        let mut names = Vec::new();
+        while names.len() < 30 {
+            let Some(first) = stream.next() else { break };
+            let mut next = Some(first);
+            while let Some(item) = next {
+                names.push(summary(&item));
+                next = stream.next_buffered();
+            }
+        }
+        // Everything sent was read: nothing is buffered, and asking must not wait.
+        let after = stream.next_buffered().map(|item| summary(&item));
+        let _ = tx.send((names, after));
+    });
+    let (names, after) = rx
+        .recv_timeout(PATIENCE)
+        .expect("next_buffered never waits for the network");
+    let expected: Vec<String> = (0..30).map(|i| format!("ADDED p{i:02}")).collect();
+    assert_eq!(names, expected);
+    assert_eq!(after, None);
+}
+
+#[test]
 fn truncated_last_line_is_reported_once_then_the_stream_ends() {
     let (server, api) = setup();
     let rv = server.resource_version().to_string();

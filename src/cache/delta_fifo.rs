@@ -37,6 +37,17 @@ use crate::api::Object;
 /// Default high-water mark: pending deltas above which watch events block.
 pub const DEFAULT_HIGH_WATER: usize = 10_000;
 
+/// One watch event's change, for [`DeltaFifo::push_watch`].
+#[derive(Debug)]
+pub enum WatchChange<K> {
+    /// ADDED: queued as `Added`.
+    Added(Arc<K>),
+    /// MODIFIED: queued as `Updated`.
+    Updated(Arc<K>),
+    /// DELETED: queued as `Deleted`, unless the key is neither cached, queued nor in flight.
+    Deleted(Arc<K>),
+}
+
 /// The FIFO was closed; nothing more goes in or comes out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Closed;
@@ -180,35 +191,53 @@ impl<K: Object> DeltaFifo<K> {
 
     /// Queues `Added` (watch ADDED).
     pub fn add(&self, obj: Arc<K>) -> Result<(), Closed> {
-        let key = key_of(&*obj);
-        let mut st = self.wait_for_room(self.state.lock())?;
-        self.queue_action(&mut st, key, Delta::Added(obj));
-        Ok(())
+        self.push_watch([WatchChange::Added(obj)])
     }
 
     /// Queues `Updated` (watch MODIFIED).
     pub fn update(&self, obj: Arc<K>) -> Result<(), Closed> {
-        let key = key_of(&*obj);
-        let mut st = self.wait_for_room(self.state.lock())?;
-        self.queue_action(&mut st, key, Delta::Updated(obj));
-        Ok(())
+        self.push_watch([WatchChange::Updated(obj)])
     }
 
     /// Queues `Deleted` (watch DELETED). Ignored, as in client-go, when the key is neither
     /// cached nor queued: there is nothing to delete.
     pub fn delete(&self, obj: Arc<K>) -> Result<(), Closed> {
-        let key = key_of(&*obj);
-        let mut st = self.wait_for_room(self.state.lock())?;
-        let queued = st.items.contains_key(&key);
-        let cached = self
-            .known
-            .as_ref()
-            .is_some_and(|k| k.known_object(&key).is_some());
-        let processing = Self::in_flight_object(&st, &key).is_some();
-        if !queued && !cached && !processing {
-            return Ok(());
+        self.push_watch([WatchChange::Deleted(obj)])
+    }
+
+    /// Queues a run of watch events in order, as `add`, `update` and `delete` one by one
+    /// would (each waits for room under the high-water mark), but taking the lock once for
+    /// the run: a consumer asleep is woken once, not once per event. The reflector hands over
+    /// the events that arrived together.
+    pub fn push_watch(
+        &self,
+        changes: impl IntoIterator<Item = WatchChange<K>>,
+    ) -> Result<(), Closed> {
+        let mut st = self.state.lock();
+        for change in changes {
+            st = self.wait_for_room(st)?;
+            match change {
+                WatchChange::Added(obj) => {
+                    self.queue_action(&mut st, key_of(&*obj), Delta::Added(obj));
+                }
+                WatchChange::Updated(obj) => {
+                    self.queue_action(&mut st, key_of(&*obj), Delta::Updated(obj));
+                }
+                WatchChange::Deleted(obj) => {
+                    let key = key_of(&*obj);
+                    let queued = st.items.contains_key(&key);
+                    let cached = self
+                        .known
+                        .as_ref()
+                        .is_some_and(|k| k.known_object(&key).is_some());
+                    let processing = Self::in_flight_object(&st, &key).is_some();
+                    if queued || cached || processing {
+                        let delta = Delta::Deleted(DeletedObject::Object(obj));
+                        self.queue_action(&mut st, key, delta);
+                    }
+                }
+            }
         }
-        self.queue_action(&mut st, key, Delta::Deleted(DeletedObject::Object(obj)));
         Ok(())
     }
 

@@ -18,7 +18,7 @@ mod store;
 
 pub use backoff::Backoff;
 pub use delta::{key_of, DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType};
-pub use delta_fifo::{Closed, DeltaFifo, KnownObjects, DEFAULT_HIGH_WATER};
+pub use delta_fifo::{Closed, DeltaFifo, KnownObjects, WatchChange, DEFAULT_HIGH_WATER};
 pub use factory::{FactoryOptions, SharedInformerFactory};
 pub use handler::{EventHandler, FilteringHandler, HandlerFns};
 pub use informer::{HandlerRegistration, InformerConfig, SharedIndexInformer};

@@ -35,11 +35,14 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::backoff::{random_between, Backoff};
-use super::delta_fifo::{Closed, DeltaFifo};
+use super::delta_fifo::{Closed, DeltaFifo, WatchChange};
 use super::stop::StopSignal;
 use crate::api::{Object, WatchEvent};
 use crate::client::{Api, ListParams, WatchCanceller, WatchParams, WatchStream};
 use crate::error::Error;
+
+/// At most this many watch events are handed to the FIFO as one run.
+const MAX_RUN: usize = 512;
 
 /// Called with every list or watch error (for logging or metrics).
 pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
@@ -433,42 +436,58 @@ impl<K: Object> Run<K> {
         result
     }
 
-    /// Feeds a watch's events to the FIFO until it ends.
-    fn consume(
-        &self,
-        stream: impl Iterator<Item = Result<WatchEvent<K>, Error>>,
-    ) -> Result<WatchEnd, Error> {
+    /// Feeds a watch's events to the FIFO until it ends. The events whose lines arrived
+    /// together (already buffered when one is read) go to the FIFO as one run, under one
+    /// lock and one wake-up of the informer; a run is handed over before the next read that
+    /// would wait for the network, so nothing that arrived is held back.
+    fn consume(&self, mut stream: WatchStream<K>) -> Result<WatchEnd, Error> {
         let mut events = 0;
-        for item in stream {
-            let sent = match item? {
-                WatchEvent::Added(o) => {
-                    let rv = o.metadata().resource_version().to_owned();
-                    self.fifo.add(self.share(o)).map(|_| rv)
-                }
-                WatchEvent::Modified(o) => {
-                    let rv = o.metadata().resource_version().to_owned();
-                    self.fifo.update(self.share(o)).map(|_| rv)
-                }
-                WatchEvent::Deleted(o) => {
-                    let rv = o.metadata().resource_version().to_owned();
-                    self.fifo.delete(self.share(o)).map(|_| rv)
-                }
-                WatchEvent::Bookmark(b) => Ok(b.resource_version),
-                WatchEvent::Error(status) => {
-                    return Err(Error::Api {
-                        request: "watch".into(),
-                        status,
-                    })
-                }
-            };
-            match sent {
-                Ok(rv) => {
-                    events += 1;
-                    if !rv.is_empty() {
-                        self.set_rv(&rv);
+        let mut run: Vec<WatchChange<K>> = Vec::new();
+        while let Some(first) = stream.next() {
+            let mut item = Some(first);
+            let mut rv = String::new();
+            let mut failure = None;
+            while let Some(next) = item.take() {
+                match next {
+                    Ok(WatchEvent::Added(o)) => {
+                        rv = o.metadata().resource_version().to_owned();
+                        run.push(WatchChange::Added(self.share(o)));
+                    }
+                    Ok(WatchEvent::Modified(o)) => {
+                        rv = o.metadata().resource_version().to_owned();
+                        run.push(WatchChange::Updated(self.share(o)));
+                    }
+                    Ok(WatchEvent::Deleted(o)) => {
+                        rv = o.metadata().resource_version().to_owned();
+                        run.push(WatchChange::Deleted(self.share(o)));
+                    }
+                    Ok(WatchEvent::Bookmark(b)) => rv = b.resource_version,
+                    Ok(WatchEvent::Error(status)) => {
+                        failure = Some(Error::Api {
+                            request: "watch".into(),
+                            status,
+                        });
+                        break;
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
                     }
                 }
-                Err(Closed) => return Ok(WatchEnd::Closed),
+                events += 1;
+                if run.len() < MAX_RUN {
+                    item = stream.next_buffered();
+                }
+            }
+            // What came before a failure is handed over first, in order.
+            if self.fifo.push_watch(run.drain(..)).is_err() {
+                return Ok(WatchEnd::Closed);
+            }
+            if !rv.is_empty() {
+                self.set_rv(&rv);
+            }
+            if let Some(e) = failure {
+                return Err(e);
             }
         }
         Ok(WatchEnd::Ended(events))

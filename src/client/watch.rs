@@ -167,72 +167,107 @@ fn excerpt(line: &[u8]) -> String {
     s
 }
 
-impl<K: Object> Iterator for WatchStream<K> {
-    type Item = Result<WatchEvent<K>, Error>;
+/// What one line of the stream gave.
+enum Step<K> {
+    Item(Result<WatchEvent<K>, Error>),
+    Blank,
+    End,
+}
 
-    fn next(&mut self) -> Option<Self::Item> {
-        while !self.done {
-            let line = match self.read_line() {
-                Ok(l) => l,
-                Err(source) => {
-                    self.done = true;
-                    if self.canceller.is_cancelled() {
-                        return None;
-                    }
-                    if !self.buf.is_empty() {
-                        self.line_no += 1;
-                        let msg = format!(
+impl<K: Object> WatchStream<K> {
+    /// The next event if a whole line of it has already arrived, without waiting for the
+    /// network; `None` when reading on would have to wait (or the stream ended). The
+    /// reflector hands events that arrived together to the FIFO as one run.
+    pub fn next_buffered(&mut self) -> Option<Result<WatchEvent<K>, Error>> {
+        // A newline in the buffer means `read_line` takes that line without reading.
+        while !self.done && self.reader.buffer().contains(&b'\n') {
+            match self.step() {
+                Step::Item(item) => return Some(item),
+                Step::Blank => {}
+                Step::End => return None,
+            }
+        }
+        None
+    }
+
+    /// Reads one line (waiting for it if need be) and turns it into an item.
+    fn step(&mut self) -> Step<K> {
+        if self.done {
+            return Step::End;
+        }
+        let line = match self.read_line() {
+            Ok(l) => l,
+            Err(source) => {
+                self.done = true;
+                if self.canceller.is_cancelled() {
+                    return Step::End;
+                }
+                if !self.buf.is_empty() {
+                    self.line_no += 1;
+                    let msg = format!(
                             "connection lost in the middle of an event ({} bytes received: {:?}): {source}",
                             self.buf.len(),
                             excerpt(&self.buf)
                         );
-                        return Some(Err(self.line_error(msg)));
-                    }
-                    return Some(Err(Error::Io {
-                        request: self.request.clone(),
-                        source,
-                    }));
+                    return Step::Item(Err(self.line_error(msg)));
                 }
-            };
-            self.line_no += 1;
-            match line {
-                Line::End => {
-                    self.done = true;
-                    return None;
-                }
-                Line::Truncated => {
-                    self.done = true;
-                    if self.canceller.is_cancelled() {
-                        return None;
-                    }
-                    let msg = format!(
-                        "connection closed in the middle of an event ({} bytes received: {:?})",
-                        self.buf.len(),
-                        excerpt(&self.buf)
-                    );
-                    return Some(Err(self.line_error(msg)));
-                }
-                Line::TooLong(n) => {
-                    let msg = format!("line of {n} bytes is longer than {MAX_WATCH_LINE}; skipped");
-                    return Some(Err(self.line_error(msg)));
-                }
-                Line::Complete => {}
-            }
-            if self.buf.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            return Some(match WatchEvent::<K>::from_json(&self.buf) {
-                Ok(WatchEvent::Error(status)) => Err(Error::Api {
+                return Step::Item(Err(Error::Io {
                     request: self.request.clone(),
-                    status,
-                }),
-                Ok(event) => Ok(event),
-                Err(e) => {
-                    let msg = format!("{e} in {:?}", excerpt(&self.buf));
-                    Err(self.line_error(msg))
+                    source,
+                }));
+            }
+        };
+        self.line_no += 1;
+        match line {
+            Line::End => {
+                self.done = true;
+                return Step::End;
+            }
+            Line::Truncated => {
+                self.done = true;
+                if self.canceller.is_cancelled() {
+                    return Step::End;
                 }
-            });
+                let msg = format!(
+                    "connection closed in the middle of an event ({} bytes received: {:?})",
+                    self.buf.len(),
+                    excerpt(&self.buf)
+                );
+                return Step::Item(Err(self.line_error(msg)));
+            }
+            Line::TooLong(n) => {
+                let msg = format!("line of {n} bytes is longer than {MAX_WATCH_LINE}; skipped");
+                return Step::Item(Err(self.line_error(msg)));
+            }
+            Line::Complete => {}
         }
-        None
+        if self.buf.iter().all(u8::is_ascii_whitespace) {
+            return Step::Blank;
+        }
+        Step::Item(match WatchEvent::<K>::from_json(&self.buf) {
+            Ok(WatchEvent::Error(status)) => Err(Error::Api {
+                request: self.request.clone(),
+                status,
+            }),
+            Ok(event) => Ok(event),
+            Err(e) => {
+                let msg = format!("{e} in {:?}", excerpt(&self.buf));
+                Err(self.line_error(msg))
+            }
+        })
+    }
+}
+
+impl<K: Object> Iterator for WatchStream<K> {
+    type Item = Result<WatchEvent<K>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.step() {
+                Step::Item(item) => return Some(item),
+                Step::Blank => {}
+                Step::End => return None,
+            }
+        }
     }
 }
