@@ -152,6 +152,35 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// Minor page faults of this process so far (from /proc), for profiling.
+fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name: state is field 3, minflt is field 10.
+    stat.rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().nth(7))
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0)
+}
+
+/// CPU seconds (user and system) used so far by this process, exited threads included.
+fn process_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 /// CPU time used so far by each thread of this process (from /proc), for profiling.
 fn thread_cpu() -> String {
     let tick = 100.0; // USER_HZ on Linux
@@ -179,7 +208,8 @@ fn thread_cpu() -> String {
                     .get(12)
                     .and_then(|s| s.parse::<f64>().ok())
                     .unwrap_or(0.0);
-            out.push(format!("{name}={:.2}", ticks / tick));
+            let faults = fields.get(7).copied().unwrap_or("?");
+            out.push(format!("{name}={:.2}s/{faults}flt", ticks / tick));
         }
     }
     out.join(" ")
@@ -289,6 +319,14 @@ fn client<K: Object>(
     let sync = t0.elapsed();
     assert_eq!(informer.store().len(), n);
     let rss_after_sync = peak_rss_mib();
+    if std::env::var_os("BENCH_THREADS").is_some() {
+        eprintln!(
+            "  at sync: {} minor page faults, {:.2} CPU seconds; by thread: {}",
+            minor_faults(),
+            process_cpu(),
+            thread_cpu()
+        );
+    }
     if std::env::var_os("BENCH_SYNC_ONLY").is_some() {
         let peak = peak_rss_mib();
         informer.stop();
