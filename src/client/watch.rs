@@ -104,9 +104,28 @@ impl<K: Object> WatchStream<K> {
         &self.request
     }
 
+    /// Takes a whole line that is already buffered into `buf` (without the newline); `false`
+    /// when the buffer holds no newline, so reading the line would mean waiting.
+    fn take_buffered_line(&mut self) -> bool {
+        let buffered = self.reader.buffer();
+        let Some(i) = find_newline(buffered) else {
+            return false;
+        };
+        self.buf.clear();
+        self.buf.extend_from_slice(&buffered[..i]);
+        self.reader.consume(i + 1);
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        true
+    }
+
     /// Reads one line into `buf` (without the newline), holding at most `MAX_WATCH_LINE`.
     /// `read_until` finds the newline with the standard library's fast byte search.
     fn read_line(&mut self) -> std::io::Result<Line> {
+        if self.take_buffered_line() {
+            return Ok(Line::Complete);
+        }
         self.buf.clear();
         let limit = MAX_WATCH_LINE as u64 + 1;
         let n = (&mut self.reader)
@@ -157,6 +176,28 @@ impl<K: Object> WatchStream<K> {
     }
 }
 
+/// The index of the first newline in `bytes`, eight bytes at a time (a word's lowest byte
+/// flagged by the zero-byte test is always exact).
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for word in &mut words {
+        let Ok(word) = <[u8; 8]>::try_from(word) else {
+            break;
+        };
+        let w = u64::from_le_bytes(word) ^ (ONES * u64::from(b'\n'));
+        let found = w.wrapping_sub(ONES) & !w & HIGH;
+        if found != 0 {
+            return Some(offset + (found.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    let rest = words.remainder();
+    rest.iter().position(|&b| b == b'\n').map(|i| offset + i)
+}
+
 /// The start of a bad line, for error messages.
 fn excerpt(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(&line[..line.len().min(120)]);
@@ -179,9 +220,8 @@ impl<K: Object> WatchStream<K> {
     /// network; `None` when reading on would have to wait (or the stream ended). The
     /// reflector hands events that arrived together to the FIFO as one run.
     pub fn next_buffered(&mut self) -> Option<Result<WatchEvent<K>, Error>> {
-        // A newline in the buffer means `read_line` takes that line without reading.
-        while !self.done && self.reader.buffer().contains(&b'\n') {
-            match self.step() {
+        while !self.done && self.take_buffered_line() {
+            match self.step(Line::Complete) {
                 Step::Item(item) => return Some(item),
                 Step::Blank => {}
                 Step::End => return None,
@@ -191,12 +231,12 @@ impl<K: Object> WatchStream<K> {
     }
 
     /// Reads one line (waiting for it if need be) and turns it into an item.
-    fn step(&mut self) -> Step<K> {
+    fn read_step(&mut self) -> Step<K> {
         if self.done {
             return Step::End;
         }
-        let line = match self.read_line() {
-            Ok(l) => l,
+        match self.read_line() {
+            Ok(line) => self.step(line),
             Err(source) => {
                 self.done = true;
                 if self.canceller.is_cancelled() {
@@ -205,18 +245,22 @@ impl<K: Object> WatchStream<K> {
                 if !self.buf.is_empty() {
                     self.line_no += 1;
                     let msg = format!(
-                            "connection lost in the middle of an event ({} bytes received: {:?}): {source}",
-                            self.buf.len(),
-                            excerpt(&self.buf)
-                        );
+                        "connection lost in the middle of an event ({} bytes received: {:?}): {source}",
+                        self.buf.len(),
+                        excerpt(&self.buf)
+                    );
                     return Step::Item(Err(self.line_error(msg)));
                 }
-                return Step::Item(Err(Error::Io {
+                Step::Item(Err(Error::Io {
                     request: self.request.clone(),
                     source,
-                }));
+                }))
             }
-        };
+        }
+    }
+
+    /// Turns the line just read (in `buf`) into an item.
+    fn step(&mut self, line: Line) -> Step<K> {
         self.line_no += 1;
         match line {
             Line::End => {
@@ -263,11 +307,35 @@ impl<K: Object> Iterator for WatchStream<K> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            match self.step() {
+            match self.read_step() {
                 Step::Item(item) => return Some(item),
                 Step::Blank => {}
                 Step::End => return None,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_newline;
+
+    #[test]
+    fn finds_the_first_newline_at_every_position() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut bytes = vec![b'x'; len];
+                if at < len {
+                    bytes[at] = b'\n';
+                    if at + 3 < len {
+                        bytes[at + 3] = b'\n';
+                    }
+                }
+                let expected = (at < len).then_some(at);
+                assert_eq!(find_newline(&bytes), expected, "len {len}, at {at}");
+            }
+        }
+        // Bytes just around the newline's value are not newlines.
+        assert_eq!(find_newline(&[0x09, 0x0b, 0x8a, 0xff, 0x00, 0x0a]), Some(5));
     }
 }
