@@ -57,6 +57,8 @@ impl Object for DynamicObject {
     fn metadata_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
     }
+    const SCANNED: bool = true;
+
     fn from_json_prefix(json: &str) -> serde_json::Result<(Self, usize)> {
         let mut s = Scanner::new(json);
         let obj = DynamicObject::scan(&mut s)?;

@@ -18,6 +18,13 @@ pub trait Object: DeserializeOwned + Send + Sync + 'static {
     /// The object's metadata, mutably (for transforms such as stripping managed fields).
     fn metadata_mut(&mut self) -> &mut ObjectMeta;
 
+    /// Whether [`from_json_prefix`](Self::from_json_prefix) decodes with the library's
+    /// scanner, which can jump over the containers a list page's early check recorded. When
+    /// true, list pages are checked on the thread that fetched them; serde's decoders cannot
+    /// use the record, so for them the check would be work done twice.
+    #[doc(hidden)]
+    const SCANNED: bool = false;
+
     /// Decodes one object from the start of `json` and says how many bytes it took; what
     /// follows (`,` or `]` in a list, `}` in a watch event) is left to the caller.
     ///

@@ -358,7 +358,13 @@ impl<K: Object> Pages<K> {
             .spawn(move || {
                 let raw = client.call_raw(Method::GET, &request, None);
                 let _ = tx.send(raw.as_deref().ok().and_then(peek_continue));
-                raw.map(CheckedPage::check)
+                raw.map(|raw| {
+                    if K::SCANNED {
+                        CheckedPage::check(raw)
+                    } else {
+                        CheckedPage::Unchecked(raw)
+                    }
+                })
             })
             .ok()?;
         Some(PageTask {
@@ -469,7 +475,8 @@ impl<K: Object> Iterator for Pages<K> {
     }
 }
 
-/// A list page's bytes, checked on the thread that fetched them.
+/// A list page's bytes, checked on the thread that fetched them (for types decoded by the
+/// library's scanner, see [`Object::SCANNED`]).
 enum CheckedPage {
     /// UTF-8 and valid JSON, with where its large containers end: decoding jumps over them.
     Checked(String, KnownEnds),
