@@ -161,6 +161,7 @@ impl<K: Object> Api<K> {
             done: false,
             restarted: false,
             in_flight: Default::default(),
+            spare: Vec::new(),
         }
     }
 
@@ -317,6 +318,8 @@ pub struct Pages<K> {
     restarted: bool,
     /// Pages being fetched, oldest (the next to return) first.
     in_flight: std::collections::VecDeque<PageTask<K>>,
+    /// Buffers of pages already decoded, for the next fetches (at most `PAGES_IN_FLIGHT`).
+    spare: Vec<Vec<u8>>,
 }
 
 /// How many pages are fetched at once.
@@ -345,18 +348,19 @@ impl<K> Drop for Pages<K> {
 
 impl<K: Object> Pages<K> {
     /// Starts fetching the page for `params`; `None` if no thread could start.
-    fn spawn(&self, params: ListParams) -> Option<PageTask<K>> {
+    fn spawn(&mut self, params: ListParams) -> Option<PageTask<K>> {
         let (tx, token) = crossbeam_channel::bounded(1);
         let client = self.api.client.clone();
         let path = self.api.list_path(&params);
         let request = path.clone();
+        let buffer = self.spare.pop().unwrap_or_default();
         let thread = std::thread::Builder::new()
             .name(format!(
                 "kube-informer/{}/list-page",
                 self.api.resource.plural
             ))
             .spawn(move || {
-                let raw = client.call_raw(Method::GET, &request, None);
+                let raw = client.call_raw_into(Method::GET, &request, None, buffer);
                 let _ = tx.send(raw.as_deref().ok().and_then(peek_continue));
                 raw.map(|raw| {
                     if K::SCANNED {
@@ -423,13 +427,17 @@ impl<K: Object> Pages<K> {
                         "the thread fetching a list page panicked".into(),
                     ))
                 })?;
-                page.decode(&task.path)
+                let (list, buffer) = page.decode(&task.path);
+                if self.spare.len() < PAGES_IN_FLIGHT {
+                    self.spare.push(buffer);
+                }
+                list
             }
             // No thread could be started: fetch and decode here.
             None => {
                 let path = self.api.list_path(&self.params);
                 let raw = self.api.client.call_raw(Method::GET, &path, None)?;
-                CheckedPage::Unchecked(raw).decode(&path)
+                CheckedPage::Unchecked(raw).decode(&path).0
             }
         }
     }
@@ -496,23 +504,31 @@ impl CheckedPage {
         }
     }
 
-    /// Decodes the page, its items with [`Object::from_json_prefix`].
-    fn decode<K: Object>(self, path: &str) -> Result<ObjectList<K>> {
+    /// Decodes the page, its items with [`Object::from_json_prefix`]; gives the page's
+    /// buffer back for reuse.
+    fn decode<K: Object>(self, path: &str) -> (Result<ObjectList<K>>, Vec<u8>) {
         let decode_error = |message: String| Error::Decode {
             request: describe(&Method::GET, path),
             message: format!("decoding the list: {message}"),
         };
-        let decoded = match self {
+        match self {
             CheckedPage::Checked(text, ends) => {
-                with_known_ends(&text, ends, || ObjectList::from_json(&text))
+                let list = with_known_ends(&text, ends, || ObjectList::from_json(&text));
+                (
+                    list.map_err(|e| decode_error(e.to_string())),
+                    text.into_bytes(),
+                )
             }
             CheckedPage::Unchecked(raw) => {
-                let text = std::str::from_utf8(&raw)
-                    .map_err(|e| decode_error(format!("not UTF-8: {e}")))?;
-                ObjectList::from_json(text)
+                let list = match std::str::from_utf8(&raw) {
+                    Ok(text) => {
+                        ObjectList::from_json(text).map_err(|e| decode_error(e.to_string()))
+                    }
+                    Err(e) => Err(decode_error(format!("not UTF-8: {e}"))),
+                };
+                (list, raw)
             }
-        };
-        decoded.map_err(|e| decode_error(e.to_string()))
+        }
     }
 }
 
@@ -570,9 +586,12 @@ mod tests {
             {"metadata":{"name":"b","namespace":"n"},"data":{"k":"a value long enough to be recorded"}}]}"#;
         let checked = CheckedPage::check(page.as_bytes().to_vec());
         assert!(matches!(checked, CheckedPage::Checked(..)));
-        let fast = checked.decode::<DynamicObject>("/pods").unwrap();
+        let (fast, buffer) = checked.decode::<DynamicObject>("/pods");
+        assert_eq!(buffer, page.as_bytes(), "the buffer comes back for reuse");
+        let fast = fast.unwrap();
         let slow = CheckedPage::Unchecked(page.as_bytes().to_vec())
             .decode::<DynamicObject>("/pods")
+            .0
             .unwrap();
         assert_eq!(
             serde_json::to_string(&fast.items).unwrap(),
@@ -588,7 +607,7 @@ mod tests {
             br#"{"items":[{"metadata":{"name":7}}]}"#,
             b"{\"items\":[{\"metadata\":{\"name\":\"\xff\"}}]}",
         ] {
-            let message = |page: CheckedPage| match page.decode::<DynamicObject>("/pods") {
+            let message = |page: CheckedPage| match page.decode::<DynamicObject>("/pods").0 {
                 Err(Error::Decode { message, .. }) => message,
                 other => panic!("{other:?}"),
             };

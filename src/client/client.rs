@@ -238,13 +238,27 @@ impl Client {
         path_and_query: &str,
         body: Option<SendBody<'_>>,
     ) -> Result<Vec<u8>> {
+        self.call_raw_into(method, path_and_query, body, Vec::new())
+    }
+
+    /// [`call_raw`](Self::call_raw) into a buffer given back from an earlier call (emptied
+    /// first): a pager reuses a few page buffers instead of asking the allocator, and the
+    /// kernel to clear, megabytes of fresh memory per page.
+    pub(crate) fn call_raw_into(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Option<SendBody<'_>>,
+        mut bytes: Vec<u8>,
+    ) -> Result<Vec<u8>> {
         let request = describe(&method, path_and_query);
         self.refresh_identity()?;
         let agent = self.inner.agents.read().agent.clone();
         let res = self.send(&agent, method, path_and_query, body)?;
         // Sized from Content-Length (list pages are megabytes): one allocation, no regrowth.
         let expected = res.body().content_length().unwrap_or(0).min(256 << 20) as usize;
-        let mut bytes = Vec::with_capacity(expected);
+        bytes.clear();
+        bytes.reserve(expected);
         res.into_body()
             .into_with_config()
             .limit(u64::MAX)
