@@ -181,6 +181,65 @@ mod tests {
         assert!(lookup(&PAGE[items..], 0).is_none(), "and gone afterwards");
     }
 
+    /// Decodes `text` as a list of `DynamicObject`s, with the record or without; the result
+    /// as comparable text.
+    fn decode(text: &str, with_record: bool) -> String {
+        use crate::api::{DynamicObject, ObjectList};
+        let decode = || match ObjectList::<DynamicObject>::from_json(text) {
+            Ok(list) => serde_json::to_string(&list.items).unwrap(),
+            Err(e) => format!("error: {e}"),
+        };
+        match (with_record, KnownEnds::check(text)) {
+            (true, Ok(ends)) => with_known_ends(text, ends, decode),
+            _ => decode(),
+        }
+    }
+
+    #[test]
+    fn damaged_pages_decode_the_same_with_the_record_or_without() {
+        // Seeded byte damage (flips, deletions, duplications) to a page: whatever the check
+        // accepts decodes exactly as the plain scanner decodes it, and the check accepts
+        // exactly what the plain scanner accepts.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut checked = 0;
+        for _ in 0..3000 {
+            let mut bytes = PAGE.as_bytes().to_vec();
+            for _ in 0..=(next() % 3) {
+                let at = (next() as usize) % bytes.len();
+                match next() % 3 {
+                    0 => bytes[at] = b"{}[],:\"0 \\x"[(next() % 11) as usize],
+                    1 => {
+                        bytes.remove(at);
+                    }
+                    _ => {
+                        let b = bytes[at];
+                        bytes.insert(at, b);
+                    }
+                }
+            }
+            let Ok(text) = std::str::from_utf8(&bytes) else {
+                continue;
+            };
+            let plain = {
+                let mut scanner = Scanner::new(text);
+                scanner.value().and_then(|_| scanner.end()).is_ok()
+            };
+            assert_eq!(KnownEnds::check(text).is_ok(), plain, "{text}");
+            assert_eq!(decode(text, true), decode(text, false), "{text}");
+            checked += usize::from(plain);
+        }
+        assert!(
+            checked >= 300,
+            "only {checked} damaged pages were still JSON"
+        );
+    }
+
     #[test]
     fn other_texts_and_bad_pages_are_not_affected() {
         let ends = KnownEnds::check(PAGE).unwrap();
