@@ -33,6 +33,44 @@ const UPDATES: usize = 100_000;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+// `RUSTFLAGS="--cfg bench_count_allocs"` counts the client's allocations (at sync, per pod;
+// during the watch, per event): a figure the machine's noise does not move.
+#[cfg(bench_count_allocs)]
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    pub static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+    pub struct Counting;
+
+    // SAFETY: every call is passed on unchanged to the system allocator.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            unsafe { System.realloc(ptr, layout, size) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+}
+
+/// Allocations so far (with `--cfg bench_count_allocs`; otherwise none are counted).
+fn allocations() -> Option<u64> {
+    #[cfg(bench_count_allocs)]
+    return Some(counting::ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed));
+    #[cfg(not(bench_count_allocs))]
+    None
+}
+
 fn pods() -> ApiResource {
     ApiResource::new("", "v1", "Pod", "pods", true)
 }
@@ -313,12 +351,20 @@ fn client<K: Object>(
             u.fetch_add(1, Ordering::Relaxed);
         }))
         .unwrap();
+    let allocs_before_sync = allocations();
     let t0 = Instant::now();
     informer.start().unwrap();
     assert!(informer.wait_for_cache_sync(Duration::from_secs(600)));
     let sync = t0.elapsed();
     assert_eq!(informer.store().len(), n);
     let rss_after_sync = peak_rss_mib();
+    let allocs_at_sync = allocations();
+    if let (Some(a), Some(b)) = (allocs_before_sync, allocs_at_sync) {
+        eprintln!(
+            "  allocations per pod listed: {:.1}",
+            (b - a) as f64 / n as f64
+        );
+    }
     if std::env::var_os("BENCH_THREADS").is_some() {
         eprintln!(
             "  at sync: {} minor page faults, {:.2} CPU seconds; by thread: {}",
@@ -343,6 +389,12 @@ fn client<K: Object>(
     }
     if std::env::var_os("BENCH_THREADS").is_some() {
         eprintln!("  largest handler backlog seen: {max_backlog}");
+    }
+    if let (Some(a), Some(b)) = (allocs_at_sync, allocations()) {
+        eprintln!(
+            "  allocations per watch event: {:.1}",
+            (b - a) as f64 / UPDATES as f64
+        );
     }
     let t1 = *first_update.get().unwrap();
     let rate = (UPDATES - 1) as f64 / t1.elapsed().as_secs_f64();
