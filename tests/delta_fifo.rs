@@ -349,10 +349,7 @@ fn drain_into(f: &DeltaFifo<DynamicObject>, store: &Store<DynamicObject>) -> Vec
                     store.delete(&key);
                 }
                 other => {
-                    store
-                        .upsert_keyed(key.clone(), other.object().clone())
-                        .1
-                        .unwrap();
+                    store.upsert_keyed(&key, other.object().clone()).1.unwrap();
                 }
             }
         }

@@ -93,7 +93,15 @@ impl ObjectMeta {
     /// The cache key client-go uses: `namespace/name`, or `name` when cluster-scoped.
     pub fn key(&self) -> String {
         match self.namespace.as_deref() {
-            Some(ns) if !ns.is_empty() => format!("{ns}/{}", self.name()),
+            Some(ns) if !ns.is_empty() => {
+                // Sized up front: `format!` grows its buffer, two allocations per key.
+                let name = self.name();
+                let mut key = String::with_capacity(ns.len() + 1 + name.len());
+                key.push_str(ns);
+                key.push('/');
+                key.push_str(name);
+                key
+            }
             _ => self.name().to_owned(),
         }
     }

@@ -431,7 +431,7 @@ impl<K: Object> Inner<K> {
                 other => {
                     let is_sync = matches!(other, Delta::Sync(_));
                     let obj = Arc::clone(other.object());
-                    let (old, indexed) = self.store.upsert_keyed(key.to_owned(), Arc::clone(&obj));
+                    let (old, indexed) = self.store.upsert_keyed(key, Arc::clone(&obj));
                     if let Err(e) = indexed {
                         log::warn!("kube-informer/{}: {e}", self.name);
                     }

@@ -100,6 +100,14 @@ impl<K: Object> Inner<K> {
         }
     }
 
+    /// True when every indexer gives `old` and `new` the same values (and fails on neither).
+    fn same_index_values(&self, old: &K, new: &K) -> bool {
+        self.indexers.values().all(|f| match (f(old), f(new)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        })
+    }
+
     fn index(&mut self, key: &str, obj: &K, errors: &mut Vec<String>) {
         for (name, values) in index_values(&self.indexers, obj, key, errors) {
             let index = self.indices.entry(name).or_default();
@@ -149,18 +157,31 @@ impl<K: Object> Store<K> {
     /// Adds or replaces the object under its key; returns the previous one.
     pub fn upsert(&self, obj: Arc<K>) -> (Option<Arc<K>>, Result<()>) {
         let key = key_of(&*obj);
-        self.upsert_keyed(key, obj)
+        self.upsert_keyed(&key, obj)
     }
 
-    /// Adds or replaces the object under `key`; returns the previous one.
-    pub fn upsert_keyed(&self, key: String, obj: Arc<K>) -> (Option<Arc<K>>, Result<()>) {
+    /// Adds or replaces the object under `key`; returns the previous one. An update that
+    /// leaves every index value as it was (the usual case: the namespace does not change)
+    /// leaves the indices untouched.
+    pub fn upsert_keyed(&self, key: &str, obj: Arc<K>) -> (Option<Arc<K>>, Result<()>) {
         let mut errors = Vec::new();
-        let mut inner = self.inner.write();
-        let old = inner.items.insert(key.clone(), Arc::clone(&obj));
-        if let Some(old) = &old {
-            inner.unindex(&key, old);
+        let mut guard = self.inner.write();
+        let inner = &mut *guard;
+        let old = match inner.items.get_mut(key) {
+            Some(slot) => Some(std::mem::replace(slot, Arc::clone(&obj))),
+            None => {
+                inner.items.insert(key.to_owned(), Arc::clone(&obj));
+                None
+            }
+        };
+        match &old {
+            Some(old) if inner.same_index_values(old, &obj) => {}
+            Some(old) => {
+                inner.unindex(key, old);
+                inner.index(key, &obj, &mut errors);
+            }
+            None => inner.index(key, &obj, &mut errors),
         }
-        inner.index(&key, &obj, &mut errors);
         (old, index_error(errors))
     }
 
@@ -375,6 +396,25 @@ mod tests {
         assert!(err.contains("\"node\"") && err.contains("a/bare"), "{err}");
         assert!(s.get("a/bare").is_some(), "stored anyway");
         assert_eq!(s.index_keys(NAMESPACE_INDEX, "a").unwrap(), ["a/bare"]);
+        // Once the function succeeds on an update, the object is indexed.
+        s.upsert(obj("a", "bare", Some("n1"))).1.unwrap();
+        assert_eq!(s.index_keys("node", "n1").unwrap(), ["a/bare"]);
+    }
+
+    #[test]
+    fn an_update_with_the_same_index_values_is_found_by_index_as_the_new_object() {
+        let s = Store::new();
+        s.add_indexers([("node".to_string(), node_index())])
+            .unwrap();
+        s.upsert(obj("a", "x", Some("n1"))).1.unwrap();
+        let newer = obj("a", "x", Some("n1"));
+        let (old, r) = s.upsert(Arc::clone(&newer));
+        r.unwrap();
+        assert!(old.is_some());
+        let found = s.by_index("node", "n1").unwrap();
+        assert_eq!(found.len(), 1);
+        assert!(Arc::ptr_eq(&found[0], &newer));
+        assert_eq!(s.index_keys(NAMESPACE_INDEX, "a").unwrap(), ["a/x"]);
     }
 
     #[test]
