@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 
 use super::json_scan::{Result as ScanResult, Scanner};
 use super::meta::ObjectMeta;
+#[cfg(test)]
 use super::raw_json::RawJson;
 use super::string_map::StringMap;
 
@@ -34,8 +35,20 @@ const FIELDS: [&str; 15] = [
 
 impl ObjectMeta {
     /// Decodes the metadata object at the scanner's cursor.
+    #[cfg(test)]
     pub(crate) fn scan(s: &mut Scanner<'_>) -> serde_json::Result<ObjectMeta> {
+        let (mut m, managed) = ObjectMeta::scan_parts(s)?;
+        m.managed_fields = managed.map(RawJson::from_checked);
+        Ok(m)
+    }
+
+    /// Decodes the metadata object at the scanner's cursor, all but `managedFields`, whose
+    /// checked text (unless absent or `null`) is handed back for the caller to keep.
+    pub(crate) fn scan_parts<'a>(
+        s: &mut Scanner<'a>,
+    ) -> serde_json::Result<(ObjectMeta, Option<&'a str>)> {
         let mut m = ObjectMeta::default();
+        let mut managed = None;
         s.begin_object()?;
         let mut first = true;
         let mut seen = 0u32;
@@ -67,15 +80,15 @@ impl ObjectMeta {
                 12 => m.owner_references = serde_value(s)?,
                 13 => m.finalizers = serde_value(s)?,
                 _ => {
-                    m.managed_fields = if s.take_null()? {
+                    managed = if s.take_null()? {
                         None
                     } else {
-                        Some(RawJson::from_checked(s.value()?))
+                        Some(s.value()?)
                     }
                 }
             }
         }
-        Ok(m)
+        Ok((m, managed))
     }
 }
 

@@ -6,6 +6,9 @@
 //! library's own scanner has already checked, without a second pass over it.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Range;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -13,9 +16,14 @@ use serde_json::value::RawValue;
 
 use super::json_scan::Scanner;
 
-/// One JSON value as text; always valid JSON.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct RawJson(Box<str>);
+/// One JSON value as text; always valid JSON. Cloning is cheap: the text is shared. The raw
+/// parts of one decoded object share one buffer (one allocation instead of one per part);
+/// see [`DynamicObject::compact`](super::DynamicObject::compact).
+#[derive(Clone)]
+pub struct RawJson {
+    buffer: Arc<str>,
+    range: Range<usize>,
+}
 
 impl RawJson {
     /// Checks `text` and keeps it; an error says where it is not one valid JSON value.
@@ -23,40 +31,72 @@ impl RawJson {
         let mut scanner = Scanner::new(&text);
         scanner.value()?;
         scanner.end()?;
-        Ok(RawJson(text.into_boxed_str()))
+        Ok(RawJson::from_checked(&text))
     }
 
-    /// Keeps text the scanner has already checked.
+    /// Keeps text the scanner has already checked, in a buffer of its own.
     pub(crate) fn from_checked(text: &str) -> RawJson {
-        RawJson(text.into())
+        RawJson {
+            buffer: Arc::from(text),
+            range: 0..text.len(),
+        }
+    }
+
+    /// The checked value at `range` of a shared buffer (`range` ends on the value's bounds,
+    /// so it lies on character boundaries).
+    pub(crate) fn shared(buffer: &Arc<str>, range: Range<usize>) -> RawJson {
+        debug_assert!(buffer.get(range.clone()).is_some());
+        RawJson {
+            buffer: Arc::clone(buffer),
+            range,
+        }
+    }
+
+    /// The buffer this value's text is in (possibly shared with other values).
+    pub(crate) fn buffer(&self) -> &Arc<str> {
+        &self.buffer
     }
 
     /// The JSON text.
     pub fn get(&self) -> &str {
-        &self.0
+        self.buffer.get(self.range.clone()).unwrap_or_default()
     }
 
     /// Decodes the value into `T`.
     pub fn decode<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
-        serde_json::from_str(&self.0)
+        serde_json::from_str(self.get())
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for RawJson {}
+
+impl Hash for RawJson {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.get().hash(state)
     }
 }
 
 impl fmt::Debug for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.get())
     }
 }
 
 impl fmt::Display for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.get())
     }
 }
 
 impl Serialize for RawJson {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let raw: &RawValue = serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        let raw: &RawValue = serde_json::from_str(self.get()).map_err(serde::ser::Error::custom)?;
         raw.serialize(serializer)
     }
 }
@@ -64,7 +104,7 @@ impl Serialize for RawJson {
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
-        Ok(RawJson(raw.into()))
+        Ok(RawJson::from_checked(raw.get()))
     }
 }
 

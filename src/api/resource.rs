@@ -18,6 +18,11 @@ pub trait Object: DeserializeOwned + Send + Sync + 'static {
     /// The object's metadata, mutably (for transforms such as stripping managed fields).
     fn metadata_mut(&mut self) -> &mut ObjectMeta;
 
+    /// Releases memory the object holds but no longer uses, after a transform dropped parts
+    /// of it. The default does nothing; [`DynamicObject`](super::DynamicObject) moves its raw
+    /// parts out of a shared buffer that holds much more than they use.
+    fn compact(&mut self) {}
+
     /// Whether [`from_json_prefix`](Self::from_json_prefix) decodes with the library's
     /// scanner, which can jump over the containers a list page's early check recorded. When
     /// true, list pages are checked on the thread that fetched them; serde's decoders cannot

@@ -51,9 +51,13 @@ pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
 /// fields nobody reads, say). See [`strip_managed_fields`].
 pub type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
 
-/// A ready [`Transform`]: drops `metadata.managedFields`, often the largest part of an object.
+/// A ready [`Transform`]: drops `metadata.managedFields`, often the largest part of an object,
+/// and [compacts](Object::compact) the object so their memory is released.
 pub fn strip_managed_fields<K: Object>() -> Transform<K> {
-    Arc::new(|o: &mut K| o.metadata_mut().strip_managed_fields())
+    Arc::new(|o: &mut K| {
+        o.metadata_mut().strip_managed_fields();
+        o.compact();
+    })
 }
 
 /// How a reflector lists and watches.
