@@ -132,7 +132,7 @@ pub(crate) fn lookup(text: &str, start: usize) -> Option<usize> {
             Some(installed.base + end)
         })
         .ok()??;
-    let end = end_addr - text.as_ptr() as usize;
+    let end = end_addr.checked_sub(text.as_ptr() as usize)?;
     let close = if open == b'{' { b'}' } else { b']' };
     (end <= bytes.len() && end > start && bytes[end - 1] == close).then_some(end)
 }
