@@ -190,64 +190,58 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-/// Minor page faults of this process so far (from /proc), for profiling.
-fn minor_faults() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name: state is field 3, minflt is field 10.
-    stat.rsplit(')')
-        .next()
-        .and_then(|r| r.split_whitespace().nth(7))
-        .and_then(|f| f.parse().ok())
-        .unwrap_or(0)
+/// What a `/proc/.../stat` file says about a process or thread, for profiling.
+struct ProcStat {
+    name: String,
+    /// User and system CPU seconds (a process's include its exited threads).
+    cpu_seconds: f64,
+    minor_faults: u64,
 }
 
-/// CPU seconds (user and system) used so far by this process, exited threads included.
-fn process_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
+impl ProcStat {
+    fn read(path: &std::path::Path) -> ProcStat {
+        let stat = std::fs::read_to_string(path).unwrap_or_default();
+        let name = stat
+            .split('(')
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .unwrap_or("?")
+            .to_owned();
+        // The fields after the command name: minflt is the 8th, utime and stime the 12th and 13th.
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        let number = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        ProcStat {
+            name,
+            cpu_seconds: (number(11) + number(12)) as f64 / 100.0, // USER_HZ on Linux
+            minor_faults: number(7),
+        }
+    }
+
+    fn this_process() -> ProcStat {
+        ProcStat::read(std::path::Path::new("/proc/self/stat"))
+    }
 }
 
-/// CPU time used so far by each thread of this process (from /proc), for profiling.
+/// CPU time and minor page faults of each thread of this process so far.
 fn thread_cpu() -> String {
-    let tick = 100.0; // USER_HZ on Linux
     let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
         for e in dir.flatten() {
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let name = stat
-                .split('(')
-                .nth(1)
-                .and_then(|r| r.split(')').next())
-                .unwrap_or("?")
-                .to_owned();
-            let fields: Vec<&str> = stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .collect();
-            let ticks: f64 = fields
-                .get(11)
-                .and_then(|u| u.parse::<f64>().ok())
-                .unwrap_or(0.0)
-                + fields
-                    .get(12)
-                    .and_then(|s| s.parse::<f64>().ok())
-                    .unwrap_or(0.0);
-            let faults = fields.get(7).copied().unwrap_or("?");
-            out.push(format!("{name}={:.2}s/{faults}flt", ticks / tick));
+            let t = ProcStat::read(&e.path().join("stat"));
+            out.push(format!(
+                "{}={:.2}s/{}flt",
+                t.name, t.cpu_seconds, t.minor_faults
+            ));
         }
     }
     out.join(" ")
@@ -368,8 +362,8 @@ fn client<K: Object>(
     if std::env::var_os("BENCH_THREADS").is_some() {
         eprintln!(
             "  at sync: {} minor page faults, {:.2} CPU seconds; by thread: {}",
-            minor_faults(),
-            process_cpu(),
+            ProcStat::this_process().minor_faults,
+            ProcStat::this_process().cpu_seconds,
             thread_cpu()
         );
     }
