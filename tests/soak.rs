@@ -41,8 +41,7 @@ use std::time::{Duration, Instant};
 use common::{pod, pods};
 use kube_informer::api::DynamicObject;
 use kube_informer::cache::{
-    DeletedObject, EventHandler, InformerConfig, SharedIndexInformer,
-    NAMESPACE_INDEX,
+    DeletedObject, EventHandler, InformerConfig, SharedIndexInformer, NAMESPACE_INDEX,
 };
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client};
@@ -272,7 +271,12 @@ impl Journal {
     }
 
     fn dump(&self) -> String {
-        self.lines.lock().iter().cloned().collect::<Vec<_>>().join("\n")
+        self.lines
+            .lock()
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 

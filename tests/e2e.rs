@@ -1,0 +1,813 @@
+//! End-to-end suite against a real cluster, opt-in:
+//!
+//! ```text
+//! KUBE_E2E=1 cargo test --test e2e -- --ignored --nocapture
+//! ```
+//!
+//! The `real_*` tests are ignored by default, and even when run they only print
+//! `skipped: ...` unless `KUBE_E2E=1` is set and a kubeconfig (or an in-cluster service
+//! account) is found the way kubectl finds one (`KUBECONFIG`, `~/.kube/config`).
+//!
+//! They touch only what they create: a namespace `kube-informer-e2e-<random>` (deleted at the
+//! end, also when a test fails, by a guard), the objects inside it, and for the custom
+//! resource test a CRD `widgets.e2e-<random>.kube-informer.test` (deleted the same way). The
+//! 403 test only reads, as a user with no rights (impersonation).
+//!
+//! The same test bodies run in `cargo test` against `testing::ApiServer` over TLS (the
+//! `fake_*` tests), so this code cannot rot unseen; there the server is told to answer what a
+//! cluster would (the CRD's `Established` condition, the 403).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use kube_informer::api::{ApiResource, DynamicObject};
+use kube_informer::cache::{DeletedObject, EventHandler, InformerConfig, SharedIndexInformer};
+use kube_informer::config::{Config, KubeconfigOptions};
+use kube_informer::testing::{ApiServer, Fault, Target};
+use kube_informer::{Api, Client, ClientConfig, Error, ListParams};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+/// Bound for anything these tests wait on; a real cluster can be slow (never a timing
+/// assertion).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+// ---------------------------------------------------------------------------------------
+// Where the tests run.
+
+/// A cluster to test against: a real one, or the test API server playing one.
+struct Env {
+    config: ClientConfig,
+    client: Client,
+    /// Set when the "cluster" is `testing::ApiServer`.
+    fake: Option<ApiServer>,
+}
+
+impl Env {
+    /// The real cluster, or `None` (after saying why) when the suite is not enabled.
+    fn real() -> Option<Env> {
+        if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
+            println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
+            return None;
+        }
+        let config = match Config::infer_if_configured(&KubeconfigOptions::default()) {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                println!("skipped: KUBE_E2E=1 but no kubeconfig was found (KUBECONFIG, ~/.kube/config) and this is not a pod");
+                return None;
+            }
+            Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
+        };
+        Some(Env::from_config(&config, None))
+    }
+
+    fn from_config(config: &Config, fake: Option<ApiServer>) -> Env {
+        println!("e2e: against {}", config.source);
+        let client = config
+            .client()
+            .expect("a client for the configured cluster");
+        Env {
+            config: config.client_config.clone(),
+            client,
+            fake,
+        }
+    }
+
+    /// `testing::ApiServer` over TLS.
+    fn fake() -> Env {
+        let server = ApiServer::builder()
+            .tls()
+            .bookmark_interval(Duration::from_millis(200))
+            .resource(&configmaps())
+            .start();
+        let config = server.client_config();
+        Env {
+            client: Client::new(config.clone()).unwrap(),
+            config,
+            fake: Some(server),
+        }
+    }
+}
+
+fn random_suffix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    format!("{:08x}", h.finish() as u32)
+}
+
+fn namespaces() -> ApiResource {
+    ApiResource::new("", "v1", "Namespace", "namespaces", false)
+}
+
+fn configmaps() -> ApiResource {
+    ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
+}
+
+fn crds() -> ApiResource {
+    ApiResource::new(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+}
+
+/// A namespace of the test's own, deleted on drop (also when the test panics).
+struct TestNamespace {
+    name: String,
+    api: Api<DynamicObject>,
+}
+
+impl TestNamespace {
+    fn create(env: &Env) -> TestNamespace {
+        let name = format!("kube-informer-e2e-{}", random_suffix());
+        let api = Api::all_with(env.client.clone(), &namespaces());
+        api.create(&json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/created-by": "kube-informer-e2e"}}
+        }))
+        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+        println!("e2e: namespace {name} created");
+        TestNamespace { name, api }
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        match self.api.delete(&self.name) {
+            Ok(()) => println!("e2e: namespace {} deleted", self.name),
+            Err(e) => eprintln!("e2e: deleting namespace {}: {e}", self.name),
+        }
+    }
+}
+
+/// A CRD of the test's own, deleted on drop.
+struct TestCrd {
+    name: String,
+    api: Api<DynamicObject>,
+}
+
+impl Drop for TestCrd {
+    fn drop(&mut self) {
+        match self.api.delete(&self.name) {
+            Ok(()) => println!("e2e: CRD {} deleted", self.name),
+            Err(e) => eprintln!("e2e: deleting CRD {}: {e}", self.name),
+        }
+    }
+}
+
+/// Waits until `cond` holds; panics with `what` after [`PATIENCE`].
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out ({PATIENCE:?}) waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What a handler saw.
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Seen {
+    Add(String, String),
+    Update(String, String, String),
+    Delete(String),
+}
+
+/// Records every notification, and rebuilds the objects (name -> resourceVersion).
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Recorded>>);
+
+#[derive(Default)]
+struct Recorded {
+    events: Vec<Seen>,
+    objects: BTreeMap<String, String>,
+}
+
+impl Recorder {
+    fn saw(&self, s: &Seen) -> bool {
+        self.0.lock().events.contains(s)
+    }
+    fn saw_delete_of(&self, name: &str) -> bool {
+        self.saw(&Seen::Delete(name.to_owned()))
+    }
+    fn view(&self) -> BTreeMap<String, String> {
+        self.0.lock().objects.clone()
+    }
+    fn events(&self) -> Vec<Seen> {
+        self.0.lock().events.clone()
+    }
+}
+
+impl EventHandler<DynamicObject> for Recorder {
+    fn on_add(&mut self, o: Arc<DynamicObject>, _initial: bool) {
+        let (name, rv) = (o.metadata.name().to_owned(), rv(&o));
+        let mut s = self.0.lock();
+        s.events.push(Seen::Add(name.clone(), rv.clone()));
+        s.objects.insert(name, rv);
+    }
+    fn on_update(&mut self, old: Arc<DynamicObject>, new: Arc<DynamicObject>) {
+        let name = new.metadata.name().to_owned();
+        let mut s = self.0.lock();
+        s.events
+            .push(Seen::Update(name.clone(), rv(&old), rv(&new)));
+        s.objects.insert(name, rv(&new));
+    }
+    fn on_delete(&mut self, gone: DeletedObject<DynamicObject>) {
+        let name = gone.object().metadata.name().to_owned();
+        let mut s = self.0.lock();
+        s.events.push(Seen::Delete(name.clone()));
+        s.objects.remove(&name);
+    }
+}
+
+fn rv(o: &DynamicObject) -> String {
+    o.metadata.resource_version().to_owned()
+}
+
+/// name -> resourceVersion of what the server lists now.
+fn listed(api: &Api<DynamicObject>) -> BTreeMap<String, String> {
+    api.list(&ListParams::default())
+        .expect("list")
+        .items
+        .iter()
+        .map(|o| (o.metadata.name().to_owned(), rv(o)))
+        .collect()
+}
+
+/// name -> resourceVersion of what the informer's cache holds.
+fn cached(inf: &SharedIndexInformer<DynamicObject>) -> BTreeMap<String, String> {
+    inf.store()
+        .list()
+        .iter()
+        .map(|o| (o.metadata.name().to_owned(), rv(o)))
+        .collect()
+}
+
+/// Waits until the cache and the handler's view equal what the server lists.
+fn wait_converged(
+    api: &Api<DynamicObject>,
+    inf: &SharedIndexInformer<DynamicObject>,
+    rec: &Recorder,
+) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let want = listed(api);
+        let (cache, view) = (cached(inf), rec.view());
+        if cache == want && view == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no convergence within {PATIENCE:?}: server {want:?}, cache {cache:?}, handler {view:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn informer_config() -> InformerConfig<DynamicObject> {
+    let mut c = InformerConfig::default();
+    c.reflector.backoff_initial = Duration::from_millis(100);
+    c.reflector.backoff_max = Duration::from_secs(1);
+    c
+}
+
+// ---------------------------------------------------------------------------------------
+// The test bodies.
+
+/// (1) ConfigMaps created, updated and deleted: the handler sees each, the cache converges.
+fn configmaps_seen_by_an_informer(env: &Env) {
+    let ns = TestNamespace::create(env);
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
+    let inf = SharedIndexInformer::new(api.clone(), informer_config());
+    let rec = Recorder::default();
+    inf.add_event_handler(rec.clone()).unwrap();
+    inf.start().unwrap();
+    assert!(inf.wait_for_cache_sync(PATIENCE), "initial sync");
+
+    let cm = |name: &str, v: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": ns.name}, "data": {"v": v}})
+    };
+    let one = api.create(&cm("one", "1")).unwrap();
+    let rv1 = rv(&one);
+    wait_until("the add of one", || {
+        rec.saw(&Seen::Add("one".into(), rv1.clone()))
+    });
+    let one = api
+        .patch_merge("one", &json!({"data": {"v": "2"}}))
+        .unwrap();
+    let rv2 = rv(&one);
+    assert_ne!(rv1, rv2);
+    wait_until("the update of one", || {
+        rec.saw(&Seen::Update("one".into(), rv1.clone(), rv2.clone()))
+    });
+    let cached_one = inf
+        .store()
+        .get(&format!("{}/one", ns.name))
+        .expect("cached");
+    assert_eq!(
+        cached_one.decode_field::<Value>("data").unwrap(),
+        Some(json!({"v": "2"}))
+    );
+    api.delete("one").unwrap();
+    wait_until("the delete of one", || rec.saw_delete_of("one"));
+    assert!(inf.store().get(&format!("{}/one", ns.name)).is_none());
+
+    for i in 0..5 {
+        api.create(&cm(&format!("many-{i}"), &i.to_string()))
+            .unwrap();
+    }
+    api.patch_merge("many-1", &json!({"data": {"v": "x"}}))
+        .unwrap();
+    api.delete("many-3").unwrap();
+    wait_converged(&api, &inf, &rec);
+    assert!(!inf.store().contains(&format!("{}/many-3", ns.name)));
+    inf.stop();
+}
+
+/// (2) A custom resource through `DynamicObject`: CRD created and Established, objects
+/// created, listed and watched, the CRD deleted at the end.
+fn custom_resource_via_dynamic_object(env: &Env) {
+    let suffix = random_suffix();
+    let group = format!("e2e-{suffix}.kube-informer.test");
+    let crd_name = format!("widgets.{group}");
+    let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &crds());
+    crd_api
+        .create(&json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": crd_name},
+            "spec": {
+                "group": group,
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "scope": "Namespaced",
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+                }]
+            }
+        }))
+        .unwrap_or_else(|e| panic!("creating CRD {crd_name}: {e}"));
+    let _crd = TestCrd {
+        name: crd_name.clone(),
+        api: crd_api.clone(),
+    };
+    println!("e2e: CRD {crd_name} created");
+    if let Some(server) = &env.fake {
+        // What the API server's CRD controller does.
+        server
+            .patch(
+                &crds(),
+                None,
+                &crd_name,
+                &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}}),
+            )
+            .unwrap();
+    }
+    wait_until("the CRD to be Established", || {
+        let Ok(crd) = crd_api.get(&crd_name) else {
+            return false;
+        };
+        let status: Option<Value> = crd.decode_field("status").unwrap_or(None);
+        status
+            .and_then(|s| s.get("conditions").cloned())
+            .and_then(|c| c.as_array().cloned())
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+            })
+    });
+
+    let ns = TestNamespace::create(env);
+    let widgets = ApiResource::new(&group, "v1", "Widget", "widgets", true);
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &widgets);
+    let widget = |name: &str, size: u32| {
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+               "metadata": {"name": name, "namespace": ns.name}, "spec": {"size": size}})
+    };
+    // Established can come a moment before the new resource is served: a 404 until then.
+    let mut first = None;
+    wait_until("the new resource to accept objects", || {
+        match api.create(&widget("w0", 0)) {
+            Ok(o) => {
+                first = Some(o);
+                true
+            }
+            Err(e) if e.code() == Some(404) => false,
+            Err(e) => panic!("creating the first widget: {e}"),
+        }
+    });
+    let w0 = first.expect("created");
+    assert_eq!(w0.kind.as_deref(), Some("Widget"));
+
+    let inf = SharedIndexInformer::new(api.clone(), informer_config());
+    let rec = Recorder::default();
+    inf.add_event_handler(rec.clone()).unwrap();
+    inf.start().unwrap();
+    assert!(inf.wait_for_cache_sync(PATIENCE), "initial sync");
+    wait_until("the initial add of w0", || {
+        rec.saw(&Seen::Add("w0".into(), rv(&w0)))
+    });
+    let w1 = api.create(&widget("w1", 1)).unwrap();
+    api.create(&widget("w2", 2)).unwrap();
+    let w1b = api
+        .patch_merge("w1", &json!({"spec": {"size": 10}}))
+        .unwrap();
+    api.delete("w2").unwrap();
+    wait_until("the add, update and delete of widgets", || {
+        rec.saw(&Seen::Add("w1".into(), rv(&w1)))
+            && rec.saw(&Seen::Update("w1".into(), rv(&w1), rv(&w1b)))
+            && rec.saw_delete_of("w2")
+    });
+    wait_converged(&api, &inf, &rec);
+    let cached_w1 = inf.store().get(&format!("{}/w1", ns.name)).expect("w1");
+    assert_eq!(
+        cached_w1.decode_field::<Value>("spec").unwrap(),
+        Some(json!({"size": 10}))
+    );
+    let list = api.list(&ListParams::default()).unwrap();
+    let names: Vec<_> = list.items.iter().map(|o| o.metadata.name()).collect();
+    assert_eq!(names, ["w0", "w1"]);
+    inf.stop();
+}
+
+/// (3) A request the server forbids: `Error::Api` with the 403 Status.
+fn forbidden_is_an_error_with_its_status(env: &Env) {
+    let mut config = env.config.clone();
+    config.impersonate_user = Some("kube-informer-e2e-nobody".into());
+    let client = Client::new(config).unwrap();
+    let secrets = ApiResource::new("", "v1", "Secret", "secrets", true);
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "kube-system", &secrets);
+    if let Some(server) = &env.fake {
+        // The test server has no authorizer: it answers as one would.
+        server.inject(Target::List, Fault::status(403));
+    }
+    match api.list(&ListParams::default()) {
+        Err(Error::Api { request, status }) => {
+            assert_eq!(status.code, 403, "{request}: {status:?}");
+            assert_eq!(status.reason, "Forbidden", "{request}: {status:?}");
+            assert!(!status.message.is_empty(), "{status:?}");
+            println!("e2e: 403 as expected: {}", status.message);
+        }
+        Err(other) => panic!("expected a 403 Status, got {other}"),
+        Ok(list) => panic!(
+            "listing secrets as a user with no rights succeeded ({} items)",
+            list.items.len()
+        ),
+    }
+}
+
+/// (4) The connection is cut mid-watch and stays down while objects change; after it comes
+/// back the informer catches up and no change is lost.
+fn watch_resumes_after_the_connection_is_cut(env: &Env) {
+    let ns = TestNamespace::create(env);
+    let direct: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
+    let fwd = Forwarder::start(&env.config.server);
+    let through = Client::new(fwd.client_config(&env.config)).unwrap();
+    let api: Api<DynamicObject> = Api::namespaced_with(through, &ns.name, &configmaps());
+    let inf = SharedIndexInformer::new(api, informer_config());
+    let rec = Recorder::default();
+    inf.add_event_handler(rec.clone()).unwrap();
+    inf.start().unwrap();
+    assert!(inf.wait_for_cache_sync(PATIENCE), "initial sync");
+    wait_until("watching", || inf.is_watching());
+
+    let cm = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": ns.name}, "data": {"v": "0"}})
+    };
+    let before = direct.create(&cm("before")).unwrap();
+    let doomed = direct.create(&cm("doomed")).unwrap();
+    wait_until("the adds made before the cut", || {
+        rec.saw(&Seen::Add("before".into(), rv(&before)))
+            && rec.saw(&Seen::Add("doomed".into(), rv(&doomed)))
+    });
+
+    fwd.cut_and_refuse();
+    wait_until("the watch to notice the cut", || !inf.is_watching());
+    let during = direct.create(&cm("during")).unwrap();
+    let before2 = direct
+        .patch_merge("before", &json!({"data": {"v": "1"}}))
+        .unwrap();
+    direct.delete("doomed").unwrap();
+    let seen_while_cut = rec.events();
+    assert!(
+        !rec.saw(&Seen::Add("during".into(), rv(&during))),
+        "an event arrived while the connection was cut: {seen_while_cut:?}"
+    );
+    fwd.resume();
+
+    wait_until("the changes made during the cut", || {
+        rec.saw(&Seen::Add("during".into(), rv(&during)))
+            && rec.saw(&Seen::Update("before".into(), rv(&before), rv(&before2)))
+            && rec.saw_delete_of("doomed")
+    });
+    wait_converged(&direct, &inf, &rec);
+    println!(
+        "e2e: {} connections forwarded, the informer reconnected",
+        fwd.connections()
+    );
+    inf.stop();
+}
+
+// ---------------------------------------------------------------------------------------
+// A TCP forwarder that can cut its connections.
+
+struct FwdShared {
+    upstream: Vec<SocketAddr>,
+    refusing: AtomicBool,
+    stopped: AtomicBool,
+    open: Mutex<Vec<TcpStream>>,
+    pipes: Mutex<Vec<JoinHandle<()>>>,
+    accepted: Mutex<usize>,
+}
+
+/// Listens on `127.0.0.1`, and pipes each connection to the API server, a thread per
+/// direction; [`cut_and_refuse`](Self::cut_and_refuse) drops them all and turns new ones
+/// away until [`resume`](Self::resume).
+struct Forwarder {
+    addr: SocketAddr,
+    shared: Arc<FwdShared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// `(scheme, host, port, path)` of `https://host:port/path`.
+fn split_url(url: &str) -> (String, String, u16, String) {
+    let (scheme, rest) = url.split_once("://").expect("a server URL with a scheme");
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let default_port = if scheme == "https" { 443 } else { 80 };
+    let (host, port) = if let Some(end) = authority.strip_prefix('[').and_then(|a| a.find(']')) {
+        let host = &authority[1..end + 1];
+        let port = authority[end + 2..]
+            .strip_prefix(':')
+            .and_then(|p| p.parse().ok());
+        (host.to_owned(), port.unwrap_or(default_port))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_owned(), p.parse().expect("a port")),
+            None => (authority.to_owned(), default_port),
+        }
+    };
+    (
+        scheme.to_owned(),
+        host,
+        port,
+        path.trim_end_matches('/').to_owned(),
+    )
+}
+
+impl Forwarder {
+    fn start(server_url: &str) -> Forwarder {
+        let (_, host, port, _) = split_url(server_url);
+        let upstream: Vec<SocketAddr> = (host.as_str(), port)
+            .to_socket_addrs()
+            .unwrap_or_else(|e| panic!("resolving {host}:{port}: {e}"))
+            .collect();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(FwdShared {
+            upstream,
+            refusing: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            open: Mutex::new(Vec::new()),
+            pipes: Mutex::new(Vec::new()),
+            accepted: Mutex::new(0),
+        });
+        let s = Arc::clone(&shared);
+        let accept = std::thread::Builder::new()
+            .name("e2e/forward-accept".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    if s.stopped.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(client) = conn else { continue };
+                    let server = if s.refusing.load(Ordering::SeqCst) {
+                        None
+                    } else {
+                        TcpStream::connect_timeout(&s.upstream[0], Duration::from_secs(10)).ok()
+                    };
+                    // Registered under the lock `cut_and_refuse` takes: no connection slips
+                    // past a cut.
+                    let mut open = s.open.lock();
+                    let clones = server.as_ref().map(|server| {
+                        (
+                            client.try_clone(),
+                            server.try_clone(),
+                            client.try_clone(),
+                            server.try_clone(),
+                        )
+                    });
+                    let (Some(server), Some((Ok(c2), Ok(s2), Ok(c3), Ok(s3)))) = (server, clones)
+                    else {
+                        let _ = client.shutdown(Shutdown::Both);
+                        continue;
+                    };
+                    if s.refusing.load(Ordering::SeqCst) {
+                        let _ = client.shutdown(Shutdown::Both);
+                        let _ = server.shutdown(Shutdown::Both);
+                        continue;
+                    }
+                    *s.accepted.lock() += 1;
+                    open.extend([c3, s3]);
+                    drop(open);
+                    let mut pipes = s.pipes.lock();
+                    pipes.retain(|p| !p.is_finished());
+                    for (from, to) in [(client, s2), (server, c2)] {
+                        if let Ok(h) = std::thread::Builder::new()
+                            .name("e2e/forward-pipe".into())
+                            .spawn(move || pipe(from, to))
+                        {
+                            pipes.push(h);
+                        }
+                    }
+                }
+            })
+            .unwrap();
+        Forwarder {
+            addr,
+            shared,
+            accept: Some(accept),
+        }
+    }
+
+    /// `config` re-addressed to the forwarder; the certificate is still checked against the
+    /// real server's name.
+    fn client_config(&self, config: &ClientConfig) -> ClientConfig {
+        let (scheme, host, _, path) = split_url(&config.server);
+        let mut c = config.clone();
+        c.server = format!("{scheme}://{}{path}", self.addr);
+        if scheme == "https" && c.tls_server_name.is_none() {
+            c.tls_server_name = Some(host);
+        }
+        c
+    }
+
+    /// Drops every connection and turns new ones away.
+    fn cut_and_refuse(&self) {
+        let mut open = self.shared.open.lock();
+        self.shared.refusing.store(true, Ordering::SeqCst);
+        for s in open.drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn resume(&self) {
+        self.shared.refusing.store(false, Ordering::SeqCst);
+    }
+
+    fn cut(&self) {
+        for s in self.shared.open.lock().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn connections(&self) -> usize {
+        *self.shared.accepted.lock()
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(a) = self.accept.take() {
+            let _ = a.join();
+        }
+        self.cut();
+        for p in std::mem::take(&mut *self.shared.pipes.lock()) {
+            let _ = p.join();
+        }
+    }
+}
+
+/// Copies one direction until either side ends, then ends both.
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = from.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+// ---------------------------------------------------------------------------------------
+// Against a real cluster (opt-in).
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_configmaps_seen_by_an_informer() {
+    if let Some(env) = Env::real() {
+        configmaps_seen_by_an_informer(&env);
+    }
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_custom_resource_via_dynamic_object() {
+    if let Some(env) = Env::real() {
+        custom_resource_via_dynamic_object(&env);
+    }
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_forbidden_is_an_error_with_its_status() {
+    if let Some(env) = Env::real() {
+        forbidden_is_an_error_with_its_status(&env);
+    }
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_watch_resumes_after_the_connection_is_cut() {
+    if let Some(env) = Env::real() {
+        watch_resumes_after_the_connection_is_cut(&env);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The same bodies against the test API server, in every `cargo test`.
+
+#[test]
+fn fake_configmaps_seen_by_an_informer() {
+    configmaps_seen_by_an_informer(&Env::fake());
+}
+
+#[test]
+fn fake_custom_resource_via_dynamic_object() {
+    custom_resource_via_dynamic_object(&Env::fake());
+}
+
+#[test]
+fn fake_forbidden_is_an_error_with_its_status() {
+    forbidden_is_an_error_with_its_status(&Env::fake());
+}
+
+#[test]
+fn fake_watch_resumes_after_the_connection_is_cut() {
+    watch_resumes_after_the_connection_is_cut(&Env::fake());
+}
+
+/// The way in of the real suite, a kubeconfig, here naming the test API server.
+#[test]
+fn fake_through_a_kubeconfig_watch_resumes_after_the_connection_is_cut() {
+    use base64::Engine as _;
+    let server = ApiServer::builder()
+        .tls()
+        .token("e2e-token")
+        .bookmark_interval(Duration::from_millis(200))
+        .start();
+    let ca = base64::engine::general_purpose::STANDARD.encode(kube_informer::testing::CA_PEM);
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: e2e\nclusters:\n- name: fake\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\nusers:\n- name: me\n  user:\n    token: e2e-token\ncontexts:\n- name: e2e\n  context: {{cluster: fake, user: me}}\n",
+        server.url()
+    );
+    let config = Config::from_kubeconfig_str(&kubeconfig, &KubeconfigOptions::default()).unwrap();
+    watch_resumes_after_the_connection_is_cut(&Env::from_config(&config, Some(server)));
+}
+
+#[test]
+fn server_urls_are_split_for_the_forwarder() {
+    assert_eq!(
+        split_url("https://10.0.0.1:6443"),
+        ("https".into(), "10.0.0.1".into(), 6443, "".into())
+    );
+    assert_eq!(
+        split_url("https://[::1]:6443/k8s/"),
+        ("https".into(), "::1".into(), 6443, "/k8s".into())
+    );
+    assert_eq!(
+        split_url("https://api.example.com"),
+        ("https".into(), "api.example.com".into(), 443, "".into())
+    );
+}
