@@ -121,6 +121,8 @@ struct TrackState {
     objects: BTreeMap<String, u64>,
     /// Highest version seen per key, kept across deletes.
     newest: HashMap<String, u64>,
+    /// The last few notifications per key, for the failure report.
+    history: HashMap<String, VecDeque<String>>,
     violations: Vec<String>,
     adds: u64,
     updates: u64,
@@ -141,6 +143,40 @@ impl TrackState {
         if self.violations.len() < 100 {
             self.violations.push(what);
         }
+    }
+
+    fn record(&mut self, key: &str, what: String) {
+        let h = self.history.entry(key.to_owned()).or_default();
+        if h.len() >= 16 {
+            h.pop_front();
+        }
+        h.push_back(what);
+    }
+
+    /// The violations, each key's recent notifications and server writes after its first
+    /// violation.
+    fn report(&self, server_ops: &KeyLog) -> String {
+        let mut out = Vec::new();
+        let mut keys_done = BTreeSet::new();
+        for v in &self.violations {
+            out.push(format!("  {v}"));
+            let key = v.split_whitespace().nth(2).unwrap_or("");
+            if keys_done.insert(key.to_owned()) {
+                if let Some(h) = self.history.get(key) {
+                    out.push(format!(
+                        "    (last notifications of {key}: {})",
+                        h.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ));
+                }
+                if let Some(h) = server_ops.0.get(key) {
+                    out.push(format!(
+                        "    (last writes of {key} on the server: {})",
+                        h.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ));
+                }
+            }
+        }
+        out.join("\n")
     }
 
     fn see(&mut self, key: &str, rv: u64, what: &str) {
@@ -195,6 +231,7 @@ impl EventHandler<DynamicObject> for Tracker {
         {
             let mut s = self.state.lock();
             s.adds += 1;
+            s.record(&key, format!("add {rv}"));
             if let Some(held) = s.objects.get(&key).copied() {
                 s.violation(format!("add of {key} at {rv}, already held at {held}"));
             }
@@ -210,6 +247,7 @@ impl EventHandler<DynamicObject> for Tracker {
         {
             let mut s = self.state.lock();
             s.updates += 1;
+            s.record(&key, format!("update {old_rv}->{rv}"));
             if Arc::ptr_eq(&old, &new) || old_rv == rv {
                 s.resyncs += 1;
             }
@@ -232,6 +270,12 @@ impl EventHandler<DynamicObject> for Tracker {
         {
             let mut s = self.state.lock();
             s.deletes += 1;
+            let kind = if gone.is_tombstone() {
+                "tombstone"
+            } else {
+                "delete"
+            };
+            s.record(&key, format!("{kind} {rv}"));
             if gone.is_tombstone() {
                 s.tombstones += 1;
             }
@@ -248,6 +292,20 @@ impl EventHandler<DynamicObject> for Tracker {
             s.see(&key, rv, "delete");
         }
         self.after(rv);
+    }
+}
+
+/// The last writes per key, printed with a failure.
+#[derive(Default)]
+struct KeyLog(HashMap<String, VecDeque<String>>);
+
+impl KeyLog {
+    fn note(&mut self, key: &str, what: String) {
+        let h = self.0.entry(key.to_owned()).or_default();
+        if h.len() >= 16 {
+            h.pop_front();
+        }
+        h.push_back(what);
     }
 }
 
@@ -414,8 +472,10 @@ fn run_soak(seed: u64, duration: Duration) {
     ];
     for (name, h) in &handlers {
         if *name == "resync-50ms" {
+            // SOAK_RESYNC_MS changes the period (0: no resync), to tell resync faults apart.
+            let ms = env_u64("SOAK_RESYNC_MS").unwrap_or(50);
             informer
-                .add_event_handler_with_resync(h.clone(), Duration::from_millis(50))
+                .add_event_handler_with_resync(h.clone(), Duration::from_millis(ms))
                 .unwrap();
         } else {
             informer.add_event_handler(h.clone()).unwrap();
@@ -426,6 +486,7 @@ fn run_soak(seed: u64, duration: Duration) {
     let mut live: BTreeSet<(usize, usize)> = BTreeSet::new();
     let mut generation = 0u64;
     let mut counts = Counts::default();
+    let mut server_ops = KeyLog::default();
     for _ in 0..rng.range(50, 200) {
         let slot = (
             rng.below(NAMESPACES.len() as u64) as usize,
@@ -459,16 +520,19 @@ fn run_soak(seed: u64, duration: Duration) {
                     rng.below(NAMESPACES_PER_SLOT) as usize,
                 );
                 let (ns, name) = slot_name(slot);
+                let key = format!("{ns}/{name}");
                 if !live.contains(&slot) {
-                    server.create(&pods(), pod(ns, &name, "Pending")).unwrap();
+                    let o = server.create(&pods(), pod(ns, &name, "Pending")).unwrap();
                     live.insert(slot);
                     counts.creates += 1;
-                    journal.note(format!("create {ns}/{name}"));
+                    server_ops.note(&key, format!("create {}", o["metadata"]["resourceVersion"]));
+                    journal.note(format!("create {key}"));
                 } else if rng.chance(30) {
-                    server.delete(&pods(), Some(ns), &name).unwrap();
+                    let o = server.delete(&pods(), Some(ns), &name).unwrap();
                     live.remove(&slot);
                     counts.deletes += 1;
-                    journal.note(format!("delete {ns}/{name}"));
+                    server_ops.note(&key, format!("delete {}", o["metadata"]["resourceVersion"]));
+                    journal.note(format!("delete {key}"));
                 } else {
                     generation += 1;
                     let patch = serde_json::json!({
@@ -477,10 +541,9 @@ fn run_soak(seed: u64, duration: Duration) {
                     });
                     let after = server.patch(&pods(), Some(ns), &name, &patch).unwrap();
                     counts.updates += 1;
-                    journal.note(format!(
-                        "update {ns}/{name} -> {}",
-                        after["metadata"]["resourceVersion"]
-                    ));
+                    let rv = &after["metadata"]["resourceVersion"];
+                    server_ops.note(&key, format!("update {rv}"));
+                    journal.note(format!("update {key} -> {rv}"));
                 }
             }
             if !late_added && round == 1 && rng.chance(10) {
@@ -519,7 +582,7 @@ fn run_soak(seed: u64, duration: Duration) {
         }
         journal.note(format!("quiet period {round}: waiting for convergence"));
         counts.checks += 1;
-        if let Err(why) = check_converged(&server, &informer, &handlers) {
+        if let Err(why) = check_converged(&server, &server_ops, &informer, &handlers) {
             counts.failures.push(format!(
                 "seed {seed}, quiet period {round}: {why}\n--- last events ---\n{}",
                 journal.dump()
@@ -530,8 +593,8 @@ fn run_soak(seed: u64, duration: Duration) {
             let s = h.state.lock();
             if !s.violations.is_empty() {
                 counts.failures.push(format!(
-                    "seed {seed}, quiet period {round}: handler '{name}' was told inconsistent things:\n  {}\n--- last events ---\n{}",
-                    s.violations.join("\n  "),
+                    "seed {seed}, quiet period {round}: handler '{name}' was told inconsistent things:\n{}\n--- last events ---\n{}",
+                    s.report(&server_ops),
                     journal.dump()
                 ));
             }
@@ -683,6 +746,7 @@ fn inject_random_fault(server: &ApiServer, rng: &mut Rng, silence: &mut bool) ->
 /// Waits (bounded) until the cache, its namespace index and every handler equal the server.
 fn check_converged(
     server: &ApiServer,
+    server_ops: &KeyLog,
     informer: &SharedIndexInformer<DynamicObject>,
     handlers: &[(&'static str, Tracker)],
 ) -> Result<(), String> {
@@ -735,10 +799,29 @@ fn check_converged(
             for d in index_diff {
                 why.push_str(&format!("\n  {d}"));
             }
-            for (name, v) in &views {
+            for ((name, v), (_, h)) in views.iter().zip(handlers) {
                 let d = diff(&want, v, 10);
                 if !d.is_empty() {
                     why.push_str(&format!("\n  handler '{name}' != server: {}", d.join("; ")));
+                    let st = h.state.lock();
+                    for key in d
+                        .iter()
+                        .filter_map(|l| l.split(['@', ':', ' ']).find(|w| w.contains('/')))
+                        .take(3)
+                    {
+                        if let Some(hist) = st.history.get(key) {
+                            why.push_str(&format!(
+                                "\n    (last notifications of {key}: {})",
+                                hist.iter().cloned().collect::<Vec<_>>().join(", ")
+                            ));
+                        }
+                        if let Some(ops) = server_ops.0.get(key) {
+                            why.push_str(&format!(
+                                "\n    (last writes of {key} on the server: {})",
+                                ops.iter().cloned().collect::<Vec<_>>().join(", ")
+                            ));
+                        }
+                    }
                 }
             }
             return Err(why);
