@@ -1,5 +1,6 @@
-//! Drives the DeltaFIFO with arbitrary add/update/delete/replace/resync/pop sequences and
-//! checks it against the reference model in `tests/common/fifo_model.rs`.
+//! Drives the DeltaFIFO with arbitrary add/update/delete/replace (whole and paged)/resync/pop/close sequences and
+//! checks it against the reference model in `tests/common/fifo_model.rs`, pops left in
+//! flight (handed to the consumer, not yet in the cache) while the other operations run.
 #![no_main]
 
 #[path = "../../tests/common/fifo_model.rs"]
