@@ -58,7 +58,7 @@ pub fn ops_from_bytes(data: &[u8]) -> Vec<Op> {
     while let Some(tag) = it.next() {
         let key = it.next().unwrap_or(0) % 8;
         ver += 1;
-        let mut list = |n: u8, ver: &mut u32, it: &mut dyn Iterator<Item = u8>| {
+        let list = |n: u8, ver: &mut u32, it: &mut dyn Iterator<Item = u8>| {
             (0..n)
                 .map(|_| {
                     *ver += 1;
@@ -96,7 +96,7 @@ pub fn random_ops(seed: u64, len: usize, keys: u8) -> Vec<Op> {
         s
     };
     let mut ver = 0;
-    let mut listing = |next: &mut dyn FnMut() -> u64, ver: &mut u32| {
+    let listing = |next: &mut dyn FnMut() -> u64, ver: &mut u32| {
         let n = next() % (keys as u64 + 1);
         let mut picked = BTreeSet::new();
         for _ in 0..n {
