@@ -16,8 +16,10 @@
 //! - **auth**: bearer tokens, basic auth, TLS with client certificates (401 with the real
 //!   Status body otherwise);
 //! - **faults** ([`Fault`], [`Target`]): error statuses (with `Retry-After`), connections
-//!   dropped after N events or bytes, garbage lines, stalls; [`ApiServer::compact`] and
-//!   [`ApiServer::disconnect_all`] for expiry and restarts.
+//!   dropped after N events or bytes, garbage lines, stalls; [`ApiServer::compact`] for
+//!   expiry, [`ApiServer::disconnect_all`] for dropped connections, and
+//!   [`ApiServer::go_down`] / [`ApiServer::come_back`] for a server that is away for a while
+//!   (connections refused) and restarts on the same port with the same objects.
 //!
 //! ```
 //! use kube_informer::api::{ApiResource, DynamicObject, WatchEvent};

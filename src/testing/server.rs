@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     /// Notified on every write and on stop; watches wait on it.
     pub changed: Condvar,
     pub stopped: AtomicBool,
+    /// Set while the server is down ([`ApiServer::go_down`]): the accept loop ends.
+    down: AtomicBool,
     pub faults: Mutex<Faults>,
     pub streaming_list_supported: AtomicBool,
     pub initial_events_end_bookmark: AtomicBool,
@@ -131,8 +133,10 @@ impl Shared {
 pub struct ApiServer {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    accept: Option<JoinHandle<()>>,
+    /// The accept thread; `None` while the server is down or once it is stopped.
+    accept: Mutex<Option<JoinHandle<()>>>,
     workers: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    tls_config: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl std::fmt::Debug for ApiServer {
@@ -165,6 +169,7 @@ impl ApiServer {
             store: Mutex::new(store),
             changed: Condvar::new(),
             stopped: AtomicBool::new(false),
+            down: AtomicBool::new(false),
             faults: Mutex::new(Faults::default()),
             streaming_list_supported: AtomicBool::new(true),
             initial_events_end_bookmark: AtomicBool::new(true),
@@ -179,19 +184,14 @@ impl ApiServer {
             .opts
             .tls
             .then(|| tls::server_config(shared.opts.client_certs));
-        let accept = {
-            let shared = Arc::clone(&shared);
-            let workers = Arc::clone(&workers);
-            std::thread::Builder::new()
-                .name("kube-informer/apiserver/accept".into())
-                .spawn(move || accept_loop(listener, shared, workers, tls_config))
-                .expect("spawn accept thread")
-        };
+        let accept = spawn_accept(listener, &shared, &workers, tls_config.clone())
+            .expect("spawn accept thread");
         ApiServer {
             shared,
             addr,
-            accept: Some(accept),
+            accept: Mutex::new(Some(accept)),
             workers,
+            tls_config,
         }
     }
 
@@ -372,6 +372,66 @@ impl ApiServer {
         self.shared.notify();
     }
 
+    /// Takes the server down, as a crash or a restart would: it stops listening (connecting
+    /// is refused) and drops every open connection; the objects and their history stay.
+    /// [`come_back`](Self::come_back) listens again on the same port.
+    ///
+    /// ```
+    /// use kube_informer::api::{ApiResource, DynamicObject};
+    /// use kube_informer::testing::ApiServer;
+    /// use kube_informer::{Api, Client, ListParams};
+    ///
+    /// let server = ApiServer::start();
+    /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// server.create(&cms, serde_json::json!({"metadata": {"name": "kept"}})).unwrap();
+    /// let api: Api<DynamicObject> =
+    ///     Api::namespaced_with(Client::new(server.client_config()).unwrap(), "default", &cms);
+    ///
+    /// server.go_down();
+    /// assert!(std::net::TcpStream::connect(server.addr()).is_err());
+    /// assert!(api.list(&ListParams::default()).is_err());
+    /// server.come_back().unwrap();
+    /// let list = api.list(&ListParams::default()).unwrap();
+    /// assert_eq!(list.items[0].metadata.name(), "kept");
+    /// ```
+    pub fn go_down(&self) {
+        let Some(accept) = self.accept.lock().take() else {
+            return;
+        };
+        self.shared.down.store(true, Ordering::SeqCst);
+        // Wake the accept loop with a connection of our own; it ends and closes the port.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        let _ = accept.join();
+        self.disconnect_all();
+    }
+
+    /// Listens again on the same address after [`go_down`](Self::go_down) (nothing to do if
+    /// the server is up). Fails if the port was taken meanwhile, or after [`stop`](Self::stop).
+    pub fn come_back(&self) -> std::io::Result<()> {
+        let mut accept = self.accept.lock();
+        if accept.is_some() {
+            return Ok(());
+        }
+        if self.shared.stopped.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("the test API server is stopped"));
+        }
+        let listener = TcpListener::bind(self.addr)?;
+        self.shared.down.store(false, Ordering::SeqCst);
+        *accept = Some(spawn_accept(
+            listener,
+            &self.shared,
+            &self.workers,
+            self.tls_config.clone(),
+        )?);
+        Ok(())
+    }
+
+    /// [`go_down`](Self::go_down) then [`come_back`](Self::come_back): a restart.
+    pub fn restart(&self) -> std::io::Result<()> {
+        self.go_down();
+        self.come_back()
+    }
+
     /// Every request so far, as `METHOD /path?query`.
     pub fn requests(&self) -> Vec<String> {
         self.shared.requests.lock().clone()
@@ -383,13 +443,14 @@ impl ApiServer {
     }
 
     fn shutdown(&mut self) {
-        let Some(accept) = self.accept.take() else {
+        if self.shared.stopped.swap(true, Ordering::SeqCst) {
             return;
-        };
-        self.shared.stopped.store(true, Ordering::SeqCst);
-        // Wake the accept loop with a connection of our own.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        let _ = accept.join();
+        }
+        if let Some(accept) = self.accept.lock().take() {
+            // Wake the accept loop with a connection of our own.
+            let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+            let _ = accept.join();
+        }
         self.disconnect_all();
         let handles = std::mem::take(&mut *self.workers.lock());
         for h in handles {
@@ -424,6 +485,19 @@ impl Drop for ApiServer {
     }
 }
 
+fn spawn_accept(
+    listener: TcpListener,
+    shared: &Arc<Shared>,
+    workers: &Arc<Mutex<Vec<JoinHandle<()>>>>,
+    tls_config: Option<Arc<rustls::ServerConfig>>,
+) -> std::io::Result<JoinHandle<()>> {
+    let shared = Arc::clone(shared);
+    let workers = Arc::clone(workers);
+    std::thread::Builder::new()
+        .name("kube-informer/apiserver/accept".into())
+        .spawn(move || accept_loop(listener, shared, workers, tls_config))
+}
+
 fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
@@ -431,7 +505,7 @@ fn accept_loop(
     tls_config: Option<Arc<rustls::ServerConfig>>,
 ) {
     for stream in listener.incoming() {
-        if shared.stopped.load(Ordering::SeqCst) {
+        if shared.stopped.load(Ordering::SeqCst) || shared.down.load(Ordering::SeqCst) {
             break;
         }
         let Ok(stream) = stream else { continue };
