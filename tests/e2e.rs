@@ -659,6 +659,8 @@ impl Forwarder {
         let (scheme, host, _, path) = split_url(&config.server);
         let mut c = config.clone();
         c.server = format!("{scheme}://{}{path}", self.addr);
+        // A proxy could not reach the forwarder on this machine's loopback.
+        c.proxy = None;
         if scheme == "https" && c.tls_server_name.is_none() {
             c.tls_server_name = Some(host);
         }
