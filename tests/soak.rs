@@ -5,9 +5,12 @@
 //! smoke run of the same body (3 s) is meant for `cargo test`.
 //!
 //! ```text
-//! SOAK_SECONDS=45 cargo test --test soak -- --ignored --nocapture      # CI-sized
-//! SOAK_SECONDS=1800 cargo test --release --test soak -- --ignored --nocapture
-//! SOAK_SEED=12345 SOAK_SECONDS=60 cargo test --test soak -- --ignored --nocapture  # replay
+//! # CI-sized (debug build, about a minute: the smoke run, then 45 s)
+//! SOAK_SECONDS=45 cargo test --test soak -- --ignored --nocapture
+//! # 30 minutes
+//! SOAK_SECONDS=1800 cargo test --release --test soak chaos_soak -- --exact --ignored --nocapture
+//! # replay a seed; SOAK_RESYNC_MS=0 turns the resyncing handler's resync off
+//! SOAK_SEED=12345 SOAK_SECONDS=60 cargo test --test soak chaos_soak -- --exact --ignored --nocapture
 //! ```
 //!
 //! What it does, in rounds until the time is up:
