@@ -37,7 +37,9 @@ impl RateLimiter {
         if st.0 >= 0.0 {
             Duration::ZERO
         } else {
-            Duration::from_secs_f64(-st.0 / self.qps)
+            // A tiny qps gives a wait too long for a Duration: wait "forever" (a client with
+            // a cancellation token still ends the wait when it fires).
+            Duration::try_from_secs_f64(-st.0 / self.qps).unwrap_or(Duration::MAX)
         }
     }
 
@@ -53,6 +55,13 @@ impl RateLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tiny_qps_waits_long_without_panicking() {
+        let rl = RateLimiter::new(1e-30, 1);
+        assert_eq!(rl.reserve(), Duration::ZERO);
+        assert_eq!(rl.reserve(), Duration::MAX);
+    }
 
     #[test]
     fn burst_is_free_then_tokens_cost_one_over_qps() {
