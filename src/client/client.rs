@@ -496,6 +496,8 @@ impl Client {
             if self.cancelled() {
                 return Err(cancelled());
             }
+            // Again on every attempt: after a 401 the credential is fetched anew.
+            self.prepare_credentials(&request)?;
             if let Some(l) = &self.inner.limiter {
                 let delay = l.reserve();
                 if !delay.is_zero() && pause(delay) {

@@ -136,9 +136,11 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         // Ends early when the server stops, so a long stall never holds up `stop`.
         let deadline = Instant::now() + d;
         let mut store = shared.store.lock();
-        while !shared.stopped.load(Ordering::SeqCst)
-            && !shared.changed.wait_until(&mut store, deadline).timed_out()
-        {}
+        while !shared.stopped.load(Ordering::SeqCst) {
+            if shared.changed.wait_until(&mut store, deadline).timed_out() {
+                break;
+            }
+        }
         drop(store);
         fault = None;
     }
