@@ -11,11 +11,18 @@
 //!   tombstone for every key that is cached *or only queued* and missing from the list.
 //!   (client-go once forgot the queued-only keys and leaked their objects into the cache.)
 //! - **Resync** queues `Sync` for cached keys with nothing queued; it never contacts a server.
+//!   Each `Sync` is a key of its own at the back of the queue, so one resync's are popped
+//!   before the next one's (the informer relies on this to send each to the right handlers).
 //! - **Pop** hands the deltas to the consumer *after* releasing the lock, so a slow consumer
 //!   never stalls the reflector (client-go processes while holding it). There must be a single
 //!   consumer: that is what keeps each key's changes in order. While a key is being
-//!   processed its object is not in the cache yet, so the FIFO remembers it ("in flight"):
-//!   a delete or a relist arriving meanwhile treats it as present, and nothing is lost.
+//!   processed the cache does not show its new state yet, so the FIFO remembers that state
+//!   ("in flight") and every producer treats it as the key's newest one: a delete or a
+//!   relist counts an object being added as present (nothing is lost), a relist counts an
+//!   object being deleted as gone (no second deletion), and a resync queues the object being
+//!   written, never the stale copy still cached (no rollback, no resurrection). The model
+//!   test `tests/delta_fifo_model.rs` and the fuzz target `delta_dedup` leave pops in
+//!   flight while every other operation runs, and check the cache the consumer writes.
 //! - **Backpressure**: when more than the high-water mark of deltas is pending, watch events
 //!   (`add`/`update`/`delete`) block until the consumer catches up, so a stalled consumer
 //!   slows the socket instead of growing memory without bound. `replace` and `resync` do not
@@ -226,12 +233,7 @@ impl<K: Object> DeltaFifo<K> {
                 WatchChange::Deleted(obj) => {
                     let key = key_of(&*obj);
                     let queued = st.items.contains_key(&key);
-                    let cached = self
-                        .known
-                        .as_ref()
-                        .is_some_and(|k| k.known_object(&key).is_some());
-                    let processing = Self::in_flight_object(&st, &key).is_some();
-                    if queued || cached || processing {
+                    if queued || self.settled_object(&st, &key).is_some() {
                         let delta = Delta::Deleted(DeletedObject::Object(obj));
                         self.queue_action(&mut st, key, delta);
                     }
@@ -249,12 +251,35 @@ impl<K: Object> DeltaFifo<K> {
             .map(|d| Arc::clone(d.object()))
     }
 
-    /// The object the consumer is about to leave in the cache under `key`, if any.
-    fn in_flight_object(st: &State<K>, key: &str) -> Option<Arc<K>> {
+    /// The newest state of `key` outside the queue: what the consumer is about to leave in
+    /// the cache when the key is in flight (`None` if it is being deleted, even though the
+    /// cache may still show it), else the cached object.
+    fn settled_object(&self, st: &State<K>, key: &str) -> Option<Arc<K>> {
         match &st.in_flight {
-            Some((k, Some(obj))) if k == key => Some(Arc::clone(obj)),
-            _ => None,
+            Some((k, outcome)) if k == key => outcome.clone(),
+            _ => self.known.as_ref().and_then(|k| k.known_object(key)),
         }
+    }
+
+    /// Every key with a settled object ([`settled_object`](Self::settled_object)): the
+    /// cache's keys, corrected by the key in flight.
+    fn settled_keys(&self, st: &State<K>) -> Vec<String> {
+        let mut keys = self
+            .known
+            .as_ref()
+            .map(|k| k.known_keys())
+            .unwrap_or_default();
+        if let Some((k, outcome)) = &st.in_flight {
+            let cached = keys.iter().position(|c| c == k);
+            match (outcome, cached) {
+                (Some(_), None) => keys.push(k.clone()),
+                (None, Some(i)) => {
+                    keys.swap_remove(i);
+                }
+                _ => {}
+            }
+        }
+        keys
     }
 
     /// A relist: `Replaced` for every listed object, tombstones for every cached or queued
@@ -351,30 +376,23 @@ impl<K: Object> DeltaFifo<K> {
             return;
         };
         // Sorted, so the order tombstones are queued in does not depend on hashing.
+        // The key in flight counts in its newest state: one being deleted is gone already
+        // (no second tombstone), one being added is present (it gets one).
         let mut gone: BTreeSet<String> = st
             .items
             .keys()
             .filter(|k| !listed.contains(*k))
             .cloned()
             .collect();
-        if let Some(known) = &self.known {
-            gone.extend(
-                known
-                    .known_keys()
-                    .into_iter()
-                    .filter(|k| !listed.contains(k)),
-            );
-        }
-        if let Some((k, Some(_))) = &st.in_flight {
-            if !listed.contains(k) {
-                gone.insert(k.clone());
-            }
-        }
+        gone.extend(
+            self.settled_keys(st)
+                .into_iter()
+                .filter(|k| !listed.contains(k)),
+        );
         for key in gone {
-            // The newest state anyone has: a queued change beats the cached copy.
-            let last_known = Self::newest_queued(st, &key)
-                .or_else(|| Self::in_flight_object(st, &key))
-                .or_else(|| self.known.as_ref().and_then(|k| k.known_object(&key)));
+            // The newest state anyone has: a queued change beats the settled one.
+            let last_known =
+                Self::newest_queued(st, &key).or_else(|| self.settled_object(st, &key));
             if let Some(last_known) = last_known {
                 let tomb = DeletedFinalStateUnknown {
                     key: key.clone(),
@@ -392,26 +410,31 @@ impl<K: Object> DeltaFifo<K> {
         }
     }
 
-    /// Queues `Sync` for every cached key that has nothing queued (in key order).
-    pub fn resync(&self) -> Result<(), Closed> {
+    /// Queues `Sync` for every cached key that has nothing queued (in key order), and
+    /// returns how many it queued. Each goes to the back of the queue as a key of its own, so
+    /// the `Sync`s of one resync are popped before those of a later one.
+    ///
+    /// A key the consumer is processing counts in the state it is about to leave in the
+    /// cache: one being deleted gets no `Sync`, one being updated gets a `Sync` of its new
+    /// object, never of the copy the cache still shows.
+    pub fn resync(&self) -> Result<usize, Closed> {
         let mut st = self.state.lock();
         if st.closed {
             return Err(Closed);
         }
-        let Some(known) = &self.known else {
-            return Ok(());
-        };
-        let mut keys = known.known_keys();
+        let mut keys = self.settled_keys(&st);
         keys.sort_unstable();
+        let mut queued = 0;
         for key in keys {
             if st.items.contains_key(&key) {
                 continue;
             }
-            if let Some(obj) = known.known_object(&key) {
+            if let Some(obj) = self.settled_object(&st, &key) {
                 self.queue_action(&mut st, key, Delta::Sync(obj));
+                queued += 1;
             }
         }
-        Ok(())
+        Ok(queued)
     }
 
     /// Blocks until a key is queued, takes it with all its deltas, and runs `process` on them
@@ -460,7 +483,7 @@ impl<K: Object> DeltaFifo<K> {
     /// Blocks until [`has_synced`](Self::has_synced) is true (returns true), the timeout
     /// passes or the FIFO closes (returns false).
     pub fn wait_for_sync(&self, timeout: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         let mut st = self.state.lock();
         loop {
             if st.populated && st.initial_population == 0 {
