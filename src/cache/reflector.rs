@@ -39,6 +39,9 @@
 //! makes carries a [`Cancel`] token, which ends the client-side rate-limit wait, a
 //! `Retry-After` wait, an exec credential plugin, a list page being read and a watch being
 //! connected or read (its connection is registered with the token before it connects).
+//! The one wait it cannot cut is a TCP connect already under way to an address that does
+//! not answer, bounded by [`ClientConfig::connect_timeout`](crate::ClientConfig) (10 s);
+//! a TLS handshake or anything later is cut.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

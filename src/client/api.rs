@@ -148,7 +148,9 @@ impl<K: Object> Api<K> {
             .call_json(Method::GET, &self.item(name)?, None, "object")
     }
 
-    /// Reads one page (or, without a limit, the whole list).
+    /// Reads one page (or, without a limit, the whole list). Not bounded by the client's
+    /// request timeout, however long the list takes to arrive; each read is bounded by
+    /// [`ClientConfig::list_read_timeout`](super::ClientConfig::list_read_timeout).
     pub fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let path = self.list_path(params);
         self.client.list_json(&path)

@@ -4,10 +4,15 @@
 //! server's `Retry-After`, a list page the server is slow to send, the response headers of a
 //! watch, an exec credential plugin. Stopping must not wait for any of them. A client made
 //! with [`Client::with_cancel`](super::Client::with_cancel) hands the token to every request
-//! it makes: its waits sleep on the token, and the connections it uses are registered with
-//! the token *before* they connect, so [`Cancel::cancel`] shuts them down (a blocked read or
-//! connect returns at once) and refuses new ones. The request then fails with
-//! [`Error::Cancelled`](crate::Error::Cancelled).
+//! it makes: its waits sleep on the token, and the agents (connection pools) it uses are
+//! registered with the token *before* they connect, so [`Cancel::cancel`] shuts their
+//! connections down (a blocked read returns at once) and makes them refuse new ones. The
+//! request then fails with [`Error::Cancelled`](crate::Error::Cancelled).
+//!
+//! An agent tracks a connection from the moment its TCP connect succeeds, so a connect still
+//! under way (to an address that does not answer) ends only at the client's
+//! `connect_timeout`; everything after it — the TLS handshake, sending, waiting for the
+//! answer, reading it — is cut by the token.
 
 use std::collections::HashMap;
 use std::sync::Arc;
