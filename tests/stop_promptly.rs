@@ -111,6 +111,7 @@ fn stop_returns_promptly_while_a_watch_is_connecting() {
     assert_stops_promptly("before the watch's headers came", move || r.stop());
 }
 
+#[cfg(unix)]
 #[test]
 fn stop_returns_promptly_while_an_exec_plugin_runs() {
     let server = seeded();
@@ -122,7 +123,6 @@ fn stop_returns_promptly_while_an_exec_plugin_runs() {
         format!("#!/bin/sh\ntouch '{}'\nexec sleep 120\n", started.display()),
     )
     .unwrap();
-    #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
