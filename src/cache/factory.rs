@@ -175,7 +175,7 @@ impl SharedInformerFactory {
     /// Waits (up to `timeout` in all) for every informer's cache to sync; returns each
     /// informer's name (`pods.v1 (DynamicObject)`) and whether it synced.
     pub fn wait_for_cache_sync(&self, timeout: Duration) -> HashMap<String, bool> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         let informers: Vec<NamedInformer> = self.informers.lock().values().cloned().collect();
         informers
             .into_iter()

@@ -342,10 +342,18 @@ struct Run<K> {
 }
 
 impl<K: Object> Run<K> {
-    /// Applies the transform and shares the object.
+    /// Applies the transform and shares the object. A panicking transform leaves the object
+    /// as it left it and is logged: it must not end this thread (an informer also passes it
+    /// to its panic callback).
     fn share(&self, mut obj: K) -> Arc<K> {
         if let Some(t) = &self.transform {
-            t(&mut obj);
+            if let Err(what) = super::catch::catch(|| t(&mut obj)) {
+                log::error!(
+                    "kube-informer/{}: the transform panicked on {}: {what}",
+                    self.name,
+                    obj.metadata().key()
+                );
+            }
         }
         Arc::new(obj)
     }
