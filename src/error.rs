@@ -124,6 +124,35 @@ impl Error {
     }
 }
 
+/// What went wrong decoding JSON, without quoting the JSON: the error's kind and position
+/// (serde's messages can quote values, and a value may be a Secret's data). A "missing
+/// field" message names only a field of our own schema, so it is kept.
+pub(crate) fn json_error_summary(e: &serde_json::Error) -> String {
+    let kind = match e.classify() {
+        serde_json::error::Category::Io => "read error",
+        serde_json::error::Category::Syntax => "syntax error",
+        serde_json::error::Category::Data => "unexpected data",
+        serde_json::error::Category::Eof => "unexpected end of input",
+    };
+    let text = e.to_string();
+    let detail = match text.strip_prefix("missing field `") {
+        Some(rest) => match rest.split_once('`') {
+            Some((field, _)) if field.len() <= 64 => format!(" (missing field `{field}`)"),
+            _ => String::new(),
+        },
+        None => String::new(),
+    };
+    if e.line() == 0 {
+        format!("JSON {kind}{detail}")
+    } else {
+        format!(
+            "JSON {kind}{detail} at line {} column {}",
+            e.line(),
+            e.column()
+        )
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

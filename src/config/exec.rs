@@ -7,7 +7,10 @@
 //! again then, or after the server answered 401. A new certificate makes the client rebuild its
 //! TLS configuration before the next request.
 //! A plugin that fails or prints something else gives an error naming the command and
-//! quoting its trimmed stderr.
+//! quoting its trimmed stderr (never its output, which may hold a credential). A plugin that
+//! cannot be started (not installed) shows the kubeconfig's `installHint`, as kubectl does.
+//! `Debug` of the provider shows the command and the names of its environment variables,
+//! never its arguments or the variables' values.
 //!
 //! A client with a cancellation token (an informer's) runs the plugin through
 //! [`AuthProvider::prepare`]: when the token fires, the plugin is killed and the wait ends
@@ -138,9 +141,18 @@ impl ExecProvider {
         for e in self.config.env.iter().flatten() {
             command.env(&e.name, &e.value);
         }
-        let mut child = command
-            .spawn()
-            .map_err(|e| fail(format!("cannot start it: {e}")))?;
+        let mut child = command.spawn().map_err(|e| {
+            // As kubectl does: the plugin's own advice on installing it.
+            let hint = self
+                .config
+                .install_hint
+                .as_deref()
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(|h| format!("\n\n{h}"))
+                .unwrap_or_default();
+            fail(format!("cannot start it: {e}{hint}"))
+        })?;
         // Each pipe is read on its own named thread (so a full pipe never blocks the plugin);
         // the buffers come back over channels.
         let drain = |r: Option<Box<dyn Read + Send>>, role: &str| {
@@ -239,7 +251,8 @@ impl ExecProvider {
         }
         let cred: ExecCredential = serde_json::from_slice(&stdout).map_err(|e| {
             fail(format!(
-                "printed something that is not an ExecCredential ({e}); stderr: {stderr:?}"
+                "printed something that is not an ExecCredential ({}); stderr: {stderr:?}",
+                crate::error::json_error_summary(&e)
             ))
         })?;
         if cred.kind != "ExecCredential" || cred.api_version != self.api_version {
