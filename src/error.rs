@@ -143,7 +143,13 @@ pub(crate) fn json_error_summary(e: &serde_json::Error) -> String {
         None => String::new(),
     };
     if e.line() == 0 {
-        format!("JSON {kind}{detail}")
+        // The fast scanner's errors end with their position instead.
+        let at = text
+            .rsplit_once(" at byte ")
+            .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .map(|(_, n)| format!(" at byte {n}"))
+            .unwrap_or_default();
+        format!("JSON {kind}{detail}{at}")
     } else {
         format!(
             "JSON {kind}{detail} at line {} column {}",

@@ -299,10 +299,14 @@ fn exec_plugin_failures_name_the_command_and_quote_stderr() {
 fn an_exec_plugin_that_cannot_start_shows_its_install_hint() {
     // kubectl prints the kubeconfig's installHint when the plugin binary is missing.
     let s = tls_server(ApiServer::builder().token("x"));
-    let hint = "      installHint: |\n        kube-login is not installed: brew install kube-login\n";
+    let hint =
+        "      installHint: |\n        kube-login is not installed: brew install kube-login\n";
     let user = exec_user("/nonexistent/kube-login", hint);
-    let c = Config::from_kubeconfig_str(&kubeconfig(&s.url(), &ca_data(), &user), &Default::default())
-        .unwrap();
+    let c = Config::from_kubeconfig_str(
+        &kubeconfig(&s.url(), &ca_data(), &user),
+        &Default::default(),
+    )
+    .unwrap();
     let e = reaches(&c).unwrap_err().to_string();
     assert!(
         e.contains("/nonexistent/kube-login")
@@ -312,8 +316,11 @@ fn an_exec_plugin_that_cannot_start_shows_its_install_hint() {
     );
     // Without a hint, the error is as before.
     let user = exec_user("/nonexistent/kube-login", "");
-    let c = Config::from_kubeconfig_str(&kubeconfig(&s.url(), &ca_data(), &user), &Default::default())
-        .unwrap();
+    let c = Config::from_kubeconfig_str(
+        &kubeconfig(&s.url(), &ca_data(), &user),
+        &Default::default(),
+    )
+    .unwrap();
     let e = reaches(&c).unwrap_err().to_string();
     assert!(e.contains("cannot start") && !e.contains("brew"), "{e}");
 }

@@ -217,7 +217,8 @@ fn assert_quiet(what: &str, e: &Error) {
 #[test]
 fn bad_watch_lines_are_described_by_position_and_length_not_quoted() {
     // Secret content in the first 120 bytes of a line that is not JSON.
-    let garbage = format!("{{\"type\":\"ADDED\",\"object\":{{\"data\":{{\"k\":\"{SECRET}\"}} oops\n");
+    let garbage =
+        format!("{{\"type\":\"ADDED\",\"object\":{{\"data\":{{\"k\":\"{SECRET}\"}} oops\n");
     // A value serde's message would quote (a string where a map belongs), far into the line.
     let padding = "x".repeat(300);
     let wrong_type = format!(
@@ -248,9 +249,7 @@ fn bad_watch_lines_are_described_by_position_and_length_not_quoted() {
 #[test]
 fn bodies_that_do_not_decode_are_not_quoted() {
     let padding = "x".repeat(300);
-    let object = format!(
-        "{{\"metadata\":{{\"name\":\"{padding}\",\"labels\":\"{SECRET}\"}}}}"
-    );
+    let object = format!("{{\"metadata\":{{\"name\":\"{padding}\",\"labels\":\"{SECRET}\"}}}}");
     let url = answer(
         "HTTP/1.1 200 OK\r\ncontent-type: application/json",
         object.as_bytes(),

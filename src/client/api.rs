@@ -572,10 +572,8 @@ impl CheckedPage {
             }
             CheckedPage::Unchecked(raw) => {
                 let list = match std::str::from_utf8(&raw) {
-                    Ok(text) => {
-                        ObjectList::from_json(text)
-                            .map_err(|e| decode_error(crate::error::json_error_summary(&e)))
-                    }
+                    Ok(text) => ObjectList::from_json(text)
+                        .map_err(|e| decode_error(crate::error::json_error_summary(&e))),
                     Err(e) => Err(decode_error(format!(
                         "not UTF-8 (at byte {})",
                         e.valid_up_to()

@@ -31,6 +31,7 @@
 
 mod exec;
 mod kubeconfig;
+mod logging;
 mod proxy;
 mod time;
 mod token_file;
@@ -45,6 +46,7 @@ pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedCluster, NamedContext,
     NamedUser,
 };
+pub use logging::{is_sensitive_log_target, SENSITIVE_LOG_TARGETS};
 pub(crate) use proxy::proxy_from_env;
 pub use time::parse_rfc3339;
 pub use token_file::TokenFile;

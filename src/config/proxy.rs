@@ -27,10 +27,7 @@ pub(crate) fn proxy_from_env(server: &str) -> Option<(String, &'static str)> {
 
 /// [`proxy_from_env`] with the environment given as a lookup; also returns which variable
 /// named the proxy (for error messages).
-fn proxy_for(
-    server: &str,
-    env: impl Fn(&str) -> Option<String>,
-) -> Option<(String, &'static str)> {
+fn proxy_for(server: &str, env: impl Fn(&str) -> Option<String>) -> Option<(String, &'static str)> {
     let pick = |upper: &'static str, lower: &'static str| {
         env(upper)
             .map(|v| (v, upper))
@@ -65,9 +62,7 @@ fn split_host_port(s: &str) -> (&str, Option<&str>) {
     }
     match s.rsplit_once(':') {
         // A bare IPv6 address has several colons and no port.
-        Some((host, port)) if !host.contains(':') => {
-            (host, Some(port).filter(|p| !p.is_empty()))
-        }
+        Some((host, port)) if !host.contains(':') => (host, Some(port).filter(|p| !p.is_empty())),
         _ => (s, None),
     }
 }
@@ -165,8 +160,14 @@ mod tests {
             ("https_proxy", "http://lower:1"),
             ("http_proxy", "http://h:1"),
         ];
-        assert_eq!(proxied("https://k.example:6443", &vars).as_deref(), Some("http://s:1"));
-        assert_eq!(proxied("http://k.example:8080", &vars).as_deref(), Some("http://h:1"));
+        assert_eq!(
+            proxied("https://k.example:6443", &vars).as_deref(),
+            Some("http://s:1")
+        );
+        assert_eq!(
+            proxied("http://k.example:8080", &vars).as_deref(),
+            Some("http://h:1")
+        );
         assert_eq!(proxied("https://k.example", &[("HTTP_PROXY", "p:1")]), None);
         assert_eq!(
             proxied("https://k.example", &[("https_proxy", "lower:1")]).as_deref(),
