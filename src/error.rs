@@ -1,7 +1,11 @@
 //! The crate's one error type.
 //!
 //! Every error says which request (method and path, never a credential) or which input failed,
-//! and what was wrong. API failures keep the decoded [`Status`] so callers can branch on
+//! and what was wrong — without quoting what the server sent, which may be object data (a
+//! Secret's): a body or watch line that does not decode is described by its length and the
+//! position and kind of the JSON error, an error body that is not a `Status` by its length
+//! and content type. A real `Status` is kept whole (its `message` is the server's, written
+//! for people). API failures keep the decoded [`Status`] so callers can branch on
 //! `code`/`reason` (410 means relist, 409 means conflict, ...).
 
 use std::fmt;

@@ -8,6 +8,11 @@
 //! from another thread (see [`WatchCanceller`](super::WatchCanceller)) without touching other
 //! requests.
 //!
+//! The proxy is the configuration's (kubeconfig `proxy-url`), else the environment's
+//! `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` by client-go's rules (see
+//! [`config`](crate::config#proxies)). `Debug` shows the server and the kind of credential,
+//! never a credential or a URL's `user:password@`.
+//!
 //! A client made with [`Client::with_cancel`] gives every request it makes to a
 //! [`Cancel`] token: rate-limit and `Retry-After` waits sleep on it, credential plugins
 //! watch it, and its own agent (and every watch agent) is registered with it before

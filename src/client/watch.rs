@@ -7,6 +7,9 @@
 //! comes out as [`Error::Api`] with its `Status`, so `err.is_gone()` reads the same for an
 //! HTTP 410 and for an `ERROR` event carrying 410.
 //!
+//! Errors about a bad line give its number, its length and where the JSON went wrong, never
+//! its text: the line may be a Secret, and errors end up in logs.
+//!
 //! A watch runs on its own connection; [`WatchCanceller::cancel`] shuts that connection down
 //! from any thread, which ends a blocked read at once (the stream then ends with `None`).
 

@@ -27,7 +27,44 @@
 //! Every problem is an [`Error::Config`] naming the file, the context, cluster or user, and
 //! what is wrong: malformed YAML (with line and column), an unknown context, a context that
 //! names a missing cluster or user, bad base64, a PEM without a certificate or key, an
-//! unreadable file, an exec plugin that is missing, fails or times out.
+//! unreadable file, an exec plugin that is missing (with its `installHint`), fails or times
+//! out.
+//!
+//! # Which files
+//!
+//! Exactly kubectl's rules (client-go's `clientcmd` loader), so the same environment picks
+//! the same cluster:
+//!
+//! - `KUBECONFIG` set and non-empty: the files it lists (`:`-separated, `;` on Windows), and
+//!   only those. Empty entries and repeats are skipped, so are files that do not exist; if
+//!   none exists that is an error naming them all (kubectl never falls back to
+//!   `~/.kube/config` then, and neither do we: a typo must not select another cluster).
+//! - Several files merge in list order, the first to set a value winning: `current-context`
+//!   from the first file that has one; each cluster, user and context taken whole from the
+//!   first file defining its name.
+//! - Relative paths inside a file (CA, client certificate and key, token file, an exec
+//!   command containing `/`) are relative to that file's folder.
+//! - `KUBECONFIG` unset or empty: `~/.kube/config`; without it, the in-cluster service
+//!   account (`KUBERNETES_SERVICE_HOST`); without that, an error saying what was looked for.
+//!
+//! # Proxies
+//!
+//! A cluster's `proxy-url` is used for every request to it. Without one, the environment
+//! decides, as for kubectl (client-go uses Go's `http.ProxyFromEnvironment`): `HTTPS_PROXY`
+//! for an `https://` server, `HTTP_PROXY` for an `http://` one (upper case wins over lower
+//! case), except for hosts `NO_PROXY` matches (`*`, IP addresses, CIDR ranges, domains with
+//! their subdomains, `.domain` for subdomains only, optional `:port`). `localhost` and
+//! loopback addresses are never proxied — Go's rule too, kept because a remote proxy cannot
+//! reach the caller's loopback anyway. `tls-server-name` cannot be combined with a proxy;
+//! add the server to `NO_PROXY` if the environment sets one.
+//!
+//! # Secrets
+//!
+//! `Debug` of everything here is safe to log: tokens, passwords and keys are
+//! [`Secret`]s; exec plugin arguments and environment values are hidden (their count and
+//! names are shown); `user:password@` in server and proxy URLs becomes `<redacted>@`, also
+//! in error messages. Logging at `trace` is safe too once the one dependency target that
+//! dumps the bytes on the wire is filtered: see [`SENSITIVE_LOG_TARGETS`].
 
 mod exec;
 mod kubeconfig;
