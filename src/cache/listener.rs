@@ -267,6 +267,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
         if self.stop.load(Ordering::SeqCst) {
             return None;
         }
+        // Whatever is in the channel is older than anything coalesced: nothing goes to the
+        // channel while the overflow is active, and the overflow is made inactive only once
+        // empty. So a notification taken from the channel can be handled at once...
         match self.rx.try_recv() {
             Ok(n) => return Some(vec![Weighted { n, weight: 1 }]),
             Err(TryRecvError::Disconnected) => return None,
@@ -274,6 +277,15 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
         {
             let mut ov = self.overflow.lock();
+            // ...but an empty channel must be seen again under the overflow's lock (which
+            // `send` holds): a notification sent to the channel after the look above, and
+            // another sent on to the overflow because that one filled the channel, would
+            // otherwise be handled newest first.
+            match self.rx.try_recv() {
+                Ok(n) => return Some(vec![Weighted { n, weight: 1 }]),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => {}
+            }
             if let Some(batch) = ov.pop() {
                 return Some(batch);
             }
