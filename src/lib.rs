@@ -51,6 +51,7 @@ pub mod client;
 pub mod config;
 pub mod controller;
 mod error;
+mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod workqueue;

@@ -12,12 +12,8 @@
 //!
 //! [`stop`]: SharedIndexInformer::stop
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
 
 use super::delta::Delta;
 use super::delta_fifo::{DeltaFifo, KnownObjects};
@@ -30,6 +26,9 @@ use super::store::{IndexFn, Store};
 use crate::api::Object;
 use crate::client::Api;
 use crate::error::{Error, Result};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::thread::{self, JoinHandle};
+use crate::sync::Mutex;
 
 /// Options of an informer.
 #[derive(Clone)]
@@ -297,12 +296,12 @@ impl<K: Object> SharedIndexInformer<K> {
             (c.reflector.clone(), c.transform.clone())
         };
         let me = Arc::clone(inner);
-        let process = std::thread::Builder::new()
+        let process = thread::Builder::new()
             .name(format!("kube-informer/{}/process", inner.name))
             .spawn(move || me.process_loop())
             .map_err(spawn_err)?;
         let me = Arc::clone(inner);
-        let resync = std::thread::Builder::new()
+        let resync = thread::Builder::new()
             .name(format!("kube-informer/{}/resync", inner.name))
             .spawn(move || me.resync_loop())
             .map_err(spawn_err)?;
@@ -372,7 +371,7 @@ impl<K: Object> Inner<K> {
         self.fifo.close();
         let threads = std::mem::take(&mut *self.threads.lock());
         for t in threads {
-            if t.thread().id() != std::thread::current().id() {
+            if t.thread().id() != thread::current().id() {
                 let _ = t.join();
             }
         }
@@ -480,3 +479,7 @@ impl<K: Object> Inner<K> {
         }
     }
 }
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/apply.rs"]
+mod interleavings;

@@ -20,16 +20,15 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use parking_lot::{Condvar, Mutex};
 
 use super::delta::DeletedObject;
 use super::handler::EventHandler;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::channel::{self, Receiver, Sender, TryRecvError};
+use crate::sync::thread::JoinHandle;
+use crate::sync::{Condvar, Mutex};
 
 /// Default number of notifications a handler's channel holds before coalescing starts.
 pub const DEFAULT_MAX_BACKLOG: usize = 100_000;
@@ -152,7 +151,7 @@ pub(crate) struct Listener<K> {
 
 impl<K: Send + Sync + 'static> Listener<K> {
     pub fn new(id: u64, max_backlog: usize, resync_period: Duration) -> Arc<Self> {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = channel::unbounded();
         Arc::new(Listener {
             id,
             tx: Mutex::new(Some(tx)),
@@ -185,7 +184,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         on_panic: Option<PanicHandler>,
     ) -> std::io::Result<()> {
         let me = Arc::clone(self);
-        let t = std::thread::Builder::new()
+        let t = crate::sync::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
                 while let Some(batch) = me.next_batch() {
@@ -310,9 +309,13 @@ impl<K: Send + Sync + 'static> Listener<K> {
         self.progress.notify_all();
         let t = self.thread.lock().take();
         if let Some(t) = t {
-            if t.thread().id() != std::thread::current().id() {
+            if t.thread().id() != crate::sync::thread::current().id() {
                 let _ = t.join();
             }
         }
     }
 }
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/listener.rs"]
+mod interleavings;

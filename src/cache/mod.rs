@@ -10,6 +10,8 @@ mod delta_fifo;
 mod factory;
 mod handler;
 mod informer;
+#[cfg(all(test, shuttle))]
+mod interleavings;
 mod listener;
 mod lister;
 mod reflector;

@@ -1,0 +1,247 @@
+//! Interleaving checks of the DeltaFIFO, the store and the informer's apply path, with
+//! resyncs and relists racing a pop in flight (a child of the informer module, so it runs the
+//! informer's own processing loop). See [`crate::cache::interleavings`].
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::api::{ApiResource, DynamicObject};
+use crate::cache::interleavings::{explore, obj, replay_view, store_view, Recorder};
+use crate::sync::Condvar;
+use crate::ClientConfig;
+
+/// The key of the object queued last: once a handler has it, everything before it was
+/// applied and delivered.
+const END: &str = "zz-end";
+
+/// An `Api` the informer needs to exist; nothing is ever sent (the reflector is not started).
+fn unused_api() -> Api<DynamicObject> {
+    let client = crate::Client::new(ClientConfig::new("http://127.0.0.1:9")).unwrap();
+    Api::all_with(
+        client,
+        &ApiResource::new("", "v1", "Widget", "widgets", false),
+    )
+}
+
+/// Set once a handler was told about [`END`].
+#[derive(Clone, Default)]
+struct EndSeen(Arc<(Mutex<bool>, Condvar)>);
+
+impl EndSeen {
+    fn wait(&self) {
+        let (seen, cond) = &*self.0;
+        let mut seen = seen.lock();
+        while !*seen {
+            cond.wait(&mut seen);
+        }
+    }
+}
+
+/// Records everything but [`END`], and signals [`END`].
+struct Watcher {
+    rec: Recorder,
+    end: EndSeen,
+}
+
+fn watcher() -> (Watcher, Recorder, EndSeen) {
+    let (rec, end) = (Recorder::default(), EndSeen::default());
+    let w = Watcher {
+        rec: rec.clone(),
+        end: end.clone(),
+    };
+    (w, rec, end)
+}
+
+impl EventHandler<DynamicObject> for Watcher {
+    fn on_add(&mut self, o: Arc<DynamicObject>, initial: bool) {
+        if o.metadata.key() == END {
+            let (seen, cond) = &*self.end.0;
+            *seen.lock() = true;
+            cond.notify_all();
+        } else {
+            self.rec.on_add(o, initial);
+        }
+    }
+    fn on_update(&mut self, old: Arc<DynamicObject>, new: Arc<DynamicObject>) {
+        self.rec.on_update(old, new);
+    }
+    fn on_delete(&mut self, d: crate::cache::DeletedObject<DynamicObject>) {
+        self.rec.on_delete(d);
+    }
+}
+
+/// An informer whose processing loop runs on a shuttle thread, fed by the test instead of a
+/// reflector, with the initial list `a@1, b@2` queued.
+struct Rig {
+    informer: SharedIndexInformer<DynamicObject>,
+    inner: Arc<Inner<DynamicObject>>,
+    process: JoinHandle<()>,
+}
+
+impl Rig {
+    fn start(api: &Api<DynamicObject>) -> Rig {
+        let informer = SharedIndexInformer::new(api.clone(), InformerConfig::default());
+        let inner = Arc::clone(&informer.inner);
+        // What `start` does, without a reflector: the test is the producer.
+        inner.started.store(true, Ordering::SeqCst);
+        inner.fifo.replace(vec![obj("a", 1), obj("b", 2)]).unwrap();
+        let process = {
+            let inner = Arc::clone(&inner);
+            thread::spawn(move || inner.process_loop())
+        };
+        Rig {
+            informer,
+            inner,
+            process,
+        }
+    }
+
+    fn fifo(&self) -> Arc<DeltaFifo<DynamicObject>> {
+        Arc::clone(&self.inner.fifo)
+    }
+
+    /// Queues [`END`], waits for `ends` to see it, and checks the quiet state: the FIFO
+    /// drained, the store equal to `server`.
+    fn finish(self, server: &HashMap<String, u64>, ends: &[&EndSeen]) {
+        self.inner.fifo.add(obj(END, u64::MAX)).unwrap();
+        for end in ends {
+            end.wait();
+        }
+        let fifo = &self.inner.fifo;
+        assert!(
+            fifo.is_empty(),
+            "queued after the end: {:?}",
+            fifo.queued_keys()
+        );
+        fifo.check_invariants().unwrap();
+        let mut cached = store_view(&self.inner.store);
+        cached.remove(END);
+        assert_eq!(&cached, server, "the store differs from the server");
+        self.informer.stop();
+        self.process.join().unwrap();
+    }
+}
+
+/// The server's state after the test's changes, `key -> version`.
+fn initial_server() -> HashMap<String, u64> {
+    HashMap::from([("a".to_owned(), 1), ("b".to_owned(), 2)])
+}
+
+/// Watch events and a paged relist (the reflector's part), resyncs (the resync timer's
+/// part) and the informer's processing loop, all at once. After quiet: the store equals the
+/// server; the handler (which takes resyncs) saw no object come back after its delete, no
+/// version go backwards, no delete of an absent object, and ends with the server's state.
+#[test]
+fn interleavings_fifo_store_apply_with_resync_and_relist() {
+    let api = unused_api();
+    explore(move || {
+        let rig = Rig::start(&api);
+        let (handler, rec, end) = watcher();
+        rig.informer
+            .add_event_handler_with_resync(handler, Duration::from_secs(3600))
+            .unwrap();
+        // The resync timer marked this handler as due for the whole run.
+        for l in rig.inner.listeners.lock().iter() {
+            l.syncing.store(true, Ordering::SeqCst);
+        }
+        let producer = {
+            let fifo = rig.fifo();
+            thread::spawn(move || {
+                let mut server = initial_server();
+                fifo.update(obj("a", 3)).unwrap();
+                server.insert("a".into(), 3);
+                fifo.delete(obj("a", 4)).unwrap();
+                server.remove("a");
+                fifo.add(obj("c", 5)).unwrap();
+                server.insert("c".into(), 5);
+                // A relist (the watch expired): the server's state, a page per object.
+                fifo.begin_replace().unwrap();
+                fifo.replace_page(vec![obj("b", 2)]).unwrap();
+                fifo.replace_page(vec![obj("c", 5)]).unwrap();
+                fifo.finish_replace().unwrap();
+                fifo.delete(obj("b", 6)).unwrap();
+                server.remove("b");
+                server
+            })
+        };
+        let resyncer = {
+            let fifo = rig.fifo();
+            thread::spawn(move || {
+                fifo.resync().unwrap();
+                fifo.resync().unwrap();
+            })
+        };
+        let server = producer.join().unwrap();
+        resyncer.join().unwrap();
+        rig.finish(&server, &[&end]);
+        let view = replay_view(&rec.seen()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(view, server, "the handler's view differs from the server");
+    });
+}
+
+/// A relist whose pages race a deletion in flight, and a resync: no second delete.
+#[test]
+fn interleavings_relist_racing_a_delete_in_flight() {
+    let api = unused_api();
+    explore(move || {
+        let rig = Rig::start(&api);
+        let (handler, rec, end) = watcher();
+        rig.informer.add_event_handler(handler).unwrap();
+        let producer = {
+            let fifo = rig.fifo();
+            thread::spawn(move || {
+                let mut server = initial_server();
+                fifo.delete(obj("a", 3)).unwrap();
+                server.remove("a");
+                fifo.begin_replace().unwrap();
+                fifo.replace_page(vec![obj("b", 2)]).unwrap();
+                fifo.finish_replace().unwrap();
+                server
+            })
+        };
+        let server = producer.join().unwrap();
+        rig.finish(&server, &[&end]);
+        let view = replay_view(&rec.seen()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(view, server, "the handler's view differs from the server");
+    });
+}
+
+/// A handler registered while the informer applies changes gets the cache and then every
+/// later change: no gap (its view ends equal to the server) and no duplicate.
+#[test]
+fn interleavings_handler_added_while_applying() {
+    let api = unused_api();
+    explore(move || {
+        let rig = Rig::start(&api);
+        let (first, _, first_end) = watcher();
+        rig.informer.add_event_handler(first).unwrap();
+        let (late, late_rec, late_end) = watcher();
+        let registrar = {
+            let informer = rig.informer.clone();
+            thread::spawn(move || {
+                informer.add_event_handler(late).unwrap();
+            })
+        };
+        let producer = {
+            let fifo = rig.fifo();
+            thread::spawn(move || {
+                let mut server = initial_server();
+                fifo.update(obj("a", 3)).unwrap();
+                server.insert("a".into(), 3);
+                fifo.delete(obj("b", 4)).unwrap();
+                server.remove("b");
+                fifo.add(obj("c", 5)).unwrap();
+                server.insert("c".into(), 5);
+                server
+            })
+        };
+        let server = producer.join().unwrap();
+        registrar.join().unwrap();
+        rig.finish(&server, &[&first_end, &late_end]);
+        let view = replay_view(&late_rec.seen()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            view, server,
+            "the late handler's view differs from the server"
+        );
+    });
+}
