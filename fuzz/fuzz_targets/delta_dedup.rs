@@ -1,5 +1,7 @@
-//! Drives the DeltaFIFO with arbitrary add/update/delete/replace/resync/pop sequences and
-//! checks it against the reference model in `tests/common/fifo_model.rs`.
+//! Drives the DeltaFIFO with arbitrary sequences of add, update, delete, replace (whole and
+//! page by page), resync, pop and close, and checks it against the reference model in
+//! `tests/common/fifo_model.rs`, with pops left in flight (handed to the consumer, not yet
+//! in the cache) while the other operations run.
 #![no_main]
 
 #[path = "../../tests/common/fifo_model.rs"]

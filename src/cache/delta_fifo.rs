@@ -225,12 +225,7 @@ impl<K: Object> DeltaFifo<K> {
                 WatchChange::Deleted(obj) => {
                     let key = key_of(&*obj);
                     let queued = st.items.contains_key(&key);
-                    let cached = self
-                        .known
-                        .as_ref()
-                        .is_some_and(|k| k.known_object(&key).is_some());
-                    let processing = Self::in_flight_object(&st, &key).is_some();
-                    if queued || cached || processing {
+                    if queued || self.settled_object(&st, &key).is_some() {
                         let delta = Delta::Deleted(DeletedObject::Object(obj));
                         self.queue_action(&mut st, key, delta);
                     }
@@ -248,12 +243,35 @@ impl<K: Object> DeltaFifo<K> {
             .map(|d| Arc::clone(d.object()))
     }
 
-    /// The object the consumer is about to leave in the cache under `key`, if any.
-    fn in_flight_object(st: &State<K>, key: &str) -> Option<Arc<K>> {
+    /// The newest state of `key` outside the queue: what the consumer is about to leave in
+    /// the cache when the key is in flight (`None` if it is being deleted, even though the
+    /// cache may still show it), else the cached object.
+    fn settled_object(&self, st: &State<K>, key: &str) -> Option<Arc<K>> {
         match &st.in_flight {
-            Some((k, Some(obj))) if k == key => Some(Arc::clone(obj)),
-            _ => None,
+            Some((k, outcome)) if k == key => outcome.clone(),
+            _ => self.known.as_ref().and_then(|k| k.known_object(key)),
         }
+    }
+
+    /// Every key with a settled object ([`settled_object`](Self::settled_object)): the
+    /// cache's keys, corrected by the key in flight.
+    fn settled_keys(&self, st: &State<K>) -> Vec<String> {
+        let mut keys = self
+            .known
+            .as_ref()
+            .map(|k| k.known_keys())
+            .unwrap_or_default();
+        if let Some((k, outcome)) = &st.in_flight {
+            let cached = keys.iter().position(|c| c == k);
+            match (outcome, cached) {
+                (Some(_), None) => keys.push(k.clone()),
+                (None, Some(i)) => {
+                    keys.swap_remove(i);
+                }
+                _ => {}
+            }
+        }
+        keys
     }
 
     /// A relist: `Replaced` for every listed object, tombstones for every cached or queued
@@ -350,30 +368,23 @@ impl<K: Object> DeltaFifo<K> {
             return;
         };
         // Sorted, so the order tombstones are queued in does not depend on hashing.
+        // The key in flight counts in its newest state: one being deleted is gone already
+        // (no second tombstone), one being added is present (it gets one).
         let mut gone: BTreeSet<String> = st
             .items
             .keys()
             .filter(|k| !listed.contains(*k))
             .cloned()
             .collect();
-        if let Some(known) = &self.known {
-            gone.extend(
-                known
-                    .known_keys()
-                    .into_iter()
-                    .filter(|k| !listed.contains(k)),
-            );
-        }
-        if let Some((k, Some(_))) = &st.in_flight {
-            if !listed.contains(k) {
-                gone.insert(k.clone());
-            }
-        }
+        gone.extend(
+            self.settled_keys(st)
+                .into_iter()
+                .filter(|k| !listed.contains(k)),
+        );
         for key in gone {
-            // The newest state anyone has: a queued change beats the cached copy.
-            let last_known = Self::newest_queued(st, &key)
-                .or_else(|| Self::in_flight_object(st, &key))
-                .or_else(|| self.known.as_ref().and_then(|k| k.known_object(&key)));
+            // The newest state anyone has: a queued change beats the settled one.
+            let last_known =
+                Self::newest_queued(st, &key).or_else(|| self.settled_object(st, &key));
             if let Some(last_known) = last_known {
                 let tomb = DeletedFinalStateUnknown {
                     key: key.clone(),
@@ -391,26 +402,31 @@ impl<K: Object> DeltaFifo<K> {
         }
     }
 
-    /// Queues `Sync` for every cached key that has nothing queued (in key order).
-    pub fn resync(&self) -> Result<(), Closed> {
+    /// Queues `Sync` for every cached key that has nothing queued (in key order), and
+    /// returns how many it queued. Each goes to the back of the queue as a key of its own, so
+    /// the `Sync`s of one resync are popped before those of a later one.
+    ///
+    /// A key the consumer is processing counts in the state it is about to leave in the
+    /// cache: one being deleted gets no `Sync`, one being updated gets a `Sync` of its new
+    /// object, never of the copy the cache still shows.
+    pub fn resync(&self) -> Result<usize, Closed> {
         let mut st = self.state.lock();
         if st.closed {
             return Err(Closed);
         }
-        let Some(known) = &self.known else {
-            return Ok(());
-        };
-        let mut keys = known.known_keys();
+        let mut keys = self.settled_keys(&st);
         keys.sort_unstable();
+        let mut queued = 0;
         for key in keys {
             if st.items.contains_key(&key) {
                 continue;
             }
-            if let Some(obj) = known.known_object(&key) {
+            if let Some(obj) = self.settled_object(&st, &key) {
                 self.queue_action(&mut st, key, Delta::Sync(obj));
+                queued += 1;
             }
         }
-        Ok(())
+        Ok(queued)
     }
 
     /// Blocks until a key is queued, takes it with all its deltas, and runs `process` on them
