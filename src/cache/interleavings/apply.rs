@@ -245,3 +245,98 @@ fn interleavings_handler_added_while_applying() {
         );
     });
 }
+
+/// A handler registered while the initial list is being processed: once its
+/// `wait_for_sync` says true, it has been told about the whole initial list.
+#[test]
+fn interleavings_handler_wait_for_sync_covers_the_initial_list() {
+    let api = unused_api();
+    explore(move || {
+        let rig = Rig::start(&api);
+        let (handler, rec, end) = watcher();
+        let registration = rig.informer.add_event_handler(handler).unwrap();
+        // A timed wait may time out under the model checker: wait again.
+        while !registration.wait_for_sync(Duration::from_secs(60)) {}
+        let view = replay_view(&rec.seen()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            view,
+            initial_server(),
+            "synced before the initial list was told"
+        );
+        rig.finish(&initial_server(), &[&end]);
+    });
+}
+
+/// Six random changes of keys `a`, `b`, `c` (add, update, delete, or a paged relist of the
+/// server's state, sometimes restarted part way as after an expired continue token), one
+/// or two resyncs, and the processing loop, all at once; checked as in the fixed run above.
+/// The random choices are shuttle's, so a failing schedule replays with its changes.
+#[test]
+fn interleavings_random_changes_with_resync_and_relist() {
+    let api = unused_api();
+    explore(move || {
+        use shuttle::rand::{thread_rng, Rng};
+        let rig = Rig::start(&api);
+        let (handler, rec, end) = watcher();
+        rig.informer
+            .add_event_handler_with_resync(handler, Duration::from_secs(3600))
+            .unwrap();
+        for l in rig.inner.listeners.lock().iter() {
+            l.syncing.store(true, Ordering::SeqCst);
+        }
+        let producer = {
+            let fifo = rig.fifo();
+            thread::spawn(move || {
+                let mut rng = thread_rng();
+                let mut server = initial_server();
+                for version in 10..16 {
+                    let key = ["a", "b", "c"][rng.gen_range(0..3)];
+                    match (rng.gen_range(0..4), server.contains_key(key)) {
+                        (0, _) => {
+                            let mut listed: Vec<(String, u64)> =
+                                server.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                            listed.sort();
+                            fifo.begin_replace().unwrap();
+                            if rng.gen_bool(0.5) && !listed.is_empty() {
+                                // The first page, then the list restarts from the beginning.
+                                fifo.replace_page(vec![obj(&listed[0].0, listed[0].1)])
+                                    .unwrap();
+                                fifo.restart_replace();
+                            }
+                            for (k, v) in &listed {
+                                fifo.replace_page(vec![obj(k, *v)]).unwrap();
+                            }
+                            fifo.finish_replace().unwrap();
+                        }
+                        (_, false) => {
+                            fifo.add(obj(key, version)).unwrap();
+                            server.insert(key.to_owned(), version);
+                        }
+                        (1 | 2, true) => {
+                            fifo.update(obj(key, version)).unwrap();
+                            server.insert(key.to_owned(), version);
+                        }
+                        (_, true) => {
+                            fifo.delete(obj(key, version)).unwrap();
+                            server.remove(key);
+                        }
+                    }
+                }
+                server
+            })
+        };
+        let resyncer = {
+            let fifo = rig.fifo();
+            thread::spawn(move || {
+                for _ in 0..thread_rng().gen_range(1..=2) {
+                    fifo.resync().unwrap();
+                }
+            })
+        };
+        let server = producer.join().unwrap();
+        resyncer.join().unwrap();
+        rig.finish(&server, &[&end]);
+        let view = replay_view(&rec.seen()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(view, server, "the handler's view differs from the server");
+    });
+}
