@@ -33,7 +33,7 @@ use crate::cache::{DeletedObject, DeltaFifo, EventHandler, KnownObjects, Store};
 use crate::sync::{thread, Mutex};
 
 /// Schedules per scheduler and check when `KUBE_INFORMER_SHUTTLE_ITERATIONS` is unset.
-pub(crate) const DEFAULT_ITERATIONS: usize = 1000;
+pub(crate) const DEFAULT_ITERATIONS: usize = 500;
 
 /// The PCT scheduler's depth: how many priority changes a schedule may have (bugs of depth
 /// two or three cover the races between a pop in flight and a producer).
