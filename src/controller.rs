@@ -149,10 +149,13 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
         self,
         reconcile: impl Fn(&str) -> std::result::Result<Action, E> + Send + Sync + 'static,
     ) -> Result<Controller<K>> {
-        let queue = Arc::new(match self.rate_limiter {
+        let queue = match self.rate_limiter {
             Some(l) => RateLimitingQueue::with_rate_limiter(&self.name, l),
             None => RateLimitingQueue::new(&self.name),
-        });
+        };
+        let queue = Arc::new(queue.map_err(|e| {
+            Error::Config(format!("controller {}: starting its queue: {e}", self.name))
+        })?);
         let registration = self
             .informer
             .add_event_handler(Enqueue(Arc::clone(&queue)))?;

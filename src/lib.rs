@@ -50,6 +50,7 @@ pub mod cache;
 pub mod client;
 pub mod config;
 pub mod controller;
+mod deadline;
 mod error;
 mod sync;
 #[cfg(feature = "testing")]

@@ -91,7 +91,7 @@ fn shutdown_with_drain_waits_for_items_in_processing() {
 
 #[test]
 fn delayed_items_come_out_in_ready_order_and_the_earliest_time_wins() {
-    let q = DelayingQueue::new("test-delays");
+    let q = DelayingQueue::new("test-delays").unwrap();
     let start = Instant::now();
     q.add_after("late", Duration::from_millis(300));
     q.add_after("early", Duration::from_millis(100));
@@ -175,7 +175,8 @@ fn rate_limited_retries_wait_and_count() {
             Duration::from_millis(20),
             Duration::from_secs(1),
         )),
-    );
+    )
+    .unwrap();
     let start = Instant::now();
     q.add_rate_limited("k".into());
     q.add_rate_limited("k".into());
@@ -238,4 +239,44 @@ fn many_producers_and_consumers_lose_nothing() {
     );
     let m = q.metrics();
     assert!(m.gets as usize >= 1000 && m.gets <= m.adds);
+}
+
+/// Fault 10 of the review: peeking at a delay counted a failure and took a token.
+#[test]
+fn peek_delay_changes_nothing() {
+    let q: RateLimitingQueue<String> = RateLimitingQueue::with_rate_limiter(
+        "test-peek",
+        Box::new(default_controller_rate_limiter()),
+    )
+    .unwrap();
+    let k = "k".to_string();
+    for _ in 0..500 {
+        assert_eq!(q.peek_delay(&k), Duration::from_millis(5));
+    }
+    assert_eq!(q.num_requeues(&k), 0);
+    q.add_rate_limited(k.clone());
+    assert_eq!(q.peek_delay(&k), Duration::from_millis(10));
+    assert_eq!(q.num_requeues(&k), 1);
+    q.shutdown();
+}
+
+/// Fault 9 of the review: durations too large to add to an `Instant` panicked.
+#[test]
+fn huge_delays_and_timeouts_do_not_panic() {
+    let q: DelayingQueue<&str> = DelayingQueue::new("test-huge").unwrap();
+    q.add_after("never", Duration::MAX);
+    assert_eq!(q.waiting(), 1);
+    q.add("now");
+    assert_eq!(q.get_timeout(Duration::MAX), Some("now"));
+    q.done(&"now");
+    assert!(q.shutdown_with_drain(Duration::MAX));
+    let bucket = kube_informer::workqueue::Bucket::new(1e-300, 1);
+    let _ = RateLimiter::<u8>::when(&bucket, &0);
+    assert_eq!(RateLimiter::<u8>::when(&bucket, &0), Duration::MAX);
+    let zero = kube_informer::workqueue::Bucket::new(0.0, 1);
+    let _ = RateLimiter::<u8>::when(&zero, &0);
+    assert_eq!(RateLimiter::<u8>::when(&zero, &0), Duration::MAX);
+    let mut b = kube_informer::cache::Backoff::new(Duration::MAX, Duration::MAX, Duration::MAX);
+    assert!(b.next_delay() >= Duration::MAX / 2);
+    assert!(b.next_delay() >= Duration::MAX / 2);
 }

@@ -61,8 +61,11 @@ impl Backoff {
         }
         self.last_failure = Some(now);
         let base = self.current;
-        self.current = (self.current * 2).min(self.max);
-        base.mul_f64(1.0 + self.random_fraction())
+        self.current = self.current.saturating_mul(2).min(self.max);
+        // Up to twice the base; saturates instead of overflowing for huge settings.
+        let jitter = Duration::try_from_secs_f64(base.as_secs_f64() * self.random_fraction())
+            .unwrap_or(base);
+        base.saturating_add(jitter)
     }
 
     /// Forgets past failures.

@@ -11,11 +11,18 @@
 //!   tombstone for every key that is cached *or only queued* and missing from the list.
 //!   (client-go once forgot the queued-only keys and leaked their objects into the cache.)
 //! - **Resync** queues `Sync` for cached keys with nothing queued; it never contacts a server.
+//!   Each `Sync` is a key of its own at the back of the queue, so one resync's are popped
+//!   before the next one's (the informer relies on this to send each to the right handlers).
 //! - **Pop** hands the deltas to the consumer *after* releasing the lock, so a slow consumer
 //!   never stalls the reflector (client-go processes while holding it). There must be a single
 //!   consumer: that is what keeps each key's changes in order. While a key is being
-//!   processed its object is not in the cache yet, so the FIFO remembers it ("in flight"):
-//!   a delete or a relist arriving meanwhile treats it as present, and nothing is lost.
+//!   processed the cache does not show its new state yet, so the FIFO remembers that state
+//!   ("in flight") and every producer treats it as the key's newest one: a delete or a
+//!   relist counts an object being added as present (nothing is lost), a relist counts an
+//!   object being deleted as gone (no second deletion), and a resync queues the object being
+//!   written, never the stale copy still cached (no rollback, no resurrection). The model
+//!   test `tests/delta_fifo_model.rs` and the fuzz target `delta_dedup` leave pops in
+//!   flight while every other operation runs, and check the cache the consumer writes.
 //! - **Backpressure**: when more than the high-water mark of deltas is pending, watch events
 //!   (`add`/`update`/`delete`) block until the consumer catches up, so a stalled consumer
 //!   slows the socket instead of growing memory without bound. `replace` and `resync` do not
@@ -475,7 +482,7 @@ impl<K: Object> DeltaFifo<K> {
     /// Blocks until [`has_synced`](Self::has_synced) is true (returns true), the timeout
     /// passes or the FIFO closes (returns false).
     pub fn wait_for_sync(&self, timeout: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         let mut st = self.state.lock();
         loop {
             if st.populated && st.initial_population == 0 {

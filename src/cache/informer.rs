@@ -6,15 +6,22 @@
 //! handler also takes, so a handler added while the informer runs gets the cache contents as
 //! `on_add(.., true)` and then every later change: no gap, no duplicate.
 //!
+//! Resyncs are per handler: a timer finds the handlers whose period is due and queues one
+//! resync for them; each `Sync` of it reaches exactly those handlers, however long the
+//! informer takes to get through the round (see `ResyncRound`). A resync period set on the
+//! reflector serves as the default for handlers registered without one.
+//!
 //! Threads, all named `kube-informer/<resource>/<role>` and all joined by [`stop`]:
 //! the reflector, the informer (`process`), the resync timer when any handler asked for
 //! resyncs, and one per handler (`handler-<n>`).
 //!
 //! [`stop`]: SharedIndexInformer::stop
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::catch::catch;
 use super::delta::Delta;
 use super::delta_fifo::{DeltaFifo, KnownObjects};
 use super::handler::EventHandler;
@@ -40,7 +47,9 @@ pub struct InformerConfig<K> {
     /// Applied to every object before it is cached (see
     /// [`strip_managed_fields`](super::strip_managed_fields)).
     pub transform: Option<Transform<K>>,
-    /// Called with every handler panic.
+    /// Called with every panic of code the informer runs for you: handlers and the
+    /// transform. (A panicking index function fails that object's indexing: the store's
+    /// error is logged, the object is cached.)
     pub on_handler_panic: Option<PanicHandler>,
     /// Notifications a handler's channel holds before coalescing starts.
     pub max_backlog: usize,
@@ -80,6 +89,19 @@ struct Inner<K> {
     stop: StopSignal,
     reflector: Mutex<Option<Reflector>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Resyncs whose `Sync` deltas are still queued, oldest first (see [`ResyncRound`]).
+    resync_rounds: Mutex<VecDeque<ResyncRound>>,
+}
+
+/// One resync: the handlers it is for and how many of its `Sync` deltas are still queued.
+///
+/// The FIFO queues a resync's `Sync`s behind everything queued before, each as a key of its
+/// own, so they are popped in the order of their resyncs: the oldest round with some left is
+/// the one a popped `Sync` belongs to. Each `Sync` thus reaches exactly the handlers that
+/// asked for that resync, however long the informer takes to get to it.
+struct ResyncRound {
+    handlers: Vec<u64>,
+    remaining: usize,
 }
 
 /// A shared informer: a cache of one resource kept in step with the server, and handlers
@@ -140,7 +162,7 @@ impl<K: Object> HandlerRegistration<K> {
 
     /// Blocks until [`has_synced`](Self::has_synced) or the timeout; returns which.
     pub fn wait_for_sync(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         if !self.informer.fifo.wait_for_sync(timeout) {
             return false;
         }
@@ -162,7 +184,14 @@ impl<K: Object> HandlerRegistration<K> {
 
 impl<K: Object> SharedIndexInformer<K> {
     /// An informer for the objects `api` reaches. Nothing runs until [`start`](Self::start).
-    pub fn new(api: Api<K>, config: InformerConfig<K>) -> Self {
+    pub fn new(api: Api<K>, mut config: InformerConfig<K>) -> Self {
+        // Resyncs are the handlers' business here: a reflector-level period is the default
+        // for handlers (the informer's own resync timer serves it), never a second timer
+        // whose `Sync`s no handler asked for.
+        let reflector_resync = std::mem::take(&mut config.reflector.resync_period);
+        if config.default_resync.is_zero() {
+            config.default_resync = reflector_resync;
+        }
         let store = Arc::new(Store::new());
         let known: Arc<dyn KnownObjects<K>> = store.clone();
         let name = config
@@ -182,6 +211,7 @@ impl<K: Object> SharedIndexInformer<K> {
             stop: StopSignal::new(),
             reflector: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
+            resync_rounds: Mutex::new(VecDeque::new()),
         });
         SharedIndexInformer {
             _stop_on_drop: Arc::new(StopOnDrop(Arc::clone(&inner))),
@@ -293,7 +323,11 @@ impl<K: Object> SharedIndexInformer<K> {
             |e: std::io::Error| Error::Config(format!("spawning an informer thread: {e}"));
         let (reflector_config, transform) = {
             let c = inner.config.lock();
-            (c.reflector.clone(), c.transform.clone())
+            let transform = c
+                .transform
+                .clone()
+                .map(|t| guard_transform(t, inner.name.clone(), c.on_handler_panic.clone()));
+            (c.reflector.clone(), transform)
         };
         let me = Arc::clone(inner);
         let process = thread::Builder::new()
@@ -428,14 +462,14 @@ impl<K: Object> Inner<K> {
                     }
                 }
                 other => {
-                    let is_sync = matches!(other, Delta::Sync(_));
+                    let resync_for = matches!(other, Delta::Sync(_)).then(|| self.sync_popped());
                     let obj = Arc::clone(other.object());
                     let (old, indexed) = self.store.upsert_keyed(key, Arc::clone(&obj));
                     if let Err(e) = indexed {
                         log::warn!("kube-informer/{}: {e}", self.name);
                     }
                     for l in listeners.iter() {
-                        if is_sync && !l.syncing.load(Ordering::SeqCst) {
+                        if resync_for.as_ref().is_some_and(|ids| !ids.contains(&l.id)) {
                             continue;
                         }
                         let n = match &old {
@@ -449,35 +483,79 @@ impl<K: Object> Inner<K> {
         }
     }
 
-    /// Marks the handlers whose resync is due and queues a resync; checks at least once a
-    /// second so handlers added later are honoured.
+    /// The handlers a popped `Sync` is for: those of the oldest resync with `Sync`s left.
+    /// A `Sync` no resync of ours queued (none can be, but the FIFO is public) goes to none.
+    fn sync_popped(&self) -> Vec<u64> {
+        let mut rounds = self.resync_rounds.lock();
+        let Some(round) = rounds.front_mut() else {
+            return Vec::new();
+        };
+        round.remaining -= 1;
+        if round.remaining == 0 {
+            rounds.pop_front().map(|r| r.handlers).unwrap_or_default()
+        } else {
+            round.handlers.clone()
+        }
+    }
+
+    /// Finds the handlers whose resync is due and queues a resync for them; checks at least
+    /// once a second so handlers added later are honoured.
     fn resync_loop(self: Arc<Self>) {
         loop {
             let now = Instant::now();
             let mut wait = Duration::from_secs(1);
-            let mut any_due = false;
+            let mut due = Vec::new();
             for l in self.listeners.lock().iter() {
                 if l.resync_period.is_zero() {
-                    l.syncing.store(false, Ordering::SeqCst);
                     continue;
                 }
                 let mut next = l.next_resync.lock();
-                let due = now >= *next;
-                l.syncing.store(due, Ordering::SeqCst);
-                if due {
-                    any_due = true;
-                    *next = now + l.resync_period;
+                if now >= *next {
+                    due.push(l.id);
+                    *next = crate::deadline::at(now, l.resync_period);
                 }
                 wait = wait.min(next.saturating_duration_since(now));
             }
-            if any_due && self.fifo.resync().is_err() {
-                return;
+            if !due.is_empty() {
+                // Registered under the lock the consumer takes to attribute a popped `Sync`,
+                // so none of this round's can be popped before the round is known.
+                let mut rounds = self.resync_rounds.lock();
+                match self.fifo.resync() {
+                    Err(_) => return,
+                    Ok(0) => {}
+                    Ok(queued) => rounds.push_back(ResyncRound {
+                        handlers: due,
+                        remaining: queued,
+                    }),
+                }
             }
             if self.stop.sleep(wait.max(Duration::from_millis(10))) {
                 return;
             }
         }
     }
+}
+
+/// The transform, made safe to run on the reflector's thread: a panic leaves the object as
+/// the transform left it (the cache never drops what the server has) and is logged and
+/// passed to the panic callback, instead of ending the reflector and freezing the cache.
+fn guard_transform<K: Object>(
+    transform: Transform<K>,
+    name: String,
+    on_panic: Option<PanicHandler>,
+) -> Transform<K> {
+    Arc::new(move |obj: &mut K| {
+        if let Err(what) = catch(|| transform(obj)) {
+            let msg = format!(
+                "kube-informer/{name}: the transform panicked on {}: {what}",
+                obj.metadata().key()
+            );
+            log::error!("{msg}");
+            if let Some(cb) = &on_panic {
+                cb(&msg);
+            }
+        }
+    })
 }
 
 #[cfg(all(test, shuttle))]

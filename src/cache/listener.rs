@@ -18,11 +18,11 @@
 //! A panicking handler is caught; the panic is counted, logged and passed to the informer's
 //! panic callback, and the listener goes on with the next notification.
 
-use std::collections::{HashMap, VecDeque};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::catch::catch;
 use super::delta::DeletedObject;
 use super::handler::EventHandler;
 use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -49,23 +49,46 @@ struct Weighted<K> {
     weight: u64,
 }
 
-#[derive(Default)]
+/// The coalesced notifications of a handler past its channel's bound: per object, at most
+/// two (a deletion of a state the handler saw, then a new add or update), in the order the
+/// objects first changed. An object whose changes cancel out leaves nothing behind, so the
+/// memory held is bounded by the number of objects with something to deliver.
 struct Overflow<K> {
     active: bool,
-    order: VecDeque<String>,
-    pending: HashMap<String, Vec<Weighted<K>>>,
+    /// First-change sequence number -> key: the delivery order.
+    order: BTreeMap<u64, String>,
+    /// Key -> its sequence number in `order` and its coalesced notifications (never empty).
+    pending: HashMap<String, (u64, Vec<Weighted<K>>)>,
+    next_seq: u64,
+    /// Notifications held, over all keys.
     len: usize,
+}
+
+impl<K> Default for Overflow<K> {
+    fn default() -> Self {
+        Overflow {
+            active: false,
+            order: BTreeMap::new(),
+            pending: HashMap::new(),
+            next_seq: 0,
+            len: 0,
+        }
+    }
 }
 
 impl<K> Overflow<K> {
     /// Queues `n` for `key`, merging with what is pending for it. Returns the weight of
     /// notifications that cancelled out (they count as delivered).
     fn push(&mut self, key: &str, n: Notification<K>) -> u64 {
-        let list = match self.pending.get_mut(key) {
-            Some(l) => l,
+        let (seq, list) = match self.pending.get_mut(key) {
+            Some((seq, list)) => (*seq, list),
             None => {
-                self.order.push_back(key.to_owned());
-                self.pending.entry(key.to_owned()).or_default()
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.order.insert(seq, key.to_owned());
+                let entry = self.pending.entry(key.to_owned()).or_default();
+                entry.0 = seq;
+                (seq, &mut entry.1)
             }
         };
         let before = list.len();
@@ -89,10 +112,10 @@ impl<K> Overflow<K> {
                 last.weight += 1;
                 None
             }
-            (Some(last), Notification::Delete(d)) if matches!(last.n, Notification::Add(..)) => {
+            (Some(last), Notification::Delete(_)) if matches!(last.n, Notification::Add(..)) => {
+                // An add the handler never saw, then its delete: nothing to tell.
                 cancelled = last.weight + 1;
                 list.pop();
-                let _ = d;
                 None
             }
             (Some(last), Notification::Delete(d))
@@ -110,20 +133,27 @@ impl<K> Overflow<K> {
         if let Some(n) = n {
             list.push(Weighted { n, weight: 1 });
         }
-        self.len = self.len + list.len() - before;
+        let after = list.len();
+        self.len = self.len + after - before;
+        if after == 0 {
+            self.pending.remove(key);
+            self.order.remove(&seq);
+        }
         cancelled
     }
 
+    /// The notifications of the object that changed first.
     fn pop(&mut self) -> Option<Vec<Weighted<K>>> {
-        while let Some(key) = self.order.pop_front() {
-            if let Some(list) = self.pending.remove(&key) {
-                self.len -= list.len();
-                if !list.is_empty() {
-                    return Some(list);
-                }
-            }
-        }
-        None
+        let (_, key) = self.order.pop_first()?;
+        let (_, list) = self.pending.remove(&key)?;
+        self.len -= list.len();
+        Some(list)
+    }
+
+    /// Objects with something pending (for tests of the bound).
+    #[cfg(test)]
+    fn objects(&self) -> (usize, usize) {
+        (self.order.len(), self.pending.len())
     }
 }
 
@@ -145,7 +175,6 @@ pub(crate) struct Listener<K> {
     pub panics: AtomicU64,
     pub resync_period: Duration,
     pub next_resync: Mutex<Instant>,
-    pub syncing: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -156,12 +185,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             id,
             tx: Mutex::new(Some(tx)),
             rx,
-            overflow: Mutex::new(Overflow {
-                active: false,
-                order: VecDeque::new(),
-                pending: HashMap::new(),
-                len: 0,
-            }),
+            overflow: Mutex::new(Overflow::default()),
             max_backlog: max_backlog.max(1),
             stop: AtomicBool::new(false),
             sent: AtomicU64::new(0),
@@ -170,8 +194,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             sync_target: Mutex::new(None),
             panics: AtomicU64::new(0),
             resync_period,
-            next_resync: Mutex::new(Instant::now() + resync_period),
-            syncing: AtomicBool::new(false),
+            next_resync: Mutex::new(crate::deadline::after(resync_period)),
             thread: Mutex::new(None),
         })
     }
@@ -208,18 +231,13 @@ impl<K: Send + Sync + 'static> Listener<K> {
         name: &str,
         on_panic: Option<&PanicHandler>,
     ) {
-        let result = catch_unwind(AssertUnwindSafe(|| match n {
+        let result = catch(|| match n {
             Notification::Add(o, initial) => handler.on_add(o, initial),
             Notification::Update(old, new) => handler.on_update(old, new),
             Notification::Delete(d) => handler.on_delete(d),
-        }));
-        if let Err(payload) = result {
+        });
+        if let Err(what) = result {
             self.panics.fetch_add(1, Ordering::SeqCst);
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string panic".into());
             let msg = format!("{name}: handler panicked: {what}");
             log::error!("{msg}");
             if let Some(cb) = on_panic {
@@ -313,6 +331,71 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 let _ = t.join();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::DynamicObject;
+
+    fn pod(name: &str, rv: u32) -> Arc<DynamicObject> {
+        let mut o = DynamicObject::default();
+        o.metadata.namespace = Some("ns".into());
+        o.metadata.name = Some(name.into());
+        o.metadata.resource_version = Some(rv.to_string());
+        Arc::new(o)
+    }
+
+    /// Fault 8 of the review: adds and deletes that cancel out left empty entries behind for
+    /// a stalled handler, so the overflow grew with every object ever seen.
+    #[test]
+    fn a_stalled_handler_holds_nothing_for_objects_that_came_and_went() {
+        // No thread: the handler is stalled for the whole test.
+        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO);
+        l.send("ns/first", Notification::Add(pod("first", 1), false));
+        for i in 0..100_000u32 {
+            let key = format!("ns/p{i}");
+            l.send(&key, Notification::Add(pod(&key, i), false));
+            l.send(
+                &key,
+                Notification::Delete(DeletedObject::Object(pod(&key, i + 1))),
+            );
+        }
+        assert_eq!(l.backlog(), 1);
+        assert_eq!(l.overflow.lock().objects(), (0, 0));
+        assert_eq!(l.processed(), 200_000, "cancelled pairs count as delivered");
+    }
+
+    /// The order is that of first changes, and a key that cancelled out and came back
+    /// queues after the keys that changed meanwhile.
+    #[test]
+    fn coalesced_changes_keep_first_change_order() {
+        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO);
+        l.send("ns/x", Notification::Add(pod("x", 1), false));
+        l.send("ns/a", Notification::Add(pod("a", 2), false));
+        l.send("ns/b", Notification::Add(pod("b", 3), false));
+        l.send(
+            "ns/a",
+            Notification::Delete(DeletedObject::Object(pod("a", 4))),
+        );
+        l.send("ns/a", Notification::Add(pod("a", 5), false));
+        l.send("ns/b", Notification::Update(pod("b", 3), pod("b", 6)));
+        let mut ov = l.overflow.lock();
+        let mut seen = Vec::new();
+        while let Some(batch) = ov.pop() {
+            for w in batch {
+                match w.n {
+                    Notification::Add(o, _) => seen.push(format!("add {}", o.metadata.key())),
+                    Notification::Update(_, o) => seen.push(format!("update {}", o.metadata.key())),
+                    Notification::Delete(d) => {
+                        seen.push(format!("delete {}", d.object().metadata.key()))
+                    }
+                }
+            }
+        }
+        assert_eq!(seen, ["add ns/b", "add ns/a"]);
+        assert_eq!(ov.len, 0);
     }
 }
 

@@ -5,6 +5,7 @@
 //! [`Store`] (the cache readers query), then notifies handlers.
 
 mod backoff;
+mod catch;
 mod delta;
 mod delta_fifo;
 mod factory;

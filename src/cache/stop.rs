@@ -1,7 +1,7 @@
 //! A stop signal that wakes sleeping threads at once, so every back-off and timer wait in
 //! the cache has both a bound and a way out.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -31,7 +31,7 @@ impl StopSignal {
 
     /// Sleeps for `d` unless stopped first; returns true when stopped.
     pub fn sleep(&self, d: Duration) -> bool {
-        let deadline = Instant::now() + d;
+        let deadline = crate::deadline::after(d);
         let mut stopped = self.stopped.lock();
         while !*stopped {
             if self.cond.wait_until(&mut stopped, deadline).timed_out() {

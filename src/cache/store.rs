@@ -13,6 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+use super::catch::catch;
 use super::delta::key_of;
 use crate::api::Object;
 use crate::error::{Error, Result};
@@ -74,12 +75,17 @@ fn index_values<K>(
 ) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::with_capacity(indexers.len());
     for (name, f) in indexers {
-        match f(obj) {
+        match call(f, obj) {
             Ok(values) => out.push((name.clone(), values)),
             Err(e) => errors.push(format!("index {name:?} failed on {key:?}: {e}")),
         }
     }
     out
+}
+
+/// Calls an index function; a panic in it is a failure on this object like any other.
+fn call<K>(f: &IndexFn<K>, obj: &K) -> std::result::Result<Vec<String>, String> {
+    catch(|| f(obj)).unwrap_or_else(|panic| Err(format!("the index function panicked: {panic}")))
 }
 
 impl<K: Object> Inner<K> {
@@ -101,10 +107,12 @@ impl<K: Object> Inner<K> {
 
     /// True when every indexer gives `old` and `new` the same values (and fails on neither).
     fn same_index_values(&self, old: &K, new: &K) -> bool {
-        self.indexers.values().all(|f| match (f(old), f(new)) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
-        })
+        self.indexers
+            .values()
+            .all(|f| match (call(f, old), call(f, new)) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            })
     }
 
     fn index(&mut self, key: &str, obj: &K, errors: &mut Vec<String>) {

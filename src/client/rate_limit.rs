@@ -34,10 +34,23 @@ impl RateLimiter {
         st.0 = (st.0 + refill).min(self.burst);
         st.1 = now;
         st.0 -= 1.0;
-        if st.0 >= 0.0 {
+        Self::wait_for(st.0, self.qps)
+    }
+
+    /// How long a caller would wait for a token now, without taking one.
+    pub fn peek(&self) -> Duration {
+        let st = self.state.lock();
+        let refill = Instant::now().duration_since(st.1).as_secs_f64() * self.qps;
+        Self::wait_for((st.0 + refill).min(self.burst) - 1.0, self.qps)
+    }
+
+    /// The wait until `tokens` (negative: owed) is back to zero at `qps`; a rate too small
+    /// to express as a wait (or zero) gives `Duration::MAX` rather than a panic.
+    fn wait_for(tokens: f64, qps: f64) -> Duration {
+        if tokens >= 0.0 {
             Duration::ZERO
         } else {
-            Duration::from_secs_f64(-st.0 / self.qps)
+            Duration::try_from_secs_f64(-tokens / qps).unwrap_or(Duration::MAX)
         }
     }
 

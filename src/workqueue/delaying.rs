@@ -52,7 +52,8 @@ impl<T: Hash + Eq + Clone + Send + 'static> Deref for DelayingQueue<T> {
 
 impl<T: Hash + Eq + Clone + Send + 'static> DelayingQueue<T> {
     /// A delaying queue whose timer thread is named `kube-informer/workqueue/<name>/delay`.
-    pub fn new(name: &str) -> Self {
+    /// Fails only when that thread cannot be started (the process is out of threads).
+    pub fn new(name: &str) -> std::io::Result<Self> {
         let queue = Arc::new(Queue::new());
         let timer = Arc::new(Timer {
             waiting: Mutex::new(Waiting {
@@ -66,13 +67,12 @@ impl<T: Hash + Eq + Clone + Send + 'static> DelayingQueue<T> {
         let (q, t) = (Arc::clone(&queue), Arc::clone(&timer));
         let thread = std::thread::Builder::new()
             .name(format!("kube-informer/workqueue/{name}/delay"))
-            .spawn(move || timer_loop(&q, &t))
-            .expect("spawn the delaying queue's timer thread");
-        DelayingQueue {
+            .spawn(move || timer_loop(&q, &t))?;
+        Ok(DelayingQueue {
             queue,
             timer,
             thread: Mutex::new(Some(thread)),
-        }
+        })
     }
 
     /// Adds `item` once `delay` has passed (at once for a zero delay). If the item is already
@@ -85,7 +85,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> DelayingQueue<T> {
             self.queue.add(item);
             return;
         }
-        let ready = Instant::now() + delay;
+        let ready = crate::deadline::after(delay);
         let mut w = self.timer.waiting.lock();
         if let Some(&(at, seq)) = w.by_item.get(&item) {
             if at <= ready {

@@ -93,7 +93,7 @@ impl<T: Hash + Eq + Clone + Send> Queue<T> {
 
     /// Like [`get`](Self::get), giving up after `timeout` (`None` then too).
     pub fn get_timeout(&self, timeout: Duration) -> Option<T> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         let mut st = self.state.lock();
         while st.queue.is_empty() && !st.shutting_down {
             if self.cond.wait_until(&mut st, deadline).timed_out() {
@@ -146,7 +146,7 @@ impl<T: Hash + Eq + Clone + Send> Queue<T> {
     /// [`shutdown`](Self::shutdown), then waits until every item handed out is done (or the
     /// timeout). Returns true when everything was done in time.
     pub fn shutdown_with_drain(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         let mut st = self.state.lock();
         st.shutting_down = true;
         self.cond.notify_all();

@@ -22,6 +22,13 @@ pub trait RateLimiter<T>: Send + Sync {
     fn forget(&self, item: &T);
     /// How many times `item` has been retried.
     fn num_requeues(&self, item: &T) -> u32;
+    /// The delay [`when`](Self::when) would give `item` now, without counting a failure or
+    /// taking a token. Limiters that cannot tell without changing state say zero (the
+    /// default); every limiter of this module tells.
+    fn peek(&self, item: &T) -> Duration {
+        let _ = item;
+        Duration::ZERO
+    }
 }
 
 /// Per-item exponential back-off: `base * 2^failures`, at most `max`.
@@ -43,19 +50,29 @@ impl<T: Hash + Eq + Clone + Send> ItemExponential<T> {
     }
 }
 
+impl<T> ItemExponential<T> {
+    /// The delay after `failures` failures: `base * 2^failures`, at most `max`.
+    fn delay(&self, failures: u32) -> Duration {
+        let factor = 2f64.powi(failures.min(1000) as i32);
+        let secs = self.base.as_secs_f64() * factor;
+        if !secs.is_finite() || secs >= self.max.as_secs_f64() {
+            self.max
+        } else {
+            Duration::try_from_secs_f64(secs).unwrap_or(self.max)
+        }
+    }
+}
+
 impl<T: Hash + Eq + Clone + Send> RateLimiter<T> for ItemExponential<T> {
     fn when(&self, item: &T) -> Duration {
         let mut f = self.failures.lock();
         let n = f.entry(item.clone()).or_insert(0);
         let exp = *n;
         *n = n.saturating_add(1);
-        let factor = 2f64.powi(exp.min(1000) as i32);
-        let secs = self.base.as_secs_f64() * factor;
-        if !secs.is_finite() || secs >= self.max.as_secs_f64() {
-            self.max
-        } else {
-            Duration::from_secs_f64(secs)
-        }
+        self.delay(exp)
+    }
+    fn peek(&self, item: &T) -> Duration {
+        self.delay(self.num_requeues(item))
     }
     fn forget(&self, item: &T) {
         self.failures.lock().remove(item);
@@ -83,6 +100,9 @@ impl Bucket {
 impl<T> RateLimiter<T> for Bucket {
     fn when(&self, _item: &T) -> Duration {
         self.bucket.reserve()
+    }
+    fn peek(&self, _item: &T) -> Duration {
+        self.bucket.peek()
     }
     fn forget(&self, _item: &T) {}
     fn num_requeues(&self, _item: &T) -> u32 {
@@ -122,6 +142,13 @@ impl<T: Hash + Eq + Clone + Send> RateLimiter<T> for ItemFastSlow<T> {
             self.slow
         }
     }
+    fn peek(&self, item: &T) -> Duration {
+        if self.num_requeues(item) < self.max_fast_attempts {
+            self.fast
+        } else {
+            self.slow
+        }
+    }
     fn forget(&self, item: &T) {
         self.attempts.lock().remove(item);
     }
@@ -155,6 +182,13 @@ impl<T> RateLimiter<T> for MaxOf<T> {
         self.limiters
             .iter()
             .map(|l| l.when(item))
+            .max()
+            .unwrap_or_default()
+    }
+    fn peek(&self, item: &T) -> Duration {
+        self.limiters
+            .iter()
+            .map(|l| l.peek(item))
             .max()
             .unwrap_or_default()
     }

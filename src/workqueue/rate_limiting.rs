@@ -30,19 +30,24 @@ impl<T: Hash + Eq + Clone + Send + 'static> Deref for RateLimitingQueue<T> {
 }
 
 impl<T: Hash + Eq + Clone + Send + Sync + 'static> RateLimitingQueue<T> {
-    /// A queue with client-go's default controller rate limiter.
-    pub fn new(name: &str) -> Self {
+    /// A queue with client-go's default controller rate limiter. Fails only when its timer
+    /// thread cannot be started.
+    pub fn new(name: &str) -> std::io::Result<Self> {
         Self::with_rate_limiter(name, Box::new(default_controller_rate_limiter()))
     }
 }
 
 impl<T: Hash + Eq + Clone + Send + 'static> RateLimitingQueue<T> {
-    /// A queue with a chosen rate limiter.
-    pub fn with_rate_limiter(name: &str, limiter: Box<dyn RateLimiter<T>>) -> Self {
-        RateLimitingQueue {
-            queue: DelayingQueue::new(name),
+    /// A queue with a chosen rate limiter. Fails only when its timer thread cannot be
+    /// started.
+    pub fn with_rate_limiter(
+        name: &str,
+        limiter: Box<dyn RateLimiter<T>>,
+    ) -> std::io::Result<Self> {
+        Ok(RateLimitingQueue {
+            queue: DelayingQueue::new(name)?,
             limiter,
-        }
+        })
     }
 
     /// Adds `item` after the delay the rate limiter gives it (a retry).
@@ -62,8 +67,9 @@ impl<T: Hash + Eq + Clone + Send + 'static> RateLimitingQueue<T> {
         self.limiter.num_requeues(item)
     }
 
-    /// The delay the limiter would give `item` now, without queueing it.
+    /// The delay the limiter would give `item` now, without queueing it, counting a
+    /// failure or taking a token (see [`RateLimiter::peek`]).
     pub fn peek_delay(&self, item: &T) -> Duration {
-        self.limiter.when(item)
+        self.limiter.peek(item)
     }
 }

@@ -11,19 +11,27 @@ use crate::cache::interleavings::{explore, obj, replay_view, Recorder, Seen};
 use crate::sync::thread;
 
 /// The overflow map holds nothing but pending notifications: no entry left empty by an add
-/// and a delete that cancelled out, every pending key queued once in `order`. With that, its
-/// memory is bounded by the objects with something pending.
+/// and a delete that cancelled out, every pending key in the delivery order once. With that,
+/// its memory is bounded by the objects with something pending.
 fn check_overflow_bounded<K>(l: &Listener<K>) -> Result<(), String> {
     let ov = l.overflow.lock();
-    let empty = ov.pending.values().filter(|list| list.is_empty()).count();
-    if empty > 0 || ov.order.len() != ov.pending.len() {
+    let empty = ov
+        .pending
+        .values()
+        .filter(|(_, list)| list.is_empty())
+        .count();
+    let ordered = ov
+        .pending
+        .iter()
+        .all(|(key, (seq, _))| ov.order.get(seq) == Some(key));
+    if empty > 0 || ov.order.len() != ov.pending.len() || !ordered {
         return Err(format!(
             "overflow holds {} keys ({empty} with nothing pending) and {} in order",
             ov.pending.len(),
             ov.order.len()
         ));
     }
-    let queued: usize = ov.pending.values().map(Vec::len).sum();
+    let queued: usize = ov.pending.values().map(|(_, list)| list.len()).sum();
     if queued != ov.len {
         return Err(format!("overflow counts {} but holds {queued}", ov.len));
     }

@@ -1,0 +1,21 @@
+//! Running code the user gave us (handlers, transforms, index functions) so that a panic in
+//! it is caught and reported, never fatal: one bad callback must not kill the thread that
+//! keeps the cache in step (a dead informer thread would leave `has_synced` false forever
+//! with nothing said).
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What a panic said: its message when it was a string, a placeholder otherwise.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic".into())
+}
+
+/// Runs `f`; a panic becomes `Err` with its message.
+pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_message(&*p))
+}
