@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::*;
 use crate::api::{ApiResource, DynamicObject};
-use crate::cache::interleavings::{explore, obj, replay_view, store_view, Recorder};
+use crate::cache::interleavings::{explore, obj, replay_view, store_view, Recorder, Seen};
 use crate::sync::Condvar;
 use crate::ClientConfig;
 
@@ -122,11 +122,10 @@ impl Rig {
     }
 }
 
-/// One round of the resync timer with every handler due: what `resync_loop` does when it
+/// One round of the resync timer with the handlers `due`: what `resync_loop` does when it
 /// finds them due, without the timer (the round is registered under the lock the consumer
-/// takes to attribute a popped `Sync`).
-fn resync_all(inner: &Inner<DynamicObject>) {
-    let due: Vec<u64> = inner.listeners.lock().iter().map(|l| l.id).collect();
+/// takes to attribute a popped `Sync`). Returns how many `Sync`s it queued.
+fn resync_for(inner: &Inner<DynamicObject>, due: Vec<u64>) -> usize {
     let mut rounds = inner.resync_rounds.lock();
     let queued = inner.fifo.resync().unwrap();
     if queued > 0 {
@@ -135,6 +134,13 @@ fn resync_all(inner: &Inner<DynamicObject>) {
             remaining: queued,
         });
     }
+    queued
+}
+
+/// A resync round for every handler.
+fn resync_all(inner: &Inner<DynamicObject>) {
+    let due: Vec<u64> = inner.listeners.lock().iter().map(|l| l.id).collect();
+    resync_for(inner, due);
 }
 
 /// The server's state after the test's changes, `key -> version`.
@@ -346,5 +352,91 @@ fn interleavings_random_changes_with_resync_and_relist() {
         rig.finish(&server, &[&end]);
         let view = replay_view(&rec.seen()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(view, server, "the handler's view differs from the server");
+    });
+}
+
+/// Two resync rounds, one for each of two handlers, racing watch events: each round's
+/// `Sync`s reach exactly its handler, all of them (a `Sync` is the only notification of an
+/// unchanged version here, as every watch event changes it).
+#[test]
+fn interleavings_resync_rounds_reach_their_handlers() {
+    let api = unused_api();
+    explore(move || {
+        let rig = Rig::start(&api);
+        let (first, first_rec, first_end) = watcher();
+        let (second, second_rec, second_end) = watcher();
+        let period = Duration::from_secs(3600);
+        let first = rig.informer.add_event_handler_with_resync(first, period);
+        let second = rig.informer.add_event_handler_with_resync(second, period);
+        let ids = [first.unwrap().listener.id, second.unwrap().listener.id];
+        let producer = {
+            let fifo = rig.fifo();
+            thread::spawn(move || {
+                let mut server = initial_server();
+                fifo.update(obj("a", 3)).unwrap();
+                server.insert("a".into(), 3);
+                fifo.delete(obj("b", 4)).unwrap();
+                server.remove("b");
+                fifo.add(obj("c", 5)).unwrap();
+                server.insert("c".into(), 5);
+                server
+            })
+        };
+        let resyncer = {
+            let inner = Arc::clone(&rig.inner);
+            thread::spawn(move || ids.map(|id| resync_for(&inner, vec![id])))
+        };
+        let server = producer.join().unwrap();
+        let queued = resyncer.join().unwrap();
+        rig.finish(&server, &[&first_end, &second_end]);
+        for (rec, queued) in [(first_rec, queued[0]), (second_rec, queued[1])] {
+            let seen = rec.seen();
+            let view = replay_view(&seen).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(view, server, "a handler's view differs from the server");
+            let syncs = seen
+                .iter()
+                .filter(|s| matches!(s, Seen::Update(_, old, new) if old == new))
+                .count();
+            assert_eq!(syncs, queued, "its round queued {queued} Syncs: {seen:?}");
+        }
+    });
+}
+
+/// Removing a handler and stopping the informer while changes are applied: every thread
+/// ends (no deadlock between the listeners' lock, a listener's join and the FIFO), the
+/// producer is refused once the FIFO is closed, and the remaining handler saw valid steps.
+#[test]
+fn interleavings_stop_and_remove_handler_racing_apply() {
+    let api = unused_api();
+    explore(move || {
+        let rig = Rig::start(&api);
+        let (kept, kept_rec, _) = watcher();
+        let (removed, _, _) = watcher();
+        rig.informer.add_event_handler(kept).unwrap();
+        let removed = rig.informer.add_event_handler(removed).unwrap();
+        let producer = {
+            let fifo = rig.fifo();
+            thread::spawn(move || {
+                fifo.update(obj("a", 3))?;
+                fifo.delete(obj("b", 4))?;
+                fifo.add(obj("c", 5))
+            })
+        };
+        let remover = {
+            let informer = rig.informer.clone();
+            thread::spawn(move || informer.remove_event_handler(removed))
+        };
+        let stopper = {
+            let informer = rig.informer.clone();
+            thread::spawn(move || informer.stop())
+        };
+        stopper.join().unwrap();
+        remover.join().unwrap();
+        // Refused (`Closed`) or not, the producer returned.
+        let _pushed = producer.join().unwrap();
+        rig.process.join().unwrap();
+        assert!(rig.inner.fifo.is_closed());
+        assert!(rig.inner.fifo.add(obj("d", 6)).is_err());
+        replay_view(&kept_rec.seen()).unwrap_or_else(|e| panic!("{e}"));
     });
 }
