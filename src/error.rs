@@ -56,6 +56,12 @@ pub enum Error {
     Config(String),
     /// A bad argument: an invalid selector, name or parameter.
     InvalidInput(String),
+    /// The request was given up because its client's [`Cancel`](crate::client::Cancel)
+    /// token fired (the informer or reflector making it is stopping).
+    Cancelled {
+        /// The request.
+        request: String,
+    },
 }
 
 impl Error {
@@ -75,6 +81,27 @@ impl Error {
     /// 410 Gone / Expired: the resource version or continue token is too old; relist.
     pub fn is_gone(&self) -> bool {
         self.status().is_some_and(Status::is_gone)
+    }
+
+    /// The server cannot serve the requested resourceVersion yet: it is newer than the
+    /// server's cache (kube-apiserver answers 504 `Timeout` with the cause
+    /// `ResourceVersionTooLarge`, or, in older versions, the message "Too large resource
+    /// version"). A reflector then lists consistently (resourceVersion ""), as client-go does.
+    pub fn is_resource_version_too_large(&self) -> bool {
+        let Some(st) = self.status() else {
+            return false;
+        };
+        let cause = st.details.as_ref().is_some_and(|d| {
+            d.causes
+                .iter()
+                .any(|c| c.reason == "ResourceVersionTooLarge")
+        });
+        cause || (st.reason == "Timeout" && st.message.contains("Too large resource version"))
+    }
+
+    /// True when the request was given up because its client's cancellation token fired.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Error::Cancelled { .. })
     }
 
     /// 404 Not Found.
@@ -120,6 +147,7 @@ impl fmt::Display for Error {
             } => write!(f, "{request}: watch line {line}: {message}"),
             Error::Config(m) => write!(f, "configuration: {m}"),
             Error::InvalidInput(m) => write!(f, "invalid input: {m}"),
+            Error::Cancelled { request } => write!(f, "{request}: cancelled"),
         }
     }
 }

@@ -75,10 +75,12 @@ fn a_slow_resync_round_reaches_every_object() {
     });
     inf.add_indexers([("slow".to_string(), slow)]).unwrap();
     let counts = ResyncCounts::default();
-    inf.add_event_handler_with_resync(counts.clone(), Duration::from_secs(2))
+    let reg = inf
+        .add_event_handler_with_resync(counts.clone(), Duration::from_secs(2))
         .unwrap();
     inf.start().unwrap();
-    assert!(inf.wait_for_cache_sync(PATIENCE));
+    // The handler's own sync: it has been handed every object of the initial list.
+    assert!(reg.wait_for_sync(PATIENCE));
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
     loop {
         let (min, max) = {

@@ -122,6 +122,19 @@ impl Harness {
         }
     }
 
+    /// Makes the next watch meet `faults`: waits until the current watch is established (so
+    /// its request can no longer take them), injects them, and cuts the connection.
+    ///
+    /// Injecting before the reflector's watch reached the server let that watch take the
+    /// fault and then lose it to the cut: a garbage line never sent, a 410 never seen.
+    fn fault_next_watch(&self, faults: &[(Target, Fault)]) {
+        self.wait_for("a watch established", || self.reflector().is_watching());
+        for (target, fault) in faults {
+            self.server.inject(*target, fault.clone());
+        }
+        self.server.disconnect_all();
+    }
+
     fn requests_matching(&self, pred: impl Fn(&str) -> bool) -> Vec<String> {
         self.server
             .requests()
@@ -258,10 +271,10 @@ fn deletions_missed_while_disconnected_come_out_as_tombstones() {
         "{:?}",
         h.errors.lock()
     );
-    // The relist after the 410 read the last version, in one request.
+    // The relist after the 410 read the last version, in pages.
     let lists = h.requests_matching(is_list);
     assert!(
-        lists[1].contains("resourceVersion=") && !lists[1].contains("limit="),
+        lists[1].contains("resourceVersion=") && lists[1].contains("limit=500"),
         "{lists:?}"
     );
     h.stop();
@@ -271,15 +284,16 @@ fn deletions_missed_while_disconnected_come_out_as_tombstones() {
 fn http_410_on_watch_and_list_relists_at_the_last_version_then_fresh() {
     let h = Harness::start(seeded(30), |_| {});
     h.converge("initial");
-    h.server.inject(Target::List, Fault::status(410));
-    h.server.inject(Target::Watch, Fault::status(410));
-    h.server.disconnect_all();
+    h.fault_next_watch(&[
+        (Target::List, Fault::status(410)),
+        (Target::Watch, Fault::status(410)),
+    ]);
     churn(&h.server, 0, 6);
     h.converge("after 410s");
     let lists = h.requests_matching(is_list);
     assert_eq!(lists.len(), 3, "{lists:?}");
     assert!(
-        lists[1].contains("resourceVersion=") && !lists[1].contains("limit="),
+        lists[1].contains("resourceVersion=") && lists[1].contains("limit=500"),
         "{lists:?}"
     );
     assert!(
@@ -325,8 +339,7 @@ fn server_errors_and_throttling_are_retried_with_backoff() {
 fn a_garbage_line_makes_it_relist_and_lose_nothing() {
     let h = Harness::start(seeded(20), |_| {});
     h.converge("initial");
-    h.server.inject(Target::Watch, Fault::GarbageLine);
-    h.server.disconnect_all();
+    h.fault_next_watch(&[(Target::Watch, Fault::GarbageLine)]);
     churn(&h.server, 0, 6);
     h.converge("after a garbage line");
     assert!(
@@ -451,8 +464,7 @@ fn last_sync_version_and_errors_are_observable() {
     let rv = h.reflector().last_sync_resource_version();
     assert!(!rv.is_empty());
     assert!(h.reflector().since_last_activity().is_some());
-    h.server.inject(Target::Watch, Fault::status(403));
-    h.server.disconnect_all();
+    h.fault_next_watch(&[(Target::Watch, Fault::status(403))]);
     h.wait_for("the 403 reported", || {
         h.errors.lock().iter().any(|e| e.contains("403"))
     });
@@ -475,5 +487,82 @@ fn a_silent_watch_is_detected_as_dead_and_replaced() {
     churn(&h.server, 0, 5);
     h.converge("after a silent connection");
     assert!(h.errors.lock().iter().any(|e| e.to_lowercase().contains("timeout") || e.to_lowercase().contains("timed out")), "{:?}", h.errors.lock());
+    h.stop();
+}
+
+#[test]
+fn a_relist_after_410_pages_and_is_not_cut_by_the_request_timeout() {
+    let server = seeded(30);
+    // A request timeout far shorter than the server takes to answer a list (below): only
+    // gets and writes are bounded by it; a list is bounded per read.
+    let mut config = server.client_config();
+    config.request_timeout = Duration::from_millis(300);
+    let h = Harness::start_with_client(server, config, |_| {});
+    h.converge("initial");
+    let before = h.requests_matching(is_list).len();
+    let mut faults = vec![(Target::Watch, Fault::status(410))];
+    // Every list from now on takes a second to start answering. Cut by the request
+    // timeout, the relist would fail and be retried the same way (100 times).
+    faults.extend((0..100).map(|_| (Target::List, Fault::Stall(Duration::from_secs(1)))));
+    h.fault_next_watch(&faults);
+    churn(&h.server, 0, 6);
+    h.converge("after the slow relist");
+    let lists = h.requests_matching(is_list);
+    assert_eq!(lists.len(), before + 1, "one relist, not cut: {lists:?}");
+    let relist = &lists[before];
+    assert!(
+        relist.contains("resourceVersion=") && relist.contains("limit=500"),
+        "the relist reads the last version, in pages: {relist}"
+    );
+    h.server.clear_faults();
+    h.stop();
+}
+
+#[test]
+fn a_half_open_watch_is_noticed_within_the_idle_timeout() {
+    // The server-side timeout and the client's read margin keep their defaults (minutes):
+    // only the idle timeout can notice the silence. Healthy watches get a bookmark every
+    // 100 ms from this server, far within it.
+    let h = Harness::start(seeded(10), |c| {
+        c.watch_idle_timeout = Duration::from_secs(2);
+    });
+    h.converge("initial");
+    h.fault_next_watch(&[(Target::Watch, Fault::SilenceAfterEvents(0))]);
+    churn(&h.server, 0, 5);
+    h.converge("after a silent connection");
+    let errors = h.errors.lock().clone();
+    assert!(
+        errors.iter().any(|e| e.to_lowercase().contains("timeout")
+            || e.to_lowercase().contains("timed out")),
+        "{errors:?}"
+    );
+    assert_eq!(
+        h.requests_matching(is_list).len(),
+        1,
+        "a reconnect, no relist"
+    );
+    h.stop();
+}
+
+#[test]
+fn a_transient_streaming_list_failure_does_not_disable_streaming_lists() {
+    let server = seeded(40);
+    // The first streaming list meets a 503: a paged list this time...
+    server.inject(Target::Watch, Fault::status(503));
+    let h = Harness::start(server, |c| c.streaming_list = true);
+    h.converge("paged fallback");
+    assert_eq!(h.requests_matching(is_list).len(), 1);
+    // ...and the next list from scratch streams again.
+    h.fault_next_watch(&[
+        (Target::Watch, Fault::status(410)),
+        (Target::List, Fault::status(410)),
+    ]);
+    churn(&h.server, 0, 5);
+    h.converge("relist");
+    h.wait_for("a second streaming list", || {
+        h.requests_matching(|r| r.contains("sendInitialEvents=true"))
+            .len()
+            == 2
+    });
     h.stop();
 }

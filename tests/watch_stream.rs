@@ -396,11 +396,39 @@ fn the_request_timeout_bounds_requests_but_not_watches() {
     );
     assert!(got.iter().all(|e| e.is_ok()));
     // An ordinary request that stalls past it fails with a transport timeout.
+    server
+        .create(
+            &pods(),
+            serde_json::json!({"metadata": {"name": "p", "namespace": "lab"}}),
+        )
+        .unwrap();
+    server.inject(Target::Get, Fault::Stall(std::time::Duration::from_secs(3)));
+    let err = api.get("p").unwrap_err();
+    assert!(matches!(err, Error::Transport { .. }), "{err:?}");
+    assert!(err.is_transient());
+    // A list is not bound by it: a list that takes long to start answering completes.
     server.inject(
         Target::List,
         Fault::Stall(std::time::Duration::from_secs(3)),
     );
+    let list = api.list(&kube_informer::ListParams::default()).unwrap();
+    assert_eq!(list.items.len(), 1);
+}
+
+#[test]
+fn a_list_is_bounded_per_read() {
+    let (server, _) = setup();
+    let mut config = server.client_config();
+    config.list_read_timeout = std::time::Duration::from_millis(500);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(Client::new(config).unwrap(), "lab", &pods());
+    // A server that says nothing for far longer than the read timeout: a dead connection.
+    server.inject(
+        Target::List,
+        Fault::Stall(std::time::Duration::from_secs(60)),
+    );
     let err = api.list(&kube_informer::ListParams::default()).unwrap_err();
     assert!(matches!(err, Error::Transport { .. }), "{err:?}");
+    assert!(err.to_string().contains("timeout"), "{err}");
     assert!(err.is_transient());
 }

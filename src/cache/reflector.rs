@@ -7,25 +7,41 @@
 //! version, and the next list reconciles them) — then watches from the list's resourceVersion with bookmarks and a random server timeout of 5–10
 //! minutes, feeding every event to the FIFO. On failure it does what client-go does:
 //! - the watch ended normally (server timeout): watch again from the last version, no relist;
-//! - 410 Gone / Expired (HTTP 410 or an ERROR event): relist, first at the last version
-//!   without a limit, and if that is also too old, a fresh consistent list;
+//! - 410 Gone / Expired (HTTP 410 or an ERROR event), or a version the server cannot serve
+//!   yet ("too large resource version"): relist, first at the last version — paged like
+//!   every list — and if that version is too old or too new, a fresh consistent paged list;
 //! - connection refused or dropped, 429, 5xx: back off (0.8 s doubling to 30 s, with jitter,
 //!   reset after 2 minutes of health) and watch again from the last version;
 //! - anything else (a garbage line, a forbidden watch): back off and relist, since an event
 //!   may have been lost.
 //!
+//! No list is cut by the client's request timeout (sized for small requests): a list is
+//! bounded per read ([`ClientConfig::list_read_timeout`](crate::ClientConfig), 90 s by
+//! default), so a large relist that keeps arriving completes, and a dead one is noticed.
+//!
 //! A watch that ends at once with no event counts as a failure, so a server that closes
-//! watches immediately gets back-off, not a tight loop. A watch silent for longer than its
-//! timeout plus a margin is dead (the client's read timeout) and is treated like a dropped
-//! connection. Bookmarks move the resourceVersion forward without touching the FIFO.
+//! watches immediately gets back-off, not a tight loop. The reflector asks for bookmarks,
+//! which kube-apiserver sends about once a minute even when nothing changes, so a watch
+//! connection silent for [`ReflectorConfig::watch_idle_timeout`] (default 2 minutes) is dead
+//! (a half-open connection, a peer that vanished) and is treated like a dropped connection:
+//! **a dead watch is noticed within that bound** (and in any case within the server-side
+//! timeout plus the client's margin). Bookmarks move the resourceVersion forward without
+//! touching the FIFO; an event or bookmark without a resourceVersion never moves it back.
 //!
 //! Optionally the initial list is a streaming list (`sendInitialEvents`): the server sends
-//! the current state as events closed by a bookmark. If the server refuses it, or the closing
-//! bookmark does not come within a deadline, the reflector falls back to a paged list and
-//! remembers not to try again.
+//! the current state as events closed by a bookmark. If the server says it does not support
+//! it (the request is refused as invalid, the storage lacks the feature, or the closing
+//! bookmark does not come within a deadline), the reflector falls back to a paged list and
+//! remembers not to try again; any other failure (410, a dropped connection, 5xx) falls
+//! back to a paged list this time only.
 //!
-//! Stopping cancels the watch connection, so the thread ends within a second even while the
-//! watch is idle (an in-flight list request finishes first, bounded by the request timeout).
+//! **Stopping returns within a second**, whatever the reflector is doing: every request it
+//! makes carries a [`Cancel`] token, which ends the client-side rate-limit wait, a
+//! `Retry-After` wait, an exec credential plugin, a list page being read and a watch being
+//! connected or read (its connection is registered with the token before it connects).
+//! The one wait it cannot cut is a TCP connect already under way to an address that does
+//! not answer, bounded by [`ClientConfig::connect_timeout`](crate::ClientConfig) (10 s);
+//! a TLS handshake or anything later is cut.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -38,7 +54,7 @@ use super::backoff::{random_between, Backoff};
 use super::delta_fifo::{Closed, DeltaFifo, WatchChange};
 use super::stop::StopSignal;
 use crate::api::{Object, WatchEvent};
-use crate::client::{Api, ListParams, WatchCanceller, WatchParams, WatchStream};
+use crate::client::{Api, Cancel, ListParams, WatchCanceller, WatchParams, WatchStream};
 use crate::error::Error;
 
 /// At most this many watch events are handed to the FIFO as one run.
@@ -77,6 +93,13 @@ pub struct ReflectorConfig {
     pub streaming_list_deadline: Duration,
     /// Range of the random server-side watch timeout. Default 5 to 10 minutes.
     pub watch_timeout: (Duration, Duration),
+    /// A watch connection that delivers nothing (no event, no bookmark) for this long is
+    /// dead and is replaced. The reflector asks for bookmarks, which kube-apiserver sends
+    /// about once a minute, so the default of 2 minutes notices a half-open connection
+    /// within 2 minutes without false alarms. Zero: rely on the server-side timeout plus
+    /// the client's `watch_read_margin` alone (a server that sends no bookmarks costs a
+    /// reconnect, not a relist, per quiet `watch_idle_timeout`).
+    pub watch_idle_timeout: Duration,
     /// First back-off delay. Default 0.8 s.
     pub backoff_initial: Duration,
     /// Longest back-off delay. Default 30 s.
@@ -98,6 +121,7 @@ impl Default for ReflectorConfig {
             streaming_list: false,
             streaming_list_deadline: Duration::from_secs(60),
             watch_timeout: (Duration::from_secs(300), Duration::from_secs(600)),
+            watch_idle_timeout: Duration::from_secs(120),
             backoff_initial: Duration::from_millis(800),
             backoff_max: Duration::from_secs(30),
             on_watch_error: None,
@@ -115,6 +139,7 @@ impl std::fmt::Debug for ReflectorConfig {
             .field("resync_period", &self.resync_period)
             .field("streaming_list", &self.streaming_list)
             .field("watch_timeout", &self.watch_timeout)
+            .field("watch_idle_timeout", &self.watch_idle_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -123,6 +148,8 @@ impl std::fmt::Debug for ReflectorConfig {
 #[derive(Default)]
 struct Shared {
     stop: StopSignal,
+    /// Carried by every request of the reflector; fired by `stop`.
+    cancel: Cancel,
     last_sync_rv: Mutex<String>,
     canceller: Mutex<Option<WatchCanceller>>,
     watching: AtomicBool,
@@ -191,7 +218,7 @@ impl Reflector {
             );
         }
         let run = Run {
-            api,
+            api: api.with_cancel(shared.cancel.clone()),
             fifo: Arc::clone(&fifo),
             transform,
             config,
@@ -233,6 +260,7 @@ impl Reflector {
 
     fn shutdown(&mut self) {
         self.shared.stop.stop();
+        self.shared.cancel.cancel();
         if let Some(c) = self.shared.canceller.lock().take() {
             c.cancel();
         }
@@ -254,8 +282,41 @@ impl Drop for Reflector {
 enum ListFrom {
     /// A consistent, paged list (the first list, and the fallback after a 410).
     Fresh,
-    /// The last version seen, in one request (served from the API server's cache).
+    /// A paged list at the last version seen (served from the API server's cache, or from
+    /// storage at that version).
     LastVersion,
+}
+
+/// The newest version of a run: an event or bookmark without one (a broken server or proxy)
+/// leaves the run's last good version in place.
+fn keep_version(newest: &mut String, rv: &str) {
+    if !rv.is_empty() {
+        rv.clone_into(newest);
+    }
+}
+
+/// A version the server cannot serve: too old (410) or too new: list consistently.
+fn version_unavailable(e: &Error) -> bool {
+    e.is_gone() || e.is_resource_version_too_large()
+}
+
+/// True when a streaming list failed because the server does not support one (so asking
+/// again is pointless): refused as a bad or invalid request, or by a storage without the
+/// feature (kube-apiserver on etcd 3.4 answers InternalError naming `RequestWatchProgress`).
+/// 410, 429, other 5xx and connection failures say nothing about support.
+fn streaming_unsupported(e: &Error) -> bool {
+    match e.status() {
+        Some(st) => {
+            matches!(st.code, 400 | 415 | 422)
+                || matches!(
+                    st.reason.as_str(),
+                    "BadRequest" | "Invalid" | "UnsupportedMediaType"
+                )
+                || st.message.contains("RequestWatchProgress")
+                || st.message.contains("sendInitialEvents")
+        }
+        None => false,
+    }
 }
 
 enum Next {
@@ -281,10 +342,18 @@ struct Run<K> {
 }
 
 impl<K: Object> Run<K> {
-    /// Applies the transform and shares the object.
+    /// Applies the transform and shares the object. A panicking transform leaves the object
+    /// as it left it and is logged: it must not end this thread (an informer also passes it
+    /// to its panic callback).
     fn share(&self, mut obj: K) -> Arc<K> {
         if let Some(t) = &self.transform {
-            t(&mut obj);
+            if let Err(what) = super::catch::catch(|| t(&mut obj)) {
+                log::error!(
+                    "kube-informer/{}: the transform panicked on {}: {what}",
+                    self.name,
+                    obj.metadata().key()
+                );
+            }
         }
         Arc::new(obj)
     }
@@ -321,13 +390,18 @@ impl<K: Object> Run<K> {
                 Next::List(from) => match self.list(from) {
                     Ok(()) => Next::Watch,
                     Err(ListError::Closed) => return,
-                    Err(ListError::Api(e)) => {
+                    Err(ListError::Api(_) | ListError::Unsupported(_)) if self.stopped() => return,
+                    Err(ListError::Api(e) | ListError::Unsupported(e)) => {
                         self.report(&e);
-                        let from = if e.is_gone() { ListFrom::Fresh } else { from };
-                        if !e.is_gone() && self.shared.stop.sleep(backoff.next_delay()) {
-                            return;
+                        // A version the server cannot serve: at once, a consistent list.
+                        if version_unavailable(&e) && from == ListFrom::LastVersion {
+                            Next::List(ListFrom::Fresh)
+                        } else {
+                            if self.shared.stop.sleep(backoff.next_delay()) {
+                                return;
+                            }
+                            Next::List(from)
                         }
-                        Next::List(from)
                     }
                 },
                 Next::Watch => {
@@ -346,9 +420,10 @@ impl<K: Object> Run<K> {
                             }
                             Next::Watch
                         }
+                        Err(_) if self.stopped() => return,
                         Err(e) => {
                             self.report(&e);
-                            if e.is_gone() {
+                            if version_unavailable(&e) {
                                 Next::List(ListFrom::LastVersion)
                             } else {
                                 if self.shared.stop.sleep(backoff.next_delay()) {
@@ -386,38 +461,33 @@ impl<K: Object> Run<K> {
 
     fn list(&self, from: ListFrom) -> Result<(), ListError> {
         if from == ListFrom::Fresh && self.shared.streaming_supported.load(Ordering::SeqCst) {
-            match self.streaming_list() {
+            let (e, unsupported) = match self.streaming_list() {
                 Ok(()) => return Ok(()),
                 Err(ListError::Closed) => return Err(ListError::Closed),
+                Err(_) if self.stopped() => return Err(ListError::Closed),
+                Err(ListError::Unsupported(e)) => (e, true),
                 Err(ListError::Api(e)) => {
-                    self.report(&e);
-                    log::info!(
-                        "kube-informer/{}: streaming list unavailable, using paged lists from now on",
-                        self.name
-                    );
-                    self.shared
-                        .streaming_supported
-                        .store(false, Ordering::SeqCst);
+                    let unsupported = streaming_unsupported(&e);
+                    (e, unsupported)
                 }
+            };
+            self.report(&e);
+            if unsupported {
+                log::info!(
+                    "kube-informer/{}: streaming lists are not supported, using paged lists from now on",
+                    self.name
+                );
+                self.shared
+                    .streaming_supported
+                    .store(false, Ordering::SeqCst);
             }
         }
         let mut params = self.list_params();
-        let list = match from {
-            ListFrom::Fresh => {
-                params.limit = Some(self.config.page_size);
-                return self.paged_list(&params);
-            }
-            ListFrom::LastVersion => {
-                params.resource_version = Some(self.rv()).filter(|rv| !rv.is_empty());
-                self.api.list(&params)
-            }
-        }?;
-        let rv = list.metadata.resource_version.unwrap_or_default();
-        let items: Vec<Arc<K>> = list.items.into_iter().map(|o| self.share(o)).collect();
-        // The version first: whoever sees the FIFO synced must see this version too.
-        self.set_rv(&rv);
-        self.fifo.replace(items)?;
-        Ok(())
+        params.limit = Some(self.config.page_size);
+        if from == ListFrom::LastVersion {
+            params.resource_version = Some(self.rv()).filter(|rv| !rv.is_empty());
+        }
+        self.paged_list(&params)
     }
 
     /// Registers the stream's canceller so `stop` can end it; cancels at once if already
@@ -430,8 +500,14 @@ impl<K: Object> Run<K> {
         }
     }
 
+    /// Starts a watch whose connection counts as dead after `watch_idle_timeout` of silence.
+    fn start_watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
+        let idle = Some(self.config.watch_idle_timeout).filter(|d| !d.is_zero());
+        self.api.watch_with_idle_timeout(params, idle)
+    }
+
     fn watch(&self) -> Result<WatchEnd, Error> {
-        let stream = self.api.watch(&self.watch_params(&self.rv()))?;
+        let stream = self.start_watch(&self.watch_params(&self.rv()))?;
         self.register(&stream);
         self.shared.watching.store(true, Ordering::SeqCst);
         let result = self.consume(stream);
@@ -454,18 +530,18 @@ impl<K: Object> Run<K> {
             while let Some(next) = item.take() {
                 match next {
                     Ok(WatchEvent::Added(o)) => {
-                        rv = o.metadata().resource_version().to_owned();
+                        keep_version(&mut rv, o.metadata().resource_version());
                         run.push(WatchChange::Added(self.share(o)));
                     }
                     Ok(WatchEvent::Modified(o)) => {
-                        rv = o.metadata().resource_version().to_owned();
+                        keep_version(&mut rv, o.metadata().resource_version());
                         run.push(WatchChange::Updated(self.share(o)));
                     }
                     Ok(WatchEvent::Deleted(o)) => {
-                        rv = o.metadata().resource_version().to_owned();
+                        keep_version(&mut rv, o.metadata().resource_version());
                         run.push(WatchChange::Deleted(self.share(o)));
                     }
-                    Ok(WatchEvent::Bookmark(b)) => rv = b.resource_version,
+                    Ok(WatchEvent::Bookmark(b)) => keep_version(&mut rv, &b.resource_version),
                     Ok(WatchEvent::Error(status)) => {
                         failure = Some(Error::Api {
                             request: "watch".into(),
@@ -534,7 +610,7 @@ impl<K: Object> Run<K> {
         let mut params = self.watch_params("");
         params.send_initial_events = true;
         params.resource_version_match = Some("NotOlderThan".into());
-        let stream = self.api.watch(&params)?;
+        let stream = self.start_watch(&params)?;
         self.register(&stream);
         let canceller = stream.canceller();
         let deadline = self.config.streaming_list_deadline;
@@ -560,17 +636,17 @@ impl<K: Object> Run<K> {
                 Some(Ok(WatchEvent::Bookmark(b))) if b.is_initial_events_end() => break Ok(b.resource_version),
                 Some(Ok(WatchEvent::Bookmark(_))) => {}
                 Some(Ok(other)) => {
-                    break Err(Error::Decode {
+                    break Err(ListError::Unsupported(Error::Decode {
                         request: stream.request().to_owned(),
                         message: format!("unexpected {} event during the initial events", other.type_name()),
-                    })
+                    }))
                 }
-                Some(Err(e)) => break Err(e),
+                Some(Err(e)) => break Err(ListError::Api(e)),
                 None => {
-                    break Err(Error::Decode {
+                    break Err(ListError::Unsupported(Error::Decode {
                         request: stream.request().to_owned(),
                         message: "the streaming list ended (or hit its deadline) without the initial-events-end bookmark".into(),
-                    })
+                    }))
                 }
             }
         };
@@ -583,7 +659,7 @@ impl<K: Object> Run<K> {
             Ok(rv) => rv,
             Err(e) => {
                 self.shared.canceller.lock().take();
-                return Err(ListError::Api(e));
+                return Err(e);
             }
         };
         self.set_rv(&rv);
@@ -607,6 +683,9 @@ impl<K: Object> Run<K> {
 
 enum ListError {
     Api(Error),
+    /// A streaming list the server does not support (it ended without its closing bookmark,
+    /// or sent something a streaming list cannot contain).
+    Unsupported(Error),
     Closed,
 }
 

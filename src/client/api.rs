@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use ureq::http::Method;
 
-use super::client::{describe, Client, SendBody};
+use super::client::{describe, Bound, Client, SendBody};
 use super::params::{percent_encode, ListParams, Query, WatchParams};
 use super::watch::WatchStream;
 use crate::api::known_ends::{with_known_ends, KnownEnds};
@@ -15,6 +15,9 @@ use crate::error::{Error, Result};
 
 /// Page size the pager uses when none is given (client-go's default).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
+
+/// At most this many items are reserved ahead from a list's `remainingItemCount`.
+const MAX_RESERVED_ITEMS: usize = 10_000;
 
 /// Requests for the objects of one resource.
 ///
@@ -109,6 +112,13 @@ impl<K: Object> Api<K> {
         &self.client
     }
 
+    /// The same requests on a client whose requests give up when `cancel` fires (see
+    /// [`Client::with_cancel`]).
+    pub fn with_cancel(mut self, cancel: super::Cancel) -> Self {
+        self.client = self.client.with_cancel(cancel);
+        self
+    }
+
     fn collection(&self) -> String {
         self.resource.url_path(self.namespace.as_deref())
     }
@@ -138,10 +148,12 @@ impl<K: Object> Api<K> {
             .call_json(Method::GET, &self.item(name)?, None, "object")
     }
 
-    /// Reads one page (or, without a limit, the whole list).
+    /// Reads one page (or, without a limit, the whole list). Not bounded by the client's
+    /// request timeout, however long the list takes to arrive; each read is bounded by
+    /// [`ClientConfig::list_read_timeout`](super::ClientConfig::list_read_timeout).
     pub fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let path = self.list_path(params);
-        self.client.call_json(Method::GET, &path, None, "list")
+        self.client.list_json(&path)
     }
 
     /// The path and query of a list call.
@@ -178,8 +190,15 @@ impl<K: Object> Api<K> {
             }
             let mut list = page.list;
             if items.is_empty() {
-                let more = list.metadata.remaining_item_count.unwrap_or(0).max(0) as usize;
-                items.reserve(list.items.len() + more);
+                // The server's count is a hint, never trusted beyond a sane bound: a broken
+                // or hostile server must not make the client allocate (or overflow) at will.
+                let more = list.metadata.remaining_item_count.unwrap_or(0).max(0);
+                let more = usize::try_from(more).unwrap_or(usize::MAX);
+                items.reserve(
+                    list.items
+                        .len()
+                        .saturating_add(more.min(MAX_RESERVED_ITEMS)),
+                );
             }
             items.append(&mut list.items);
             last = Some(list);
@@ -221,16 +240,37 @@ impl<K: Object> Api<K> {
 
     /// Starts a watch. Events come from the returned stream as they arrive.
     pub fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>> {
+        self.watch_with_idle_timeout(params, None)
+    }
+
+    /// Starts a watch whose connection counts as dead after `idle` without a byte from the
+    /// server (besides the server-side timeout plus the client's margin). Meant for watches
+    /// with bookmarks, which hear from the server about once a minute even when nothing
+    /// changes.
+    pub fn watch_with_idle_timeout(
+        &self,
+        params: &WatchParams,
+        idle: Option<std::time::Duration>,
+    ) -> Result<WatchStream<K>> {
         let mut q = Query::default();
         params.write_query(&mut q);
         let path = format!("{}{}", self.collection(), q.finish());
-        let agent = self.client.watch_agent(params.timeout_seconds)?;
-        let res = self.client.send(&agent, Method::GET, &path, None)?;
+        let request = describe(&Method::GET, &path);
+        let agent = self
+            .client
+            .watch_agent(params.timeout_seconds, idle, &request)?;
+        // Registered before connecting: cancelling ends the wait for the headers too.
+        let attached = self.client.attach(&agent, &request)?;
+        let res = self
+            .client
+            .send(&agent, Method::GET, &path, None, Bound::Agent)?;
         let reader = res.into_body().into_reader();
         Ok(WatchStream::new(
             reader,
-            describe(&Method::GET, &path),
+            request,
             agent,
+            attached,
+            self.client.cancel_token().cloned(),
         ))
     }
 
@@ -364,7 +404,7 @@ impl<K: Object> Pages<K> {
                 self.api.resource.plural
             ))
             .spawn(move || {
-                let raw = client.call_raw_into(Method::GET, &request, None, buffer);
+                let raw = client.list_raw_into(&request, buffer);
                 let _ = tx.send(raw.as_deref().ok().and_then(peek_continue));
                 raw.map(|raw| {
                     if K::SCANNED {
@@ -440,7 +480,7 @@ impl<K: Object> Pages<K> {
             // No thread could be started: fetch and decode here.
             None => {
                 let path = self.api.list_path(&self.params);
-                let raw = self.api.client.call_raw(Method::GET, &path, None)?;
+                let raw = self.api.client.list_raw_into(&path, Vec::new())?;
                 CheckedPage::Unchecked(raw).decode(&path).0
             }
         }

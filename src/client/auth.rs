@@ -64,6 +64,15 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
     fn client_identity(&self) -> Result<Option<(u64, crate::client::Identity)>> {
         Ok(None)
     }
+
+    /// Brings the credential up to date now if it needs it, giving up (with any error) once
+    /// `cancel` fires. A client with a cancellation token calls this before a request, so
+    /// the work that can take long (running a plugin) honours the token; the calls above
+    /// then find the credential ready. The default does nothing.
+    fn prepare(&self, cancel: &crate::client::Cancel) -> Result<()> {
+        let _ = cancel;
+        Ok(())
+    }
 }
 
 /// How requests authenticate (besides a TLS client certificate).

@@ -1,9 +1,17 @@
 //! `Client`: sends requests to one API server and turns every failure into an [`Error`].
 //!
 //! One ureq agent (with its connection pool) serves ordinary requests, each bounded by the
-//! request timeout. Watches get an agent of their own with no overall timeout, so a long
-//! watch is never cut by the request timeout and can be shut down from another thread
-//! (see [`WatchCanceller`](super::WatchCanceller)) without touching other requests.
+//! request timeout. Lists are not: a large list may take minutes, so a list is bounded per
+//! read instead ([`ClientConfig::list_read_timeout`]): a connection that stops delivering is
+//! dead, one that keeps delivering is never cut. Watches get an agent of their own with no
+//! overall timeout, so a long watch is never cut by the request timeout and can be shut down
+//! from another thread (see [`WatchCanceller`](super::WatchCanceller)) without touching other
+//! requests.
+//!
+//! A client made with [`Client::with_cancel`] gives every request it makes to a
+//! [`Cancel`] token: rate-limit and `Retry-After` waits sleep on it, credential plugins
+//! watch it, and its own agent (and every watch agent) is registered with it before
+//! connecting, so cancelling ends whatever the request was waiting for within moments.
 
 use std::io::Read as _;
 use std::sync::Arc;
@@ -17,11 +25,16 @@ use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConf
 use ureq::{Agent, Body};
 
 use super::auth::Auth;
+use super::cancel::{Attached, Cancel};
 use super::config::ClientConfig;
 use super::rate_limit::RateLimiter;
 use super::server_name::{split_server, PinnedResolver};
 use crate::api::Status;
 use crate::error::{Error, Result};
+
+/// At most this much is reserved ahead from a response's `Content-Length` (a server's claim,
+/// not yet data); a larger body grows the buffer as it arrives.
+const MAX_RESERVED_BODY: u64 = 64 << 20;
 
 /// Largest error body read to find a `Status` in it.
 const MAX_ERROR_BODY: u64 = 1 << 20;
@@ -30,6 +43,33 @@ const MAX_ERROR_BODY: u64 = 1 << 20;
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// Set by [`Client::with_cancel`].
+    scope: Option<Arc<Scope>>,
+}
+
+/// What a client made by [`Client::with_cancel`] adds: the token, and the agent its
+/// ordinary requests share (registered with the token, so cancelling shuts it down).
+struct Scope {
+    cancel: Cancel,
+    agent: parking_lot::Mutex<Option<ScopedAgent>>,
+}
+
+/// A scope's agent for one client identity generation.
+struct ScopedAgent {
+    identity_generation: u64,
+    agent: Agent,
+    _attached: Attached,
+}
+
+/// How a request is bounded in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// The whole request within the request timeout.
+    Request,
+    /// Each read within the list read timeout, however long the whole takes.
+    List,
+    /// As the agent (a watch agent) was configured.
+    Agent,
 }
 
 struct Inner {
@@ -69,6 +109,7 @@ struct AgentSettings {
     user_agent: String,
     connect_timeout: Duration,
     request_timeout: Duration,
+    list_read_timeout: Duration,
     watch_read_margin: Duration,
     proxy: Option<ureq::Proxy>,
     /// Sends the `tls-server-name` host to the real server.
@@ -159,6 +200,7 @@ impl Client {
             user_agent: config.user_agent.clone(),
             connect_timeout: config.connect_timeout,
             request_timeout: config.request_timeout,
+            list_read_timeout: config.list_read_timeout,
             watch_read_margin: config.watch_read_margin,
             resolver: resolver.map(Arc::new),
             proxy: config
@@ -187,7 +229,74 @@ impl Client {
                 default_namespace: config.default_namespace.clone(),
                 config,
             }),
+            scope: None,
         })
+    }
+
+    /// A clone of this client whose requests give up when `cancel` fires: waits for the rate
+    /// limit, for `Retry-After` and for credential plugins end, and the connections of its
+    /// requests (lists, watches, ...) are shut down, so every call returns at once with
+    /// [`Error::Cancelled`]. It shares this client's settings and rate limit, but not its
+    /// connection pool: its ordinary requests use one pool of their own.
+    pub fn with_cancel(&self, cancel: Cancel) -> Client {
+        Client {
+            inner: Arc::clone(&self.inner),
+            scope: Some(Arc::new(Scope {
+                cancel,
+                agent: parking_lot::Mutex::new(None),
+            })),
+        }
+    }
+
+    /// The token given to [`with_cancel`](Self::with_cancel), if any.
+    pub fn cancel_token(&self) -> Option<&Cancel> {
+        self.scope.as_ref().map(|s| &s.cancel)
+    }
+
+    fn cancelled(&self) -> bool {
+        self.scope.as_ref().is_some_and(|s| s.cancel.is_cancelled())
+    }
+
+    /// Registers a watch agent with this client's token (if any) before it connects;
+    /// `Err(Cancelled)` when the token already fired.
+    pub(crate) fn attach(&self, agent: &Agent, request: &str) -> Result<Option<Attached>> {
+        match &self.scope {
+            None => Ok(None),
+            Some(s) => s
+                .cancel
+                .attach(agent)
+                .map(Some)
+                .ok_or_else(|| Error::Cancelled {
+                    request: request.to_owned(),
+                }),
+        }
+    }
+
+    /// The agent for ordinary requests: the client's, or this scope's own.
+    fn ordinary_agent(&self, request: &str) -> Result<Agent> {
+        let agents = self.inner.agents.read();
+        let Some(scope) = &self.scope else {
+            return Ok(agents.agent.clone());
+        };
+        let mut slot = scope.agent.lock();
+        if let Some(a) = &*slot {
+            if a.identity_generation == agents.identity_generation {
+                return Ok(a.agent.clone());
+            }
+        }
+        let agent = agents.settings.agent(false, None);
+        let attached = scope
+            .cancel
+            .attach(&agent)
+            .ok_or_else(|| Error::Cancelled {
+                request: request.to_owned(),
+            })?;
+        *slot = Some(ScopedAgent {
+            identity_generation: agents.identity_generation,
+            agent: agent.clone(),
+            _attached: attached,
+        });
+        Ok(agent)
     }
 
     /// The namespace used when a namespaced request names none.
@@ -227,36 +336,49 @@ impl Client {
         body: Option<SendBody<'_>>,
         what: &str,
     ) -> Result<T> {
-        let bytes = self.call_raw(method.clone(), path_and_query, body)?;
+        let bytes = self.fetch(
+            method.clone(),
+            path_and_query,
+            body,
+            Vec::new(),
+            Bound::Request,
+        )?;
         decode_json(&method, path_and_query, &bytes, what)
     }
 
-    /// Sends a request and returns a 2xx answer's body undecoded.
-    pub(crate) fn call_raw(
-        &self,
-        method: Method,
-        path_and_query: &str,
-        body: Option<SendBody<'_>>,
-    ) -> Result<Vec<u8>> {
-        self.call_raw_into(method, path_and_query, body, Vec::new())
+    /// A list (or one page of it) decoded as `T`: bounded per read, not as a whole.
+    pub(crate) fn list_json<T: DeserializeOwned>(&self, path_and_query: &str) -> Result<T> {
+        let bytes = self.fetch(Method::GET, path_and_query, None, Vec::new(), Bound::List)?;
+        decode_json(&Method::GET, path_and_query, &bytes, "list")
     }
 
-    /// [`call_raw`](Self::call_raw) into a buffer given back from an earlier call (emptied
+    /// A list page's raw bytes, into a buffer given back from an earlier call (emptied
     /// first): a pager reuses a few page buffers instead of asking the allocator, and the
-    /// kernel to clear, megabytes of fresh memory per page.
-    pub(crate) fn call_raw_into(
+    /// kernel to clear, megabytes of fresh memory per page. Bounded per read.
+    pub(crate) fn list_raw_into(&self, path_and_query: &str, bytes: Vec<u8>) -> Result<Vec<u8>> {
+        self.fetch(Method::GET, path_and_query, None, bytes, Bound::List)
+    }
+
+    /// Sends a request and returns a 2xx answer's body undecoded, in `bytes`.
+    fn fetch(
         &self,
         method: Method,
         path_and_query: &str,
         body: Option<SendBody<'_>>,
         mut bytes: Vec<u8>,
+        bound: Bound,
     ) -> Result<Vec<u8>> {
         let request = describe(&method, path_and_query);
+        self.prepare_credentials(&request)?;
         self.refresh_identity()?;
-        let agent = self.inner.agents.read().agent.clone();
-        let res = self.send(&agent, method, path_and_query, body)?;
+        let agent = self.ordinary_agent(&request)?;
+        let res = self.send(&agent, method, path_and_query, body, bound)?;
         // Sized from Content-Length (list pages are megabytes): one allocation, no regrowth.
-        let expected = res.body().content_length().unwrap_or(0).min(256 << 20) as usize;
+        let expected = res
+            .body()
+            .content_length()
+            .unwrap_or(0)
+            .min(MAX_RESERVED_BODY) as usize;
         bytes.clear();
         bytes.reserve(expected);
         res.into_body()
@@ -264,20 +386,58 @@ impl Client {
             .limit(u64::MAX)
             .reader()
             .read_to_end(&mut bytes)
-            .map_err(|e| Error::Transport {
-                request,
-                source: e.into(),
+            .map_err(|e| {
+                if self.cancelled() {
+                    Error::Cancelled {
+                        request: request.clone(),
+                    }
+                } else {
+                    Error::Transport {
+                        request: request.clone(),
+                        source: e.into(),
+                    }
+                }
             })?;
         Ok(bytes)
     }
 
+    /// With a cancellation token, brings a changing credential (an exec plugin) up to date
+    /// while watching the token, so the calls that read it later find it ready.
+    pub(crate) fn prepare_credentials(&self, request: &str) -> Result<()> {
+        let (Some(scope), Auth::Provider(p)) = (&self.scope, &self.inner.auth) else {
+            return Ok(());
+        };
+        p.prepare(&scope.cancel).map_err(|e| {
+            if scope.cancel.is_cancelled() {
+                Error::Cancelled {
+                    request: request.to_owned(),
+                }
+            } else {
+                e
+            }
+        })
+    }
+
     /// A fresh agent for one watch: no overall timeout. With a server-side timeout, reads
-    /// time out after it plus the configured margin: the connection is dead by then.
-    pub(crate) fn watch_agent(&self, timeout_seconds: Option<u32>) -> Result<Agent> {
+    /// time out after it plus the configured margin: the connection is dead by then. With
+    /// `idle`, a read times out after that at the latest (a watch with bookmarks hears from
+    /// the server about once a minute, so silence much longer than that means a dead peer).
+    pub(crate) fn watch_agent(
+        &self,
+        timeout_seconds: Option<u32>,
+        idle: Option<Duration>,
+        request: &str,
+    ) -> Result<Agent> {
+        self.prepare_credentials(request)?;
         self.refresh_identity()?;
         let agents = self.inner.agents.read();
-        let read_timeout = timeout_seconds
-            .map(|s| Duration::from_secs(s.into()) + agents.settings.watch_read_margin);
+        let by_server = timeout_seconds.map(|s| {
+            Duration::from_secs(s.into()).saturating_add(agents.settings.watch_read_margin)
+        });
+        let read_timeout = match (by_server, idle.filter(|d| !d.is_zero())) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         Ok(agents.settings.agent(true, read_timeout))
     }
 
@@ -314,14 +474,35 @@ impl Client {
         method: Method,
         path_and_query: &str,
         body: Option<SendBody<'_>>,
+        bound: Bound,
     ) -> Result<http::Response<Body>> {
         let request = describe(&method, path_and_query);
         let uri = format!("{}{}", self.inner.base, path_and_query);
+        let cancelled = || Error::Cancelled {
+            request: request.clone(),
+        };
+        let cancel = self.scope.as_ref().map(|s| &s.cancel);
+        // Sleeps unless cancelled first; true when cancelled.
+        let pause = |d: Duration| match cancel {
+            Some(c) => c.sleep(d),
+            None => {
+                std::thread::sleep(d);
+                false
+            }
+        };
         let mut attempt = 0;
         let mut reauthenticated = false;
         loop {
+            if self.cancelled() {
+                return Err(cancelled());
+            }
+            // Again on every attempt: after a 401 the credential is fetched anew.
+            self.prepare_credentials(&request)?;
             if let Some(l) = &self.inner.limiter {
-                l.acquire();
+                let delay = l.reserve();
+                if !delay.is_zero() && pause(delay) {
+                    return Err(cancelled());
+                }
             }
             let mut rb = http::Request::builder()
                 .method(method.clone())
@@ -337,17 +518,32 @@ impl Client {
                 rb = rb.header("impersonate-group", g.as_str());
             }
             let bad_request = |e: http::Error| Error::InvalidInput(format!("{request}: {e}"));
+            let list_read_timeout = self.inner.agents.read().settings.list_read_timeout;
             let sent = match &body {
-                Some(b) => agent.run(
+                Some(b) => agent.run(bounded(
+                    agent,
                     rb.header("content-type", b.content_type)
                         .body(b.bytes.to_vec())
                         .map_err(bad_request)?,
-                ),
-                None => agent.run(rb.body(()).map_err(bad_request)?),
+                    bound,
+                    list_read_timeout,
+                )),
+                None => agent.run(bounded(
+                    agent,
+                    rb.body(()).map_err(bad_request)?,
+                    bound,
+                    list_read_timeout,
+                )),
             };
-            let res = sent.map_err(|source| Error::Transport {
-                request: request.clone(),
-                source,
+            let res = sent.map_err(|source| {
+                if self.cancelled() {
+                    cancelled()
+                } else {
+                    Error::Transport {
+                        request: request.clone(),
+                        source,
+                    }
+                }
             })?;
             let code = res.status().as_u16();
             if (200..300).contains(&code) {
@@ -370,7 +566,9 @@ impl Client {
                     attempt += 1;
                     let wait = Duration::from_secs(secs).min(self.inner.max_retry_after);
                     log::debug!("{request}: {code}, retry {attempt} after {wait:?}");
-                    std::thread::sleep(wait);
+                    if pause(wait) {
+                        return Err(cancelled());
+                    }
                     continue;
                 }
             }
@@ -383,6 +581,23 @@ impl Client {
                 status: Box::new(status),
             });
         }
+    }
+}
+
+/// A request with the timeouts of its kind: a list is bounded per read, not as a whole.
+fn bounded<S: ureq::AsSendBody>(
+    agent: &Agent,
+    req: http::Request<S>,
+    bound: Bound,
+    list_read_timeout: Duration,
+) -> http::Request<S> {
+    match bound {
+        Bound::List => agent
+            .configure_request(req)
+            .timeout_global(None)
+            .timeout_per_read(Some(list_read_timeout))
+            .build(),
+        Bound::Request | Bound::Agent => req,
     }
 }
 

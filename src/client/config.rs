@@ -27,9 +27,14 @@ pub struct ClientConfig {
     pub qps: f32,
     /// Client-side rate limit: burst. Default 10.
     pub burst: u32,
-    /// Limit for one ordinary request, from connect to the end of the body. Watches are not
-    /// subject to it. Default 30 s.
+    /// Limit for one ordinary request (a get, a write), from connect to the end of the body.
+    /// Lists and watches are not subject to it: their size or length has no bound the
+    /// client could know. Default 30 s.
     pub request_timeout: Duration,
+    /// A list request whose connection delivers no byte for this long is dead (per read, so a
+    /// large list that keeps arriving is never cut; kube-apiserver itself gives up on a list
+    /// after 60 s with a 504). Default 90 s.
+    pub list_read_timeout: Duration,
     /// A watch that sends nothing for its `timeoutSeconds` plus this margin is dead: its
     /// read fails and the caller reconnects. Default 30 s.
     pub watch_read_margin: Duration,
@@ -83,6 +88,7 @@ impl ClientConfig {
             qps: 5.0,
             burst: 10,
             request_timeout: Duration::from_secs(30),
+            list_read_timeout: Duration::from_secs(90),
             watch_read_margin: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             max_retries: 5,

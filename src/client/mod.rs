@@ -2,6 +2,7 @@
 
 mod api;
 mod auth;
+mod cancel;
 #[allow(clippy::module_inception)]
 mod client;
 mod config;
@@ -12,6 +13,7 @@ mod watch;
 
 pub use api::{Api, Page, Pages, DEFAULT_PAGE_SIZE};
 pub use auth::{Auth, AuthProvider, Secret};
+pub use cancel::Cancel;
 pub use client::Client;
 pub(crate) use client::{pem_certificates, pem_private_key};
 pub use config::{ClientConfig, Identity};

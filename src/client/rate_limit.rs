@@ -68,6 +68,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_tiny_qps_waits_long_without_panicking() {
+        let rl = RateLimiter::new(1e-30, 1);
+        assert_eq!(rl.reserve(), Duration::ZERO);
+        assert_eq!(rl.reserve(), Duration::MAX);
+    }
+
+    #[test]
     fn burst_is_free_then_tokens_cost_one_over_qps() {
         let rl = RateLimiter::new(10.0, 3);
         for _ in 0..3 {

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use ureq::{Agent, BodyReader};
 
+use super::cancel::{Attached, Cancel};
 use crate::api::{Object, WatchEvent};
 use crate::error::Error;
 
@@ -33,6 +34,10 @@ pub struct WatchCanceller {
 struct CancelState {
     agent: Agent,
     cancelled: AtomicBool,
+    /// The client's cancellation token, which also ends this watch.
+    scope: Option<Cancel>,
+    /// Keeps the agent registered with that token while the watch lives.
+    _attached: Option<Attached>,
 }
 
 impl WatchCanceller {
@@ -42,9 +47,10 @@ impl WatchCanceller {
         self.shared.agent.clone().shutdown();
     }
 
-    /// True once [`cancel`](Self::cancel) was called.
+    /// True once [`cancel`](Self::cancel) was called (or the client's token fired).
     pub fn is_cancelled(&self) -> bool {
         self.shared.cancelled.load(Ordering::SeqCst)
+            || self.shared.scope.as_ref().is_some_and(Cancel::is_cancelled)
     }
 }
 
@@ -77,7 +83,13 @@ enum Line {
 }
 
 impl<K: Object> WatchStream<K> {
-    pub(crate) fn new(reader: BodyReader<'static>, request: String, agent: Agent) -> Self {
+    pub(crate) fn new(
+        reader: BodyReader<'static>,
+        request: String,
+        agent: Agent,
+        attached: Option<Attached>,
+        scope: Option<Cancel>,
+    ) -> Self {
         WatchStream {
             reader: BufReader::with_capacity(64 * 1024, reader),
             request,
@@ -88,6 +100,8 @@ impl<K: Object> WatchStream<K> {
                 shared: Arc::new(CancelState {
                     agent,
                     cancelled: AtomicBool::new(false),
+                    scope,
+                    _attached: attached,
                 }),
             },
             _kind: PhantomData,

@@ -8,6 +8,10 @@
 //! TLS configuration before the next request.
 //! A plugin that fails or prints something else gives an error naming the command and
 //! quoting its trimmed stderr.
+//!
+//! A client with a cancellation token (an informer's) runs the plugin through
+//! [`AuthProvider::prepare`]: when the token fires, the plugin is killed and the wait ends
+//! within a few tens of milliseconds, so stopping an informer never waits for a plugin.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -19,7 +23,7 @@ use serde::Deserialize;
 
 use super::kubeconfig::ExecConfig;
 use super::time::parse_rfc3339;
-use crate::client::{AuthProvider, Identity, Secret};
+use crate::client::{AuthProvider, Cancel, Identity, Secret};
 use crate::error::{Error, Result};
 
 /// How long a plugin may run.
@@ -120,8 +124,8 @@ impl ExecProvider {
         .to_string()
     }
 
-    /// Runs the plugin once.
-    pub(crate) fn run(&self) -> Result<Credential> {
+    /// Runs the plugin once; kills it and gives up when `cancel` fires.
+    fn run_until(&self, cancel: Option<&Cancel>) -> Result<Credential> {
         let cmd = &self.config.command;
         let fail = |what: String| Error::Config(format!("exec plugin {cmd}: {what}"));
         let mut command = Command::new(cmd);
@@ -171,12 +175,22 @@ impl ExecProvider {
             }
         };
         let deadline = Instant::now() + EXEC_TIMEOUT;
+        let poll = Duration::from_millis(20);
         let status = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break Some(status),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
+                Ok(None) if cancel.is_some_and(Cancel::is_cancelled) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    // The pipe readers end when the plugin's output closes; not waited for.
+                    return Err(fail("cancelled".into()));
                 }
+                Ok(None) if Instant::now() < deadline => match cancel {
+                    Some(c) => {
+                        c.sleep(poll);
+                    }
+                    None => std::thread::sleep(poll),
+                },
                 Ok(None) => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -276,7 +290,26 @@ impl ExecProvider {
 
     /// The cached credential, running the plugin when there is none or it is about to expire.
     fn current(&self) -> Result<Cached> {
-        let mut cached = self.cached.lock();
+        self.current_until(None)
+    }
+
+    /// [`current`](Self::current), giving up when `cancel` fires (also while another thread
+    /// runs the plugin).
+    fn current_until(&self, cancel: Option<&Cancel>) -> Result<Cached> {
+        let mut cached = match cancel {
+            None => self.cached.lock(),
+            Some(c) => loop {
+                if let Some(g) = self.cached.try_lock_for(Duration::from_millis(20)) {
+                    break g;
+                }
+                if c.is_cancelled() {
+                    return Err(Error::Config(format!(
+                        "exec plugin {}: cancelled",
+                        self.config.command
+                    )));
+                }
+            },
+        };
         if let Some(c) = &*cached {
             let fresh = c.fetched.elapsed() < Duration::from_millis(100)
                 || c.expires
@@ -285,7 +318,7 @@ impl ExecProvider {
                 return Ok(c.clone());
             }
         }
-        let cred = self.run()?;
+        let cred = self.run_until(cancel)?;
         let c = Cached {
             header: cred.token,
             identity: cred.identity,
@@ -310,5 +343,9 @@ impl AuthProvider for ExecProvider {
     fn client_identity(&self) -> Result<Option<(u64, Identity)>> {
         let c = self.current()?;
         Ok(c.identity.map(|id| (c.run, id)))
+    }
+
+    fn prepare(&self, cancel: &Cancel) -> Result<()> {
+        self.current_until(Some(cancel)).map(|_| ())
     }
 }

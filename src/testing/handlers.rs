@@ -133,7 +133,15 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
     };
     let mut fault = shared.take_fault(kind, req.param("continue").is_some());
     if let Some(Fault::Stall(d)) = fault {
-        std::thread::sleep(d);
+        // Ends early when the server stops, so a long stall never holds up `stop`.
+        let deadline = Instant::now() + d;
+        let mut store = shared.store.lock();
+        while !shared.stopped.load(Ordering::SeqCst) {
+            if shared.changed.wait_until(&mut store, deadline).timed_out() {
+                break;
+            }
+        }
+        drop(store);
         fault = None;
     }
     if let Some(Fault::Status { code, retry_after }) = fault {

@@ -1,0 +1,308 @@
+//! Answers no well-behaved API server gives, over real loopback HTTP: a tiny server whose
+//! every answer a test scripts (the list and watch bodies, the Status of a failure), for what
+//! `testing::ApiServer` cannot be made to say — a `remainingItemCount` of `i64::MAX`, an event
+//! without a resourceVersion, a "too large resource version" Status.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::*;
+use kube_informer::api::DynamicObject;
+use kube_informer::cache::{DeltaFifo, Reflector, ReflectorConfig};
+use kube_informer::{Api, Client, ClientConfig, ListParams};
+use parking_lot::Mutex;
+
+/// What the scripted server answers to one request.
+enum Reply {
+    /// A whole response with this code and JSON body.
+    Full(u16, String),
+    /// A chunked watch response: these lines in one chunk, then the body ends properly.
+    WatchEnd(Vec<String>),
+    /// A chunked watch response: these lines in one chunk, then the connection stays open
+    /// and silent until the client closes it (or the server stops).
+    WatchHold(Vec<String>),
+}
+
+type Script = Box<dyn Fn(usize, &str) -> Reply + Send + Sync>;
+
+/// A server answering request number `n` (from 0) with the path `p` by `script(n, p)`.
+struct Scripted {
+    url: String,
+    requests: Arc<Mutex<Vec<String>>>,
+    stopped: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+    accept: Option<JoinHandle<()>>,
+    addr: std::net::SocketAddr,
+}
+
+impl Scripted {
+    fn start(script: impl Fn(usize, &str) -> Reply + Send + Sync + 'static) -> Scripted {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests: Arc<Mutex<Vec<String>>> = Arc::default();
+        let stopped = Arc::new(AtomicBool::new(false));
+        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let script: Arc<Script> = Arc::new(Box::new(script));
+        let accept = {
+            let (requests, stopped, conns) = (requests.clone(), stopped.clone(), conns.clone());
+            std::thread::spawn(move || {
+                let mut workers = Vec::new();
+                for stream in listener.incoming() {
+                    if stopped.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    conns.lock().push(stream.try_clone().unwrap());
+                    let (requests, script) = (requests.clone(), script.clone());
+                    workers.push(std::thread::spawn(move || {
+                        serve(stream, &requests, &script)
+                    }));
+                }
+                for w in workers {
+                    let _ = w.join();
+                }
+            })
+        };
+        Scripted {
+            url: format!("http://{addr}"),
+            requests,
+            stopped,
+            conns,
+            accept: Some(accept),
+            addr,
+        }
+    }
+
+    fn client_config(&self) -> ClientConfig {
+        let mut c = ClientConfig::new(self.url.clone());
+        c.qps = 0.0;
+        c
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().clone()
+    }
+
+    /// Waits (bounded) until at least `n` requests came.
+    fn wait_for_requests(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let r = self.requests();
+            if r.len() >= n {
+                return r;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {} requests: {r:?}",
+                r.len()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+        for c in self.conns.lock().drain(..) {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+        if let Some(a) = self.accept.take() {
+            let _ = a.join();
+        }
+    }
+}
+
+fn serve(stream: TcpStream, requests: &Mutex<Vec<String>>, script: &Script) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            if h.trim().is_empty() {
+                break;
+            }
+        }
+        let n = {
+            let mut r = requests.lock();
+            r.push(target.clone());
+            r.len() - 1
+        };
+        let chunked = |out: &mut TcpStream, lines: &[String]| {
+            let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+            let chunk = format!("{:x}\r\n{body}\r\n", body.len());
+            // The head and the lines in one write, so they arrive together.
+            out.write_all(format!("{head}{chunk}").as_bytes())
+        };
+        match script(n, &target) {
+            Reply::Full(code, body) => {
+                let head = format!(
+                    "HTTP/1.1 {code} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                if out.write_all(format!("{head}{body}").as_bytes()).is_err() {
+                    return;
+                }
+            }
+            Reply::WatchEnd(lines) => {
+                if chunked(&mut out, &lines).is_err() || out.write_all(b"0\r\n\r\n").is_err() {
+                    return;
+                }
+            }
+            Reply::WatchHold(lines) => {
+                if chunked(&mut out, &lines).is_err() {
+                    return;
+                }
+                // Until the client closes (or the server shuts the socket down).
+                let mut sink = [0u8; 64];
+                while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+                return;
+            }
+        }
+    }
+}
+
+fn pod_json(name: &str, rv: &str) -> String {
+    format!(
+        r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"{name}","namespace":"lab","resourceVersion":"{rv}"}}}}"#
+    )
+}
+
+fn list_json(rv: &str, items: &[String], more: Option<(&str, &str)>) -> String {
+    let more = more
+        .map(|(c, n)| format!(r#","continue":"{c}","remainingItemCount":{n}"#))
+        .unwrap_or_default();
+    format!(
+        r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}"{more}}},"items":[{}]}}"#,
+        items.join(",")
+    )
+}
+
+fn event(ty: &str, object: &str) -> String {
+    format!(r#"{{"type":"{ty}","object":{object}}}"#)
+}
+
+fn is_watch(path: &str) -> bool {
+    path.contains("watch=1")
+}
+
+/// A reflector over `server` into a FIFO nobody pops (these tests look at its requests).
+fn reflector(server: &Scripted) -> Reflector {
+    let api: Api<DynamicObject> =
+        Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
+    let fifo = Arc::new(DeltaFifo::new(None));
+    let config = ReflectorConfig {
+        backoff_initial: Duration::from_millis(50),
+        backoff_max: Duration::from_millis(200),
+        ..Default::default()
+    };
+    Reflector::start(api, fifo, config).unwrap()
+}
+
+#[test]
+fn list_all_does_not_trust_a_huge_remaining_item_count() {
+    for claimed in [i64::MAX.to_string(), "1000000000000".to_string()] {
+        let server = Scripted::start(move |_, path| {
+            if path.contains("continue=") {
+                Reply::Full(200, list_json("7", &[pod_json("b", "6")], None))
+            } else {
+                Reply::Full(
+                    200,
+                    list_json("7", &[pod_json("a", "5")], Some(("next", &claimed))),
+                )
+            }
+        });
+        let api: Api<DynamicObject> =
+            Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
+        let all = api.list_all(&ListParams::default()).unwrap();
+        let names: Vec<&str> = all.items.iter().map(|o| o.metadata.name()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(all.items.capacity() < 1_000_000, "{}", all.items.capacity());
+    }
+}
+
+#[test]
+fn an_event_without_a_version_keeps_the_runs_last_good_version() {
+    let server = Scripted::start(|_, path| {
+        if !is_watch(path) {
+            return Reply::Full(200, list_json("3", &[pod_json("a", "3")], None));
+        }
+        if path.contains("resourceVersion=3&") {
+            // One run: a good event, then an event and a bookmark with no version; the
+            // watch then ends and the reflector watches again from its version.
+            return Reply::WatchEnd(vec![
+                event("ADDED", &pod_json("b", "5")),
+                event("ADDED", &pod_json("c", "")),
+                event(
+                    "BOOKMARK",
+                    r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":""}}"#,
+                ),
+            ]);
+        }
+        Reply::WatchHold(Vec::new())
+    });
+    let r = reflector(&server);
+    let requests = server.wait_for_requests(3);
+    let rewatch = &requests[2];
+    assert!(
+        is_watch(rewatch) && rewatch.contains("resourceVersion=5&"),
+        "the rewatch starts from the run's last good version: {requests:?}"
+    );
+    assert_eq!(r.last_sync_resource_version(), "5");
+    r.stop();
+}
+
+#[test]
+fn too_large_resource_version_relists_consistently() {
+    let too_large = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Too large resource version: 100, current: 90","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}"#;
+    let lists = Arc::new(Mutex::new(0usize));
+    let server = Scripted::start(move |_, path| {
+        if is_watch(path) {
+            if path.contains("resourceVersion=100&") {
+                let gone = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 100 (95)","reason":"Expired","code":410}"#;
+                return Reply::WatchEnd(vec![event("ERROR", gone)]);
+            }
+            return Reply::WatchHold(Vec::new());
+        }
+        let n = {
+            let mut l = lists.lock();
+            *l += 1;
+            *l
+        };
+        match n {
+            1 => Reply::Full(200, list_json("100", &[pod_json("a", "100")], None)),
+            // The relist at the last version meets a server whose cache is behind it.
+            2 => Reply::Full(504, too_large.to_owned()),
+            _ => Reply::Full(200, list_json("101", &[pod_json("a", "101")], None)),
+        }
+    });
+    let r = reflector(&server);
+    let requests = server.wait_for_requests(4);
+    let lists: Vec<&String> = requests.iter().filter(|p| !is_watch(p)).collect();
+    assert!(lists.len() >= 3, "{requests:?}");
+    assert!(
+        lists[1].contains("resourceVersion=100"),
+        "first the last version: {requests:?}"
+    );
+    assert!(
+        !lists[2].contains("resourceVersion="),
+        "then a consistent list (resourceVersion \"\"), not the same version again: {requests:?}"
+    );
+    r.stop();
+}
