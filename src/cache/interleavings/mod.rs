@@ -254,3 +254,69 @@ fn interleavings_close_during_a_blocked_push() {
         fifo.check_invariants().unwrap();
     });
 }
+
+/// Back-pressure: a run of watch events pushed at once against a high-water mark of 1, so
+/// the producer waits for room between events (releasing the lock) while the consumer pops
+/// and writes the store and a resync queues `Sync`s. After quiet the store equals the
+/// server and nothing is queued.
+#[test]
+fn interleavings_backpressure_with_resync() {
+    const END: &str = "zz-end";
+    explore(|| {
+        use crate::cache::{Delta, WatchChange};
+        let store = Arc::new(Store::<DynamicObject>::new());
+        let known: Arc<dyn KnownObjects<DynamicObject>> = store.clone();
+        let fifo = Arc::new(DeltaFifo::with_high_water(Some(known), 1));
+        fifo.replace(vec![obj("a", 1), obj("b", 2)]).unwrap();
+        let consumer = {
+            let (fifo, store) = (Arc::clone(&fifo), Arc::clone(&store));
+            // Applies deltas as the informer does, until it pops the end marker.
+            thread::spawn(move || {
+                let apply = |key: &str, deltas: Vec<Delta<DynamicObject>>| {
+                    if key == END {
+                        return true;
+                    }
+                    for d in deltas {
+                        if let Delta::Deleted(_) = d {
+                            store.delete(key);
+                        } else {
+                            store.upsert_keyed(key, Arc::clone(d.object())).1.unwrap();
+                        }
+                    }
+                    false
+                };
+                while !fifo.pop(apply).unwrap() {}
+            })
+        };
+        let producer = {
+            let fifo = Arc::clone(&fifo);
+            thread::spawn(move || {
+                fifo.push_watch([
+                    WatchChange::Updated(obj("a", 3)),
+                    WatchChange::Deleted(obj("b", 4)),
+                    WatchChange::Added(obj("c", 5)),
+                    WatchChange::Deleted(obj("a", 6)),
+                ])
+                .unwrap();
+            })
+        };
+        let resyncer = {
+            let fifo = Arc::clone(&fifo);
+            thread::spawn(move || {
+                fifo.resync().unwrap();
+            })
+        };
+        producer.join().unwrap();
+        resyncer.join().unwrap();
+        // Everything queued before the marker is applied before it is popped.
+        fifo.add(obj(END, 7)).unwrap();
+        consumer.join().unwrap();
+        assert!(
+            fifo.is_empty(),
+            "queued after the end: {:?}",
+            fifo.queued_keys()
+        );
+        fifo.check_invariants().unwrap();
+        assert_eq!(store_view(&store), HashMap::from([("c".to_owned(), 5)]));
+    });
+}
