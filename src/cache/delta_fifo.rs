@@ -110,6 +110,8 @@ pub struct DeltaFifo<K> {
     synced: Condvar,
     /// `has_synced`, readable without the lock (the consumer asks after every pop).
     synced_flag: AtomicBool,
+    /// Called once when the FIFO becomes synced (the informer logs it).
+    on_synced: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     known: Option<Arc<dyn KnownObjects<K>>>,
     high_water: usize,
 }
@@ -149,6 +151,7 @@ impl<K: Object> DeltaFifo<K> {
             not_full: Condvar::new(),
             synced: Condvar::new(),
             synced_flag: AtomicBool::new(false),
+            on_synced: Mutex::new(None),
             known,
             high_water: high_water.max(1),
         }
@@ -403,8 +406,7 @@ impl<K: Object> DeltaFifo<K> {
         if !st.populated {
             st.populated = true;
             if st.initial_population == 0 {
-                self.synced_flag.store(true, Ordering::Release);
-                self.synced.notify_all();
+                self.mark_synced();
             }
         }
     }
@@ -467,11 +469,31 @@ impl<K: Object> DeltaFifo<K> {
         if initial {
             st.initial_population = st.initial_population.saturating_sub(1);
             if st.initial_population == 0 && st.populated {
-                self.synced_flag.store(true, Ordering::Release);
-                self.synced.notify_all();
+                self.mark_synced();
             }
         }
         Ok(result)
+    }
+
+    /// Sets `has_synced` (for good) and tells whoever waits for it.
+    fn mark_synced(&self) {
+        self.synced_flag.store(true, Ordering::Release);
+        self.synced.notify_all();
+        if let Some(f) = self.on_synced.lock().take() {
+            f();
+        }
+    }
+
+    /// Calls `f` once, when the FIFO becomes synced (at once if it already is). It runs on
+    /// the thread that completes the sync, under the FIFO's lock: keep it short and do not
+    /// call back into the FIFO.
+    pub(crate) fn on_synced(&self, f: Box<dyn FnOnce() + Send>) {
+        let _st = self.state.lock();
+        if self.has_synced() {
+            f();
+        } else {
+            *self.on_synced.lock() = Some(f);
+        }
     }
 
     /// True once the first replace happened and every key it queued was popped and processed.

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use super::catch::catch;
 use super::delta::DeletedObject;
 use super::handler::EventHandler;
+use super::health::HandlerStats;
 use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sync::channel::{self, Receiver, Sender, TryRecvError};
 use crate::sync::thread::JoinHandle;
@@ -167,6 +168,10 @@ pub(crate) struct Listener<K> {
     stop: AtomicBool,
     /// Notifications sent (counted before coalescing).
     pub sent: AtomicU64,
+    /// Notifications handed to the handler.
+    delivered: AtomicU64,
+    /// Notifications merged into others or cancelled out.
+    coalesced: AtomicU64,
     /// Notifications handled (or merged away).
     processed: Mutex<u64>,
     progress: Condvar,
@@ -189,6 +194,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
             max_backlog: max_backlog.max(1),
             stop: AtomicBool::new(false),
             sent: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+            coalesced: AtomicU64::new(0),
             processed: Mutex::new(0),
             progress: Condvar::new(),
             sync_target: Mutex::new(None),
@@ -216,6 +223,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
                             return;
                         }
                         me.deliver(&mut *handler, w.n, &name, on_panic.as_ref());
+                        me.delivered.fetch_add(1, Ordering::Relaxed);
+                        me.coalesced.fetch_add(w.weight - 1, Ordering::Relaxed);
                         me.mark_processed(w.weight);
                     }
                 }
@@ -286,6 +295,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         let cancelled = ov.push(key, n);
         drop(ov);
         if cancelled > 0 {
+            self.coalesced.fetch_add(cancelled, Ordering::Relaxed);
             self.mark_processed(cancelled);
         }
     }
@@ -293,6 +303,17 @@ impl<K: Send + Sync + 'static> Listener<K> {
     /// Notifications waiting: in the channel plus coalesced ones.
     pub fn backlog(&self) -> usize {
         self.rx.len() + self.overflow.lock().len
+    }
+
+    /// This handler's counters.
+    pub fn stats(&self) -> HandlerStats {
+        HandlerStats {
+            id: self.id,
+            delivered: self.delivered.load(Ordering::Relaxed),
+            coalesced: self.coalesced.load(Ordering::Relaxed),
+            backlog: self.backlog(),
+            panics: self.panics.load(Ordering::Relaxed),
+        }
     }
 
     pub fn processed(&self) -> u64 {

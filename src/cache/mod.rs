@@ -10,6 +10,7 @@ mod delta;
 mod delta_fifo;
 mod factory;
 mod handler;
+mod health;
 mod informer;
 #[cfg(all(test, shuttle))]
 mod interleavings;
@@ -22,8 +23,9 @@ mod store;
 pub use backoff::Backoff;
 pub use delta::{key_of, DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType};
 pub use delta_fifo::{Closed, DeltaFifo, KnownObjects, WatchChange, DEFAULT_HIGH_WATER};
-pub use factory::{FactoryOptions, SharedInformerFactory};
+pub use factory::{FactoryOptions, SharedInformerFactory, SyncReport};
 pub use handler::{EventHandler, FilteringHandler, HandlerFns};
+pub use health::{HandlerStats, InformerHealth, LastError, ReflectorStats, RelistCause};
 pub use informer::{HandlerRegistration, InformerConfig, SharedIndexInformer};
 pub use listener::{PanicHandler, DEFAULT_MAX_BACKLOG};
 pub use lister::Lister;
