@@ -32,14 +32,13 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-use parking_lot::{Condvar, Mutex};
 
 use super::delta::{key_of, DeletedFinalStateUnknown, DeletedObject, Delta};
 use super::store::Store;
 use crate::api::Object;
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// Default high-water mark: pending deltas above which watch events block.
 pub const DEFAULT_HIGH_WATER: usize = 10_000;
@@ -187,8 +186,8 @@ impl<K: Object> DeltaFifo<K> {
     /// Waits for room under the high-water mark; `Err` when closed.
     fn wait_for_room<'a>(
         &self,
-        mut st: parking_lot::MutexGuard<'a, State<K>>,
-    ) -> Result<parking_lot::MutexGuard<'a, State<K>>, Closed> {
+        mut st: MutexGuard<'a, State<K>>,
+    ) -> Result<MutexGuard<'a, State<K>>, Closed> {
         while !st.closed && st.pending >= self.high_water {
             self.not_full.wait(&mut st);
         }
@@ -341,7 +340,7 @@ impl<K: Object> DeltaFifo<K> {
         self.state.lock().listed = None;
     }
 
-    fn open_state(&self) -> Result<parking_lot::MutexGuard<'_, State<K>>, Closed> {
+    fn open_state(&self) -> Result<MutexGuard<'_, State<K>>, Closed> {
         let st = self.state.lock();
         if st.closed {
             Err(Closed)

@@ -18,12 +18,8 @@
 //! [`stop`]: SharedIndexInformer::stop
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
 
 use super::catch::catch;
 use super::delta::Delta;
@@ -38,6 +34,9 @@ use super::store::{IndexFn, Store};
 use crate::api::Object;
 use crate::client::Api;
 use crate::error::{Error, Result};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::thread::{self, JoinHandle};
+use crate::sync::Mutex;
 
 /// Options of an informer.
 #[derive(Clone)]
@@ -346,12 +345,12 @@ impl<K: Object> SharedIndexInformer<K> {
             );
         }));
         let me = Arc::clone(inner);
-        let process = std::thread::Builder::new()
+        let process = thread::Builder::new()
             .name(format!("kube-informer/{}/process", inner.name))
             .spawn(move || me.process_loop())
             .map_err(spawn_err)?;
         let me = Arc::clone(inner);
-        let resync = std::thread::Builder::new()
+        let resync = thread::Builder::new()
             .name(format!("kube-informer/{}/resync", inner.name))
             .spawn(move || me.resync_loop())
             .map_err(spawn_err)?;
@@ -456,7 +455,7 @@ impl<K: Object> Inner<K> {
         self.fifo.close();
         let threads = std::mem::take(&mut *self.threads.lock());
         for t in threads {
-            if t.thread().id() != std::thread::current().id() {
+            if t.thread().id() != thread::current().id() {
                 let _ = t.join();
             }
         }
@@ -608,3 +607,7 @@ fn guard_transform<K: Object>(
         }
     })
 }
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/apply.rs"]
+mod interleavings;

@@ -19,18 +19,17 @@
 //! panic callback, and the listener goes on with the next notification.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use parking_lot::{Condvar, Mutex};
 
 use super::catch::catch;
 use super::delta::DeletedObject;
 use super::handler::EventHandler;
 use super::health::HandlerStats;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::channel::{self, Receiver, Sender, TryRecvError};
+use crate::sync::thread::JoinHandle;
+use crate::sync::{Condvar, Mutex};
 
 /// Default number of notifications a handler's channel holds before coalescing starts.
 pub const DEFAULT_MAX_BACKLOG: usize = 100_000;
@@ -186,7 +185,7 @@ pub(crate) struct Listener<K> {
 
 impl<K: Send + Sync + 'static> Listener<K> {
     pub fn new(id: u64, max_backlog: usize, resync_period: Duration) -> Arc<Self> {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = channel::unbounded();
         Arc::new(Listener {
             id,
             tx: Mutex::new(Some(tx)),
@@ -215,7 +214,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         on_panic: Option<PanicHandler>,
     ) -> std::io::Result<()> {
         let me = Arc::clone(self);
-        let t = std::thread::Builder::new()
+        let t = crate::sync::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
                 while let Some(batch) = me.next_batch() {
@@ -361,7 +360,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         self.progress.notify_all();
         let t = self.thread.lock().take();
         if let Some(t) = t {
-            if t.thread().id() != std::thread::current().id() {
+            if t.thread().id() != crate::sync::thread::current().id() {
                 let _ = t.join();
             }
         }
@@ -432,3 +431,7 @@ mod tests {
         assert_eq!(ov.len, 0);
     }
 }
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/listener.rs"]
+mod interleavings;

@@ -12,6 +12,8 @@ mod factory;
 mod handler;
 mod health;
 mod informer;
+#[cfg(all(test, shuttle))]
+mod interleavings;
 mod listener;
 mod lister;
 mod reflector;
