@@ -505,3 +505,28 @@ fn a_configured_proxy_wins_over_the_environment() {
         Some(configured.url.as_str())
     );
 }
+
+#[test]
+fn a_bad_proxy_in_the_environment_is_named_without_its_credentials() {
+    let env = Env::new();
+    env.set(
+        "HTTPS_PROXY",
+        "ftp://someone:ENV-PROXY-PW@proxy.example:3128",
+    );
+    let e = Client::new(ClientConfig::new("https://kube.example:6443")).unwrap_err();
+    let text = format!("{e} {e:?}");
+    assert!(
+        text.contains("HTTPS_PROXY") && text.contains("proxy.example:3128"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("ENV-PROXY-PW") && !text.contains("someone"),
+        "{text}"
+    );
+    // tls-server-name cannot be combined with a proxy: the message says which and what to do.
+    env.set("HTTPS_PROXY", "http://proxy.example:3128");
+    let mut cc = ClientConfig::new("https://kube.example:6443");
+    cc.tls_server_name = Some("kubernetes.default.svc".into());
+    let e = Client::new(cc).unwrap_err().to_string();
+    assert!(e.contains("HTTPS_PROXY") && e.contains("NO_PROXY"), "{e}");
+}

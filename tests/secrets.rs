@@ -77,6 +77,7 @@ users:
         value: ENV-Q5
       installHint: install kube-login
       interactiveMode: Never
+      provideClusterInfo: true
 contexts:
 - name: tok
   context: {{cluster: c, user: tok}}
@@ -88,6 +89,8 @@ contexts:
   context: {{cluster: c, user: exec}}
 - name: userinfo
   context: {{cluster: with-userinfo, user: tok}}
+- name: exec-userinfo
+  context: {{cluster: with-userinfo, user: exec}}
 "#,
         ca = b64(testing::CA_PEM),
         cert = b64(testing::ADMIN_CERT_PEM),
@@ -128,7 +131,7 @@ fn debug_of_every_configuration_type_shows_names_but_no_secret() {
     let cluster = format!("{:?}", kc.clusters[0].cluster);
     assert!(cluster.contains("proxy.example:3128"), "{cluster}");
 
-    for context in ["tok", "basic", "cert", "exec", "userinfo"] {
+    for context in ["tok", "basic", "cert", "exec", "userinfo", "exec-userinfo"] {
         let options = KubeconfigOptions {
             context: Some(context.into()),
             ..Default::default()

@@ -32,14 +32,33 @@ use crate::error::{Error, Result};
 /// How long a plugin may run.
 pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A token source backed by an exec plugin.
-#[derive(Debug)]
+/// A token source backed by an exec plugin. `Debug` shows no argument, environment value,
+/// credential or cluster detail (see [`ExecConfig`]).
 pub struct ExecProvider {
     config: ExecConfig,
     api_version: String,
     cluster_info: Option<serde_json::Value>,
     cached: Mutex<Option<Cached>>,
     runs: AtomicU64,
+}
+
+impl std::fmt::Debug for ExecProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecProvider")
+            .field("config", &self.config)
+            .field("api_version", &self.api_version)
+            .field("provides_cluster_info", &self.cluster_info.is_some())
+            // Never waits: the lock is held while the plugin runs.
+            .field(
+                "cached",
+                match &self.cached.try_lock() {
+                    Some(c) => c as &dyn std::fmt::Debug,
+                    None => &"<plugin running>",
+                },
+            )
+            .field("runs", &self.runs)
+            .finish()
+    }
 }
 
 /// The credential of the last run.
