@@ -1,7 +1,7 @@
 //! No credential in any log record at any level, once the one target the docs name
 //! (`config::SENSITIVE_LOG_TARGETS`) is filtered: every record of every crate is captured
-//! at `trace` during token- and basic-authenticated requests (a list, a get, a watch, a
-//! 401), and searched for the token, the password and their base64.
+//! at `trace` during token- and basic-authenticated requests (a list, a get, a watch, a 401,
+//! one through a proxy with credentials), and searched for each secret and its base64.
 //!
 //! A logger is process-wide, so this binary has one test.
 
@@ -41,6 +41,38 @@ const TOKEN: &str = "tok-LOG-SECRET-4f9c2a7e81d3b605";
 const USER: &str = "log-admin";
 const PASSWORD: &str = "pw-LOG-SECRET-93ab17c4e2f8";
 const OBJECT_DATA: &str = "annotation-LOG-SECRET-5d1e";
+const PROXY_PASSWORD: &str = "proxy-pw-LOG-SECRET-7a20";
+
+/// A CONNECT proxy on loopback that tunnels every connection to `upstream`.
+fn connect_proxy(upstream: std::net::SocketAddr) -> std::net::SocketAddr {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(client.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                    line.clear();
+                }
+                let Ok(mut server) = std::net::TcpStream::connect(upstream) else {
+                    return;
+                };
+                let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut c2, &mut s2);
+                    let _ = s2.shutdown(std::net::Shutdown::Write);
+                });
+                let _ = std::io::copy(&mut server, &mut client);
+                let _ = client.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    addr
+}
 
 /// The bytes of `ureq_proto`'s hex dump rows (16 bytes a row, as hex pairs before the
 /// text column), in order.
@@ -73,8 +105,17 @@ fn no_log_record_outside_the_named_targets_carries_a_credential() {
     log::set_logger(&LOGGER).unwrap();
     log::set_max_level(log::LevelFilter::Trace);
 
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
-    let secrets = [TOKEN, PASSWORD, basic.as_str(), OBJECT_DATA];
+    let b64 = |s: String| base64::engine::general_purpose::STANDARD.encode(s);
+    let basic = b64(format!("{USER}:{PASSWORD}"));
+    let proxy_basic = b64(format!("proxyuser:{PROXY_PASSWORD}"));
+    let secrets = [
+        TOKEN,
+        PASSWORD,
+        basic.as_str(),
+        OBJECT_DATA,
+        PROXY_PASSWORD,
+        proxy_basic.as_str(),
+    ];
 
     let mut pod = pod("lab", "p", "Running");
     pod["metadata"]["annotations"] = serde_json::json!({ "note": OBJECT_DATA });
@@ -107,6 +148,14 @@ fn no_log_record_outside_the_named_targets_carries_a_credential() {
     server.create(&pods(), pod).unwrap();
     let api: Api<DynamicObject> =
         Api::namespaced_with(Client::new(server.client_config()).unwrap(), "lab", &pods());
+    assert_eq!(api.list(&ListParams::default()).unwrap().items.len(), 1);
+
+    // Through a proxy with credentials (`Proxy-Authorization` on the CONNECT).
+    let proxy = connect_proxy(server.addr());
+    let mut via_proxy = server.client_config();
+    via_proxy.proxy = Some(format!("http://proxyuser:{PROXY_PASSWORD}@{proxy}"));
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(Client::new(via_proxy).unwrap(), "lab", &pods());
     assert_eq!(api.list(&ListParams::default()).unwrap().items.len(), 1);
 
     let records = RECORDS.lock().unwrap().clone();
