@@ -70,6 +70,7 @@ mod exec;
 mod kubeconfig;
 mod logging;
 mod proxy;
+mod redact;
 mod time;
 mod token_file;
 
@@ -85,6 +86,7 @@ pub use kubeconfig::{
 };
 pub use logging::{is_sensitive_log_target, SENSITIVE_LOG_TARGETS};
 pub(crate) use proxy::proxy_from_env;
+pub(crate) use redact::redact_url;
 pub use time::parse_rfc3339;
 pub use token_file::TokenFile;
 
@@ -355,19 +357,6 @@ impl Config {
     }
 }
 
-/// `url` with any `user:password@` part replaced by `<redacted>@`, for messages and `Debug`
-/// (proxy URLs may carry credentials; the host and port stay visible).
-pub(crate) fn redact_url(url: &str) -> String {
-    let start = url.find("://").map_or(0, |i| i + 3);
-    let end = url[start..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| start + i);
-    match url[start..end].rfind('@') {
-        Some(at) => format!("{}<redacted>{}", &url[..start], &url[start + at..]),
-        None => url.to_owned(),
-    }
-}
-
 fn decode_base64(data: &str, what: &str) -> Result<Vec<u8>> {
     let cleaned: String = data.chars().filter(|c| !c.is_whitespace()).collect();
     base64::engine::general_purpose::STANDARD
@@ -485,20 +474,4 @@ fn apply_user(cc: &mut ClientConfig, user: &AuthInfo, cluster: &Cluster, what: &
     cc.impersonate_user = user.impersonate.clone().filter(|u| !u.is_empty());
     cc.impersonate_groups = user.impersonate_groups.clone().unwrap_or_default();
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_url;
-
-    #[test]
-    fn redact_url_hides_user_info_only() {
-        assert_eq!(
-            redact_url("http://u:p@proxy:3128/x@y"),
-            "http://<redacted>@proxy:3128/x@y"
-        );
-        assert_eq!(redact_url("u:p@proxy:3128"), "<redacted>@proxy:3128");
-        assert_eq!(redact_url("http://proxy:3128"), "http://proxy:3128");
-        assert_eq!(redact_url("http://a@b@proxy"), "http://<redacted>@proxy");
-    }
 }
