@@ -78,6 +78,9 @@ pub(crate) enum Bound {
 }
 
 struct Inner {
+    /// Where connection errors say they were going: scheme, host and port, and where the
+    /// settings came from (never credentials).
+    origin: String,
     base: String,
     agents: RwLock<Agents>,
     /// The configuration the client was built from, to rebuild TLS for a new identity.
@@ -174,6 +177,16 @@ pub(crate) struct SendBody<'a> {
 impl Client {
     /// A client for the server described by `config`.
     pub fn new(config: ClientConfig) -> Result<Client> {
+        Self::new_from(config, None)
+    }
+
+    /// [`new`](Self::new), saying in connection errors where the settings came from
+    /// (`kubeconfig /home/me/.kube/config context "prod"`, `in-cluster`).
+    pub(crate) fn new_from(config: ClientConfig, source: Option<&str>) -> Result<Client> {
+        let origin = match source {
+            Some(s) => format!("{} ({s})", server_origin(&config.server)),
+            None => server_origin(&config.server),
+        };
         let mut base = config.server.trim_end_matches('/').to_owned();
         if !(base.starts_with("https://") || base.starts_with("http://")) {
             return Err(Error::Config(format!(
@@ -233,6 +246,7 @@ impl Client {
         Ok(Client {
             inner: Arc::new(Inner {
                 base,
+                origin,
                 agents: RwLock::new(Agents {
                     identity_generation: 0,
                     agent: agent_settings.agent(false, None),
@@ -411,7 +425,7 @@ impl Client {
                     }
                 } else {
                     Error::Transport {
-                        request: request.clone(),
+                        request: format!("{request} to {}", self.inner.origin),
                         source: e.into(),
                     }
                 }
@@ -558,7 +572,7 @@ impl Client {
                     cancelled()
                 } else {
                     Error::Transport {
-                        request: request.clone(),
+                        request: format!("{request} to {}", self.inner.origin),
                         source,
                     }
                 }
@@ -739,4 +753,44 @@ pub(crate) fn pem_private_key(pem: &[u8], what: &str) -> Result<PrivateKey<'stat
     Err(Error::Config(format!(
         "{what}: no private key found in PEM"
     )))
+}
+
+/// `scheme://host:port` of a server URL, the port spelled out (443 or 80 when the URL has
+/// none) and any `user:password@` left out: how connection errors name the server.
+fn server_origin(server: &str) -> String {
+    let Some((scheme, rest)) = server.split_once("://") else {
+        return "<server with no scheme>".into();
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    let has_port = match host_port.rfind(']') {
+        Some(end) => host_port[end..].contains(':'),
+        None => host_port.contains(':'),
+    };
+    if has_port {
+        format!("{scheme}://{host_port}")
+    } else {
+        let port = if scheme == "http" { 80 } else { 443 };
+        format!("{scheme}://{host_port}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::server_origin;
+
+    #[test]
+    fn names_scheme_host_and_port_without_credentials() {
+        assert_eq!(
+            server_origin("https://10.0.0.1:6443"),
+            "https://10.0.0.1:6443"
+        );
+        assert_eq!(
+            server_origin("https://k8s.example.com/prefix"),
+            "https://k8s.example.com:443"
+        );
+        assert_eq!(server_origin("http://u:p@host"), "http://host:80");
+        assert_eq!(server_origin("https://[::1]"), "https://[::1]:443");
+        assert_eq!(server_origin("https://[::1]:6443/x"), "https://[::1]:6443");
+    }
 }

@@ -140,7 +140,7 @@ impl std::fmt::Debug for Config {
 impl Config {
     /// A client for this configuration.
     pub fn client(&self) -> Result<Client> {
-        Client::new(self.client_config.clone())
+        Client::new_from(self.client_config.clone(), Some(&self.source))
     }
 
     /// The default namespace (from the context, or the pod's namespace in-cluster).
