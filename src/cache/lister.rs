@@ -159,7 +159,7 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        let mut piece = |next: &mut dyn FnMut() -> u64| {
+        let piece = |next: &mut dyn FnMut() -> u64| {
             let len = next() % 4;
             (0..len)
                 .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
