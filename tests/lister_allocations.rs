@@ -39,12 +39,14 @@ fn list_all_sorts_without_allocating_per_comparison() {
     const N: usize = 10_000;
     let store = Arc::new(Store::<DynamicObject>::new());
     for i in 0..N {
-        let mut o = DynamicObject::default();
-        o.metadata = ObjectMeta {
-            // Spread over namespaces and in no particular order, so the sort has work to do.
-            namespace: (i % 7 != 0).then(|| format!("ns-{}", (i * 7919) % 13)),
-            name: Some(format!("pod-{}", (i * 104_729) % N)),
-            ..ObjectMeta::default()
+        let o = DynamicObject {
+            metadata: ObjectMeta {
+                // Spread over namespaces and in no particular order, so the sort has work.
+                namespace: (i % 7 != 0).then(|| format!("ns-{}", (i * 7919) % 13)),
+                name: Some(format!("pod-{}", (i * 104_729) % N)),
+                ..ObjectMeta::default()
+            },
+            ..DynamicObject::default()
         };
         store.upsert(Arc::new(o)).1.unwrap();
     }

@@ -137,13 +137,14 @@ mod tests {
     use crate::api::{DynamicObject, ObjectMeta};
 
     fn obj(ns: &str, name: &str) -> DynamicObject {
-        let mut o = DynamicObject::default();
-        o.metadata = ObjectMeta {
-            namespace: (!ns.is_empty()).then(|| ns.to_owned()),
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        };
-        o
+        DynamicObject {
+            metadata: ObjectMeta {
+                namespace: (!ns.is_empty()).then(|| ns.to_owned()),
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..DynamicObject::default()
+        }
     }
 
     /// The borrowed comparison orders exactly as the `String` keys do, on keys built from a
