@@ -19,17 +19,17 @@
 //! panic callback, and the listener goes on with the next notification.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use parking_lot::{Condvar, Mutex};
 
 use super::catch::catch;
 use super::delta::DeletedObject;
 use super::handler::EventHandler;
+use super::health::HandlerStats;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::channel::{self, Receiver, Sender, TryRecvError};
+use crate::sync::thread::JoinHandle;
+use crate::sync::{Condvar, Mutex};
 
 /// Default number of notifications a handler's channel holds before coalescing starts.
 pub const DEFAULT_MAX_BACKLOG: usize = 100_000;
@@ -175,6 +175,10 @@ pub(crate) struct Listener<K> {
     stop: AtomicBool,
     /// Notifications sent (counted before coalescing).
     pub sent: AtomicU64,
+    /// Notifications handed to the handler.
+    delivered: AtomicU64,
+    /// Notifications merged into others or cancelled out.
+    coalesced: AtomicU64,
     /// Notifications handled (or merged away), and the smallest count a waiter waits for.
     progress: Mutex<Progress>,
     /// Signalled when `processed` reaches `wake_at`, and on shutdown.
@@ -191,7 +195,7 @@ pub(crate) struct Listener<K> {
 
 impl<K: Send + Sync + 'static> Listener<K> {
     pub fn new(id: u64, max_backlog: usize, resync_period: Duration) -> Arc<Self> {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = channel::unbounded();
         Arc::new(Listener {
             id,
             tx: Mutex::new(Some(tx)),
@@ -200,6 +204,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
             max_backlog: max_backlog.max(1),
             stop: AtomicBool::new(false),
             sent: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+            coalesced: AtomicU64::new(0),
             progress: Mutex::new(Progress {
                 processed: 0,
                 wake_at: u64::MAX,
@@ -222,7 +228,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         on_panic: Option<PanicHandler>,
     ) -> std::io::Result<()> {
         let me = Arc::clone(self);
-        let t = std::thread::Builder::new()
+        let t = crate::sync::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
                 while let Some(batch) = me.next_batch() {
@@ -231,6 +237,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
                             return;
                         }
                         me.deliver(&mut *handler, w.n, &name, on_panic.as_ref());
+                        me.delivered.fetch_add(1, Ordering::Relaxed);
+                        me.coalesced.fetch_add(w.weight - 1, Ordering::Relaxed);
                         me.mark_processed(w.weight);
                     }
                 }
@@ -287,6 +295,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
         if self.stop.load(Ordering::SeqCst) {
             return None;
         }
+        // Whatever is in the channel is older than anything coalesced: nothing goes to the
+        // channel while the overflow is active, and the overflow is made inactive only once
+        // empty. So a notification taken from the channel can be handled at once...
         match self.rx.try_recv() {
             Ok(n) => return Some(vec![Weighted { n, weight: 1 }]),
             Err(TryRecvError::Disconnected) => return None,
@@ -294,6 +305,15 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
         {
             let mut ov = self.overflow.lock();
+            // ...but an empty channel must be seen again under the overflow's lock (which
+            // `send` holds): a notification sent to the channel after the look above, and
+            // another sent on to the overflow because that one filled the channel, would
+            // otherwise be handled newest first.
+            match self.rx.try_recv() {
+                Ok(n) => return Some(vec![Weighted { n, weight: 1 }]),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => {}
+            }
             if let Some(batch) = ov.pop() {
                 return Some(batch);
             }
@@ -316,6 +336,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         let cancelled = ov.push(key, n);
         drop(ov);
         if cancelled > 0 {
+            self.coalesced.fetch_add(cancelled, Ordering::Relaxed);
             self.mark_processed(cancelled);
         }
     }
@@ -323,6 +344,17 @@ impl<K: Send + Sync + 'static> Listener<K> {
     /// Notifications waiting: in the channel plus coalesced ones.
     pub fn backlog(&self) -> usize {
         self.rx.len() + self.overflow.lock().len
+    }
+
+    /// This handler's counters.
+    pub fn stats(&self) -> HandlerStats {
+        HandlerStats {
+            id: self.id,
+            delivered: self.delivered.load(Ordering::Relaxed),
+            coalesced: self.coalesced.load(Ordering::Relaxed),
+            backlog: self.backlog(),
+            panics: self.panics.load(Ordering::Relaxed),
+        }
     }
 
     pub fn processed(&self) -> u64 {
@@ -362,7 +394,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         self.progressed.notify_all();
         let t = self.thread.lock().take();
         if let Some(t) = t {
-            if t.thread().id() != std::thread::current().id() {
+            if t.thread().id() != crate::sync::thread::current().id() {
                 let _ = t.join();
             }
         }
@@ -498,3 +530,7 @@ mod tests {
         assert!(!waiter.join().unwrap());
     }
 }
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/listener.rs"]
+mod interleavings;
