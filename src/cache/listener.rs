@@ -534,3 +534,7 @@ mod tests {
 #[cfg(all(test, shuttle))]
 #[path = "interleavings/listener.rs"]
 mod interleavings;
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/progress.rs"]
+mod interleavings_progress;
