@@ -12,7 +12,9 @@
 //! `RUSTFLAGS="--cfg bench_mimalloc"` for the same figures with mimalloc as the allocator.
 //! The client uses the library's default settings, its client-side rate limit included, so
 //! the sync time is what a user gets; `BENCH_QPS=0` turns the limiter off for comparison
-//! (`BENCH_QPS=5 BENCH_BURST=10`: client-go's historical defaults).
+//! (`BENCH_QPS=5 BENCH_BURST=10`: client-go's historical defaults). Each sync prints how many
+//! requests it took against the limiter's burst (the bucket starts full, so a sync within the
+//! burst waited for no token).
 //! This prints figures; it asserts nothing about time.
 
 use std::io::{BufRead, BufReader, Write};
@@ -277,6 +279,9 @@ fn serve(n: usize) {
             server.inject(Target::Watch, Fault::Stall(Duration::from_millis(ms)));
             writeln!(out, "done").unwrap();
             out.flush().unwrap();
+        } else if line == "requests" {
+            writeln!(out, "{}", server.requests().len()).unwrap();
+            out.flush().unwrap();
         } else if let Some(u) = line.strip_prefix("touch ") {
             let u: usize = u.parse().unwrap();
             for _ in 0..u {
@@ -347,11 +352,33 @@ fn client<K: Object>(
             u.fetch_add(1, Ordering::Relaxed);
         }))
         .unwrap();
+    let requests_before_sync: usize = ctl("requests").parse().unwrap();
     let allocs_before_sync = allocations();
     let t0 = Instant::now();
     informer.start().unwrap();
     assert!(informer.wait_for_cache_sync(Duration::from_secs(600)));
     let sync = t0.elapsed();
+    // The client-side rate limiter's bucket starts full: if the sync took no more requests
+    // than its burst, none of them waited for a token.
+    let requests: usize = ctl("requests").parse::<usize>().unwrap() - requests_before_sync;
+    let config = client_config(url);
+    eprintln!(
+        "  requests to sync: {requests}; {}",
+        if config.qps <= 0.0 {
+            "rate limiter off".to_owned()
+        } else if requests <= config.burst as usize {
+            format!(
+                "within the limiter's burst of {}: none waited",
+                config.burst
+            )
+        } else {
+            format!(
+                "{} past the limiter's burst of {}",
+                requests - config.burst as usize,
+                config.burst
+            )
+        }
+    );
     assert_eq!(informer.store().len(), n);
     let rss_after_sync = peak_rss_mib();
     let allocs_at_sync = allocations();
