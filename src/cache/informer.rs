@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use super::catch::catch;
 use super::delta::Delta;
-use super::delta_fifo::{DeltaFifo, KnownObjects};
+use super::delta_fifo::{Closed, DeltaFifo, KnownObjects};
 use super::handler::EventHandler;
 use super::health::{HandlerStats, InformerHealth};
 use super::listener::{Listener, Notification, PanicHandler, DEFAULT_MAX_BACKLOG};
@@ -548,6 +548,21 @@ impl<K: Object> Inner<K> {
         }
     }
 
+    /// Queues one resync for the handlers `due`; returns how many `Sync`s it queued. The
+    /// round is registered under the lock the consumer takes to attribute a popped `Sync`,
+    /// so none of this round's can be popped before the round is known.
+    fn resync_for(&self, due: Vec<u64>) -> Result<usize, Closed> {
+        let mut rounds = self.resync_rounds.lock();
+        let queued = self.fifo.resync()?;
+        if queued > 0 {
+            rounds.push_back(ResyncRound {
+                handlers: due,
+                remaining: queued,
+            });
+        }
+        Ok(queued)
+    }
+
     /// Finds the handlers whose resync is due and queues a resync for them; checks at least
     /// once a second so handlers added later are honoured.
     fn resync_loop(self: Arc<Self>) {
@@ -566,18 +581,8 @@ impl<K: Object> Inner<K> {
                 }
                 wait = wait.min(next.saturating_duration_since(now));
             }
-            if !due.is_empty() {
-                // Registered under the lock the consumer takes to attribute a popped `Sync`,
-                // so none of this round's can be popped before the round is known.
-                let mut rounds = self.resync_rounds.lock();
-                match self.fifo.resync() {
-                    Err(_) => return,
-                    Ok(0) => {}
-                    Ok(queued) => rounds.push_back(ResyncRound {
-                        handlers: due,
-                        remaining: queued,
-                    }),
-                }
+            if !due.is_empty() && self.resync_for(due).is_err() {
+                return;
             }
             if self.stop.sleep(wait.max(Duration::from_millis(10))) {
                 return;

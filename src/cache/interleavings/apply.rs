@@ -122,19 +122,10 @@ impl Rig {
     }
 }
 
-/// One round of the resync timer with the handlers `due`: what `resync_loop` does when it
-/// finds them due, without the timer (the round is registered under the lock the consumer
-/// takes to attribute a popped `Sync`). Returns how many `Sync`s it queued.
+/// One round of the resync timer with the handlers `due`, as `resync_loop` queues it when
+/// it finds them due. Returns how many `Sync`s it queued.
 fn resync_for(inner: &Inner<DynamicObject>, due: Vec<u64>) -> usize {
-    let mut rounds = inner.resync_rounds.lock();
-    let queued = inner.fifo.resync().unwrap();
-    if queued > 0 {
-        rounds.push_back(ResyncRound {
-            handlers: due,
-            remaining: queued,
-        });
-    }
-    queued
+    inner.resync_for(due).unwrap()
 }
 
 /// A resync round for every handler.

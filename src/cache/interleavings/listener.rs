@@ -189,26 +189,12 @@ fn interleavings_listener_overflow_bounded_backlog_2() {
 
 /// Per object, the handler sees a subsequence of the states sent, in order, every deletion
 /// of an object it saw, and ends in the final state.
-// Ignored: the listener can hand a coalesced notification to the handler before an older
-// one still in the channel (per-object order broken; see `interleavings_listener_order_minimal`).
-// `next_batch` finds the channel empty, and before it locks the overflow map the informer
-// thread sends one notification into the channel (coalescing is off, there is room) and the
-// next into the overflow map (the channel is now full); the listener then takes the overflow
-// map's first. Not one of issue 11's listed faults; left for the listener's owner.
-#[ignore = "listener order bug: an overflow notification can overtake the channel's"]
 #[test]
 fn interleavings_listener_order_backlog_1() {
     check_listener_hand_off(1, Check::Order);
 }
 
 /// As above with a backlog bound of 2.
-// Ignored: the listener can hand a coalesced notification to the handler before an older
-// one still in the channel (per-object order broken; see `interleavings_listener_order_minimal`).
-// `next_batch` finds the channel empty, and before it locks the overflow map the informer
-// thread sends one notification into the channel (coalescing is off, there is room) and the
-// next into the overflow map (the channel is now full); the listener then takes the overflow
-// map's first. Not one of issue 11's listed faults; left for the listener's owner.
-#[ignore = "listener order bug: an overflow notification can overtake the channel's"]
 #[test]
 fn interleavings_listener_order_backlog_2() {
     check_listener_hand_off(2, Check::Order);
@@ -216,13 +202,11 @@ fn interleavings_listener_order_backlog_2() {
 
 /// The smallest case of the order check: an add, then an update of the same object, with a
 /// backlog bound of 1.
-// Ignored: the listener can hand a coalesced notification to the handler before an older
-// one still in the channel (per-object order broken; see `interleavings_listener_order_minimal`).
-// `next_batch` finds the channel empty, and before it locks the overflow map the informer
-// thread sends one notification into the channel (coalescing is off, there is room) and the
-// next into the overflow map (the channel is now full); the listener then takes the overflow
-// map's first. Not one of issue 11's listed faults; left for the listener's owner.
-#[ignore = "listener order bug: an overflow notification can overtake the channel's"]
+// Found by this check: `next_batch` found the channel empty, and before it locked the
+// overflow map the informer thread sent one notification into the channel (there was room)
+// and the next into the overflow map (the channel was then full); the listener took the
+// overflow's first, so the handler saw the update before the add. It now looks at the
+// channel again under the overflow's lock.
 #[test]
 fn interleavings_listener_order_minimal() {
     explore(|| {
