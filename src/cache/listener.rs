@@ -158,6 +158,13 @@ impl<K> Overflow<K> {
     }
 }
 
+/// A listener's count of handled notifications and the smallest count a waiter waits for
+/// (`u64::MAX`: nobody waits).
+struct Progress {
+    processed: u64,
+    wake_at: u64,
+}
+
 /// A handler's listener: its channel, its thread, its sync and resync state.
 pub(crate) struct Listener<K> {
     pub id: u64,
@@ -172,9 +179,12 @@ pub(crate) struct Listener<K> {
     delivered: AtomicU64,
     /// Notifications merged into others or cancelled out.
     coalesced: AtomicU64,
-    /// Notifications handled (or merged away).
-    processed: Mutex<u64>,
-    progress: Condvar,
+    /// Notifications handled (or merged away), and the smallest count a waiter waits for.
+    progress: Mutex<Progress>,
+    /// Signalled when `processed` reaches `wake_at`, and on shutdown.
+    progressed: Condvar,
+    /// How many times `progressed` was signalled for progress (waiters woken by count).
+    wakeups: AtomicU64,
     /// `sent` when the initial list was complete for this handler; `None` until then.
     pub sync_target: Mutex<Option<u64>>,
     pub panics: AtomicU64,
@@ -196,8 +206,12 @@ impl<K: Send + Sync + 'static> Listener<K> {
             sent: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
             coalesced: AtomicU64::new(0),
-            processed: Mutex::new(0),
-            progress: Condvar::new(),
+            progress: Mutex::new(Progress {
+                processed: 0,
+                wake_at: u64::MAX,
+            }),
+            progressed: Condvar::new(),
+            wakeups: AtomicU64::new(0),
             sync_target: Mutex::new(None),
             panics: AtomicU64::new(0),
             resync_period,
@@ -255,9 +269,24 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
     }
 
+    /// Counts `weight` more notifications handled, and wakes the waiters only when the count
+    /// reaches the smallest target one of them registered: an informer's initial sync of n
+    /// objects then wakes a `wait_for_sync` caller once, not n times.
+    ///
+    /// No wake-up is lost: a waiter registers its target and goes to sleep while holding the
+    /// lock this takes (the condvar releases it atomically), so this either sees the target
+    /// and wakes the waiter, or runs before the waiter checks the count and the waiter then
+    /// sees the new count without sleeping. Every waiter woken re-registers its own target if
+    /// it is still short, so several waiters with different targets are all served.
     fn mark_processed(&self, weight: u64) {
-        *self.processed.lock() += weight;
-        self.progress.notify_all();
+        let mut p = self.progress.lock();
+        p.processed += weight;
+        if p.processed >= p.wake_at {
+            p.wake_at = u64::MAX;
+            drop(p);
+            self.wakeups.fetch_add(1, Ordering::Relaxed);
+            self.progressed.notify_all();
+        }
     }
 
     /// The next notifications to handle: the channel first, then coalesced ones; `None` when
@@ -329,7 +358,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
     }
 
     pub fn processed(&self) -> u64 {
-        *self.processed.lock()
+        self.progress.lock().processed
     }
 
     /// True once the handler has handled everything up to its sync target.
@@ -342,12 +371,15 @@ impl<K: Send + Sync + 'static> Listener<K> {
 
     /// Waits until the handler handled `target` notifications, or the deadline.
     pub fn wait_processed(&self, target: u64, deadline: Instant) -> bool {
-        let mut p = self.processed.lock();
-        while *p < target {
-            if self.stop.load(Ordering::SeqCst)
-                || self.progress.wait_until(&mut p, deadline).timed_out()
-            {
-                return *p >= target;
+        let mut p = self.progress.lock();
+        while p.processed < target {
+            if self.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            // Under the lock: `mark_processed` cannot miss it (see there).
+            p.wake_at = p.wake_at.min(target);
+            if self.progressed.wait_until(&mut p, deadline).timed_out() {
+                return p.processed >= target;
             }
         }
         true
@@ -357,7 +389,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::SeqCst);
         self.tx.lock().take();
-        self.progress.notify_all();
+        // Under the lock, so a waiter between its `stop` check and its sleep is not missed.
+        drop(self.progress.lock());
+        self.progressed.notify_all();
         let t = self.thread.lock().take();
         if let Some(t) = t {
             if t.thread().id() != crate::sync::thread::current().id() {
@@ -430,8 +464,77 @@ mod tests {
         assert_eq!(seen, ["add ns/b", "add ns/a"]);
         assert_eq!(ov.len, 0);
     }
+
+    /// `wait_processed` waiters are woken when their targets are reached, not once per
+    /// notification: 200,000 notifications handled while three threads wait for different
+    /// counts (one of them past the end, so it times out) wake the waiters a handful of times,
+    /// and none of them misses its count (no lost wake-up).
+    #[test]
+    fn waiters_wake_at_their_targets_not_per_notification() {
+        const N: u64 = 200_000;
+        let l = Listener::<DynamicObject>::new(0, usize::MAX, Duration::ZERO);
+        l.spawn(
+            "test-listener".into(),
+            Box::new(crate::cache::HandlerFns::new()),
+            None,
+        )
+        .unwrap();
+        let object = pod("p", 1);
+        let (started_tx, started_rx) = crossbeam_channel::unbounded();
+        let waiters: Vec<_> = [N / 3, N, N + 1]
+            .into_iter()
+            .map(|target| {
+                let (l, started) = (Arc::clone(&l), started_tx.clone());
+                std::thread::spawn(move || {
+                    started.send(()).unwrap();
+                    // Generous for the reachable targets; the unreachable one times out when
+                    // the test is otherwise done.
+                    let bound = if target > N { 2 } else { 60 };
+                    let r = l.wait_processed(target, Instant::now() + Duration::from_secs(bound));
+                    (target, r)
+                })
+            })
+            .collect();
+        for _ in 0..3 {
+            started_rx.recv().unwrap();
+        }
+        for _ in 0..N {
+            l.send("ns/p", Notification::Update(object.clone(), object.clone()));
+        }
+        for w in waiters {
+            let (target, reached) = w.join().unwrap();
+            assert_eq!(reached, target <= N, "waiter for {target}");
+        }
+        assert_eq!(l.processed(), N);
+        let wakeups = l.wakeups.load(Ordering::Relaxed);
+        assert!(
+            wakeups <= 3,
+            "{wakeups} wake-ups for {N} notifications and 3 waiters"
+        );
+        // A waiter for a count already reached returns at once.
+        assert!(l.wait_processed(N, Instant::now()));
+        l.shutdown();
+    }
+
+    /// A waiter is released by shutdown, whenever it comes.
+    #[test]
+    fn shutdown_releases_a_waiter() {
+        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO);
+        let waiter = {
+            let l = Arc::clone(&l);
+            std::thread::spawn(move || {
+                l.wait_processed(1, Instant::now() + Duration::from_secs(60))
+            })
+        };
+        l.shutdown();
+        assert!(!waiter.join().unwrap());
+    }
 }
 
 #[cfg(all(test, shuttle))]
 #[path = "interleavings/listener.rs"]
 mod interleavings;
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/progress.rs"]
+mod interleavings_progress;
