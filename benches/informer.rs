@@ -10,6 +10,11 @@
 //!
 //! Run: `cargo bench --bench informer` (optionally `-- 10000` to pick sizes), and with
 //! `RUSTFLAGS="--cfg bench_mimalloc"` for the same figures with mimalloc as the allocator.
+//! The client uses the library's default settings, its client-side rate limit included, so
+//! the sync time is what a user gets; `BENCH_QPS=0` turns the limiter off for comparison
+//! (`BENCH_QPS=5 BENCH_BURST=10`: client-go's historical defaults). Each sync prints how many
+//! requests it took against the limiter's burst (the bucket starts full, so a sync within the
+//! burst waited for no token).
 //! This prints figures; it asserts nothing about time.
 
 use std::io::{BufRead, BufReader, Write};
@@ -274,6 +279,9 @@ fn serve(n: usize) {
             server.inject(Target::Watch, Fault::Stall(Duration::from_millis(ms)));
             writeln!(out, "done").unwrap();
             out.flush().unwrap();
+        } else if line == "requests" {
+            writeln!(out, "{}", server.requests().len()).unwrap();
+            out.flush().unwrap();
         } else if let Some(u) = line.strip_prefix("touch ") {
             let u: usize = u.parse().unwrap();
             for _ in 0..u {
@@ -293,8 +301,7 @@ fn client<K: Object>(
     n: usize,
     ctl: &mut dyn FnMut(&str) -> String,
 ) -> (Duration, f64, f64, f64) {
-    let mut config = ClientConfig::new(url);
-    config.qps = 0.0;
+    let config = client_config(url);
     let api: Api<K> = Api::all_with(Client::new(config).unwrap(), &pods());
     if std::env::var_os("BENCH_LIST_ONLY").is_some() {
         let t = Instant::now();
@@ -345,11 +352,33 @@ fn client<K: Object>(
             u.fetch_add(1, Ordering::Relaxed);
         }))
         .unwrap();
+    let requests_before_sync: usize = ctl("requests").parse().unwrap();
     let allocs_before_sync = allocations();
     let t0 = Instant::now();
     informer.start().unwrap();
     assert!(informer.wait_for_cache_sync(Duration::from_secs(600)));
     let sync = t0.elapsed();
+    // The client-side rate limiter's bucket starts full: if the sync took no more requests
+    // than its burst, none of them waited for a token.
+    let requests: usize = ctl("requests").parse::<usize>().unwrap() - requests_before_sync;
+    let config = client_config(url);
+    eprintln!(
+        "  requests to sync: {requests}; {}",
+        if config.qps <= 0.0 {
+            "rate limiter off".to_owned()
+        } else if requests <= config.burst as usize {
+            format!(
+                "within the limiter's burst of {}: none waited",
+                config.burst
+            )
+        } else {
+            format!(
+                "{} past the limiter's burst of {}",
+                requests - config.burst as usize,
+                config.burst
+            )
+        }
+    );
     assert_eq!(informer.store().len(), n);
     let rss_after_sync = peak_rss_mib();
     let allocs_at_sync = allocations();
@@ -400,6 +429,27 @@ fn client<K: Object>(
     (sync, rate, rss_after_sync, peak)
 }
 
+/// The library's default client settings (its client-side rate limit included), except
+/// for `BENCH_QPS` (`0`: the limiter off) and `BENCH_BURST` when set.
+fn client_config(url: &str) -> ClientConfig {
+    let mut config = ClientConfig::new(url);
+    if let Some(qps) = env_number("BENCH_QPS") {
+        config.qps = qps as f32;
+    }
+    if let Some(burst) = env_number("BENCH_BURST") {
+        config.burst = burst as u32;
+    }
+    config
+}
+
+fn env_number(name: &str) -> Option<f64> {
+    let v = std::env::var(name).ok()?;
+    Some(
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+    )
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--serve") {
@@ -429,6 +479,22 @@ fn main() {
     };
     let exe = std::env::current_exe().unwrap();
     println!("informer benchmark: {UPDATES} watch events per run; server in a separate process");
+    let limits = client_config("http://127.0.0.1");
+    if limits.qps > 0.0 {
+        println!(
+            "client-side rate limit: {} requests/s, burst {}{}",
+            limits.qps,
+            limits.burst,
+            if std::env::var_os("BENCH_QPS").is_some() || std::env::var_os("BENCH_BURST").is_some()
+            {
+                " (BENCH_QPS/BENCH_BURST)"
+            } else {
+                " (the library's defaults)"
+            }
+        );
+    } else {
+        println!("client-side rate limit: off (BENCH_QPS=0)");
+    }
     println!(
         "{:>8} {:>14} {:>12} {:>16} {:>18} {:>14}",
         "pods", "type", "sync (s)", "events/s", "RSS synced (MiB)", "peak (MiB)"

@@ -296,9 +296,9 @@ fn main() {
     mark!(pods, Pod);
     mark!(events, Event);
     factory.start().unwrap_or_else(|e| fail(&e));
-    let synced = factory.wait_for_cache_sync(Duration::from_secs(60));
-    if let Some((name, _)) = synced.iter().find(|(_, ok)| !**ok) {
-        eprintln!("deployment_pods: the {name} cache did not sync");
+    let sync = factory.wait_for_cache_sync(Duration::from_secs(60));
+    if !sync.all_synced() {
+        eprintln!("deployment_pods: {sync}");
         std::process::exit(1);
     }
     let listers = Listers {

@@ -1,11 +1,17 @@
-//! Logs every pod event of a cluster, one greppable line per event:
+//! Logs every pod event of a cluster, one greppable line per event; an update says what
+//! changed:
 //!
 //! ```text
 //! ADD lab/web-1 phase=Pending node=-
 //! UPDATE lab/web-1 phase=Pending->Running ready=false->true node=node-a
+//! UPDATE lab/web-1 labels+=tier=front labels~=app=web->shop annotations+=note node=node-a
+//! UPDATE lab/web-1 deleting node=node-a
+//! UPDATE lab/web-3 changed=status node=node-b
 //! DELETE lab/web-1
 //! DELETE lab/web-2 (tombstone)
 //! ```
+//!
+//! An object delivered again unchanged (a relist, a resync) gets no line: it is not an event.
 //!
 //! With a kubeconfig (`$KUBECONFIG`, `~/.kube/config`) or inside a pod it watches that
 //! cluster. With no cluster configured (or `--demo`) it says so on its first line and runs
@@ -13,13 +19,19 @@
 //! scheduled, become ready, restart, get deleted, and now and then the connection drops while
 //! pods are deleted, so missed deletions show up as tombstones.
 //!
+//! In demo mode the network blips are simulated: each is announced on one line
+//! (`pod_logger: demo: simulated network blip ...`) and the errors it causes are not printed;
+//! any other error is.
+//!
 //! Flags: `--namespace NS`, `--selector SEL`, `--kubeconfig PATH`, `--context NAME`, `--demo`,
-//! `--duration SECS` (stop by itself). Ctrl-C stops it cleanly, all threads joined.
+//! `--duration SECS` (stop by itself), `--stats` (a `STATS` line every 5 seconds: the
+//! informer's health and counters, the handler's). Ctrl-C stops it cleanly, all threads
+//! joined.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube_informer::api::{ApiResource, LabelSelector, Object, ObjectMeta, Resource};
+use kube_informer::api::{ApiResource, LabelSelector, Object, ObjectMeta, Resource, StringMap};
 use kube_informer::cache::{DeletedObject, EventHandler, InformerConfig, SharedIndexInformer};
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::{ApiServer, Fault, Target};
@@ -109,7 +121,31 @@ impl EventHandler<Pod> for Logger {
     }
 
     fn on_update(&mut self, old: Arc<Pod>, new: Arc<Pod>) {
+        if old.metadata.resource_version() == new.metadata.resource_version() {
+            // Delivered again unchanged (a relist or a resync): not an event.
+            return;
+        }
         let mut changes = Vec::new();
+        map_changes(
+            "labels",
+            &old.metadata.labels,
+            &new.metadata.labels,
+            true,
+            &mut changes,
+        );
+        map_changes(
+            "annotations",
+            &old.metadata.annotations,
+            &new.metadata.annotations,
+            false,
+            &mut changes,
+        );
+        if old.metadata.deletion_timestamp.is_none() && new.metadata.deletion_timestamp.is_some() {
+            changes.push("deleting".to_owned());
+        }
+        if old.metadata.finalizers != new.metadata.finalizers {
+            changes.push("finalizers".to_owned());
+        }
         if old.phase() != new.phase() {
             changes.push(format!("phase={}->{}", old.phase(), new.phase()));
         }
@@ -121,8 +157,13 @@ impl EventHandler<Pod> for Logger {
         }
         let node_moved = old.node() != new.node();
         if changes.is_empty() && !node_moved {
-            // Metadata-only changes and resyncs are not worth a line.
-            return;
+            // Nothing this program decodes changed: say where the change was.
+            let what = if old.metadata.generation != new.metadata.generation {
+                "spec"
+            } else {
+                "status"
+            };
+            changes.push(format!("changed={what}"));
         }
         let node = if node_moved {
             format!("{}->{}", old.node(), new.node())
@@ -143,6 +184,34 @@ impl EventHandler<Pod> for Logger {
     }
 }
 
+/// Label or annotation changes: `labels+=k=v`, `labels-=k`, `labels~=k=old->new`
+/// (annotations by key only: their values can be long).
+fn map_changes(
+    what: &str,
+    old: &Option<StringMap>,
+    new: &Option<StringMap>,
+    values: bool,
+    out: &mut Vec<String>,
+) {
+    let empty = StringMap::new();
+    let (old, new) = (
+        old.as_ref().unwrap_or(&empty),
+        new.as_ref().unwrap_or(&empty),
+    );
+    for (k, v) in new.iter() {
+        match old.get(k) {
+            None if values => out.push(format!("{what}+={k}={v}")),
+            None => out.push(format!("{what}+={k}")),
+            Some(was) if was != v && values => out.push(format!("{what}~={k}={was}->{v}")),
+            Some(was) if was != v => out.push(format!("{what}~={k}")),
+            Some(_) => {}
+        }
+    }
+    for k in old.keys().filter(|k| !new.contains_key(k)) {
+        out.push(format!("{what}-={k}"));
+    }
+}
+
 #[derive(Default)]
 struct Args {
     namespace: Option<String>,
@@ -151,6 +220,7 @@ struct Args {
     context: Option<String>,
     demo: bool,
     duration: Option<Duration>,
+    stats: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -164,6 +234,7 @@ fn parse_args() -> Result<Args, String> {
             "--kubeconfig" => args.kubeconfig = Some(value("--kubeconfig")?),
             "--context" => args.context = Some(value("--context")?),
             "--demo" => args.demo = true,
+            "--stats" => args.stats = true,
             "--duration" => {
                 let v = value("--duration")?;
                 let secs: u64 = v
@@ -172,7 +243,7 @@ fn parse_args() -> Result<Args, String> {
                 args.duration = Some(Duration::from_secs(secs));
             }
             "--help" | "-h" => {
-                println!("usage: pod_logger [--namespace NS] [--selector SEL] [--kubeconfig PATH] [--context NAME] [--demo] [--duration SECS]");
+                println!("usage: pod_logger [--namespace NS] [--selector SEL] [--kubeconfig PATH] [--context NAME] [--demo] [--duration SECS] [--stats]");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
@@ -241,12 +312,40 @@ fn main() {
     let mut config = InformerConfig::default();
     config.reflector.label_selector = args.selector.clone();
     config.transform = Some(kube_informer::cache::strip_managed_fields());
-    let config = config.on_watch_error(|e| eprintln!("pod_logger: watch: {e}"));
+    let simulated = _demo.as_ref().map(|d| Arc::clone(&d.blip));
+    let config = config.on_watch_error(move |e| {
+        // The demo's own blips were announced when they were made; real errors show.
+        if !simulated.as_ref().is_some_and(|b| b.covers_now()) {
+            eprintln!("pod_logger: watch: {e}");
+        }
+    });
     let informer = SharedIndexInformer::new(api, config);
     informer
         .add_event_handler(Logger)
         .expect("register the handler");
     informer.start().expect("start the informer");
+    let _stats = args.stats.then(|| {
+        let (informer, stop) = (informer.clone(), Arc::new(kube_informer::cache::StopSignal::new()));
+        let s = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("pod_logger/stats".into())
+            .spawn(move || {
+                while !s.sleep(Duration::from_secs(5)) {
+                    let h = informer.health();
+                    let r = &h.reflector;
+                    let relists: u64 = r.relists.values().sum();
+                    let errors: u64 = r.errors.values().sum();
+                    let handler = h.handlers.first().cloned().unwrap_or_default();
+                    println!(
+                        "STATS {} synced={} watching={} cached={} lists={} relists={relists} watch_restarts={} events={} bookmarks={} errors={errors} rv={} delivered={} coalesced={} backlog={} panics={}",
+                        h.name, h.synced, h.watching, h.cached, r.lists, r.watch_restarts, r.events, r.bookmarks,
+                        r.last_resource_version, handler.delivered, handler.coalesced, handler.backlog, handler.panics
+                    );
+                }
+            })
+            .expect("spawn the stats thread");
+        StopOnDrop(stop, Some(thread))
+    });
 
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(1);
     ctrlc::set_handler(move || {
@@ -262,14 +361,47 @@ fn main() {
         }
     }
     let t = Instant::now();
+    drop(_stats);
     informer.stop();
     drop(_demo);
     eprintln!("pod_logger: stopped in {:?}", t.elapsed());
 }
 
+/// Stops and joins a helper thread when dropped.
+struct StopOnDrop(
+    Arc<kube_informer::cache::StopSignal>,
+    Option<std::thread::JoinHandle<()>>,
+);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
+        if let Some(t) = self.1.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// When the demo last simulated a network blip: the watch errors that follow for a few
+/// seconds are its own doing, announced already.
+#[derive(Default)]
+struct Blip(parking_lot::Mutex<Option<Instant>>);
+
+impl Blip {
+    fn start(&self) {
+        *self.0.lock() = Some(Instant::now());
+    }
+    fn covers_now(&self) -> bool {
+        self.0
+            .lock()
+            .is_some_and(|at| at.elapsed() < Duration::from_secs(5))
+    }
+}
+
 /// The embedded API server and a thread that plays a workload on it.
 struct Demo {
     server: Arc<ApiServer>,
+    blip: Arc<Blip>,
     stop: Arc<kube_informer::cache::StopSignal>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -284,13 +416,15 @@ impl Demo {
                 .start(),
         );
         let stop = Arc::new(kube_informer::cache::StopSignal::new());
-        let (s, st) = (Arc::clone(&server), Arc::clone(&stop));
+        let blip = Arc::new(Blip::default());
+        let (s, st, b) = (Arc::clone(&server), Arc::clone(&stop), Arc::clone(&blip));
         let thread = std::thread::Builder::new()
             .name("pod_logger/demo-workload".into())
-            .spawn(move || workload(&s, &pods, &st))
+            .spawn(move || workload(&s, &pods, &st, &b))
             .expect("spawn the demo workload");
         Demo {
             server,
+            blip,
             stop,
             thread: Some(thread),
         }
@@ -317,7 +451,12 @@ fn pod_body(ns: &str, name: &str) -> serde_json::Value {
 
 /// Creates, schedules, readies, restarts and deletes pods; every tenth round the watch is
 /// cut while two pods are deleted, so they come back as tombstones after the relist.
-fn workload(server: &ApiServer, pods: &ApiResource, stop: &kube_informer::cache::StopSignal) {
+fn workload(
+    server: &ApiServer,
+    pods: &ApiResource,
+    stop: &kube_informer::cache::StopSignal,
+    blip: &Blip,
+) {
     let nodes = ["node-a", "node-b", "node-c"];
     // (namespace, name, scheduled)
     let mut live: Vec<(String, String, bool)> = Vec::new();
@@ -347,6 +486,16 @@ fn workload(server: &ApiServer, pods: &ApiResource, stop: &kube_informer::cache:
                 let _ = server.patch(pods, Some(&ns), &name, &patch);
             }
         }
+        if round % 4 == 0 {
+            // `kubectl label` / `kubectl annotate`: metadata-only updates.
+            if let Some((ns, name, _)) = live.last().cloned() {
+                let patch = serde_json::json!({"metadata": {
+                    "labels": {"tier": "front", "app": if round % 8 == 0 { "shop" } else { "web" }},
+                    "annotations": {"example.com/note": format!("round {round}")}
+                }});
+                let _ = server.patch(pods, Some(&ns), &name, &patch);
+            }
+        }
         if live.len() > 6 {
             let (ns, name, _) = live.remove(0);
             let _ = server.delete(pods, Some(&ns), &name);
@@ -354,6 +503,8 @@ fn workload(server: &ApiServer, pods: &ApiResource, stop: &kube_informer::cache:
         if round % 10 == 0 && live.len() >= 2 {
             // A network blip: the watch drops, and while it is down two pods go away and the
             // server's history moves on, so the informer relists and infers the deletions.
+            println!("pod_logger: demo: simulated network blip (watch cut, 503 on reconnect, 2 pods deleted meanwhile)");
+            blip.start();
             server.inject(Target::Watch, Fault::status(503));
             server.disconnect_all();
             for _ in 0..2 {

@@ -1,7 +1,11 @@
 //! The crate's one error type.
 //!
 //! Every error says which request (method and path, never a credential) or which input failed,
-//! and what was wrong. API failures keep the decoded [`Status`] so callers can branch on
+//! and what was wrong — without quoting what the server sent, which may be object data (a
+//! Secret's): a body or watch line that does not decode is described by its length and the
+//! position and kind of the JSON error, an error body that is not a `Status` by its length
+//! and content type. A real `Status` is kept whole (its `message` is the server's, written
+//! for people). API failures keep the decoded [`Status`] so callers can branch on
 //! `code`/`reason` (410 means relist, 409 means conflict, ...).
 
 use std::fmt;
@@ -121,6 +125,41 @@ impl Error {
             Error::Api { status, .. } => status.code == 429 || status.code >= 500,
             _ => false,
         }
+    }
+}
+
+/// What went wrong decoding JSON, without quoting the JSON: the error's kind and position
+/// (serde's messages can quote values, and a value may be a Secret's data). A "missing
+/// field" message names only a field of our own schema, so it is kept.
+pub(crate) fn json_error_summary(e: &serde_json::Error) -> String {
+    let kind = match e.classify() {
+        serde_json::error::Category::Io => "read error",
+        serde_json::error::Category::Syntax => "syntax error",
+        serde_json::error::Category::Data => "unexpected data",
+        serde_json::error::Category::Eof => "unexpected end of input",
+    };
+    let text = e.to_string();
+    let detail = match text.strip_prefix("missing field `") {
+        Some(rest) => match rest.split_once('`') {
+            Some((field, _)) if field.len() <= 64 => format!(" (missing field `{field}`)"),
+            _ => String::new(),
+        },
+        None => String::new(),
+    };
+    if e.line() == 0 {
+        // The fast scanner's errors end with their position instead.
+        let at = text
+            .rsplit_once(" at byte ")
+            .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .map(|(_, n)| format!(" at byte {n}"))
+            .unwrap_or_default();
+        format!("JSON {kind}{detail}{at}")
+    } else {
+        format!(
+            "JSON {kind}{detail} at line {} column {}",
+            e.line(),
+            e.column()
+        )
     }
 }
 

@@ -52,6 +52,7 @@ pub mod config;
 pub mod controller;
 mod deadline;
 mod error;
+mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod workqueue;

@@ -330,3 +330,48 @@ fn a_refreshable_credential_is_refreshed_once_after_401() {
     assert_eq!(provider.invalidated.load(Ordering::SeqCst), 1);
     assert_eq!(server.requests().len(), 2);
 }
+
+/// A closed port on loopback: bound, then released.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Connection errors name the server (scheme, host, port) once, and the kubeconfig and
+/// context the settings came from; API errors are left as the server said them.
+#[test]
+fn a_refused_connection_names_the_server_and_where_it_came_from() {
+    let port = closed_port();
+    let client = Client::new(kube_informer::ClientConfig::new(format!(
+        "http://127.0.0.1:{port}"
+    )))
+    .unwrap();
+    let api: Api<DynamicObject> = Api::all_with(client, &pods());
+    let err = api.list(&ListParams::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("GET /api/v1/pods to http://127.0.0.1:{port}: ")),
+        "{text}"
+    );
+    assert_eq!(text.matches("127.0.0.1").count(), 1, "once: {text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: lab\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: lab\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: tok-never-shown\n"
+        ),
+    )
+    .unwrap();
+    let config = kube_informer::config::Config::from_kubeconfig(&path).unwrap();
+    let api: Api<DynamicObject> = Api::all_with(config.client().unwrap(), &pods());
+    let text = api.list(&ListParams::default()).unwrap_err().to_string();
+    assert!(text.contains(&format!("http://127.0.0.1:{port}")), "{text}");
+    assert!(text.contains("\"lab\""), "the context: {text}");
+    assert!(
+        text.contains(&path.display().to_string()),
+        "the file: {text}"
+    );
+    assert!(!text.contains("tok-never-shown"), "{text}");
+}

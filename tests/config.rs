@@ -296,6 +296,36 @@ fn exec_plugin_failures_name_the_command_and_quote_stderr() {
 }
 
 #[test]
+fn an_exec_plugin_that_cannot_start_shows_its_install_hint() {
+    // kubectl prints the kubeconfig's installHint when the plugin binary is missing.
+    let s = tls_server(ApiServer::builder().token("x"));
+    let hint =
+        "      installHint: |\n        kube-login is not installed: brew install kube-login\n";
+    let user = exec_user("/nonexistent/kube-login", hint);
+    let c = Config::from_kubeconfig_str(
+        &kubeconfig(&s.url(), &ca_data(), &user),
+        &Default::default(),
+    )
+    .unwrap();
+    let e = reaches(&c).unwrap_err().to_string();
+    assert!(
+        e.contains("/nonexistent/kube-login")
+            && e.contains("cannot start")
+            && e.contains("kube-login is not installed: brew install kube-login"),
+        "{e}"
+    );
+    // Without a hint, the error is as before.
+    let user = exec_user("/nonexistent/kube-login", "");
+    let c = Config::from_kubeconfig_str(
+        &kubeconfig(&s.url(), &ca_data(), &user),
+        &Default::default(),
+    )
+    .unwrap();
+    let e = reaches(&c).unwrap_err().to_string();
+    assert!(e.contains("cannot start") && !e.contains("brew"), "{e}");
+}
+
+#[test]
 fn in_cluster_config_reads_the_service_account_and_follows_token_rotation() {
     let dir = tempfile::tempdir().unwrap();
     let s = tls_server(ApiServer::builder().token("sa-2"));

@@ -457,8 +457,8 @@ fn the_factory_shares_informers_and_starts_and_stops_them_together() {
     factory.start().unwrap();
     factory.start().unwrap();
     let synced = factory.wait_for_cache_sync(PATIENCE);
-    assert_eq!(synced.len(), 3, "{synced:?}");
-    assert!(synced.values().all(|s| *s), "{synced:?}");
+    assert_eq!(synced.informers.len(), 3, "{synced}");
+    assert!(synced.all_synced(), "{synced}");
     assert!(
         Arc::ptr_eq(&a.store(), &b.store()),
         "one informer per resource"

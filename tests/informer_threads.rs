@@ -62,7 +62,7 @@ fn shutdown_joins_every_thread() {
     }
     widgets_informer.add_event_handler(View::default()).unwrap();
     factory.start().unwrap();
-    assert!(factory.wait_for_cache_sync(PATIENCE).values().all(|s| *s));
+    assert!(factory.wait_for_cache_sync(PATIENCE).all_synced());
     wait_until("watching", || {
         pods_informer.is_watching() && widgets_informer.is_watching()
     });

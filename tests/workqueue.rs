@@ -280,3 +280,18 @@ fn huge_delays_and_timeouts_do_not_panic() {
     assert!(b.next_delay() >= Duration::MAX / 2);
     assert!(b.next_delay() >= Duration::MAX / 2);
 }
+
+#[test]
+fn unfinished_work_adds_up_every_item_in_processing() {
+    let q = Queue::<u32>::new();
+    q.add(1);
+    q.add(2);
+    let a = q.get().unwrap();
+    let b = q.get().unwrap();
+    let m = q.metrics();
+    assert_eq!(m.processing, 2);
+    assert!(m.unfinished_work >= m.longest_running);
+    q.done(&a);
+    q.done(&b);
+    assert_eq!(q.metrics().unfinished_work, Duration::ZERO);
+}

@@ -1,7 +1,9 @@
 //! `Status`: the body the API server sends with every failure, and inside watch ERROR events.
 //!
 //! Errors are decided by `code` and `reason` (`410`/`Expired` means "relist"), so both are
-//! typed; the human message is kept as sent.
+//! typed; the human message is kept as sent. When an error body is not a `Status`, the client
+//! makes one from the HTTP code whose message gives the body's length and content type but
+//! not its text (it may be anything, object data included).
 
 use serde::{Deserialize, Serialize};
 

@@ -32,14 +32,13 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-use parking_lot::{Condvar, Mutex};
 
 use super::delta::{key_of, DeletedFinalStateUnknown, DeletedObject, Delta};
 use super::store::Store;
 use crate::api::Object;
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// Default high-water mark: pending deltas above which watch events block.
 pub const DEFAULT_HIGH_WATER: usize = 10_000;
@@ -111,6 +110,8 @@ pub struct DeltaFifo<K> {
     synced: Condvar,
     /// `has_synced`, readable without the lock (the consumer asks after every pop).
     synced_flag: AtomicBool,
+    /// Called once when the FIFO becomes synced (the informer logs it).
+    on_synced: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     known: Option<Arc<dyn KnownObjects<K>>>,
     high_water: usize,
 }
@@ -150,6 +151,7 @@ impl<K: Object> DeltaFifo<K> {
             not_full: Condvar::new(),
             synced: Condvar::new(),
             synced_flag: AtomicBool::new(false),
+            on_synced: Mutex::new(None),
             known,
             high_water: high_water.max(1),
         }
@@ -184,8 +186,8 @@ impl<K: Object> DeltaFifo<K> {
     /// Waits for room under the high-water mark; `Err` when closed.
     fn wait_for_room<'a>(
         &self,
-        mut st: parking_lot::MutexGuard<'a, State<K>>,
-    ) -> Result<parking_lot::MutexGuard<'a, State<K>>, Closed> {
+        mut st: MutexGuard<'a, State<K>>,
+    ) -> Result<MutexGuard<'a, State<K>>, Closed> {
         while !st.closed && st.pending >= self.high_water {
             self.not_full.wait(&mut st);
         }
@@ -338,7 +340,7 @@ impl<K: Object> DeltaFifo<K> {
         self.state.lock().listed = None;
     }
 
-    fn open_state(&self) -> Result<parking_lot::MutexGuard<'_, State<K>>, Closed> {
+    fn open_state(&self) -> Result<MutexGuard<'_, State<K>>, Closed> {
         let st = self.state.lock();
         if st.closed {
             Err(Closed)
@@ -404,8 +406,7 @@ impl<K: Object> DeltaFifo<K> {
         if !st.populated {
             st.populated = true;
             if st.initial_population == 0 {
-                self.synced_flag.store(true, Ordering::Release);
-                self.synced.notify_all();
+                self.mark_synced();
             }
         }
     }
@@ -468,11 +469,31 @@ impl<K: Object> DeltaFifo<K> {
         if initial {
             st.initial_population = st.initial_population.saturating_sub(1);
             if st.initial_population == 0 && st.populated {
-                self.synced_flag.store(true, Ordering::Release);
-                self.synced.notify_all();
+                self.mark_synced();
             }
         }
         Ok(result)
+    }
+
+    /// Sets `has_synced` (for good) and tells whoever waits for it.
+    fn mark_synced(&self) {
+        self.synced_flag.store(true, Ordering::Release);
+        self.synced.notify_all();
+        if let Some(f) = self.on_synced.lock().take() {
+            f();
+        }
+    }
+
+    /// Calls `f` once, when the FIFO becomes synced (at once if it already is). It runs on
+    /// the thread that completes the sync, under the FIFO's lock: keep it short and do not
+    /// call back into the FIFO.
+    pub(crate) fn on_synced(&self, f: Box<dyn FnOnce() + Send>) {
+        let _st = self.state.lock();
+        if self.has_synced() {
+            f();
+        } else {
+            *self.on_synced.lock() = Some(f);
+        }
     }
 
     /// True once the first replace happened and every key it queued was popped and processed.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::health::InformerHealth;
 use super::informer::{InformerConfig, SharedIndexInformer};
 use super::reflector::ReflectorConfig;
 use crate::api::{ApiResource, DynamicObject, Object, Resource};
@@ -19,6 +20,7 @@ trait ManagedInformer: Send + Sync {
     fn start(&self) -> Result<()>;
     fn stop(&self);
     fn wait_for_cache_sync(&self, timeout: Duration) -> bool;
+    fn health(&self) -> InformerHealth;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -31,6 +33,9 @@ impl<K: Object> ManagedInformer for SharedIndexInformer<K> {
     }
     fn wait_for_cache_sync(&self, timeout: Duration) -> bool {
         SharedIndexInformer::wait_for_cache_sync(self, timeout)
+    }
+    fn health(&self) -> InformerHealth {
+        SharedIndexInformer::health(self)
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -70,8 +75,11 @@ pub struct FactoryOptions {
 /// let factory = SharedInformerFactory::new(client);
 /// let pods = factory.dynamic_informer(&ApiResource::new("", "v1", "Pod", "pods", true));
 /// factory.start()?;
-/// let synced = factory.wait_for_cache_sync(std::time::Duration::from_secs(30));
-/// println!("{synced:?}: {} pods cached", pods.store().len());
+/// let report = factory.wait_for_cache_sync(std::time::Duration::from_secs(30));
+/// if !report.all_synced() {
+///     eprintln!("{report}"); // which informer did not sync, and its last error
+/// }
+/// println!("{} pods cached", pods.store().len());
 /// factory.shutdown();
 /// # Ok(()) }
 /// ```
@@ -172,18 +180,39 @@ impl SharedInformerFactory {
         Ok(())
     }
 
-    /// Waits (up to `timeout` in all) for every informer's cache to sync; returns each
-    /// informer's name (`pods.v1 (DynamicObject)`) and whether it synced.
-    pub fn wait_for_cache_sync(&self, timeout: Duration) -> HashMap<String, bool> {
+    /// Waits (up to `timeout` in all) for every informer's cache to sync, and says which
+    /// did and, for those that did not, why ([`SyncReport`]).
+    pub fn wait_for_cache_sync(&self, timeout: Duration) -> SyncReport {
         let deadline = crate::deadline::after(timeout);
-        let informers: Vec<NamedInformer> = self.informers.lock().values().cloned().collect();
-        informers
+        let mut informers: Vec<NamedInformer> = self.informers.lock().values().cloned().collect();
+        informers.sort_by(|a, b| a.0.cmp(&b.0));
+        let informers = informers
             .into_iter()
             .map(|(name, i)| {
                 let left = deadline.saturating_duration_since(Instant::now());
-                (name, i.wait_for_cache_sync(left))
+                i.wait_for_cache_sync(left);
+                let mut health = i.health();
+                health.name = name;
+                health
             })
-            .collect()
+            .collect();
+        SyncReport { informers }
+    }
+
+    /// Every informer's health, by name (see [`InformerHealth`]).
+    pub fn health(&self) -> Vec<InformerHealth> {
+        let mut all: Vec<InformerHealth> = self
+            .informers
+            .lock()
+            .values()
+            .map(|(name, i)| {
+                let mut h = i.health();
+                h.name = name.clone();
+                h
+            })
+            .collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
     }
 
     /// Stops every informer and joins all their threads. The informers stop at the same
@@ -193,17 +222,24 @@ impl SharedInformerFactory {
         let informers: Vec<NamedInformer> = self.informers.lock().values().cloned().collect();
         std::thread::scope(|scope| {
             let mut inline = Vec::new();
+            let mut stopping = Vec::new();
             for (name, i) in &informers {
                 let spawned = std::thread::Builder::new()
                     .name(format!("kube-informer/{name}/stop"))
                     .spawn_scoped(scope, || i.stop());
-                if spawned.is_err() {
-                    inline.push(i);
+                match spawned {
+                    Ok(handle) => stopping.push(handle),
+                    Err(_) => inline.push(i),
                 }
             }
             // No thread to spare: stop those here, while the others stop in parallel.
             for i in inline {
                 i.stop();
+            }
+            // Joined one by one: the scope alone waits for their work, not for the threads
+            // to be gone, and "shutdown joins every thread" is the promise.
+            for handle in stopping {
+                let _ = handle.join();
             }
         });
     }
@@ -212,5 +248,44 @@ impl SharedInformerFactory {
 impl Drop for SharedInformerFactory {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// What [`SharedInformerFactory::wait_for_cache_sync`] found: every informer's health, in
+/// name order. `Display` lists the informers that did not sync, each with its last error.
+#[derive(Clone, Debug, Default)]
+pub struct SyncReport {
+    /// Each informer's health when the wait ended.
+    pub informers: Vec<InformerHealth>,
+}
+
+impl SyncReport {
+    /// True when every informer synced.
+    pub fn all_synced(&self) -> bool {
+        self.informers.iter().all(|h| h.synced)
+    }
+
+    /// The informers that did not sync.
+    pub fn not_synced(&self) -> impl Iterator<Item = &InformerHealth> {
+        self.informers.iter().filter(|h| !h.synced)
+    }
+
+    /// Whether the informer of that name synced (`None`: no such informer).
+    pub fn synced(&self, name: &str) -> Option<bool> {
+        self.informers
+            .iter()
+            .find(|h| h.name == name)
+            .map(|h| h.synced)
+    }
+}
+
+impl std::fmt::Display for SyncReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let synced = self.informers.iter().filter(|h| h.synced).count();
+        write!(f, "{synced} of {} informers synced", self.informers.len())?;
+        for h in self.not_synced() {
+            write!(f, "\n  {h}")?;
+        }
+        Ok(())
     }
 }

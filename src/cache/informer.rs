@@ -18,17 +18,14 @@
 //! [`stop`]: SharedIndexInformer::stop
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
 
 use super::catch::catch;
 use super::delta::Delta;
-use super::delta_fifo::{DeltaFifo, KnownObjects};
+use super::delta_fifo::{Closed, DeltaFifo, KnownObjects};
 use super::handler::EventHandler;
+use super::health::{HandlerStats, InformerHealth};
 use super::listener::{Listener, Notification, PanicHandler, DEFAULT_MAX_BACKLOG};
 use super::lister::Lister;
 use super::reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
@@ -37,6 +34,9 @@ use super::store::{IndexFn, Store};
 use crate::api::Object;
 use crate::client::Api;
 use crate::error::{Error, Result};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::thread::{self, JoinHandle};
+use crate::sync::Mutex;
 
 /// Options of an informer.
 #[derive(Clone)]
@@ -180,6 +180,11 @@ impl<K: Object> HandlerRegistration<K> {
     /// How many times this handler panicked.
     pub fn panics(&self) -> u64 {
         self.listener.panics.load(Ordering::SeqCst)
+    }
+
+    /// This handler's counters: delivered, coalesced, backlog, panics.
+    pub fn stats(&self) -> HandlerStats {
+        self.listener.stats()
     }
 }
 
@@ -330,13 +335,22 @@ impl<K: Object> SharedIndexInformer<K> {
                 .map(|t| guard_transform(t, inner.name.clone(), c.on_handler_panic.clone()));
             (c.reflector.clone(), transform)
         };
+        // Said when the initial list is in the cache, whichever thread completes it.
+        let (name, store, started) = (inner.name.clone(), Arc::clone(&inner.store), Instant::now());
+        inner.fifo.on_synced(Box::new(move || {
+            log::info!(
+                "kube-informer/{name}: synced {} objects in {:.2?}",
+                store.len(),
+                started.elapsed()
+            );
+        }));
         let me = Arc::clone(inner);
-        let process = std::thread::Builder::new()
+        let process = thread::Builder::new()
             .name(format!("kube-informer/{}/process", inner.name))
             .spawn(move || me.process_loop())
             .map_err(spawn_err)?;
         let me = Arc::clone(inner);
-        let resync = std::thread::Builder::new()
+        let resync = thread::Builder::new()
             .name(format!("kube-informer/{}/resync", inner.name))
             .spawn(move || me.resync_loop())
             .map_err(spawn_err)?;
@@ -390,6 +404,41 @@ impl<K: Object> SharedIndexInformer<K> {
             .and_then(Reflector::since_last_activity)
     }
 
+    /// A snapshot of the informer's health: synced, watching, the last error with its
+    /// Status, failures in a row, time since the last event, and the reflector's and every
+    /// handler's counters. `Display` prints it on one line:
+    ///
+    /// ```no_run
+    /// # fn demo(informer: kube_informer::cache::SharedIndexInformer<kube_informer::api::DynamicObject>) {
+    /// if !informer.wait_for_cache_sync(std::time::Duration::from_secs(30)) {
+    ///     // e.g. "pods: not synced, 0 cached, not watching, lists 0 (relists 0), events 0,
+    ///     // 3 failures in a row; last error 0.4s ago: GET /api/v1/pods?limit=500: 403 Forbidden: ..."
+    ///     eprintln!("{}", informer.health());
+    /// }
+    /// # }
+    /// ```
+    pub fn health(&self) -> InformerHealth {
+        let inner = &self.inner;
+        let reflector = inner.reflector.lock();
+        let handlers = inner.listeners.lock().iter().map(|l| l.stats()).collect();
+        let mut h = InformerHealth {
+            name: inner.name.clone(),
+            running: reflector.is_some() && !inner.stop.is_stopped(),
+            synced: inner.fifo.has_synced(),
+            cached: inner.store.len(),
+            handlers,
+            ..Default::default()
+        };
+        if let Some(r) = reflector.as_ref() {
+            h.watching = r.is_watching();
+            h.consecutive_failures = r.consecutive_failures();
+            h.last_error = r.last_error();
+            h.since_last_event = r.since_last_activity();
+            h.reflector = r.stats();
+        }
+        h
+    }
+
     /// Stops every thread of the informer and its handlers, and joins them.
     pub fn stop(&self) {
         self.inner.shutdown();
@@ -406,7 +455,7 @@ impl<K: Object> Inner<K> {
         self.fifo.close();
         let threads = std::mem::take(&mut *self.threads.lock());
         for t in threads {
-            if t.thread().id() != std::thread::current().id() {
+            if t.thread().id() != thread::current().id() {
                 let _ = t.join();
             }
         }
@@ -499,6 +548,21 @@ impl<K: Object> Inner<K> {
         }
     }
 
+    /// Queues one resync for the handlers `due`; returns how many `Sync`s it queued. The
+    /// round is registered under the lock the consumer takes to attribute a popped `Sync`,
+    /// so none of this round's can be popped before the round is known.
+    fn resync_for(&self, due: Vec<u64>) -> Result<usize, Closed> {
+        let mut rounds = self.resync_rounds.lock();
+        let queued = self.fifo.resync()?;
+        if queued > 0 {
+            rounds.push_back(ResyncRound {
+                handlers: due,
+                remaining: queued,
+            });
+        }
+        Ok(queued)
+    }
+
     /// Finds the handlers whose resync is due and queues a resync for them; checks at least
     /// once a second so handlers added later are honoured.
     fn resync_loop(self: Arc<Self>) {
@@ -517,18 +581,8 @@ impl<K: Object> Inner<K> {
                 }
                 wait = wait.min(next.saturating_duration_since(now));
             }
-            if !due.is_empty() {
-                // Registered under the lock the consumer takes to attribute a popped `Sync`,
-                // so none of this round's can be popped before the round is known.
-                let mut rounds = self.resync_rounds.lock();
-                match self.fifo.resync() {
-                    Err(_) => return,
-                    Ok(0) => {}
-                    Ok(queued) => rounds.push_back(ResyncRound {
-                        handlers: due,
-                        remaining: queued,
-                    }),
-                }
+            if !due.is_empty() && self.resync_for(due).is_err() {
+                return;
             }
             if self.stop.sleep(wait.max(Duration::from_millis(10))) {
                 return;
@@ -558,3 +612,7 @@ fn guard_transform<K: Object>(
         }
     })
 }
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/apply.rs"]
+mod interleavings;

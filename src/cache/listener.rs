@@ -19,17 +19,17 @@
 //! panic callback, and the listener goes on with the next notification.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use parking_lot::{Condvar, Mutex};
 
 use super::catch::catch;
 use super::delta::DeletedObject;
 use super::handler::EventHandler;
+use super::health::HandlerStats;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::channel::{self, Receiver, Sender, TryRecvError};
+use crate::sync::thread::JoinHandle;
+use crate::sync::{Condvar, Mutex};
 
 /// Default number of notifications a handler's channel holds before coalescing starts.
 pub const DEFAULT_MAX_BACKLOG: usize = 100_000;
@@ -158,6 +158,13 @@ impl<K> Overflow<K> {
     }
 }
 
+/// A listener's count of handled notifications and the smallest count a waiter waits for
+/// (`u64::MAX`: nobody waits).
+struct Progress {
+    processed: u64,
+    wake_at: u64,
+}
+
 /// A handler's listener: its channel, its thread, its sync and resync state.
 pub(crate) struct Listener<K> {
     pub id: u64,
@@ -168,9 +175,16 @@ pub(crate) struct Listener<K> {
     stop: AtomicBool,
     /// Notifications sent (counted before coalescing).
     pub sent: AtomicU64,
-    /// Notifications handled (or merged away).
-    processed: Mutex<u64>,
-    progress: Condvar,
+    /// Notifications handed to the handler.
+    delivered: AtomicU64,
+    /// Notifications merged into others or cancelled out.
+    coalesced: AtomicU64,
+    /// Notifications handled (or merged away), and the smallest count a waiter waits for.
+    progress: Mutex<Progress>,
+    /// Signalled when `processed` reaches `wake_at`, and on shutdown.
+    progressed: Condvar,
+    /// How many times `progressed` was signalled for progress (waiters woken by count).
+    wakeups: AtomicU64,
     /// `sent` when the initial list was complete for this handler; `None` until then.
     pub sync_target: Mutex<Option<u64>>,
     pub panics: AtomicU64,
@@ -181,7 +195,7 @@ pub(crate) struct Listener<K> {
 
 impl<K: Send + Sync + 'static> Listener<K> {
     pub fn new(id: u64, max_backlog: usize, resync_period: Duration) -> Arc<Self> {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = channel::unbounded();
         Arc::new(Listener {
             id,
             tx: Mutex::new(Some(tx)),
@@ -190,8 +204,14 @@ impl<K: Send + Sync + 'static> Listener<K> {
             max_backlog: max_backlog.max(1),
             stop: AtomicBool::new(false),
             sent: AtomicU64::new(0),
-            processed: Mutex::new(0),
-            progress: Condvar::new(),
+            delivered: AtomicU64::new(0),
+            coalesced: AtomicU64::new(0),
+            progress: Mutex::new(Progress {
+                processed: 0,
+                wake_at: u64::MAX,
+            }),
+            progressed: Condvar::new(),
+            wakeups: AtomicU64::new(0),
             sync_target: Mutex::new(None),
             panics: AtomicU64::new(0),
             resync_period,
@@ -208,7 +228,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         on_panic: Option<PanicHandler>,
     ) -> std::io::Result<()> {
         let me = Arc::clone(self);
-        let t = std::thread::Builder::new()
+        let t = crate::sync::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
                 while let Some(batch) = me.next_batch() {
@@ -217,6 +237,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
                             return;
                         }
                         me.deliver(&mut *handler, w.n, &name, on_panic.as_ref());
+                        me.delivered.fetch_add(1, Ordering::Relaxed);
+                        me.coalesced.fetch_add(w.weight - 1, Ordering::Relaxed);
                         me.mark_processed(w.weight);
                     }
                 }
@@ -247,9 +269,24 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
     }
 
+    /// Counts `weight` more notifications handled, and wakes the waiters only when the count
+    /// reaches the smallest target one of them registered: an informer's initial sync of n
+    /// objects then wakes a `wait_for_sync` caller once, not n times.
+    ///
+    /// No wake-up is lost: a waiter registers its target and goes to sleep while holding the
+    /// lock this takes (the condvar releases it atomically), so this either sees the target
+    /// and wakes the waiter, or runs before the waiter checks the count and the waiter then
+    /// sees the new count without sleeping. Every waiter woken re-registers its own target if
+    /// it is still short, so several waiters with different targets are all served.
     fn mark_processed(&self, weight: u64) {
-        *self.processed.lock() += weight;
-        self.progress.notify_all();
+        let mut p = self.progress.lock();
+        p.processed += weight;
+        if p.processed >= p.wake_at {
+            p.wake_at = u64::MAX;
+            drop(p);
+            self.wakeups.fetch_add(1, Ordering::Relaxed);
+            self.progressed.notify_all();
+        }
     }
 
     /// The next notifications to handle: the channel first, then coalesced ones; `None` when
@@ -258,6 +295,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
         if self.stop.load(Ordering::SeqCst) {
             return None;
         }
+        // Whatever is in the channel is older than anything coalesced: nothing goes to the
+        // channel while the overflow is active, and the overflow is made inactive only once
+        // empty. So a notification taken from the channel can be handled at once...
         match self.rx.try_recv() {
             Ok(n) => return Some(vec![Weighted { n, weight: 1 }]),
             Err(TryRecvError::Disconnected) => return None,
@@ -265,6 +305,15 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
         {
             let mut ov = self.overflow.lock();
+            // ...but an empty channel must be seen again under the overflow's lock (which
+            // `send` holds): a notification sent to the channel after the look above, and
+            // another sent on to the overflow because that one filled the channel, would
+            // otherwise be handled newest first.
+            match self.rx.try_recv() {
+                Ok(n) => return Some(vec![Weighted { n, weight: 1 }]),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => {}
+            }
             if let Some(batch) = ov.pop() {
                 return Some(batch);
             }
@@ -287,6 +336,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         let cancelled = ov.push(key, n);
         drop(ov);
         if cancelled > 0 {
+            self.coalesced.fetch_add(cancelled, Ordering::Relaxed);
             self.mark_processed(cancelled);
         }
     }
@@ -296,8 +346,19 @@ impl<K: Send + Sync + 'static> Listener<K> {
         self.rx.len() + self.overflow.lock().len
     }
 
+    /// This handler's counters.
+    pub fn stats(&self) -> HandlerStats {
+        HandlerStats {
+            id: self.id,
+            delivered: self.delivered.load(Ordering::Relaxed),
+            coalesced: self.coalesced.load(Ordering::Relaxed),
+            backlog: self.backlog(),
+            panics: self.panics.load(Ordering::Relaxed),
+        }
+    }
+
     pub fn processed(&self) -> u64 {
-        *self.processed.lock()
+        self.progress.lock().processed
     }
 
     /// True once the handler has handled everything up to its sync target.
@@ -310,12 +371,15 @@ impl<K: Send + Sync + 'static> Listener<K> {
 
     /// Waits until the handler handled `target` notifications, or the deadline.
     pub fn wait_processed(&self, target: u64, deadline: Instant) -> bool {
-        let mut p = self.processed.lock();
-        while *p < target {
-            if self.stop.load(Ordering::SeqCst)
-                || self.progress.wait_until(&mut p, deadline).timed_out()
-            {
-                return *p >= target;
+        let mut p = self.progress.lock();
+        while p.processed < target {
+            if self.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            // Under the lock: `mark_processed` cannot miss it (see there).
+            p.wake_at = p.wake_at.min(target);
+            if self.progressed.wait_until(&mut p, deadline).timed_out() {
+                return p.processed >= target;
             }
         }
         true
@@ -325,10 +389,12 @@ impl<K: Send + Sync + 'static> Listener<K> {
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::SeqCst);
         self.tx.lock().take();
-        self.progress.notify_all();
+        // Under the lock, so a waiter between its `stop` check and its sleep is not missed.
+        drop(self.progress.lock());
+        self.progressed.notify_all();
         let t = self.thread.lock().take();
         if let Some(t) = t {
-            if t.thread().id() != std::thread::current().id() {
+            if t.thread().id() != crate::sync::thread::current().id() {
                 let _ = t.join();
             }
         }
@@ -398,4 +464,77 @@ mod tests {
         assert_eq!(seen, ["add ns/b", "add ns/a"]);
         assert_eq!(ov.len, 0);
     }
+
+    /// `wait_processed` waiters are woken when their targets are reached, not once per
+    /// notification: 200,000 notifications handled while three threads wait for different
+    /// counts (one of them past the end, so it times out) wake the waiters a handful of times,
+    /// and none of them misses its count (no lost wake-up).
+    #[test]
+    fn waiters_wake_at_their_targets_not_per_notification() {
+        const N: u64 = 200_000;
+        let l = Listener::<DynamicObject>::new(0, usize::MAX, Duration::ZERO);
+        l.spawn(
+            "test-listener".into(),
+            Box::new(crate::cache::HandlerFns::new()),
+            None,
+        )
+        .unwrap();
+        let object = pod("p", 1);
+        let (started_tx, started_rx) = crossbeam_channel::unbounded();
+        let waiters: Vec<_> = [N / 3, N, N + 1]
+            .into_iter()
+            .map(|target| {
+                let (l, started) = (Arc::clone(&l), started_tx.clone());
+                std::thread::spawn(move || {
+                    started.send(()).unwrap();
+                    // Generous for the reachable targets; the unreachable one times out when
+                    // the test is otherwise done.
+                    let bound = if target > N { 2 } else { 60 };
+                    let r = l.wait_processed(target, Instant::now() + Duration::from_secs(bound));
+                    (target, r)
+                })
+            })
+            .collect();
+        for _ in 0..3 {
+            started_rx.recv().unwrap();
+        }
+        for _ in 0..N {
+            l.send("ns/p", Notification::Update(object.clone(), object.clone()));
+        }
+        for w in waiters {
+            let (target, reached) = w.join().unwrap();
+            assert_eq!(reached, target <= N, "waiter for {target}");
+        }
+        assert_eq!(l.processed(), N);
+        let wakeups = l.wakeups.load(Ordering::Relaxed);
+        assert!(
+            wakeups <= 3,
+            "{wakeups} wake-ups for {N} notifications and 3 waiters"
+        );
+        // A waiter for a count already reached returns at once.
+        assert!(l.wait_processed(N, Instant::now()));
+        l.shutdown();
+    }
+
+    /// A waiter is released by shutdown, whenever it comes.
+    #[test]
+    fn shutdown_releases_a_waiter() {
+        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO);
+        let waiter = {
+            let l = Arc::clone(&l);
+            std::thread::spawn(move || {
+                l.wait_processed(1, Instant::now() + Duration::from_secs(60))
+            })
+        };
+        l.shutdown();
+        assert!(!waiter.join().unwrap());
+    }
 }
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/listener.rs"]
+mod interleavings;
+
+#[cfg(all(test, shuttle))]
+#[path = "interleavings/progress.rs"]
+mod interleavings_progress;

@@ -52,6 +52,7 @@ use parking_lot::Mutex;
 
 use super::backoff::{random_between, Backoff};
 use super::delta_fifo::{Closed, DeltaFifo, WatchChange};
+use super::health::{error_kind, HealthRecord, LastError, ReflectorStats, RelistCause};
 use super::stop::StopSignal;
 use crate::api::{Object, WatchEvent};
 use crate::client::{Api, Cancel, ListParams, WatchCanceller, WatchParams, WatchStream};
@@ -155,6 +156,7 @@ struct Shared {
     watching: AtomicBool,
     streaming_supported: AtomicBool,
     last_activity: Mutex<Option<Instant>>,
+    health: Mutex<HealthRecord>,
 }
 
 /// A running reflector. Dropping it stops and joins its threads.
@@ -250,6 +252,23 @@ impl Reflector {
     /// Time since the last list, event or bookmark.
     pub fn since_last_activity(&self) -> Option<Duration> {
         self.shared.last_activity.lock().map(|t| t.elapsed())
+    }
+
+    /// The reflector's counters since it started.
+    pub fn stats(&self) -> ReflectorStats {
+        let mut stats = self.shared.health.lock().stats.clone();
+        stats.last_resource_version = self.last_sync_resource_version();
+        stats
+    }
+
+    /// The most recent list or watch error, even if things recovered since.
+    pub fn last_error(&self) -> Option<LastError> {
+        self.shared.health.lock().last_error()
+    }
+
+    /// List and watch failures since the last list or watch that succeeded.
+    pub fn consecutive_failures(&self) -> u32 {
+        self.shared.health.lock().consecutive_failures
     }
 
     /// Stops the reflector and joins its threads. Its FIFO is closed, so a consumer blocked
@@ -362,11 +381,34 @@ impl<K: Object> Run<K> {
         self.shared.stop.is_stopped() || self.fifo.is_closed()
     }
 
+    /// Records an error and tells about it once: to the callback when there is one (it is
+    /// the program's way of hearing about errors; the log then says it at debug level
+    /// only), else to the log at warn level.
     fn report(&self, e: &Error) {
-        log::warn!("kube-informer/{}: {e}", self.name);
-        if let Some(cb) = &self.config.on_watch_error {
-            cb(e);
+        self.shared.health.lock().failed(e);
+        match &self.config.on_watch_error {
+            Some(cb) => {
+                log::debug!("kube-informer/{}: {e}", self.name);
+                cb(e);
+            }
+            None => log::warn!("kube-informer/{}: {e}", self.name),
         }
+    }
+
+    fn record(&self, f: impl FnOnce(&mut HealthRecord)) {
+        f(&mut self.shared.health.lock());
+    }
+
+    /// Logs and counts a relist.
+    fn relist(&self, cause: RelistCause, why: &Error) -> Next {
+        log::info!(
+            "kube-informer/{}: relisting ({cause}: {})",
+            self.name,
+            why.code()
+                .map_or_else(|| error_kind(why), |c| format!("HTTP {c}"))
+        );
+        self.record(|h| *h.stats.relists.entry(cause).or_default() += 1);
+        Next::List(ListFrom::LastVersion)
     }
 
     fn set_rv(&self, rv: &str) {
@@ -393,6 +435,7 @@ impl<K: Object> Run<K> {
                     Err(ListError::Api(_) | ListError::Unsupported(_)) if self.stopped() => return,
                     Err(ListError::Api(e) | ListError::Unsupported(e)) => {
                         self.report(&e);
+                        self.record(|h| h.stats.list_failures += 1);
                         // A version the server cannot serve: at once, a consistent list.
                         if version_unavailable(&e) && from == ListFrom::LastVersion {
                             Next::List(ListFrom::Fresh)
@@ -424,15 +467,19 @@ impl<K: Object> Run<K> {
                         Err(e) => {
                             self.report(&e);
                             if version_unavailable(&e) {
-                                Next::List(ListFrom::LastVersion)
+                                self.relist(RelistCause::Expired, &e)
                             } else {
+                                log::debug!(
+                                    "kube-informer/{}: backing off before watching again",
+                                    self.name
+                                );
                                 if self.shared.stop.sleep(backoff.next_delay()) {
                                     return;
                                 }
                                 if e.is_transient() {
                                     Next::Watch
                                 } else {
-                                    Next::List(ListFrom::LastVersion)
+                                    self.relist(RelistCause::WatchError, &e)
                                 }
                             }
                         }
@@ -507,6 +554,12 @@ impl<K: Object> Run<K> {
     }
 
     fn watch(&self) -> Result<WatchEnd, Error> {
+        self.record(|h| {
+            if h.watches > 0 {
+                h.stats.watch_restarts += 1;
+            }
+            h.watches += 1;
+        });
         let stream = self.start_watch(&self.watch_params(&self.rv()))?;
         self.register(&stream);
         self.shared.watching.store(true, Ordering::SeqCst);
@@ -527,6 +580,7 @@ impl<K: Object> Run<K> {
             let mut item = Some(first);
             let mut rv = String::new();
             let mut failure = None;
+            let mut bookmarks = 0;
             while let Some(next) = item.take() {
                 match next {
                     Ok(WatchEvent::Added(o)) => {
@@ -541,7 +595,10 @@ impl<K: Object> Run<K> {
                         keep_version(&mut rv, o.metadata().resource_version());
                         run.push(WatchChange::Deleted(self.share(o)));
                     }
-                    Ok(WatchEvent::Bookmark(b)) => keep_version(&mut rv, &b.resource_version),
+                    Ok(WatchEvent::Bookmark(b)) => {
+                        bookmarks += 1;
+                        keep_version(&mut rv, &b.resource_version);
+                    }
                     Ok(WatchEvent::Error(status)) => {
                         failure = Some(Error::Api {
                             request: "watch".into(),
@@ -560,8 +617,16 @@ impl<K: Object> Run<K> {
                 }
             }
             // What came before a failure is handed over first, in order.
+            let handed = run.len() as u64;
             if self.fifo.push_watch(run.drain(..)).is_err() {
                 return Ok(WatchEnd::Closed);
+            }
+            if handed + bookmarks > 0 {
+                self.record(|h| {
+                    h.stats.events += handed;
+                    h.stats.bookmarks += bookmarks;
+                    h.succeeded();
+                });
             }
             if !rv.is_empty() {
                 self.set_rv(&rv);
@@ -601,7 +666,16 @@ impl<K: Object> Run<K> {
         // The version first: whoever sees the FIFO synced must see this version too.
         self.set_rv(&rv);
         self.fifo.finish_replace()?;
+        self.listed();
         Ok(())
+    }
+
+    /// Counts a list that completed.
+    fn listed(&self) {
+        self.record(|h| {
+            h.stats.lists += 1;
+            h.succeeded();
+        });
     }
 
     /// A streaming list: the initial events up to the closing bookmark become one `replace`;
@@ -664,6 +738,7 @@ impl<K: Object> Run<K> {
         };
         self.set_rv(&rv);
         self.fifo.replace(items)?;
+        self.listed();
         // The same connection goes on as the watch.
         self.shared.watching.store(true, Ordering::SeqCst);
         let result = self.consume(stream);

@@ -13,12 +13,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
-
 use super::catch::catch;
 use super::delta::key_of;
 use crate::api::Object;
 use crate::error::{Error, Result};
+use crate::sync::RwLock;
 
 /// Maps an object to the values it is indexed under.
 pub type IndexFn<K> = Arc<dyn Fn(&K) -> std::result::Result<Vec<String>, String> + Send + Sync>;

@@ -119,8 +119,15 @@ impl<K: Object> Api<K> {
         self
     }
 
+    /// The collection's path. The namespace is percent-encoded like a name (and `.`/`..`
+    /// spelled `%2E`), so no namespace string can change which path is requested.
     fn collection(&self) -> String {
-        self.resource.url_path(self.namespace.as_deref())
+        let namespace = self.namespace.as_deref().map(|ns| {
+            let mut encoded = String::with_capacity(ns.len());
+            path_segment(ns, &mut encoded);
+            encoded
+        });
+        self.resource.url_path(namespace.as_deref())
     }
 
     fn item(&self, name: &str) -> Result<String> {
@@ -138,7 +145,7 @@ impl<K: Object> Api<K> {
         }
         let mut path = self.collection();
         path.push('/');
-        percent_encode(name, &mut path);
+        path_segment(name, &mut path);
         Ok(path)
     }
 
@@ -559,20 +566,32 @@ impl CheckedPage {
             CheckedPage::Checked(text, ends) => {
                 let list = with_known_ends(&text, ends, || ObjectList::from_json(&text));
                 (
-                    list.map_err(|e| decode_error(e.to_string())),
+                    list.map_err(|e| decode_error(crate::error::json_error_summary(&e))),
                     text.into_bytes(),
                 )
             }
             CheckedPage::Unchecked(raw) => {
                 let list = match std::str::from_utf8(&raw) {
-                    Ok(text) => {
-                        ObjectList::from_json(text).map_err(|e| decode_error(e.to_string()))
-                    }
-                    Err(e) => Err(decode_error(format!("not UTF-8: {e}"))),
+                    Ok(text) => ObjectList::from_json(text)
+                        .map_err(|e| decode_error(crate::error::json_error_summary(&e))),
+                    Err(e) => Err(decode_error(format!(
+                        "not UTF-8 (at byte {})",
+                        e.valid_up_to()
+                    ))),
                 };
                 (list, raw)
             }
         }
+    }
+}
+
+/// One path segment, percent-encoded; `.` and `..` (left alone by percent-encoding, but
+/// dot-segments a server or proxy may resolve) become `%2E` and `%2E%2E`.
+fn path_segment(value: &str, out: &mut String) {
+    match value {
+        "." => out.push_str("%2E"),
+        ".." => out.push_str("%2E%2E"),
+        _ => percent_encode(value, out),
     }
 }
 

@@ -8,6 +8,11 @@
 //! from another thread (see [`WatchCanceller`](super::WatchCanceller)) without touching other
 //! requests.
 //!
+//! The proxy is the configuration's (kubeconfig `proxy-url`), else the environment's
+//! `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` by client-go's rules (see
+//! [`config`](crate::config#proxies)). `Debug` shows the server and the kind of credential,
+//! never a credential or a URL's `user:password@`.
+//!
 //! A client made with [`Client::with_cancel`] gives every request it makes to a
 //! [`Cancel`] token: rate-limit and `Retry-After` waits sleep on it, credential plugins
 //! watch it, and its own agent (and every watch agent) is registered with it before
@@ -73,6 +78,9 @@ pub(crate) enum Bound {
 }
 
 struct Inner {
+    /// Where connection errors say they were going: scheme, host and port, and where the
+    /// settings came from (never credentials).
+    origin: String,
     base: String,
     agents: RwLock<Agents>,
     /// The configuration the client was built from, to rebuild TLS for a new identity.
@@ -89,7 +97,7 @@ struct Inner {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("server", &self.inner.base)
+            .field("server", &crate::config::redact_url(&self.inner.base))
             .field("auth", &self.inner.auth)
             .finish_non_exhaustive()
     }
@@ -169,6 +177,16 @@ pub(crate) struct SendBody<'a> {
 impl Client {
     /// A client for the server described by `config`.
     pub fn new(config: ClientConfig) -> Result<Client> {
+        Self::new_from(config, None)
+    }
+
+    /// [`new`](Self::new), saying in connection errors where the settings came from
+    /// (`kubeconfig /home/me/.kube/config context "prod"`, `in-cluster`).
+    pub(crate) fn new_from(config: ClientConfig, source: Option<&str>) -> Result<Client> {
+        let origin = match source {
+            Some(s) => format!("{} ({s})", server_origin(&config.server)),
+            None => server_origin(&config.server),
+        };
         let mut base = config.server.trim_end_matches('/').to_owned();
         if !(base.starts_with("https://") || base.starts_with("http://")) {
             return Err(Error::Config(format!(
@@ -177,11 +195,22 @@ impl Client {
             )));
         }
         let mut resolver = None;
+        // The configured proxy, else the environment's (client-go's rules; see
+        // `config::proxy`), with where it came from for messages.
+        let proxy = match config.proxy.as_deref().filter(|p| !p.is_empty()) {
+            Some(p) => Some((p.to_owned(), "proxy-url")),
+            None => crate::config::proxy_from_env(&config.server),
+        };
         if let Some(name) = config.tls_server_name.as_deref().filter(|n| !n.is_empty()) {
-            if config.proxy.is_some() {
-                return Err(Error::Config(
-                    "tls-server-name together with a proxy is not supported".into(),
-                ));
+            if let Some((_, from)) = &proxy {
+                return Err(Error::Config(format!(
+                    "tls-server-name together with a proxy ({from}) is not supported{}",
+                    if *from == "proxy-url" {
+                        ""
+                    } else {
+                        "; add the server's host to NO_PROXY"
+                    }
+                )));
             }
             let (scheme, host, rest) = split_server(&base).ok_or_else(|| {
                 Error::Config(format!("server {:?}: cannot find its host", config.server))
@@ -203,11 +232,13 @@ impl Client {
             list_read_timeout: config.list_read_timeout,
             watch_read_margin: config.watch_read_margin,
             resolver: resolver.map(Arc::new),
-            proxy: config
-                .proxy
-                .as_deref()
-                .map(|p| {
-                    ureq::Proxy::new(p).map_err(|e| Error::Config(format!("proxy-url {p:?}: {e}")))
+            proxy: proxy
+                .map(|(p, from)| {
+                    ureq::Proxy::new(&p).map_err(|e| {
+                        // The URL may carry credentials: never quoted with them.
+                        let shown = crate::config::redact_url(&p);
+                        Error::Config(format!("{from} {shown:?}: {e}"))
+                    })
                 })
                 .transpose()?,
         };
@@ -215,6 +246,7 @@ impl Client {
         Ok(Client {
             inner: Arc::new(Inner {
                 base,
+                origin,
                 agents: RwLock::new(Agents {
                     identity_generation: 0,
                     agent: agent_settings.agent(false, None),
@@ -393,7 +425,7 @@ impl Client {
                     }
                 } else {
                     Error::Transport {
-                        request: request.clone(),
+                        request: format!("{request} to {}", self.inner.origin),
                         source: e.into(),
                     }
                 }
@@ -540,7 +572,7 @@ impl Client {
                     cancelled()
                 } else {
                     Error::Transport {
-                        request: request.clone(),
+                        request: format!("{request} to {}", self.inner.origin),
                         source,
                     }
                 }
@@ -549,6 +581,11 @@ impl Client {
             if (200..300).contains(&code) {
                 return Ok(res);
             }
+            let content_type = res
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let retry_after = res
                 .headers()
                 .get("retry-after")
@@ -560,7 +597,7 @@ impl Client {
                 .limit(MAX_ERROR_BODY)
                 .read_to_vec()
                 .unwrap_or_default();
-            let status = status_from_body(code, &text);
+            let status = status_from_body(code, &text, content_type.as_deref());
             if let Some(secs) = retry_after {
                 if (code == 429 || code >= 500) && attempt < self.inner.max_retries {
                     attempt += 1;
@@ -610,7 +647,12 @@ pub(crate) fn decode_json<T: DeserializeOwned>(
 ) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|e| Error::Decode {
         request: describe(method, path_and_query),
-        message: format!("decoding the {what}: {e}"),
+        // Kind and position only: serde's messages can quote values from the body.
+        message: format!(
+            "decoding the {what} ({} bytes): {}",
+            bytes.len(),
+            crate::error::json_error_summary(&e)
+        ),
     })
 }
 
@@ -620,7 +662,10 @@ pub(crate) fn describe(method: &Method, path_and_query: &str) -> String {
 }
 
 /// The `Status` in an error body, or one made from the HTTP code when the body is not one.
-pub(crate) fn status_from_body(code: u16, body: &[u8]) -> Status {
+///
+/// A body that is not a `Status` is never quoted (it may be anything, object data
+/// included): the message gives its length and content type.
+pub(crate) fn status_from_body(code: u16, body: &[u8], content_type: Option<&str>) -> Status {
     if let Ok(mut st) = serde_json::from_slice::<Status>(body) {
         if st.code != 0 || !st.reason.is_empty() || !st.message.is_empty() {
             if st.code == 0 {
@@ -644,12 +689,18 @@ pub(crate) fn status_from_body(code: u16, body: &[u8]) -> Status {
         504 => "Timeout",
         _ => "Unknown",
     };
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    let message: String = if text.is_empty() {
+    let message = if body.iter().all(u8::is_ascii_whitespace) {
         format!("HTTP {code} with no Status body")
     } else {
-        text.chars().take(200).collect()
+        // The content type is the server's (or a proxy's) word: shown only when it is short
+        // and plain.
+        let content_type = content_type
+            .filter(|t| t.len() <= 100 && t.bytes().all(|b| b.is_ascii_graphic() || b == b' '))
+            .unwrap_or("unknown");
+        format!(
+            "HTTP {code} with a {}-byte body that is not a Status (content type {content_type}; not quoted)",
+            body.len()
+        )
     };
     Status::failure(code, reason, message)
 }
@@ -702,4 +753,44 @@ pub(crate) fn pem_private_key(pem: &[u8], what: &str) -> Result<PrivateKey<'stat
     Err(Error::Config(format!(
         "{what}: no private key found in PEM"
     )))
+}
+
+/// `scheme://host:port` of a server URL, the port spelled out (443 or 80 when the URL has
+/// none) and any `user:password@` left out: how connection errors name the server.
+fn server_origin(server: &str) -> String {
+    let Some((scheme, rest)) = server.split_once("://") else {
+        return "<server with no scheme>".into();
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    let has_port = match host_port.rfind(']') {
+        Some(end) => host_port[end..].contains(':'),
+        None => host_port.contains(':'),
+    };
+    if has_port {
+        format!("{scheme}://{host_port}")
+    } else {
+        let port = if scheme == "http" { 80 } else { 443 };
+        format!("{scheme}://{host_port}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::server_origin;
+
+    #[test]
+    fn names_scheme_host_and_port_without_credentials() {
+        assert_eq!(
+            server_origin("https://10.0.0.1:6443"),
+            "https://10.0.0.1:6443"
+        );
+        assert_eq!(
+            server_origin("https://k8s.example.com/prefix"),
+            "https://k8s.example.com:443"
+        );
+        assert_eq!(server_origin("http://u:p@host"), "http://host:80");
+        assert_eq!(server_origin("https://[::1]"), "https://[::1]:443");
+        assert_eq!(server_origin("https://[::1]:6443/x"), "https://[::1]:6443");
+    }
 }

@@ -23,9 +23,21 @@ pub struct ClientConfig {
     pub insecure_skip_tls_verify: bool,
     /// Namespace for namespaced requests that do not name one.
     pub default_namespace: String,
-    /// Client-side rate limit: requests per second (0 or less turns it off). Default 5.
+    /// Client-side rate limit: requests per second (0 or less turns it off). Default 50,
+    /// kubectl's.
+    ///
+    /// The limit is a safety net against a program that loops on requests by mistake;
+    /// kube-apiserver protects itself with API Priority and Fairness, which is why kubectl
+    /// raised its defaults to 50 and 300 and controller-runtime turns the client-side limit
+    /// off altogether. client-go's historical 5 and 10 cost a large initial sync dearly, since
+    /// every page of a paged list takes a token: the 200 pages of a 100,000-pod list (pages of
+    /// 500) waited about 38 s. With these defaults the pages of a list of up to 150,000
+    /// objects (300 pages) never wait, and a longer list waits only if its pages come faster
+    /// than 50 a second (25,000 objects a second). Shared by every request of a client, so
+    /// a factory's informers starting together share the burst.
     pub qps: f32,
-    /// Client-side rate limit: burst. Default 10.
+    /// Client-side rate limit: how many requests may go at once before `qps` paces them.
+    /// Default 300, kubectl's (see `qps`).
     pub burst: u32,
     /// Limit for one ordinary request (a get, a write), from connect to the end of the body.
     /// Lists and watches are not subject to it: their size or length has no bound the
@@ -85,8 +97,8 @@ impl ClientConfig {
             auth: Auth::None,
             insecure_skip_tls_verify: false,
             default_namespace: "default".into(),
-            qps: 5.0,
-            burst: 10,
+            qps: 50.0,
+            burst: 300,
             request_timeout: Duration::from_secs(30),
             list_read_timeout: Duration::from_secs(90),
             watch_read_margin: Duration::from_secs(30),

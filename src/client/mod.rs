@@ -18,5 +18,5 @@ pub use client::Client;
 pub(crate) use client::{pem_certificates, pem_private_key};
 pub use config::{ClientConfig, Identity};
 pub use params::{percent_decode, ListParams, WatchParams};
-pub use rate_limit::RateLimiter;
+pub use rate_limit::{RateLimiter, RateLimiterStats};
 pub use watch::{WatchCanceller, WatchStream, MAX_WATCH_LINE};

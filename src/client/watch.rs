@@ -7,6 +7,9 @@
 //! comes out as [`Error::Api`] with its `Status`, so `err.is_gone()` reads the same for an
 //! HTTP 410 and for an `ERROR` event carrying 410.
 //!
+//! Errors about a bad line give its number, its length and where the JSON went wrong, never
+//! its text: the line may be a Secret, and errors end up in logs.
+//!
 //! A watch runs on its own connection; [`WatchCanceller::cancel`] shuts that connection down
 //! from any thread, which ends a blocked read at once (the stream then ends with `None`).
 
@@ -212,16 +215,6 @@ fn find_newline(bytes: &[u8]) -> Option<usize> {
     rest.iter().position(|&b| b == b'\n').map(|i| offset + i)
 }
 
-/// The start of a bad line, for error messages.
-fn excerpt(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&line[..line.len().min(120)]);
-    let mut s: String = text.chars().filter(|c| !c.is_control()).collect();
-    if line.len() > 120 {
-        s.push('…');
-    }
-    s
-}
-
 /// What one line of the stream gave.
 enum Step<K> {
     Item(Result<WatchEvent<K>, Error>),
@@ -259,9 +252,8 @@ impl<K: Object> WatchStream<K> {
                 if !self.buf.is_empty() {
                     self.line_no += 1;
                     let msg = format!(
-                        "connection lost in the middle of an event ({} bytes received: {:?}): {source}",
+                        "connection lost in the middle of an event ({} bytes received): {source}",
                         self.buf.len(),
-                        excerpt(&self.buf)
                     );
                     return Step::Item(Err(self.line_error(msg)));
                 }
@@ -287,9 +279,8 @@ impl<K: Object> WatchStream<K> {
                     return Step::End;
                 }
                 let msg = format!(
-                    "connection closed in the middle of an event ({} bytes received: {:?})",
+                    "connection closed in the middle of an event ({} bytes received)",
                     self.buf.len(),
-                    excerpt(&self.buf)
                 );
                 return Step::Item(Err(self.line_error(msg)));
             }
@@ -309,7 +300,12 @@ impl<K: Object> WatchStream<K> {
             }),
             Ok(event) => Ok(event),
             Err(e) => {
-                let msg = format!("{e} in {:?}", excerpt(&self.buf));
+                // Position and length only: the line may be a Secret.
+                let msg = format!(
+                    "{} in a line of {} bytes",
+                    crate::error::json_error_summary(&e),
+                    self.buf.len()
+                );
                 Err(self.line_error(msg))
             }
         })

@@ -7,7 +7,10 @@
 //! again then, or after the server answered 401. A new certificate makes the client rebuild its
 //! TLS configuration before the next request.
 //! A plugin that fails or prints something else gives an error naming the command and
-//! quoting its trimmed stderr.
+//! quoting its trimmed stderr (never its output, which may hold a credential). A plugin that
+//! cannot be started (not installed) shows the kubeconfig's `installHint`, as kubectl does.
+//! `Debug` of the provider shows the command and the names of its environment variables,
+//! never its arguments or the variables' values.
 //!
 //! A client with a cancellation token (an informer's) runs the plugin through
 //! [`AuthProvider::prepare`]: when the token fires, the plugin is killed and the wait ends
@@ -29,14 +32,33 @@ use crate::error::{Error, Result};
 /// How long a plugin may run.
 pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A token source backed by an exec plugin.
-#[derive(Debug)]
+/// A token source backed by an exec plugin. `Debug` shows no argument, environment value,
+/// credential or cluster detail (see [`ExecConfig`]).
 pub struct ExecProvider {
     config: ExecConfig,
     api_version: String,
     cluster_info: Option<serde_json::Value>,
     cached: Mutex<Option<Cached>>,
     runs: AtomicU64,
+}
+
+impl std::fmt::Debug for ExecProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecProvider")
+            .field("config", &self.config)
+            .field("api_version", &self.api_version)
+            .field("provides_cluster_info", &self.cluster_info.is_some())
+            // Never waits: the lock is held while the plugin runs.
+            .field(
+                "cached",
+                match &self.cached.try_lock() {
+                    Some(c) => c as &dyn std::fmt::Debug,
+                    None => &"<plugin running>",
+                },
+            )
+            .field("runs", &self.runs)
+            .finish()
+    }
 }
 
 /// The credential of the last run.
@@ -138,9 +160,18 @@ impl ExecProvider {
         for e in self.config.env.iter().flatten() {
             command.env(&e.name, &e.value);
         }
-        let mut child = command
-            .spawn()
-            .map_err(|e| fail(format!("cannot start it: {e}")))?;
+        let mut child = command.spawn().map_err(|e| {
+            // As kubectl does: the plugin's own advice on installing it.
+            let hint = self
+                .config
+                .install_hint
+                .as_deref()
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(|h| format!("\n\n{h}"))
+                .unwrap_or_default();
+            fail(format!("cannot start it: {e}{hint}"))
+        })?;
         // Each pipe is read on its own named thread (so a full pipe never blocks the plugin);
         // the buffers come back over channels.
         let drain = |r: Option<Box<dyn Read + Send>>, role: &str| {
@@ -239,7 +270,8 @@ impl ExecProvider {
         }
         let cred: ExecCredential = serde_json::from_slice(&stdout).map_err(|e| {
             fail(format!(
-                "printed something that is not an ExecCredential ({e}); stderr: {stderr:?}"
+                "printed something that is not an ExecCredential ({}); stderr: {stderr:?}",
+                crate::error::json_error_summary(&e)
             ))
         })?;
         if cred.kind != "ExecCredential" || cred.api_version != self.api_version {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::redact_url;
 use crate::client::Secret;
 use crate::error::{Error, Result};
 
@@ -46,8 +47,8 @@ pub struct NamedCluster {
     pub cluster: Cluster,
 }
 
-/// How to reach a cluster.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// How to reach a cluster. `Debug` hides any `user:password@` in `server` and `proxy-url`.
+#[derive(Clone, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Cluster {
     /// API server URL.
@@ -61,8 +62,29 @@ pub struct Cluster {
     pub insecure_skip_tls_verify: bool,
     /// Name to verify the server certificate against.
     pub tls_server_name: Option<String>,
-    /// HTTP proxy.
+    /// HTTP proxy. When unset, `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` apply (see
+    /// [`ClientConfig::proxy`](crate::client::ClientConfig::proxy)).
     pub proxy_url: Option<String>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |u: &Option<String>| u.as_deref().map(redact_url);
+        f.debug_struct("Cluster")
+            .field("server", &redacted(&self.server))
+            .field("certificate_authority", &self.certificate_authority)
+            .field(
+                "certificate_authority_data",
+                &self
+                    .certificate_authority_data
+                    .as_ref()
+                    .map(|d| format!("<{} bytes>", d.len())),
+            )
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field("tls_server_name", &self.tls_server_name)
+            .field("proxy_url", &redacted(&self.proxy_url))
+            .finish()
+    }
 }
 
 /// A user entry.
@@ -107,7 +129,10 @@ pub struct AuthInfo {
 }
 
 /// An exec credential plugin (`client.authentication.k8s.io/v1` or `v1beta1`).
-#[derive(Clone, Debug, Default, Deserialize)]
+///
+/// `Debug` shows the command, how many arguments it has and the names of its environment
+/// variables, never the arguments or the values (they often carry credentials).
+#[derive(Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecConfig {
     /// `client.authentication.k8s.io/v1` or `.../v1beta1`.
@@ -125,15 +150,46 @@ pub struct ExecConfig {
     /// Pass the cluster's details in `KUBERNETES_EXEC_INFO`.
     #[serde(default)]
     pub provide_cluster_info: bool,
+    /// Shown to the user when the plugin cannot be started (e.g. how to install it).
+    pub install_hint: Option<String>,
 }
 
-/// One environment variable of an exec plugin.
-#[derive(Clone, Debug, Default, Deserialize)]
+impl std::fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecConfig")
+            .field("api_version", &self.api_version)
+            .field("command", &self.command)
+            .field(
+                "args",
+                &self
+                    .args
+                    .as_ref()
+                    .map(|a| format!("<{} redacted>", a.len())),
+            )
+            .field("env", &self.env)
+            .field("interactive_mode", &self.interactive_mode)
+            .field("provide_cluster_info", &self.provide_cluster_info)
+            .field("install_hint", &self.install_hint)
+            .finish()
+    }
+}
+
+/// One environment variable of an exec plugin. `Debug` shows the name only.
+#[derive(Clone, Default, Deserialize)]
 pub struct ExecEnvVar {
     /// Name.
     pub name: String,
     /// Value.
     pub value: String,
+}
+
+impl std::fmt::Debug for ExecEnvVar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecEnvVar")
+            .field("name", &self.name)
+            .field("value", &format_args!("<redacted>"))
+            .finish()
+    }
 }
 
 /// A context entry.

@@ -11,7 +11,8 @@
 //! use kube_informer::config::{Config, KubeconfigOptions};
 //!
 //! # fn main() -> kube_informer::Result<()> {
-//! // 1. Whatever kubectl would use: $KUBECONFIG, else ~/.kube/config, else in-cluster.
+//! // 1. Whatever kubectl would use: the files $KUBECONFIG names (and only those), else
+//! //    ~/.kube/config, else in-cluster.
 //! let client = Config::infer()?.client()?;
 //!
 //! // 2. An explicit file and context.
@@ -26,10 +27,50 @@
 //! Every problem is an [`Error::Config`] naming the file, the context, cluster or user, and
 //! what is wrong: malformed YAML (with line and column), an unknown context, a context that
 //! names a missing cluster or user, bad base64, a PEM without a certificate or key, an
-//! unreadable file, an exec plugin that is missing, fails or times out.
+//! unreadable file, an exec plugin that is missing (with its `installHint`), fails or times
+//! out.
+//!
+//! # Which files
+//!
+//! Exactly kubectl's rules (client-go's `clientcmd` loader), so the same environment picks
+//! the same cluster:
+//!
+//! - `KUBECONFIG` set and non-empty: the files it lists (`:`-separated, `;` on Windows), and
+//!   only those. Empty entries and repeats are skipped, so are files that do not exist; if
+//!   none exists that is an error naming them all (kubectl never falls back to
+//!   `~/.kube/config` then, and neither do we: a typo must not select another cluster).
+//! - Several files merge in list order, the first to set a value winning: `current-context`
+//!   from the first file that has one; each cluster, user and context taken whole from the
+//!   first file defining its name.
+//! - Relative paths inside a file (CA, client certificate and key, token file, an exec
+//!   command containing `/`) are relative to that file's folder.
+//! - `KUBECONFIG` unset or empty: `~/.kube/config`; without it, the in-cluster service
+//!   account (`KUBERNETES_SERVICE_HOST`); without that, an error saying what was looked for.
+//!
+//! # Proxies
+//!
+//! A cluster's `proxy-url` is used for every request to it. Without one, the environment
+//! decides, as for kubectl (client-go uses Go's `http.ProxyFromEnvironment`): `HTTPS_PROXY`
+//! for an `https://` server, `HTTP_PROXY` for an `http://` one (upper case wins over lower
+//! case), except for hosts `NO_PROXY` matches (`*`, IP addresses, CIDR ranges, domains with
+//! their subdomains, `.domain` for subdomains only, optional `:port`). `localhost` and
+//! loopback addresses are never proxied — Go's rule too, kept because a remote proxy cannot
+//! reach the caller's loopback anyway. `tls-server-name` cannot be combined with a proxy;
+//! add the server to `NO_PROXY` if the environment sets one.
+//!
+//! # Secrets
+//!
+//! `Debug` of everything here is safe to log: tokens, passwords and keys are
+//! [`Secret`]s; exec plugin arguments and environment values are hidden (their count and
+//! names are shown); `user:password@` in server and proxy URLs becomes `<redacted>@`, also
+//! in error messages. Logging at `trace` is safe too once the one dependency target that
+//! dumps the bytes on the wire is filtered: see [`SENSITIVE_LOG_TARGETS`].
 
 mod exec;
 mod kubeconfig;
+mod logging;
+mod proxy;
+mod redact;
 mod time;
 mod token_file;
 
@@ -43,6 +84,9 @@ pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedCluster, NamedContext,
     NamedUser,
 };
+pub use logging::{is_sensitive_log_target, SENSITIVE_LOG_TARGETS};
+pub(crate) use proxy::proxy_from_env;
+pub(crate) use redact::redact_url;
 pub use time::parse_rfc3339;
 pub use token_file::TokenFile;
 
@@ -69,7 +113,11 @@ pub struct KubeconfigOptions {
 }
 
 /// A loaded configuration: everything a [`Client`] needs, and where it came from.
-#[derive(Clone, Debug)]
+///
+/// `Debug` is safe to log: credentials are [`Secret`]s, exec plugin arguments and
+/// environment values are hidden, and `user:password@` in the server and proxy URLs is
+/// replaced by `<redacted>@`.
+#[derive(Clone)]
 pub struct Config {
     /// Connection settings.
     pub client_config: ClientConfig,
@@ -77,10 +125,22 @@ pub struct Config {
     pub source: String,
 }
 
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut shown = self.client_config.clone();
+        shown.server = redact_url(&shown.server);
+        shown.proxy = shown.proxy.as_deref().map(redact_url);
+        f.debug_struct("Config")
+            .field("client_config", &shown)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
 impl Config {
     /// A client for this configuration.
     pub fn client(&self) -> Result<Client> {
-        Client::new(self.client_config.clone())
+        Client::new_from(self.client_config.clone(), Some(&self.source))
     }
 
     /// The default namespace (from the context, or the pod's namespace in-cluster).
@@ -88,15 +148,23 @@ impl Config {
         &self.client_config.default_namespace
     }
 
-    /// What kubectl would use: the files in `KUBECONFIG` (merged; missing ones skipped),
-    /// else `~/.kube/config`, else the in-cluster service account.
+    /// What kubectl would use: the files `KUBECONFIG` names, else `~/.kube/config`, else the
+    /// in-cluster service account.
+    ///
+    /// `KUBECONFIG`, when set and non-empty, is the whole story, as for kubectl: a list of
+    /// files separated by `:` (`;` on Windows); empty entries and repeats are skipped; files
+    /// that do not exist are skipped, but when none of them exists that is an error naming
+    /// them — never a fall back to `~/.kube/config` or the service account, so a typo cannot
+    /// silently pick another cluster. The files are merged as
+    /// [`from_kubeconfig_paths`](Self::from_kubeconfig_paths) describes.
     pub fn infer() -> Result<Config> {
         Self::infer_with(&KubeconfigOptions::default())
     }
 
-    /// [`infer_with`](Self::infer_with), but `Ok(None)` when nothing is configured at all (no
-    /// kubeconfig file, not in a pod): for programs that fall back to something else, such as
-    /// a demo mode. A configuration that exists but is broken is still an error.
+    /// [`infer_with`](Self::infer_with), but `Ok(None)` when nothing is configured at all
+    /// (`KUBECONFIG` unset, no `~/.kube/config`, not in a pod): for programs that fall back to
+    /// something else, such as a demo mode. A configuration that exists but is broken is
+    /// still an error, and so is a `KUBECONFIG` naming no existing file.
     pub fn infer_if_configured(options: &KubeconfigOptions) -> Result<Option<Config>> {
         match Self::infer_with(options) {
             Err(Error::Config(m)) if m.starts_with(NOTHING_CONFIGURED) => Ok(None),
@@ -107,24 +175,41 @@ impl Config {
     /// [`infer`](Self::infer) with a chosen context, cluster, user or namespace.
     pub fn infer_with(options: &KubeconfigOptions) -> Result<Config> {
         if let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
-            let paths: Vec<PathBuf> = std::env::split_paths(&list)
-                .filter(|p| p.exists())
-                .collect();
-            if !paths.is_empty() {
-                return Self::from_kubeconfig_paths(&paths, options);
+            let mut named: Vec<PathBuf> = Vec::new();
+            for p in std::env::split_paths(&list) {
+                if !p.as_os_str().is_empty() && !named.contains(&p) {
+                    named.push(p);
+                }
             }
-        }
-        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            let default = Path::new(&home).join(".kube").join("config");
-            if default.exists() {
-                return Self::from_kubeconfig_paths(&[default], options);
+            let existing: Vec<PathBuf> = named.iter().filter(|p| p.exists()).cloned().collect();
+            if existing.is_empty() {
+                let shown: Vec<String> = named.iter().map(|p| p.display().to_string()).collect();
+                return Err(Error::Config(if shown.is_empty() {
+                    format!("KUBECONFIG is set ({list:?}) but names no file")
+                } else {
+                    format!(
+                        "none of the files KUBECONFIG names exists: {} (like kubectl, ~/.kube/config is not used when KUBECONFIG is set)",
+                        shown.join(", ")
+                    )
+                }));
             }
+            return Self::from_kubeconfig_paths(&existing, options);
         }
+        let home = match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(home) => {
+                let default = Path::new(&home).join(".kube").join("config");
+                if default.exists() {
+                    return Self::from_kubeconfig_paths(&[default], options);
+                }
+                format!("{} does not exist", default.display())
+            }
+            None => "HOME is not set (so there is no ~/.kube/config)".to_owned(),
+        };
         if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
             return Self::in_cluster();
         }
         Err(Error::Config(format!(
-            "{NOTHING_CONFIGURED}: KUBECONFIG names no existing file, ~/.kube/config does not exist, and this is not a pod (KUBERNETES_SERVICE_HOST is unset)"
+            "{NOTHING_CONFIGURED}: KUBECONFIG is not set, {home}, and this is not a pod (KUBERNETES_SERVICE_HOST is unset)"
         )))
     }
 
@@ -141,7 +226,12 @@ impl Config {
         Self::from_kubeconfig_paths(&[path.as_ref().to_path_buf()], options)
     }
 
-    /// Loads and merges several kubeconfig files (first one to set anything wins).
+    /// Loads and merges several kubeconfig files (each must exist), by kubectl's rules:
+    /// `current-context` comes from the first file that sets it; a cluster, user or context
+    /// is taken whole from the first file that defines that name (later files' entries of
+    /// the same name are ignored, not merged field by field); relative paths inside a file
+    /// (certificate, key and token files; an exec command containing `/`) resolve against
+    /// that file's folder.
     pub fn from_kubeconfig_paths(paths: &[PathBuf], options: &KubeconfigOptions) -> Result<Config> {
         let mut merged: Option<Kubeconfig> = None;
         for p in paths {

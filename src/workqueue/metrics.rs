@@ -1,4 +1,6 @@
-//! What a work queue tells about itself: depth, adds, retries, time spent waiting and working.
+//! What a work queue tells about itself: depth, adds, retries, time spent waiting and working
+//! — client-go's workqueue metrics, as a plain value a program copies into whatever metrics
+//! system it uses (no runtime dependency).
 
 use std::time::Duration;
 
@@ -27,4 +29,7 @@ pub struct QueueMetrics {
     pub work_time_max: Duration,
     /// How long the longest-running item now in processing has been at it.
     pub longest_running: Duration,
+    /// How long every item now in processing has been at it, added up (client-go's
+    /// `unfinished_work_seconds`: it grows while a worker is stuck).
+    pub unfinished_work: Duration,
 }

@@ -179,12 +179,9 @@ impl<T: Hash + Eq + Clone + Send> Queue<T> {
         let mut m = st.metrics.clone();
         m.depth = st.queue.len();
         m.processing = st.processing.len();
-        m.longest_running = st
-            .processing
-            .values()
-            .map(|t| t.elapsed())
-            .max()
-            .unwrap_or_default();
+        let running = st.processing.values().map(|t| t.elapsed());
+        m.longest_running = running.clone().max().unwrap_or_default();
+        m.unfinished_work = running.sum();
         m
     }
 

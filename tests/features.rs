@@ -1,0 +1,59 @@
+//! Issue 12: `testing` (the fake API server and its committed, public test keys) must not
+//! reach a user's build. The crate's default features are empty, and a build without the
+//! dev-dependencies (what a dependent or `cargo build` gets) resolves no `testing`; the
+//! dev-dependency on the crate itself turns it on for this crate's own tests, examples,
+//! benches and doctests. Asked of cargo itself (`cargo metadata`, `cargo tree`, offline).
+
+use std::path::Path;
+use std::process::Command;
+
+fn cargo(args: &[&str]) -> String {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .arg("--offline")
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn default_features_are_empty() {
+    let meta: serde_json::Value =
+        serde_json::from_str(&cargo(&["metadata", "--no-deps", "--format-version", "1"])).unwrap();
+    let package = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "kube-informer")
+        .unwrap();
+    assert_eq!(package["features"]["default"], serde_json::json!([]));
+    assert!(package["features"]["testing"].is_array());
+}
+
+#[test]
+fn a_build_without_dev_dependencies_has_no_testing() {
+    let normal = cargo(&["tree", "-e", "features,normal,build", "-i", "kube-informer"]);
+    assert!(!normal.contains("feature \"testing\""), "{normal}");
+    let dev = cargo(&[
+        "tree",
+        "-e",
+        "features,normal,build,dev",
+        "-i",
+        "kube-informer",
+    ]);
+    assert!(dev.contains("feature \"testing\""), "{dev}");
+}
+
+/// This binary itself is a dev build: it sees `testing`.
+#[test]
+fn this_crates_own_tests_see_testing() {
+    let _ = kube_informer::testing::ApiServer::start;
+}
