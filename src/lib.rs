@@ -12,7 +12,8 @@
 //! - [`api`]: the object model ([`api::Resource`], [`api::DynamicObject`], [`api::WatchEvent`]);
 //! - [`cache`]: store, DeltaFIFO, reflector, shared informers, listers, factory;
 //! - [`workqueue`] and [`controller`]: the controller pattern on worker threads;
-//! - [`testing`]: an API server on 127.0.0.1 for tests and demos.
+//! - `testing` (with the `testing` feature, off by default): an API server on 127.0.0.1 for
+//!   tests and demos.
 //!
 //! ```
 //! use std::sync::Arc;

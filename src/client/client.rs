@@ -32,7 +32,7 @@ use ureq::{Agent, Body};
 use super::auth::Auth;
 use super::cancel::{Attached, Cancel};
 use super::config::ClientConfig;
-use super::rate_limit::RateLimiter;
+use super::rate_limit::{RateLimiter, RateLimiterStats};
 use super::server_name::{split_server, PinnedResolver};
 use crate::api::Status;
 use crate::error::{Error, Result};
@@ -331,6 +331,12 @@ impl Client {
         Ok(agent)
     }
 
+    /// The client-side rate limiter's counters (`None` when the limit is off): how many
+    /// requests took a token, how many waited and for how long.
+    pub fn rate_limiter_stats(&self) -> Option<RateLimiterStats> {
+        self.inner.limiter.as_ref().map(RateLimiter::stats)
+    }
+
     /// The namespace used when a namespaced request names none.
     pub fn default_namespace(&self) -> &str {
         &self.inner.default_namespace
@@ -530,7 +536,11 @@ impl Client {
             }
             // Again on every attempt: after a 401 the credential is fetched anew.
             self.prepare_credentials(&request)?;
-            if let Some(l) = &self.inner.limiter {
+            // The pages after the first of one list are one logical read with it: the first
+            // page paid for the list, the rest do not wait (a 100,000-object list is 200
+            // pages, which even kubectl's burst would otherwise pace).
+            let paced = !(method == Method::GET && is_list_continuation(path_and_query));
+            if let Some(l) = self.inner.limiter.as_ref().filter(|_| paced) {
                 let delay = l.reserve();
                 if !delay.is_zero() && pause(delay) {
                     return Err(cancelled());
@@ -773,6 +783,13 @@ fn server_origin(server: &str) -> String {
         let port = if scheme == "http" { 80 } else { 443 };
         format!("{scheme}://{host_port}:{port}")
     }
+}
+
+/// A request for a list page after the first (it carries a `continue` token).
+fn is_list_continuation(path_and_query: &str) -> bool {
+    path_and_query
+        .split_once('?')
+        .is_some_and(|(_, q)| q.split('&').any(|p| p.starts_with("continue=")))
 }
 
 #[cfg(test)]

@@ -9,7 +9,10 @@ use std::time::Duration;
 use super::auth::{Auth, Secret};
 
 /// Connection settings for a [`Client`](super::Client).
-#[derive(Clone, Debug)]
+///
+/// `Debug` is safe to log: credentials are [`Secret`]s, and `user:password@` in `server` and
+/// `proxy` is shown as `<redacted>@`.
+#[derive(Clone)]
 pub struct ClientConfig {
     /// Base URL of the API server, e.g. `https://10.0.0.1:6443` (a path prefix is kept).
     pub server: String,
@@ -29,12 +32,12 @@ pub struct ClientConfig {
     /// The limit is a safety net against a program that loops on requests by mistake;
     /// kube-apiserver protects itself with API Priority and Fairness, which is why kubectl
     /// raised its defaults to 50 and 300 and controller-runtime turns the client-side limit
-    /// off altogether. client-go's historical 5 and 10 cost a large initial sync dearly, since
-    /// every page of a paged list takes a token: the 200 pages of a 100,000-pod list (pages of
-    /// 500) waited about 38 s. With these defaults the pages of a list of up to 150,000
-    /// objects (300 pages) never wait, and a longer list waits only if its pages come faster
-    /// than 50 a second (25,000 objects a second). Shared by every request of a client, so
-    /// a factory's informers starting together share the burst.
+    /// off altogether. With client-go's historical 5 and 10 and every page taking a token,
+    /// the 200 pages of a 100,000-pod list (pages of 500) waited about 38 s. Here the pages
+    /// of one list are one read: the first page takes a token, the pages after it (those
+    /// carrying a `continue` token) take none, so no list of any size is paced page by page.
+    /// Shared by every request of a client, so a factory's informers starting together share
+    /// the burst.
     pub qps: f32,
     /// Client-side rate limit: how many requests may go at once before `qps` paces them.
     /// Default 300, kubectl's (see `qps`).
@@ -58,7 +61,9 @@ pub struct ClientConfig {
     pub max_retry_after: Duration,
     /// `User-Agent` header.
     pub user_agent: String,
-    /// HTTP proxy URL (`http://host:port`) for every request.
+    /// Proxy URL (`http://host:port`; `user:password@` allowed) for every request. `None`:
+    /// the environment's `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY`, by client-go's rules
+    /// (see [`config`](crate::config#proxies)).
     pub proxy: Option<String>,
     /// Verify the server certificate against this name instead of the server URL's host
     /// (kubeconfig `tls-server-name`).
@@ -67,6 +72,58 @@ pub struct ClientConfig {
     pub impersonate_user: Option<String>,
     /// Act with these groups (`Impersonate-Group` headers).
     pub impersonate_groups: Vec<String>,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Destructured, so a new field cannot be left out of Debug by accident.
+        let ClientConfig {
+            server,
+            ca_pem,
+            identity,
+            auth,
+            insecure_skip_tls_verify,
+            default_namespace,
+            qps,
+            burst,
+            request_timeout,
+            list_read_timeout,
+            watch_read_margin,
+            connect_timeout,
+            max_retries,
+            max_retry_after,
+            user_agent,
+            proxy,
+            tls_server_name,
+            impersonate_user,
+            impersonate_groups,
+        } = self;
+        let redact = crate::config::redact_url;
+        f.debug_struct("ClientConfig")
+            .field("server", &redact(server))
+            .field(
+                "ca_pem",
+                &ca_pem.as_ref().map(|p| format!("<{} bytes>", p.len())),
+            )
+            .field("identity", identity)
+            .field("auth", auth)
+            .field("insecure_skip_tls_verify", insecure_skip_tls_verify)
+            .field("default_namespace", default_namespace)
+            .field("qps", qps)
+            .field("burst", burst)
+            .field("request_timeout", request_timeout)
+            .field("list_read_timeout", list_read_timeout)
+            .field("watch_read_margin", watch_read_margin)
+            .field("connect_timeout", connect_timeout)
+            .field("max_retries", max_retries)
+            .field("max_retry_after", max_retry_after)
+            .field("user_agent", user_agent)
+            .field("proxy", &proxy.as_deref().map(redact))
+            .field("tls_server_name", tls_server_name)
+            .field("impersonate_user", impersonate_user)
+            .field("impersonate_groups", impersonate_groups)
+            .finish()
+    }
 }
 
 /// A TLS client certificate chain and its private key, both PEM.
