@@ -17,6 +17,8 @@
 //! `fake_*` tests), so this code cannot rot unseen; there the server is told to answer what a
 //! cluster would (the CRD's `Established` condition, the 403).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -95,15 +97,7 @@ impl Env {
 }
 
 fn random_suffix() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    format!("{:08x}", h.finish() as u32)
+    format!("{:08x}", common::random_u64() as u32)
 }
 
 fn namespaces() -> ApiResource {

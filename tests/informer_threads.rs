@@ -11,27 +11,6 @@ use kube_informer::cache::{FactoryOptions, SharedInformerFactory};
 use kube_informer::testing::ApiServer;
 use kube_informer::Client;
 
-/// Names of this process's threads, leaving out those already exiting: a joined thread has
-/// finished, but the kernel may list it for a moment longer while it tears it down.
-fn thread_names() -> Vec<String> {
-    const PF_EXITING: u64 = 0x4;
-    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
-        .map(|d| {
-            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
-                .filter_map(|stat| {
-                    // `pid (comm) state ppid pgrp session tty tpgid flags ...`
-                    let (head, rest) = stat.rsplit_once(')')?;
-                    let name = head.split_once('(')?.1.to_owned();
-                    let flags: u64 = rest.split_whitespace().nth(6)?.parse().ok()?;
-                    (flags & PF_EXITING == 0).then_some(name)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
 #[test]
 fn shutdown_joins_every_thread() {
     if !std::path::Path::new("/proc/self/task").exists() {

@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{pod, pods};
+use common::{pod, pods, thread_names};
 use kube_informer::api::DynamicObject;
 use kube_informer::cache::{
     DeletedObject, EventHandler, InformerConfig, SharedIndexInformer, NAMESPACE_INDEX,
@@ -84,15 +84,7 @@ fn env_u64(name: &str) -> Option<u64> {
 }
 
 fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    h.finish() % 1_000_000_000
+    common::random_u64() % 1_000_000_000
 }
 
 /// splitmix64: small, seedable, good enough to pick operations.
@@ -341,25 +333,6 @@ impl Journal {
             .collect::<Vec<_>>()
             .join("\n")
     }
-}
-
-/// Names of this process's threads that are not exiting (see tests/informer_threads.rs).
-fn thread_names() -> Vec<String> {
-    const PF_EXITING: u64 = 0x4;
-    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
-        .map(|d| {
-            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
-                .filter_map(|stat| {
-                    let (head, rest) = stat.rsplit_once(')')?;
-                    let name = head.split_once('(')?.1.to_owned();
-                    let flags: u64 = rest.split_whitespace().nth(6)?.parse().ok()?;
-                    (flags & PF_EXITING == 0).then_some(name)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 /// The informer's threads (`kube-informer/pods/...`, cut to 15 bytes by the kernel); the

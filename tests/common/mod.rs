@@ -251,3 +251,38 @@ pub fn churn(server: &kube_informer::testing::ApiServer, round: usize, n: usize)
         }
     }
 }
+
+/// Names of this process's threads, leaving out those already exiting: a joined thread has
+/// finished, but the kernel may list it for a moment longer while it tears it down. Empty
+/// where there is no /proc.
+pub fn thread_names() -> Vec<String> {
+    const PF_EXITING: u64 = 0x4;
+    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+                .filter_map(|stat| {
+                    // `pid (comm) state ppid pgrp session tty tpgid flags ...`
+                    let (head, rest) = stat.rsplit_once(')')?;
+                    let name = head.split_once('(')?.1.to_owned();
+                    let flags: u64 = rest.split_whitespace().nth(6)?.parse().ok()?;
+                    (flags & PF_EXITING == 0).then_some(name)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A number that differs from run to run (seeds, unique names); not for cryptography.
+pub fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish()
+}
