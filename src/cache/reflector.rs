@@ -87,6 +87,8 @@ pub struct ReflectorConfig {
     /// Field selector for list and watch.
     pub field_selector: Option<String>,
     /// Queue a `Sync` for every idle cached object this often (zero: never). Default zero.
+    /// In a [`SharedIndexInformer`](super::SharedIndexInformer) it is the default resync
+    /// period of handlers registered without one (the informer runs resyncs per handler).
     pub resync_period: Duration,
     /// Start with a streaming list instead of a paged list. Default false.
     pub streaming_list: bool,
