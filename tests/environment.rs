@@ -350,13 +350,7 @@ fn tunnel(mut client: TcpStream, upstream: SocketAddr, record: &Mutex<Vec<String
     };
     let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
     let _ = server.write_all(reader.buffer());
-    let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut c2, &mut s2);
-        let _ = s2.shutdown(std::net::Shutdown::Write);
-    });
-    let _ = std::io::copy(&mut server, &mut client);
-    let _ = client.shutdown(std::net::Shutdown::Write);
+    splice(client, server);
 }
 
 fn api_server(builder: kube_informer::testing::ApiServerBuilder) -> ApiServer {

@@ -10,11 +10,9 @@ use std::time::Duration;
 use common::view::View;
 use common::*;
 use kube_informer::api::DynamicObject;
-use kube_informer::cache::{
-    FactoryOptions, InformerConfig, RelistCause, SharedIndexInformer, SharedInformerFactory,
-};
+use kube_informer::cache::{FactoryOptions, InformerConfig, RelistCause, SharedInformerFactory};
 use kube_informer::testing::{ApiServer, Fault, Target};
-use kube_informer::{Api, Client};
+use kube_informer::Client;
 use parking_lot::Mutex;
 
 /// Every log record of this test binary: (level, target, message).
@@ -75,14 +73,6 @@ fn config(name: &str) -> InformerConfig<DynamicObject> {
     c
 }
 
-fn informer(
-    server: &ApiServer,
-    config: InformerConfig<DynamicObject>,
-) -> SharedIndexInformer<DynamicObject> {
-    let client = Client::new(server.client_config()).unwrap();
-    SharedIndexInformer::new(Api::all_with(client, &pods()), config)
-}
-
 #[test]
 fn a_forbidden_list_shows_in_the_health_view_with_its_status() {
     records();
@@ -90,7 +80,7 @@ fn a_forbidden_list_shows_in_the_health_view_with_its_status() {
     for _ in 0..3 {
         server.inject(Target::List, Fault::status(403));
     }
-    let inf = informer(&server, config("health-403"));
+    let inf = pods_informer(&server, config("health-403"));
     inf.start().unwrap();
     wait_until("three failures", || inf.health().consecutive_failures >= 3);
     let h = inf.health();
@@ -170,7 +160,7 @@ fn counters_count_lists_events_bookmarks_relists_and_handler_work() {
     let server = server();
     let errors = Arc::new(Mutex::new(0));
     let seen = errors.clone();
-    let inf = informer(
+    let inf = pods_informer(
         &server,
         config("health-counters").on_watch_error(move |_| *seen.lock() += 1),
     );

@@ -12,8 +12,7 @@ use common::view::View;
 use common::*;
 use kube_informer::api::{DynamicObject, LabelSelector};
 use kube_informer::cache::{
-    FactoryOptions, FilteringHandler, HandlerFns, InformerConfig, SharedIndexInformer,
-    SharedInformerFactory, NAMESPACE_INDEX,
+    FactoryOptions, FilteringHandler, HandlerFns, SharedInformerFactory, NAMESPACE_INDEX,
 };
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client};
@@ -33,22 +32,6 @@ fn server_with(n: usize) -> ApiServer {
     server
 }
 
-fn fast_config() -> InformerConfig<DynamicObject> {
-    let mut c = InformerConfig::default();
-    c.reflector.backoff_initial = Duration::from_millis(50);
-    c.reflector.backoff_max = Duration::from_millis(400);
-    c
-}
-
-fn informer(
-    server: &ApiServer,
-    config: InformerConfig<DynamicObject>,
-) -> SharedIndexInformer<DynamicObject> {
-    let api: Api<DynamicObject> =
-        Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
-    SharedIndexInformer::new(api, config)
-}
-
 fn converged(server: &ApiServer, view: &View) -> bool {
     server.keys_and_versions(&pods()) == view.snapshot()
 }
@@ -60,7 +43,7 @@ fn slow_and_panicking_handlers_do_not_hold_back_a_fast_one() {
     let mut config = fast_config();
     let p = panics.clone();
     config.on_handler_panic = Some(Arc::new(move |m: &str| p.lock().push(m.to_owned())));
-    let inf = informer(&server, config);
+    let inf = pods_informer(&server, config);
     let fast = View::default();
     let fast_reg = inf.add_event_handler(fast.clone()).unwrap();
     // The slow handler blocks until released.
@@ -119,7 +102,7 @@ fn slow_and_panicking_handlers_do_not_hold_back_a_fast_one() {
 #[test]
 fn a_handler_added_later_gets_the_cache_then_live_events_with_no_gap_or_duplicate() {
     let server = server_with(300);
-    let inf = informer(&server, fast_config());
+    let inf = pods_informer(&server, fast_config());
     inf.start().unwrap();
     assert!(inf.wait_for_cache_sync(PATIENCE));
     let churner = {
@@ -167,7 +150,7 @@ fn a_handler_added_later_gets_the_cache_then_live_events_with_no_gap_or_duplicat
 #[test]
 fn removing_a_handler_stops_its_deliveries() {
     let server = server_with(5);
-    let inf = informer(&server, fast_config());
+    let inf = pods_informer(&server, fast_config());
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
     let reg = inf
@@ -192,7 +175,7 @@ fn removing_a_handler_stops_its_deliveries() {
 #[test]
 fn every_handler_view_matches_the_server_after_faults_during_churn() {
     let server = server_with(1000);
-    let inf = informer(&server, fast_config());
+    let inf = pods_informer(&server, fast_config());
     let views: Vec<View> = (0..3).map(|_| View::default()).collect();
     for v in &views {
         inf.add_event_handler(v.clone()).unwrap();
@@ -239,7 +222,7 @@ fn resync_is_per_handler_and_transforms_apply_before_caching() {
             &serde_json::json!({"metadata": {"managedFields": [{"manager": "x"}]}}),
         )
         .unwrap();
-    let inf = informer(&server, config);
+    let inf = pods_informer(&server, config);
     let resyncing = View::default();
     let quiet = View::default();
     inf.add_event_handler_with_resync(resyncing.clone(), Duration::from_millis(100))
@@ -262,7 +245,7 @@ fn a_stalled_handler_holds_a_bounded_backlog_and_still_converges() {
     let server = server_with(10);
     let mut config = fast_config();
     config.max_backlog = 5;
-    let inf = informer(&server, config);
+    let inf = pods_informer(&server, config);
     let gate = Arc::new(Mutex::new(()));
     let stalled = View::default();
     let view = stalled.clone();
@@ -331,7 +314,7 @@ fn a_stalled_handler_holds_a_bounded_backlog_and_still_converges() {
 #[test]
 fn filtering_handler_turns_moves_into_adds_and_deletes() {
     let server = server_with(4);
-    let inf = informer(&server, fast_config());
+    let inf = pods_informer(&server, fast_config());
     let running = View::default();
     inf.add_event_handler(FilteringHandler::new(
         |o: &DynamicObject| {
@@ -374,7 +357,7 @@ fn filtering_handler_turns_moves_into_adds_and_deletes() {
 #[test]
 fn listers_read_by_name_selector_namespace_and_index() {
     let server = server_with(20);
-    let inf = informer(&server, fast_config());
+    let inf = pods_informer(&server, fast_config());
     inf.start().unwrap();
     assert!(inf.wait_for_cache_sync(PATIENCE));
     let lister = inf.lister();

@@ -11,10 +11,9 @@ use std::time::Duration;
 use common::view::View;
 use common::*;
 use kube_informer::api::DynamicObject;
-use kube_informer::cache::{EventHandler, IndexFn, InformerConfig, SharedIndexInformer};
+use kube_informer::cache::{EventHandler, IndexFn};
 use kube_informer::controller::{Action, Controller};
 use kube_informer::testing::ApiServer;
-use kube_informer::{Api, Client};
 use parking_lot::Mutex;
 
 fn server_with(n: usize) -> ApiServer {
@@ -28,22 +27,6 @@ fn server_with(n: usize) -> ApiServer {
             .unwrap();
     }
     server
-}
-
-fn informer(
-    server: &ApiServer,
-    config: InformerConfig<DynamicObject>,
-) -> SharedIndexInformer<DynamicObject> {
-    let api: Api<DynamicObject> =
-        Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
-    SharedIndexInformer::new(api, config)
-}
-
-fn fast_config() -> InformerConfig<DynamicObject> {
-    let mut c = InformerConfig::default();
-    c.reflector.backoff_initial = Duration::from_millis(50);
-    c.reflector.backoff_max = Duration::from_millis(400);
-    c
 }
 
 /// Counts the resyncs (`on_update` with the same object) each key got.
@@ -68,7 +51,7 @@ impl EventHandler<DynamicObject> for ResyncCounts {
 #[test]
 fn a_slow_resync_round_reaches_every_object() {
     let server = server_with(200);
-    let inf = informer(&server, fast_config());
+    let inf = pods_informer(&server, fast_config());
     let slow: IndexFn<DynamicObject> = Arc::new(|o: &DynamicObject| {
         std::thread::sleep(Duration::from_millis(4));
         Ok(vec![o.metadata.name.clone().unwrap_or_default()])
@@ -115,7 +98,7 @@ fn a_slow_resync_round_reaches_every_object() {
 #[test]
 fn resyncs_during_churn_never_bring_back_a_deleted_object() {
     let server = server_with(20);
-    let inf = informer(&server, fast_config());
+    let inf = pods_informer(&server, fast_config());
     // A slower apply widens the window between a pop and the cache write.
     let slow: IndexFn<DynamicObject> = Arc::new(|o: &DynamicObject| {
         std::thread::sleep(Duration::from_millis(1));
@@ -165,7 +148,7 @@ fn a_panicking_transform_is_reported_and_the_informer_syncs() {
     }));
     let sink = reported.clone();
     config.on_handler_panic = Some(Arc::new(move |m: &str| sink.lock().push(m.to_owned())));
-    let inf = informer(&server, config);
+    let inf = pods_informer(&server, config);
     inf.start().unwrap();
     assert!(inf.wait_for_cache_sync(PATIENCE), "the informer synced");
     assert_eq!(inf.store().len(), 30);
@@ -190,7 +173,7 @@ fn a_panicking_transform_is_reported_and_the_informer_syncs() {
 #[test]
 fn a_panicking_index_function_leaves_one_object_unindexed() {
     let server = server_with(30);
-    let inf = informer(&server, fast_config());
+    let inf = pods_informer(&server, fast_config());
     let picky: IndexFn<DynamicObject> = Arc::new(|o: &DynamicObject| {
         let name = o.metadata.name.clone().unwrap_or_default();
         assert_ne!(name, "pod-0007", "this index cannot handle pod-0007");
@@ -220,7 +203,7 @@ fn a_panicking_index_function_leaves_one_object_unindexed() {
 #[test]
 fn durations_meaning_forever_are_accepted_everywhere() {
     let server = server_with(3);
-    let inf = informer(&server, fast_config());
+    let inf = pods_informer(&server, fast_config());
     let view = View::default();
     let reg = inf
         .add_event_handler_with_resync(view.clone(), Duration::MAX)

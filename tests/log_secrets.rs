@@ -57,17 +57,11 @@ fn connect_proxy(upstream: std::net::SocketAddr) -> std::net::SocketAddr {
                 while reader.read_line(&mut line).unwrap_or(0) > 2 {
                     line.clear();
                 }
-                let Ok(mut server) = std::net::TcpStream::connect(upstream) else {
+                let Ok(server) = std::net::TcpStream::connect(upstream) else {
                     return;
                 };
                 let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
-                let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut c2, &mut s2);
-                    let _ = s2.shutdown(std::net::Shutdown::Write);
-                });
-                let _ = std::io::copy(&mut server, &mut client);
-                let _ = client.shutdown(std::net::Shutdown::Write);
+                splice(client, server);
             });
         }
     });

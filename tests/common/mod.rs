@@ -286,3 +286,36 @@ pub fn random_u64() -> u64 {
     );
     h.finish()
 }
+
+/// An informer on the test server's pods.
+pub fn pods_informer(
+    server: &kube_informer::testing::ApiServer,
+    config: kube_informer::cache::InformerConfig<kube_informer::api::DynamicObject>,
+) -> kube_informer::cache::SharedIndexInformer<kube_informer::api::DynamicObject> {
+    let client = kube_informer::Client::new(server.client_config()).unwrap();
+    kube_informer::cache::SharedIndexInformer::new(
+        kube_informer::Api::all_with(client, &pods()),
+        config,
+    )
+}
+
+/// Informer settings with back-off short enough for tests (50 ms doubling to 400 ms).
+pub fn fast_config() -> kube_informer::cache::InformerConfig<kube_informer::api::DynamicObject> {
+    let mut c = kube_informer::cache::InformerConfig::default();
+    c.reflector.backoff_initial = Duration::from_millis(50);
+    c.reflector.backoff_max = Duration::from_millis(400);
+    c
+}
+
+/// Copies bytes both ways between a proxy's client and the server it tunnels to, until
+/// both sides are done (a CONNECT tunnel's body).
+pub fn splice(client: std::net::TcpStream, server: std::net::TcpStream) {
+    let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut c2, &mut s2);
+        let _ = s2.shutdown(std::net::Shutdown::Write);
+    });
+    let (mut client, mut server) = (client, server);
+    let _ = std::io::copy(&mut server, &mut client);
+    let _ = client.shutdown(std::net::Shutdown::Write);
+}
