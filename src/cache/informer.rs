@@ -101,7 +101,8 @@ struct Inner<K> {
 /// the one a popped `Sync` belongs to. Each `Sync` thus reaches exactly the handlers that
 /// asked for that resync, however long the informer takes to get to it.
 struct ResyncRound {
-    handlers: Vec<u64>,
+    /// Shared with every `Sync` of the round as it is popped (no copy per object).
+    handlers: Arc<[u64]>,
     remaining: usize,
 }
 
@@ -535,17 +536,17 @@ impl<K: Object> Inner<K> {
 
     /// The handlers a popped `Sync` is for: those of the oldest resync with `Sync`s left.
     /// A `Sync` no resync of ours queued (none can be, but the FIFO is public) goes to none.
-    fn sync_popped(&self) -> Vec<u64> {
+    fn sync_popped(&self) -> Arc<[u64]> {
         let mut rounds = self.resync_rounds.lock();
         let Some(round) = rounds.front_mut() else {
-            return Vec::new();
+            return Arc::new([]);
         };
         round.remaining -= 1;
+        let handlers = Arc::clone(&round.handlers);
         if round.remaining == 0 {
-            rounds.pop_front().map(|r| r.handlers).unwrap_or_default()
-        } else {
-            round.handlers.clone()
+            rounds.pop_front();
         }
+        handlers
     }
 
     /// Queues one resync for the handlers `due`; returns how many `Sync`s it queued. The
@@ -556,7 +557,7 @@ impl<K: Object> Inner<K> {
         let queued = self.fifo.resync()?;
         if queued > 0 {
             rounds.push_back(ResyncRound {
-                handlers: due,
+                handlers: due.into(),
                 remaining: queued,
             });
         }
