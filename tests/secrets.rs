@@ -337,3 +337,18 @@ fn a_namespace_cannot_change_the_request_path() {
         );
     }
 }
+
+/// A server URL the client refuses is named without its `user:password@`.
+#[test]
+fn a_refused_server_url_is_named_without_its_credentials() {
+    for server in [
+        "ftp://user:pw-SERVER-SECRET@k8s.example.com",
+        "http://user:pw-SERVER-SECRET@k8s.example.com",
+    ] {
+        let mut config = kube_informer::ClientConfig::new(server);
+        config.tls_server_name = Some("k8s.internal".into());
+        let err = kube_informer::Client::new(config).unwrap_err().to_string();
+        assert!(!err.contains("pw-SERVER-SECRET"), "{err}");
+        assert!(err.contains("k8s.example.com"), "{err}");
+    }
+}

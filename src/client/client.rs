@@ -187,11 +187,12 @@ impl Client {
             Some(s) => format!("{} ({s})", server_origin(&config.server)),
             None => server_origin(&config.server),
         };
+        // How messages name the server: never with its `user:password@`.
+        let shown = crate::config::redact_url(&config.server);
         let mut base = config.server.trim_end_matches('/').to_owned();
         if !(base.starts_with("https://") || base.starts_with("http://")) {
             return Err(Error::Config(format!(
-                "server {:?} must be an http:// or https:// URL",
-                config.server
+                "server {shown:?} must be an http:// or https:// URL"
             )));
         }
         let mut resolver = None;
@@ -213,12 +214,11 @@ impl Client {
                 )));
             }
             let (scheme, host, rest) = split_server(&base).ok_or_else(|| {
-                Error::Config(format!("server {:?}: cannot find its host", config.server))
+                Error::Config(format!("server {shown:?}: cannot find its host"))
             })?;
             if scheme != "https" {
                 return Err(Error::Config(format!(
-                    "tls-server-name {name:?} needs an https:// server, not {:?}",
-                    config.server
+                    "tls-server-name {name:?} needs an https:// server, not {shown:?}"
                 )));
             }
             resolver = Some(PinnedResolver::new(name, host));
