@@ -12,6 +12,7 @@ mod resource;
 mod selector;
 mod status;
 mod string_map;
+pub(crate) mod url_encoding;
 mod watch_event;
 
 pub use dynamic::DynamicObject;

@@ -153,7 +153,8 @@ impl ApiResource {
         };
         if let (true, Some(ns)) = (self.namespaced, namespace) {
             path.push_str("/namespaces/");
-            path.push_str(ns);
+            // Encoded like a name, so no namespace string can change the path.
+            super::url_encoding::path_segment(ns, &mut path);
         }
         path.push('/');
         path.push_str(&self.plural);

@@ -7,9 +7,10 @@ use serde::Serialize;
 use ureq::http::Method;
 
 use super::client::{describe, Bound, Client, SendBody};
-use super::params::{percent_encode, ListParams, Query, WatchParams};
+use super::params::{ListParams, Query, WatchParams};
 use super::watch::WatchStream;
 use crate::api::known_ends::{with_known_ends, KnownEnds};
+use crate::api::url_encoding::path_segment;
 use crate::api::{ApiResource, Object, ObjectList, Resource};
 use crate::error::{Error, Result};
 
@@ -119,15 +120,9 @@ impl<K: Object> Api<K> {
         self
     }
 
-    /// The collection's path. The namespace is percent-encoded like a name (and `.`/`..`
-    /// spelled `%2E`), so no namespace string can change which path is requested.
+    /// The collection's path (the namespace percent-encoded by `url_path`).
     fn collection(&self) -> String {
-        let namespace = self.namespace.as_deref().map(|ns| {
-            let mut encoded = String::with_capacity(ns.len());
-            path_segment(ns, &mut encoded);
-            encoded
-        });
-        self.resource.url_path(namespace.as_deref())
+        self.resource.url_path(self.namespace.as_deref())
     }
 
     fn item(&self, name: &str) -> Result<String> {
@@ -582,16 +577,6 @@ impl CheckedPage {
                 (list, raw)
             }
         }
-    }
-}
-
-/// One path segment, percent-encoded; `.` and `..` (left alone by percent-encoding, but
-/// dot-segments a server or proxy may resolve) become `%2E` and `%2E%2E`.
-fn path_segment(value: &str, out: &mut String) {
-    match value {
-        "." => out.push_str("%2E"),
-        ".." => out.push_str("%2E%2E"),
-        _ => percent_encode(value, out),
     }
 }
 

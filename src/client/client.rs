@@ -213,9 +213,8 @@ impl Client {
                     }
                 )));
             }
-            let (scheme, host, rest) = split_server(&base).ok_or_else(|| {
-                Error::Config(format!("server {shown:?}: cannot find its host"))
-            })?;
+            let (scheme, host, rest) = split_server(&base)
+                .ok_or_else(|| Error::Config(format!("server {shown:?}: cannot find its host")))?;
             if scheme != "https" {
                 return Err(Error::Config(format!(
                     "tls-server-name {name:?} needs an https:// server, not {shown:?}"

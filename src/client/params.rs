@@ -1,6 +1,5 @@
 //! Query parameters of list and watch calls, and their encoding.
-
-use std::fmt::Write as _;
+use crate::api::url_encoding::percent_encode;
 
 /// Parameters of a list call.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -161,17 +160,6 @@ impl Query {
 
     pub(crate) fn finish(self) -> String {
         self.0
-    }
-}
-
-/// Percent-encodes everything but RFC 3986's unreserved characters.
-pub(crate) fn percent_encode(value: &str, out: &mut String) {
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
     }
 }
 
