@@ -5,6 +5,11 @@
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use super::listener::PanicHandler;
+use super::reflector::Transform;
+use crate::api::Object;
 
 /// What a panic said: its message when it was a string, a placeholder otherwise.
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
@@ -18,4 +23,26 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// Runs `f`; a panic becomes `Err` with its message.
 pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_message(&*p))
+}
+
+/// The transform, made safe to run on the reflector's thread: a panic leaves the object as
+/// the transform left it (the cache never drops what the server has) and is logged and
+/// passed to the panic callback, instead of ending the reflector and freezing the cache.
+pub(crate) fn guard_transform<K: Object>(
+    transform: Transform<K>,
+    name: String,
+    on_panic: Option<PanicHandler>,
+) -> Transform<K> {
+    Arc::new(move |obj: &mut K| {
+        if let Err(what) = catch(|| transform(obj)) {
+            let msg = format!(
+                "kube-informer/{name}: the transform panicked on {}: {what}",
+                obj.metadata().key()
+            );
+            log::error!("{msg}");
+            if let Some(cb) = &on_panic {
+                cb(&msg);
+            }
+        }
+    })
 }

@@ -21,7 +21,6 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::catch::catch;
 use super::delta::Delta;
 use super::delta_fifo::{Closed, DeltaFifo, KnownObjects};
 use super::handler::EventHandler;
@@ -328,13 +327,13 @@ impl<K: Object> SharedIndexInformer<K> {
         }
         let spawn_err =
             |e: std::io::Error| Error::Config(format!("spawning an informer thread: {e}"));
-        let (reflector_config, transform) = {
+        let (reflector_config, transform, on_panic) = {
             let c = inner.config.lock();
-            let transform = c
-                .transform
-                .clone()
-                .map(|t| guard_transform(t, inner.name.clone(), c.on_handler_panic.clone()));
-            (c.reflector.clone(), transform)
+            (
+                c.reflector.clone(),
+                c.transform.clone(),
+                c.on_handler_panic.clone(),
+            )
         };
         // Said when the initial list is in the cache, whichever thread completes it.
         let (name, store, started) = (inner.name.clone(), Arc::clone(&inner.store), Instant::now());
@@ -356,11 +355,12 @@ impl<K: Object> SharedIndexInformer<K> {
             .spawn(move || me.resync_loop())
             .map_err(spawn_err)?;
         inner.threads.lock().extend([process, resync]);
-        let reflector = Reflector::start_with_transform(
+        let reflector = Reflector::start_reporting(
             inner.api.clone(),
             Arc::clone(&inner.fifo),
             reflector_config,
             transform,
+            on_panic,
         )
         .map_err(spawn_err)?;
         *inner.reflector.lock() = Some(reflector);
@@ -590,28 +590,6 @@ impl<K: Object> Inner<K> {
             }
         }
     }
-}
-
-/// The transform, made safe to run on the reflector's thread: a panic leaves the object as
-/// the transform left it (the cache never drops what the server has) and is logged and
-/// passed to the panic callback, instead of ending the reflector and freezing the cache.
-fn guard_transform<K: Object>(
-    transform: Transform<K>,
-    name: String,
-    on_panic: Option<PanicHandler>,
-) -> Transform<K> {
-    Arc::new(move |obj: &mut K| {
-        if let Err(what) = catch(|| transform(obj)) {
-            let msg = format!(
-                "kube-informer/{name}: the transform panicked on {}: {what}",
-                obj.metadata().key()
-            );
-            log::error!("{msg}");
-            if let Some(cb) = &on_panic {
-                cb(&msg);
-            }
-        }
-    })
 }
 
 #[cfg(all(test, shuttle))]

@@ -51,8 +51,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::backoff::{random_between, Backoff};
+use super::catch::guard_transform;
 use super::delta_fifo::{Closed, DeltaFifo, WatchChange};
 use super::health::{error_kind, HealthRecord, LastError, ReflectorStats, RelistCause};
+use super::listener::PanicHandler;
 use super::stop::StopSignal;
 use crate::api::{Object, WatchEvent};
 use crate::client::{Api, Cancel, ListParams, WatchCanceller, WatchParams, WatchStream};
@@ -191,11 +193,24 @@ impl Reflector {
     }
 
     /// Like [`start`](Self::start), applying `transform` to every object before queueing it.
+    /// A panicking transform is logged and leaves the object as it left it.
     pub fn start_with_transform<K: Object>(
         api: Api<K>,
         fifo: Arc<DeltaFifo<K>>,
         config: ReflectorConfig,
         transform: Option<Transform<K>>,
+    ) -> std::io::Result<Reflector> {
+        Self::start_reporting(api, fifo, config, transform, None)
+    }
+
+    /// [`start_with_transform`](Self::start_with_transform), also passing each transform
+    /// panic to `on_panic` (an informer's panic callback).
+    pub(crate) fn start_reporting<K: Object>(
+        api: Api<K>,
+        fifo: Arc<DeltaFifo<K>>,
+        config: ReflectorConfig,
+        transform: Option<Transform<K>>,
+        on_panic: Option<PanicHandler>,
     ) -> std::io::Result<Reflector> {
         let shared = Arc::new(Shared::default());
         shared
@@ -205,6 +220,7 @@ impl Reflector {
             .name
             .clone()
             .unwrap_or_else(|| api.resource().plural.clone());
+        let transform = transform.map(|t| guard_transform(t, name.clone(), on_panic));
         let mut threads = Vec::new();
         if !config.resync_period.is_zero() {
             let (shared, fifo, period) =
@@ -363,18 +379,10 @@ struct Run<K> {
 }
 
 impl<K: Object> Run<K> {
-    /// Applies the transform and shares the object. A panicking transform leaves the object
-    /// as it left it and is logged: it must not end this thread (an informer also passes it
-    /// to its panic callback).
+    /// Applies the transform (guarded: see `start_reporting`) and shares the object.
     fn share(&self, mut obj: K) -> Arc<K> {
         if let Some(t) = &self.transform {
-            if let Err(what) = super::catch::catch(|| t(&mut obj)) {
-                log::error!(
-                    "kube-informer/{}: the transform panicked on {}: {what}",
-                    self.name,
-                    obj.metadata().key()
-                );
-            }
+            t(&mut obj);
         }
         Arc::new(obj)
     }

@@ -1,4 +1,5 @@
 //! Query parameters of list and watch calls, and their encoding.
+
 use crate::api::url_encoding::percent_encode;
 
 /// Parameters of a list call.
