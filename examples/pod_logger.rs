@@ -400,10 +400,10 @@ impl Blip {
 
 /// The embedded API server and a thread that plays a workload on it.
 struct Demo {
+    /// Stopped and joined first when the demo is dropped.
+    _workload: StopOnDrop,
     server: Arc<ApiServer>,
     blip: Arc<Blip>,
-    stop: Arc<kube_informer::cache::StopSignal>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Demo {
@@ -423,19 +423,9 @@ impl Demo {
             .spawn(move || workload(&s, &pods, &st, &b))
             .expect("spawn the demo workload");
         Demo {
+            _workload: StopOnDrop(stop, Some(thread)),
             server,
             blip,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        self.stop.stop();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }

@@ -31,7 +31,7 @@ mod imp {
 #[cfg(shuttle)]
 mod imp {
     use std::ops::{Deref, DerefMut};
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     use shuttle::rand::{thread_rng, Rng};
 
@@ -138,16 +138,6 @@ mod imp {
                 self.wait(guard);
                 WaitTimeoutResult(false)
             }
-        }
-
-        /// As [`wait_until`](Self::wait_until).
-        #[allow(dead_code)]
-        pub(crate) fn wait_for<T>(
-            &self,
-            guard: &mut MutexGuard<'_, T>,
-            timeout: Duration,
-        ) -> WaitTimeoutResult {
-            self.wait_until(guard, Instant::now() + timeout)
         }
     }
 

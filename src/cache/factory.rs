@@ -184,19 +184,13 @@ impl SharedInformerFactory {
     /// did and, for those that did not, why ([`SyncReport`]).
     pub fn wait_for_cache_sync(&self, timeout: Duration) -> SyncReport {
         let deadline = crate::deadline::after(timeout);
-        let mut informers: Vec<NamedInformer> = self.informers.lock().values().cloned().collect();
-        informers.sort_by(|a, b| a.0.cmp(&b.0));
-        let informers = informers
-            .into_iter()
-            .map(|(name, i)| {
-                let left = deadline.saturating_duration_since(Instant::now());
-                i.wait_for_cache_sync(left);
-                let mut health = i.health();
-                health.name = name;
-                health
-            })
-            .collect();
-        SyncReport { informers }
+        let informers: Vec<NamedInformer> = self.informers.lock().values().cloned().collect();
+        for (_, i) in informers {
+            i.wait_for_cache_sync(deadline.saturating_duration_since(Instant::now()));
+        }
+        SyncReport {
+            informers: self.health(),
+        }
     }
 
     /// Every informer's health, by name (see [`InformerHealth`]).

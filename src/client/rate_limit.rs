@@ -68,8 +68,7 @@ impl RateLimiter {
     /// earlier than the last one seen count as that one).
     pub fn reserve_at(&self, now: Instant) -> Duration {
         let mut st = self.state.lock();
-        let elapsed = now.saturating_duration_since(st.at);
-        st.tokens = (st.tokens + elapsed.as_secs_f64() * self.qps).min(self.burst);
+        st.tokens = self.refilled(&st, now);
         st.at = st.at.max(now);
         st.tokens -= 1.0;
         let wait = Self::wait_for(st.tokens, self.qps);
@@ -84,9 +83,14 @@ impl RateLimiter {
     /// How long a caller would wait for a token now, without taking one.
     pub fn peek(&self) -> Duration {
         let st = self.state.lock();
-        let elapsed = Instant::now().saturating_duration_since(st.at);
-        let tokens = (st.tokens + elapsed.as_secs_f64() * self.qps).min(self.burst);
-        Self::wait_for(tokens - 1.0, self.qps)
+        Self::wait_for(self.refilled(&st, Instant::now()) - 1.0, self.qps)
+    }
+
+    /// The tokens in the bucket at `now`: what it held, plus what `qps` added since, capped
+    /// at the burst.
+    fn refilled(&self, st: &State, now: Instant) -> f64 {
+        let elapsed = now.saturating_duration_since(st.at);
+        (st.tokens + elapsed.as_secs_f64() * self.qps).min(self.burst)
     }
 
     /// The counters so far.

@@ -117,24 +117,12 @@ pub struct KubeconfigOptions {
 /// `Debug` is safe to log: credentials are [`Secret`]s, exec plugin arguments and
 /// environment values are hidden, and `user:password@` in the server and proxy URLs is
 /// replaced by `<redacted>@`.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Config {
     /// Connection settings.
     pub client_config: ClientConfig,
     /// `kubeconfig <files> context <name>`, or `in-cluster`.
     pub source: String,
-}
-
-impl std::fmt::Debug for Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut shown = self.client_config.clone();
-        shown.server = redact_url(&shown.server);
-        shown.proxy = shown.proxy.as_deref().map(redact_url);
-        f.debug_struct("Config")
-            .field("client_config", &shown)
-            .field("source", &self.source)
-            .finish()
-    }
 }
 
 impl Config {

@@ -131,23 +131,26 @@ impl<T: Hash + Eq + Clone + Send> ItemFastSlow<T> {
     }
 }
 
-impl<T: Hash + Eq + Clone + Send> RateLimiter<T> for ItemFastSlow<T> {
-    fn when(&self, item: &T) -> Duration {
-        let mut a = self.attempts.lock();
-        let n = a.entry(item.clone()).or_insert(0);
-        *n = n.saturating_add(1);
-        if *n <= self.max_fast_attempts {
+impl<T> ItemFastSlow<T> {
+    /// The delay of the `attempt`-th retry (counting from 1).
+    fn delay(&self, attempt: u32) -> Duration {
+        if attempt <= self.max_fast_attempts {
             self.fast
         } else {
             self.slow
         }
     }
+}
+
+impl<T: Hash + Eq + Clone + Send> RateLimiter<T> for ItemFastSlow<T> {
+    fn when(&self, item: &T) -> Duration {
+        let mut a = self.attempts.lock();
+        let n = a.entry(item.clone()).or_insert(0);
+        *n = n.saturating_add(1);
+        self.delay(*n)
+    }
     fn peek(&self, item: &T) -> Duration {
-        if self.num_requeues(item) < self.max_fast_attempts {
-            self.fast
-        } else {
-            self.slow
-        }
+        self.delay(self.num_requeues(item).saturating_add(1))
     }
     fn forget(&self, item: &T) {
         self.attempts.lock().remove(item);
