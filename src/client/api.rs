@@ -155,7 +155,8 @@ impl<K: Object> Api<K> {
     /// [`ClientConfig::list_read_timeout`](super::ClientConfig::list_read_timeout).
     pub fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let path = self.list_path(params);
-        self.client.list_json(&path)
+        self.client
+            .list_json(&path, params.continue_token.is_some())
     }
 
     /// The path and query of a list call.
@@ -399,6 +400,7 @@ impl<K: Object> Pages<K> {
         let client = self.api.client.clone();
         let path = self.api.list_path(&params);
         let request = path.clone();
+        let continued = params.continue_token.is_some();
         let buffer = self.spare.pop().unwrap_or_default();
         let thread = std::thread::Builder::new()
             .name(format!(
@@ -406,7 +408,7 @@ impl<K: Object> Pages<K> {
                 self.api.resource.plural
             ))
             .spawn(move || {
-                let raw = client.list_raw_into(&request, buffer);
+                let raw = client.list_raw_into(&request, continued, buffer);
                 let _ = tx.send(raw.as_deref().ok().and_then(peek_continue));
                 raw.map(|raw| {
                     if K::SCANNED {
@@ -482,7 +484,11 @@ impl<K: Object> Pages<K> {
             // No thread could be started: fetch and decode here.
             None => {
                 let path = self.api.list_path(&self.params);
-                let raw = self.api.client.list_raw_into(&path, Vec::new())?;
+                let continued = self.params.continue_token.is_some();
+                let raw = self
+                    .api
+                    .client
+                    .list_raw_into(&path, continued, Vec::new())?;
                 CheckedPage::Unchecked(raw).decode(&path).0
             }
         }

@@ -73,6 +73,10 @@ pub(crate) enum Bound {
     Request,
     /// Each read within the list read timeout, however long the whole takes.
     List,
+    /// As `List`, for a page after the first of one list: it takes no rate-limit token (the
+    /// first page paid for the list; a 100,000-object list is 200 pages, which even
+    /// kubectl's burst would otherwise pace).
+    ListContinuation,
     /// As the agent (a watch agent) was configured.
     Agent,
 }
@@ -384,16 +388,33 @@ impl Client {
     }
 
     /// A list (or one page of it) decoded as `T`: bounded per read, not as a whole.
-    pub(crate) fn list_json<T: DeserializeOwned>(&self, path_and_query: &str) -> Result<T> {
-        let bytes = self.fetch(Method::GET, path_and_query, None, Vec::new(), Bound::List)?;
+    /// `continued`: a page after the first (see [`Bound::ListContinuation`]).
+    pub(crate) fn list_json<T: DeserializeOwned>(
+        &self,
+        path_and_query: &str,
+        continued: bool,
+    ) -> Result<T> {
+        let bound = list_bound(continued);
+        let bytes = self.fetch(Method::GET, path_and_query, None, Vec::new(), bound)?;
         decode_json(&Method::GET, path_and_query, &bytes, "list")
     }
 
     /// A list page's raw bytes, into a buffer given back from an earlier call (emptied
     /// first): a pager reuses a few page buffers instead of asking the allocator, and the
     /// kernel to clear, megabytes of fresh memory per page. Bounded per read.
-    pub(crate) fn list_raw_into(&self, path_and_query: &str, bytes: Vec<u8>) -> Result<Vec<u8>> {
-        self.fetch(Method::GET, path_and_query, None, bytes, Bound::List)
+    pub(crate) fn list_raw_into(
+        &self,
+        path_and_query: &str,
+        continued: bool,
+        bytes: Vec<u8>,
+    ) -> Result<Vec<u8>> {
+        self.fetch(
+            Method::GET,
+            path_and_query,
+            None,
+            bytes,
+            list_bound(continued),
+        )
     }
 
     /// Sends a request and returns a 2xx answer's body undecoded, in `bytes`.
@@ -535,10 +556,7 @@ impl Client {
             }
             // Again on every attempt: after a 401 the credential is fetched anew.
             self.prepare_credentials(&request)?;
-            // The pages after the first of one list are one logical read with it: the first
-            // page paid for the list, the rest do not wait (a 100,000-object list is 200
-            // pages, which even kubectl's burst would otherwise pace).
-            let paced = !(method == Method::GET && is_list_continuation(path_and_query));
+            let paced = !matches!(bound, Bound::ListContinuation);
             if let Some(l) = self.inner.limiter.as_ref().filter(|_| paced) {
                 let delay = l.reserve();
                 if !delay.is_zero() && pause(delay) {
@@ -638,7 +656,7 @@ fn bounded<S: ureq::AsSendBody>(
     list_read_timeout: Duration,
 ) -> http::Request<S> {
     match bound {
-        Bound::List => agent
+        Bound::List | Bound::ListContinuation => agent
             .configure_request(req)
             .timeout_global(None)
             .timeout_per_read(Some(list_read_timeout))
@@ -784,11 +802,13 @@ fn server_origin(server: &str) -> String {
     }
 }
 
-/// A request for a list page after the first (it carries a `continue` token).
-fn is_list_continuation(path_and_query: &str) -> bool {
-    path_and_query
-        .split_once('?')
-        .is_some_and(|(_, q)| q.split('&').any(|p| p.starts_with("continue=")))
+/// How a list page is bounded: the pages after the first take no rate-limit token.
+fn list_bound(continued: bool) -> Bound {
+    if continued {
+        Bound::ListContinuation
+    } else {
+        Bound::List
+    }
 }
 
 #[cfg(test)]
