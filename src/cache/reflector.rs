@@ -57,7 +57,7 @@ use super::health::{error_kind, HealthRecord, LastError, ReflectorStats, RelistC
 use super::listener::PanicHandler;
 use super::stop::StopSignal;
 use crate::api::{Object, WatchEvent};
-use crate::client::{Api, Cancel, ListParams, WatchCanceller, WatchParams, WatchStream};
+use crate::client::{Api, Cancel, ListParams, WatchParams, WatchStream};
 use crate::error::Error;
 
 /// At most this many watch events are handed to the FIFO as one run.
@@ -153,10 +153,10 @@ impl std::fmt::Debug for ReflectorConfig {
 #[derive(Default)]
 struct Shared {
     stop: StopSignal,
-    /// Carried by every request of the reflector; fired by `stop`.
+    /// Carried by every request of the reflector, its watches included (attached before
+    /// they connect); fired by `stop`, it cuts whatever connection is open.
     cancel: Cancel,
     last_sync_rv: Mutex<String>,
-    canceller: Mutex<Option<WatchCanceller>>,
     watching: AtomicBool,
     streaming_supported: AtomicBool,
     last_activity: Mutex<Option<Instant>>,
@@ -298,9 +298,6 @@ impl Reflector {
     fn shutdown(&mut self) {
         self.shared.stop.stop();
         self.shared.cancel.cancel();
-        if let Some(c) = self.shared.canceller.lock().take() {
-            c.cancel();
-        }
         (self.close_fifo)();
         for t in self.threads.drain(..) {
             let _ = t.join();
@@ -547,16 +544,6 @@ impl<K: Object> Run<K> {
         self.paged_list(&params)
     }
 
-    /// Registers the stream's canceller so `stop` can end it; cancels at once if already
-    /// stopping.
-    fn register(&self, stream: &WatchStream<K>) {
-        let c = stream.canceller();
-        *self.shared.canceller.lock() = Some(c.clone());
-        if self.shared.stop.is_stopped() {
-            c.cancel();
-        }
-    }
-
     /// Starts a watch whose connection counts as dead after `watch_idle_timeout` of silence.
     fn start_watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
         let idle = Some(self.config.watch_idle_timeout).filter(|d| !d.is_zero());
@@ -571,11 +558,9 @@ impl<K: Object> Run<K> {
             h.watches += 1;
         });
         let stream = self.start_watch(&self.watch_params(&self.rv()))?;
-        self.register(&stream);
         self.shared.watching.store(true, Ordering::SeqCst);
         let result = self.consume(stream);
         self.shared.watching.store(false, Ordering::SeqCst);
-        self.shared.canceller.lock().take();
         result
     }
 
@@ -695,7 +680,6 @@ impl<K: Object> Run<K> {
         params.send_initial_events = true;
         params.resource_version_match = Some("NotOlderThan".into());
         let stream = self.start_watch(&params)?;
-        self.register(&stream);
         let canceller = stream.canceller();
         let deadline = self.config.streaming_list_deadline;
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
@@ -739,13 +723,7 @@ impl<K: Object> Run<K> {
         if self.stopped() {
             return Err(ListError::Closed);
         }
-        let rv = match outcome {
-            Ok(rv) => rv,
-            Err(e) => {
-                self.shared.canceller.lock().take();
-                return Err(e);
-            }
-        };
+        let rv = outcome?;
         self.set_rv(&rv);
         self.fifo.replace(items)?;
         self.listed();
@@ -753,7 +731,6 @@ impl<K: Object> Run<K> {
         self.shared.watching.store(true, Ordering::SeqCst);
         let result = self.consume(stream);
         self.shared.watching.store(false, Ordering::SeqCst);
-        self.shared.canceller.lock().take();
         match result {
             Ok(WatchEnd::Closed) => Err(ListError::Closed),
             Ok(WatchEnd::Ended(_)) => Ok(()),
