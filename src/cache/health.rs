@@ -178,9 +178,12 @@ pub(crate) fn error_kind(e: &Error) -> String {
 /// What a reflector records as it goes; snapshots are taken from it.
 #[derive(Debug, Default)]
 pub(crate) struct HealthRecord {
+    /// The counters, with the resourceVersion of the last list, event or bookmark.
     pub stats: ReflectorStats,
     pub consecutive_failures: u32,
     pub last_error: Option<(LastError, Instant)>,
+    /// When the last list, event or bookmark came.
+    pub last_activity: Option<Instant>,
     pub watches: u64,
 }
 
@@ -202,6 +205,12 @@ impl HealthRecord {
     /// A list or a watch worked: the run of failures is over.
     pub fn succeeded(&mut self) {
         self.consecutive_failures = 0;
+    }
+
+    /// A list, event or bookmark brought the server's state up to `rv`.
+    pub fn reached(&mut self, rv: &str) {
+        rv.clone_into(&mut self.stats.last_resource_version);
+        self.last_activity = Some(Instant::now());
     }
 
     /// The last error, aged to now.

@@ -156,10 +156,8 @@ struct Shared {
     /// Carried by every request of the reflector, its watches included (attached before
     /// they connect); fired by `stop`, it cuts whatever connection is open.
     cancel: Cancel,
-    last_sync_rv: Mutex<String>,
     watching: AtomicBool,
     streaming_supported: AtomicBool,
-    last_activity: Mutex<Option<Instant>>,
     health: Mutex<HealthRecord>,
 }
 
@@ -259,7 +257,12 @@ impl Reflector {
 
     /// The resourceVersion of the last list, event or bookmark seen ("" before the first).
     pub fn last_sync_resource_version(&self) -> String {
-        self.shared.last_sync_rv.lock().clone()
+        self.shared
+            .health
+            .lock()
+            .stats
+            .last_resource_version
+            .clone()
     }
 
     /// True while a watch connection is open.
@@ -269,14 +272,12 @@ impl Reflector {
 
     /// Time since the last list, event or bookmark.
     pub fn since_last_activity(&self) -> Option<Duration> {
-        self.shared.last_activity.lock().map(|t| t.elapsed())
+        self.shared.health.lock().last_activity.map(|t| t.elapsed())
     }
 
     /// The reflector's counters since it started.
     pub fn stats(&self) -> ReflectorStats {
-        let mut stats = self.shared.health.lock().stats.clone();
-        stats.last_resource_version = self.last_sync_resource_version();
-        stats
+        self.shared.health.lock().stats.clone()
     }
 
     /// The most recent list or watch error, even if things recovered since.
@@ -419,12 +420,16 @@ impl<K: Object> Run<K> {
     }
 
     fn set_rv(&self, rv: &str) {
-        *self.shared.last_sync_rv.lock() = rv.to_owned();
-        *self.shared.last_activity.lock() = Some(Instant::now());
+        self.record(|h| h.reached(rv));
     }
 
     fn rv(&self) -> String {
-        self.shared.last_sync_rv.lock().clone()
+        self.shared
+            .health
+            .lock()
+            .stats
+            .last_resource_version
+            .clone()
     }
 
     fn run(self) {
@@ -617,14 +622,15 @@ impl<K: Object> Run<K> {
                 return Ok(WatchEnd::Closed);
             }
             if handed + bookmarks > 0 {
+                // One lock for the run's counters and version.
                 self.record(|h| {
                     h.stats.events += handed;
                     h.stats.bookmarks += bookmarks;
                     h.succeeded();
+                    if !rv.is_empty() {
+                        h.reached(&rv);
+                    }
                 });
-            }
-            if !rv.is_empty() {
-                self.set_rv(&rv);
             }
             if let Some(e) = failure {
                 return Err(e);
