@@ -121,7 +121,6 @@ struct AgentSettings {
     user_agent: String,
     connect_timeout: Duration,
     request_timeout: Duration,
-    list_read_timeout: Duration,
     watch_read_margin: Duration,
     proxy: Option<ureq::Proxy>,
     /// Sends the `tls-server-name` host to the real server.
@@ -232,7 +231,6 @@ impl Client {
             user_agent: config.user_agent.clone(),
             connect_timeout: config.connect_timeout,
             request_timeout: config.request_timeout,
-            list_read_timeout: config.list_read_timeout,
             watch_read_margin: config.watch_read_margin,
             resolver: resolver.map(Arc::new),
             proxy: proxy
@@ -550,12 +548,16 @@ impl Client {
         };
         let mut attempt = 0;
         let mut reauthenticated = false;
+        let mut prepare_again = false;
         loop {
             if self.cancelled() {
                 return Err(cancelled());
             }
-            // Again on every attempt: after a 401 the credential is fetched anew.
-            self.prepare_credentials(&request)?;
+            // The callers prepared the credential for the first attempt; after a 401 it is
+            // fetched anew.
+            if std::mem::take(&mut prepare_again) {
+                self.prepare_credentials(&request)?;
+            }
             let paced = !matches!(bound, Bound::ListContinuation);
             if let Some(l) = self.inner.limiter.as_ref().filter(|_| paced) {
                 let delay = l.reserve();
@@ -577,7 +579,7 @@ impl Client {
                 rb = rb.header("impersonate-group", g.as_str());
             }
             let bad_request = |e: http::Error| Error::InvalidInput(format!("{request}: {e}"));
-            let list_read_timeout = self.inner.agents.read().settings.list_read_timeout;
+            let list_read_timeout = self.inner.config.list_read_timeout;
             let sent = match &body {
                 Some(b) => agent.run(bounded(
                     agent,
@@ -638,6 +640,7 @@ impl Client {
             }
             if code == 401 && !reauthenticated && self.inner.auth.invalidate() {
                 reauthenticated = true;
+                prepare_again = true;
                 continue;
             }
             return Err(Error::Api {
