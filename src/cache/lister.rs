@@ -65,15 +65,13 @@ impl<K: Object> Lister<K> {
     /// Objects of one namespace matching `selector` (through the namespace index), sorted by
     /// key.
     pub fn list_namespace(&self, namespace: &str, selector: &LabelSelector) -> Vec<Arc<K>> {
-        let mut v: Vec<Arc<K>> = self
-            .store
+        // The index keeps its keys sorted: already in key order.
+        self.store
             .by_index(NAMESPACE_INDEX, namespace)
             .unwrap_or_default()
             .into_iter()
             .filter(|o| selector.matches_opt(o.metadata().labels.as_ref()))
-            .collect();
-        sort_by_key_order(&mut v);
-        v
+            .collect()
     }
 
     /// Objects under `value` in the index `index`.
