@@ -17,6 +17,7 @@ use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::controller::{Action, Controller};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client};
+use kube_informer::{Patch, PatchParams};
 use serde::Deserialize;
 
 const LABEL: &str = "example.com/pool";
@@ -111,7 +112,7 @@ fn main() {
                 return Ok(Action::Done);
             }
             let patch = serde_json::json!({"metadata": {"labels": {LABEL: "gpu"}}});
-            match nodes.patch_merge(name, &patch) {
+            match nodes.patch(name, &PatchParams::default(), &Patch::Merge(patch)) {
                 Ok(_) => {
                     println!("LABELED {name} {LABEL}=gpu");
                     Ok(Action::Done)

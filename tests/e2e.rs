@@ -31,7 +31,9 @@ use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::cache::{DeletedObject, EventHandler, InformerConfig, SharedIndexInformer};
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::{ApiServer, Fault, Target};
-use kube_informer::{Api, Client, ClientConfig, Error, ListParams};
+use kube_informer::{
+    Api, Client, ClientConfig, DeleteParams, Error, ListParams, Patch, PatchParams, PostParams,
+};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
@@ -128,7 +130,7 @@ impl TestNamespace {
     fn create(env: &Env) -> TestNamespace {
         let name = format!("kube-informer-e2e-{}", random_suffix());
         let api = Api::all_with(env.client.clone(), &namespaces());
-        api.create(&json!({
+        api.create(&PostParams::default(), &json!({
             "apiVersion": "v1",
             "kind": "Namespace",
             "metadata": {"name": name, "labels": {"app.kubernetes.io/created-by": "kube-informer-e2e"}}
@@ -141,8 +143,8 @@ impl TestNamespace {
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
-        match self.api.delete(&self.name) {
-            Ok(()) => println!("e2e: namespace {} deleted", self.name),
+        match self.api.delete(&self.name, &DeleteParams::default()) {
+            Ok(_) => println!("e2e: namespace {} deleted", self.name),
             Err(e) => eprintln!("e2e: deleting namespace {}: {e}", self.name),
         }
     }
@@ -156,8 +158,8 @@ struct TestCrd {
 
 impl Drop for TestCrd {
     fn drop(&mut self) {
-        match self.api.delete(&self.name) {
-            Ok(()) => println!("e2e: CRD {} deleted", self.name),
+        match self.api.delete(&self.name, &DeleteParams::default()) {
+            Ok(_) => println!("e2e: CRD {} deleted", self.name),
             Err(e) => eprintln!("e2e: deleting CRD {}: {e}", self.name),
         }
     }
@@ -300,13 +302,17 @@ fn configmaps_seen_by_an_informer(env: &Env) {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": name, "namespace": ns.name}, "data": {"v": v}})
     };
-    let one = api.create(&cm("one", "1")).unwrap();
+    let one = api.create(&PostParams::default(), &cm("one", "1")).unwrap();
     let rv1 = rv(&one);
     wait_until("the add of one", || {
         rec.saw(&Seen::Add("one".into(), rv1.clone()))
     });
     let one = api
-        .patch_merge("one", &json!({"data": {"v": "2"}}))
+        .patch(
+            "one",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "2"}})),
+        )
         .unwrap();
     let rv2 = rv(&one);
     assert_ne!(rv1, rv2);
@@ -321,17 +327,24 @@ fn configmaps_seen_by_an_informer(env: &Env) {
         cached_one.decode_field::<Value>("data").unwrap(),
         Some(json!({"v": "2"}))
     );
-    api.delete("one").unwrap();
+    api.delete("one", &DeleteParams::default()).unwrap();
     wait_until("the delete of one", || rec.saw_delete_of("one"));
     assert!(inf.store().get(&format!("{}/one", ns.name)).is_none());
 
     for i in 0..5 {
-        api.create(&cm(&format!("many-{i}"), &i.to_string()))
-            .unwrap();
-    }
-    api.patch_merge("many-1", &json!({"data": {"v": "x"}}))
+        api.create(
+            &PostParams::default(),
+            &cm(&format!("many-{i}"), &i.to_string()),
+        )
         .unwrap();
-    api.delete("many-3").unwrap();
+    }
+    api.patch(
+        "many-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"v": "x"}})),
+    )
+    .unwrap();
+    api.delete("many-3", &DeleteParams::default()).unwrap();
     wait_converged(&api, &inf, &rec);
     assert!(!inf.store().contains(&format!("{}/many-3", ns.name)));
     inf.stop();
@@ -345,7 +358,7 @@ fn custom_resource_via_dynamic_object(env: &Env) {
     let crd_name = format!("widgets.{group}");
     let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &crds());
     crd_api
-        .create(&json!({
+        .create(&PostParams::default(), &json!({
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
             "metadata": {"name": crd_name},
@@ -400,7 +413,7 @@ fn custom_resource_via_dynamic_object(env: &Env) {
     // Established can come a moment before the new resource is served: a 404 until then.
     let mut first = None;
     wait_until("the new resource to accept objects", || {
-        match api.create(&widget("w0", 0)) {
+        match api.create(&PostParams::default(), &widget("w0", 0)) {
             Ok(o) => {
                 first = Some(o);
                 true
@@ -420,12 +433,19 @@ fn custom_resource_via_dynamic_object(env: &Env) {
     wait_until("the initial add of w0", || {
         rec.saw(&Seen::Add("w0".into(), rv(&w0)))
     });
-    let w1 = api.create(&widget("w1", 1)).unwrap();
-    api.create(&widget("w2", 2)).unwrap();
-    let w1b = api
-        .patch_merge("w1", &json!({"spec": {"size": 10}}))
+    let w1 = api
+        .create(&PostParams::default(), &widget("w1", 1))
         .unwrap();
-    api.delete("w2").unwrap();
+    api.create(&PostParams::default(), &widget("w2", 2))
+        .unwrap();
+    let w1b = api
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 10}})),
+        )
+        .unwrap();
+    api.delete("w2", &DeleteParams::default()).unwrap();
     wait_until("the add, update and delete of widgets", || {
         rec.saw(&Seen::Add("w1".into(), rv(&w1)))
             && rec.saw(&Seen::Update("w1".into(), rv(&w1), rv(&w1b)))
@@ -489,8 +509,12 @@ fn watch_resumes_after_the_connection_is_cut(env: &Env) {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": name, "namespace": ns.name}, "data": {"v": "0"}})
     };
-    let before = direct.create(&cm("before")).unwrap();
-    let doomed = direct.create(&cm("doomed")).unwrap();
+    let before = direct
+        .create(&PostParams::default(), &cm("before"))
+        .unwrap();
+    let doomed = direct
+        .create(&PostParams::default(), &cm("doomed"))
+        .unwrap();
     wait_until("the adds made before the cut", || {
         rec.saw(&Seen::Add("before".into(), rv(&before)))
             && rec.saw(&Seen::Add("doomed".into(), rv(&doomed)))
@@ -498,11 +522,17 @@ fn watch_resumes_after_the_connection_is_cut(env: &Env) {
 
     fwd.cut_and_refuse();
     wait_until("the watch to notice the cut", || !inf.is_watching());
-    let during = direct.create(&cm("during")).unwrap();
-    let before2 = direct
-        .patch_merge("before", &json!({"data": {"v": "1"}}))
+    let during = direct
+        .create(&PostParams::default(), &cm("during"))
         .unwrap();
-    direct.delete("doomed").unwrap();
+    let before2 = direct
+        .patch(
+            "before",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "1"}})),
+        )
+        .unwrap();
+    direct.delete("doomed", &DeleteParams::default()).unwrap();
     let seen_while_cut = rec.events();
     assert!(
         !rec.saw(&Seen::Add("during".into(), rv(&during))),

@@ -1,4 +1,33 @@
-//! The blocking API client: requests for any resource, paged lists and watch streams.
+//! The blocking API client: requests for any resource, paged lists, watch streams, every
+//! write a controller makes, and a request builder for the rest.
+//!
+//! - [`Client`]: the transport (credentials, TLS, rate limit, retries, warnings, `Status`
+//!   errors), one code path for every request;
+//! - [`Request`] (from [`Client::request`]): any method, path, query, headers and body; the
+//!   answer as a [`Response`], decoded JSON, or a line stream ([`Lines`]);
+//! - [`Api`]: the typed requests for one resource: get, list, watch, create, replace,
+//!   [`patch`](Api::patch) (merge, JSON, strategic, apply), delete with options, delete
+//!   collection, the `status` and `scale` subresources, and any other subresource;
+//! - [`retry_on_conflict`]: read-modify-write loops for optimistic concurrency.
+//!
+//! # Which patch when
+//!
+//! - **Server-side apply** ([`Patch::Apply`], with [`PatchParams::apply`]`("my-manager")`):
+//!   what a controller should use for the fields it owns. Send only those fields; the
+//!   server merges them, remembers you own them, removes the ones you stop sending, and
+//!   tells you (409, [`Status::field_manager_conflicts`](crate::api::Status::field_manager_conflicts))
+//!   when another manager owns one; [`PatchParams::force`] takes them over. Creates the
+//!   object when missing. Any resource.
+//! - **Merge patch** ([`Patch::Merge`]): a quick change of a few fields; `null` deletes a
+//!   key; lists are replaced whole. Any resource.
+//! - **Strategic merge patch** ([`Patch::Strategic`]): as a merge patch, but the lists of
+//!   built-in types merge by key (containers by `name`). Built-in types only (custom
+//!   resources answer 415).
+//! - **JSON patch** ([`Patch::Json`], [`PatchOperation`]): exact edits by path, with `test`
+//!   to make the patch conditional on a value (422 when it does not hold).
+//!
+//! A replace with the resourceVersion you read is the other way to write safely; wrap the
+//! read-modify-write in [`retry_on_conflict`].
 
 mod api;
 mod auth;
@@ -6,10 +35,18 @@ mod cancel;
 #[allow(clippy::module_inception)]
 mod client;
 mod config;
+mod deleted;
+mod lines;
 mod params;
+mod patch;
 mod rate_limit;
+mod request;
+mod retry;
+mod scale;
 mod server_name;
+mod warning;
 mod watch;
+mod write_params;
 
 pub use api::{Api, Page, Pages, DEFAULT_PAGE_SIZE};
 pub use auth::{Auth, AuthProvider, Secret};
@@ -17,6 +54,17 @@ pub use cancel::Cancel;
 pub use client::Client;
 pub(crate) use client::{pem_certificates, pem_private_key};
 pub use config::{ClientConfig, Identity};
+pub use deleted::DeleteResponse;
+pub use lines::Lines;
 pub use params::{percent_decode, ListParams, WatchParams};
+pub use patch::{escape_pointer_token, pointer, Patch, PatchOperation};
 pub use rate_limit::{RateLimiter, RateLimiterStats};
+pub use request::{Request, Response};
+pub use retry::{retry_on_conflict, RetryBackoff};
+pub use scale::{Scale, ScaleSpec, ScaleStatus};
+pub use ureq::http::Method;
+pub use warning::{Warning, WarningHandler};
 pub use watch::{WatchCanceller, WatchStream, MAX_WATCH_LINE};
+pub use write_params::{
+    DeleteParams, FieldValidation, PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
