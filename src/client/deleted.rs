@@ -25,8 +25,9 @@ pub enum DeleteResponse<K> {
     /// with grace 0). Check `metadata.finalizers` / `deletionGracePeriodSeconds` to know
     /// whether to expect a later DELETED event.
     Object(K),
-    /// The object is gone: a `Status` with `status: Success` and `details` naming it.
-    Status(Status),
+    /// The object is gone: a `Status` with `status: Success` and `details` naming it
+    /// (boxed, as in [`Error::Api`](crate::Error::Api): it is large).
+    Status(Box<Status>),
 }
 
 impl<K> DeleteResponse<K> {
