@@ -735,7 +735,10 @@ impl Store {
         let finalizers = string_list(meta.get("finalizers"));
         if being_deleted {
             let before = string_list(old_meta.and_then(|m| m.get("finalizers")));
-            let added: Vec<&String> = finalizers.iter().filter(|f| !before.contains(f)).collect();
+            let mut added: Vec<&String> =
+                finalizers.iter().filter(|f| !before.contains(f)).collect();
+            added.sort();
+            added.dedup();
             if !added.is_empty() {
                 return Err(new_finalizers_forbidden(
                     tk,
