@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::faults::{Fault, Target};
 use super::http::{self, ChunkedWriter, Request};
+use super::patch;
 use super::server::{Peer, Shared};
 use super::store::{not_found, EventType, Filter, StoredObject, TypeKey};
 use crate::api::{ListMeta, Status};
@@ -34,10 +35,14 @@ fn outcome(r: io::Result<()>) -> Outcome {
 pub(crate) fn status_json(st: &Status) -> String {
     let meta = serde_json::to_string(&st.metadata).unwrap_or_else(|_| "{}".into());
     let mut s = format!(
-        "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{meta},\"status\":\"Failure\",\"message\":{},\"reason\":{}",
+        "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{meta},\"status\":\"Failure\",\"message\":{}",
         Value::from(st.message.as_str()),
-        Value::from(st.reason.as_str()),
     );
+    // Some answers (apply's HTTP 500) carry no reason at all.
+    if !st.reason.is_empty() {
+        s.push_str(",\"reason\":");
+        s.push_str(&Value::from(st.reason.as_str()).to_string());
+    }
     if let Some(d) = &st.details {
         s.push_str(",\"details\":");
         s.push_str(&serde_json::to_string(d).unwrap_or_else(|_| "{}".into()));
@@ -406,19 +411,26 @@ fn write<S: Peer>(
     };
     let ns = r.namespace.as_deref();
     let name = r.name.as_deref();
+    let mut created = req.method == "POST";
     let result = match (req.method.as_str(), name) {
-        ("POST", None) => body().and_then(|b| shared.store.lock().create(&r.tk, ns, b)),
-        ("PUT", Some(n)) => body().and_then(|b| shared.store.lock().update(&r.tk, ns, n, b)),
+        ("POST", None) => body().and_then(|mut b| {
+            patch::record_write(req, &r.tk, None, &mut b);
+            shared.store.lock().create(&r.tk, ns, b)
+        }),
+        ("PUT", Some(n)) => body().and_then(|mut b| {
+            let mut store = shared.store.lock();
+            let old = store.get(&r.tk, ns, n).ok();
+            patch::record_write(req, &r.tk, old.as_ref().map(|o| &*o.json), &mut b);
+            store.update(&r.tk, ns, n, b)
+        }),
         ("PATCH", Some(n)) => {
-            let ct = req.header("content-type").unwrap_or("");
-            if ct.contains("json-patch") {
-                Err(Status::failure(
-                    415,
-                    "UnsupportedMediaType",
-                    format!("the test API server does not support {ct}"),
-                ))
-            } else {
-                body().and_then(|b| shared.store.lock().patch(&r.tk, ns, n, &b))
+            let mut store = shared.store.lock();
+            match patch::patch(req, &r.tk, ns, n, "", &mut store) {
+                Ok((stored, code)) => {
+                    created = code == 201;
+                    Ok(stored)
+                }
+                Err(st) => Err(st),
             }
         }
         ("DELETE", Some(n)) => shared.store.lock().delete(&r.tk, ns, n),
@@ -432,7 +444,7 @@ fn write<S: Peer>(
     match result {
         Ok(stored) => {
             shared.notify();
-            let code = if req.method == "POST" { 201 } else { 200 };
+            let code = if created { 201 } else { 200 };
             let json = shared
                 .store
                 .lock()

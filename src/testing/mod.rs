@@ -42,11 +42,16 @@
 // and no hot path of the library goes through here.
 #![allow(clippy::result_large_err)]
 
+mod apply;
 mod faults;
 mod handlers;
 mod http;
+mod json_patch;
+mod managed_fields;
+mod patch;
 mod server;
 mod store;
+mod strategic_merge;
 mod tls;
 
 pub use faults::{Fault, Target};
