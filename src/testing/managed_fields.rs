@@ -543,23 +543,6 @@ pub(crate) struct Writer {
     pub time: String,
 }
 
-/// The manager of a non-apply write: `fieldManager`, else the User-Agent up to its first `/`.
-pub(crate) fn manager_of(field_manager: Option<&str>, user_agent: Option<&str>) -> String {
-    match field_manager.filter(|m| !m.is_empty()) {
-        Some(m) => m.to_owned(),
-        None => {
-            let ua = user_agent.unwrap_or("");
-            let prefix = ua.split('/').next().unwrap_or("");
-            let prefix: String = prefix.chars().take(128).collect();
-            if prefix.is_empty() {
-                "unknown".into()
-            } else {
-                prefix
-            }
-        }
-    }
-}
-
 /// Records a non-apply write of `new` over `old` (`None`: a create) in `new`'s managedFields.
 ///
 /// The starting entries are those `new` carries (a body may set them), else `old`'s.
@@ -596,6 +579,20 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
         }
     }
     store_entries(new, entries);
+}
+
+/// [`record_update`] on the maps the store keeps objects in.
+pub(crate) fn record_update_map(
+    old: Option<&Map<String, Value>>,
+    new: &mut Map<String, Value>,
+    w: &Writer,
+) {
+    let old = old.map(|m| Value::Object(m.clone()));
+    let mut v = Value::Object(std::mem::take(new));
+    record_update(old.as_ref(), &mut v, w);
+    if let Value::Object(m) = v {
+        *new = m;
+    }
 }
 
 #[cfg(test)]
@@ -750,16 +747,5 @@ mod tests {
             .map(|e| e["manager"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["y", "a", "b", "z"]);
-    }
-
-    #[test]
-    fn managers() {
-        assert_eq!(manager_of(Some("alice"), Some("x/1")), "alice");
-        assert_eq!(
-            manager_of(None, Some("fixture-capture/1.0")),
-            "fixture-capture"
-        );
-        assert_eq!(manager_of(Some(""), Some("kubectl")), "kubectl");
-        assert_eq!(manager_of(None, None), "unknown");
     }
 }

@@ -49,12 +49,16 @@ mod http;
 mod json_patch;
 mod managed_fields;
 mod patch;
+mod resources;
+mod scale;
 mod server;
 mod store;
 mod strategic_merge;
 mod tls;
+mod writes;
 
 pub use faults::{Fault, Target};
+pub use resources::{is_builtin_group, ScaleSubresource, Subresources};
 pub use server::{ApiServer, ApiServerBuilder};
 pub use tls::{
     ADMIN_CERT_PEM, ADMIN_KEY_PEM, CA_PEM, OTHER_CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM,

@@ -1,59 +1,89 @@
-//! The PATCH verb of the test API server: the four patch types by `Content-Type`, and the
-//! managed-fields bookkeeping every write goes through.
+//! PATCH: which patch types a resource accepts (the `Content-Type` of the request) and how
+//! each one turns the current object into the patched one.
 //!
 //! | Content-Type | what | failures, as captured |
 //! |---|---|---|
-//! | `application/json-patch+json` | RFC 6902 ([`json_patch`](super::json_patch)) | not an array: 400; any failed op: one generic 422 with `details: {}` |
+//! | `application/json-patch+json` | RFC 6902 ([`json_patch`](super::json_patch)) | not an array: 400; any failed operation: one generic 422 with `details: {}` |
 //! | `application/merge-patch+json` | RFC 7386: objects merged, `null` deletes, lists replaced | |
 //! | `application/strategic-merge-patch+json` | [`strategic_merge`](super::strategic_merge), built-in resources only | custom resource: 415 |
-//! | `application/apply-patch+yaml` | server-side apply ([`apply`](super::apply)) | see there |
-//! | anything else (`application/json` too) | | 415 `415: Unsupported Media Type` |
+//! | `application/apply-patch+yaml` | server-side apply ([`apply`](super::apply)): [`apply_patch`] | see there |
+//! | `application/json` | | 415 `415: Unsupported Media Type` |
 //!
-//! A patch of a missing object is a 404 (only apply creates). A patch that leaves
-//! `metadata.resourceVersion` as it was applies to whatever is current; one that changes it
-//! is a precondition (409 when it is not the current version).
+//! The handlers do the rest of a PATCH (404 for a missing object, subresources, options) and
+//! hand the result to the store like a PUT; apply, which can create, goes through
+//! [`apply_patch`] instead.
 //!
 //! Namespaces: an apply into a namespace the server does not know is a 404
-//! (`namespaces "x" not found`) — but only once the server holds at least one core
+//! (`namespaces "x" not found`), but only once the server holds at least one core
 //! `Namespace` object; a server without any accepts every namespace (a simplification: the
 //! test server does not make you create namespaces first).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::apply::{self, Applied, ApplyRequest};
 use super::http::Request;
 use super::json_patch::{self, PatchError};
-use super::managed_fields::{manager_of, record_update, Schema, Writer};
-use super::store::{not_found, object_status, rfc3339_now, Store, Stored, TypeKey};
-use super::strategic_merge::{self, is_builtin_group};
+use super::managed_fields::{Schema, Writer};
+use super::store::{not_found, object_status, rfc3339_now, Store, TypeKey, WriteOptions, Written};
+use super::strategic_merge;
 use crate::api::{Status, StatusDetails};
 
-/// Who is writing, for a request to `tk` (through `subresource`, `""` for the main one).
-pub(crate) fn writer_for(req: &Request, tk: &TypeKey, subresource: &str) -> Writer {
-    Writer {
-        manager: manager_of(req.param("fieldManager"), req.header("user-agent")),
-        subresource: subresource.to_owned(),
-        api_version: tk.api_version(),
-        schema: Schema {
-            builtin: is_builtin_group(&tk.group),
-        },
-        time: rfc3339_now(),
+/// The kinds of patch an API server knows, by `Content-Type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PatchType {
+    /// `application/merge-patch+json`
+    Merge,
+    /// `application/json-patch+json`
+    Json,
+    /// `application/strategic-merge-patch+json` (built-in resources only)
+    Strategic,
+    /// `application/apply-patch+yaml`
+    Apply,
+}
+
+/// The patch type of a request, or the 415 the real server answers for a type it does not
+/// accept on this resource (as captured: `application/json` gets a bare `415: Unsupported
+/// Media Type`; strategic merge on a custom resource and anything unknown get the list of
+/// accepted types).
+pub(crate) fn patch_type(content_type: &str, builtin: bool) -> Result<PatchType, Status> {
+    let media = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match media.as_str() {
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/json-patch+json" => Ok(PatchType::Json),
+        "application/apply-patch+yaml" => Ok(PatchType::Apply),
+        "application/strategic-merge-patch+json" if builtin => Ok(PatchType::Strategic),
+        "application/json" | "" => {
+            let mut st =
+                Status::failure(415, "UnsupportedMediaType", "415: Unsupported Media Type");
+            st.details = Some(StatusDetails::default());
+            Err(st)
+        }
+        _ => {
+            let accepted = if builtin {
+                "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+            } else {
+                "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+            };
+            Err(Status::failure(
+                415,
+                "UnsupportedMediaType",
+                format!("the body of the request was in an unknown format - accepted media types include: {accepted}"),
+            ))
+        }
     }
 }
 
-/// The managed-fields hook of a non-apply write: records `new` over `old` (`None` for a
-/// create) as an `Update` by the request's manager.
-pub(crate) fn record_write(req: &Request, tk: &TypeKey, old: Option<&str>, new: &mut Value) {
-    let old: Option<Value> = old.and_then(|j| serde_json::from_str(j).ok());
-    record_update(old.as_ref(), new, &writer_for(req, tk, ""));
+fn decode_patch(body: &[u8]) -> Result<Value, Status> {
+    serde_json::from_slice(body)
+        .map_err(|e| Status::failure(400, "BadRequest", format!("error decoding patch: {e}")))
 }
 
-fn unsupported_media_type() -> Status {
-    let mut st = Status::failure(415, "UnsupportedMediaType", "415: Unsupported Media Type");
-    st.details = Some(StatusDetails::default());
-    st
-}
-
+/// The generic 422 of a JSON patch operation that failed.
 fn rejected() -> Status {
     let mut st = Status::failure(
         422,
@@ -64,72 +94,19 @@ fn rejected() -> Status {
     st
 }
 
-fn decode_json(body: &[u8]) -> Result<Value, Status> {
-    serde_json::from_slice(body)
-        .map_err(|e| Status::failure(400, "BadRequest", format!("error decoding patch: {e}")))
-}
-
-/// The patch types, by Content-Type (parameters and case ignored).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PatchType {
-    Json,
-    Merge,
-    Strategic,
-    Apply,
-}
-
-fn patch_type(content_type: &str) -> Option<PatchType> {
-    let ct = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    Some(match ct.as_str() {
-        "application/json-patch+json" => PatchType::Json,
-        "application/merge-patch+json" => PatchType::Merge,
-        "application/strategic-merge-patch+json" => PatchType::Strategic,
-        "application/apply-patch+yaml" => PatchType::Apply,
-        _ => return None,
-    })
-}
-
-/// Answers a PATCH of `name`: the stored object and the HTTP code (201 when apply created it).
-pub(crate) fn patch(
-    req: &Request,
-    tk: &TypeKey,
-    ns: Option<&str>,
-    name: &str,
-    subresource: &str,
-    store: &mut Store,
-) -> Result<(Stored, u16), Status> {
-    let ty =
-        patch_type(req.header("content-type").unwrap_or("")).ok_or_else(unsupported_media_type)?;
-    if ty == PatchType::Strategic && !is_builtin_group(&tk.group) {
-        return Err(Status::failure(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
-        ));
-    }
-    let current = store.get(tk, ns, name).ok();
-    if ty == PatchType::Apply {
-        return apply_patch(req, tk, ns, name, subresource, store, current);
-    }
-    let Some(current) = current else {
-        return Err(not_found(tk, name));
-    };
-    let mut old: Value = serde_json::from_str(&current.json).unwrap_or_default();
-    // Patches see the object as clients do, with its type.
-    let kind = store.collection(tk).kind.clone();
-    if let Value::Object(m) = &mut old {
-        m.insert("kind".into(), kind.into());
-        m.insert("apiVersion".into(), tk.api_version().into());
-    }
-    let mut new = match ty {
+/// The current object (`kind`/`apiVersion` included) with the patch `body` applied
+/// (every type but apply, which [`apply_patch`] handles).
+pub(crate) fn patched(ty: PatchType, current: &Value, body: &[u8]) -> Result<Value, Status> {
+    let out = match ty {
+        PatchType::Merge => {
+            let patch = decode_patch(body)?;
+            let mut doc = current.clone();
+            merge_patch(&mut doc, &patch);
+            doc
+        }
         PatchType::Json => {
-            let ops = decode_json(&req.body)?;
-            json_patch::apply(&old, &ops).map_err(|e| match e {
+            let ops = decode_patch(body)?;
+            json_patch::apply(current, &ops).map_err(|e| match e {
                 PatchError::NotArray(t) => Status::failure(
                     400,
                     "BadRequest",
@@ -138,86 +115,87 @@ pub(crate) fn patch(
                 PatchError::Rejected(_) => rejected(),
             })?
         }
-        PatchType::Merge => {
-            let p = decode_json(&req.body)?;
-            if !p.is_object() {
-                return Err(Status::failure(
-                    400,
-                    "BadRequest",
-                    "error decoding patch: a merge patch must be a JSON object",
-                ));
-            }
-            let mut doc = old.clone();
-            merge_patch(&mut doc, &p);
-            doc
-        }
         PatchType::Strategic => {
-            let p = decode_json(&req.body)?;
-            strategic_merge::apply(&old, &p).map_err(|e| Status::failure(400, "BadRequest", e.0))?
+            let patch = decode_patch(body)?;
+            strategic_merge::apply(current, &patch)
+                .map_err(|e| Status::failure(400, "BadRequest", e.0))?
         }
-        PatchType::Apply => unreachable!("handled above"),
+        PatchType::Apply => {
+            return Err(Status::failure(
+                500,
+                "InternalError",
+                "apply goes through apply_patch",
+            ))
+        }
     };
-    if !new.is_object() {
-        return Err(rejected());
+    if out.is_object() {
+        Ok(out)
+    } else {
+        Err(rejected())
     }
-    // An unchanged resourceVersion is no precondition.
-    if new.pointer("/metadata/resourceVersion") == old.pointer("/metadata/resourceVersion") {
-        if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
-        }
-    }
-    record_update(Some(&old), &mut new, &writer_for(req, tk, subresource));
-    let stored = store.update(tk, ns, name, new)?;
-    Ok((stored, 200))
 }
 
-fn apply_patch(
+/// Who is writing through `o`, for the managed fields of `tk`.
+pub(crate) fn writer(tk: &TypeKey, builtin: bool, o: &WriteOptions, manager: &str) -> Writer {
+    Writer {
+        manager: manager.to_owned(),
+        subresource: o.subresource.clone().unwrap_or_default(),
+        api_version: tk.api_version(),
+        schema: Schema { builtin },
+        time: rfc3339_now(),
+    }
+}
+
+/// Server-side apply of `req`'s body to `name`: created (201) when missing, else merged
+/// (200); `o` are the request's write options.
+pub(crate) fn apply_patch(
     req: &Request,
+    store: &mut Store,
     tk: &TypeKey,
     ns: Option<&str>,
     name: &str,
-    subresource: &str,
-    store: &mut Store,
-    current: Option<Stored>,
-) -> Result<(Stored, u16), Status> {
+    o: &WriteOptions,
+) -> Result<(Written, u16), Status> {
     if let Some(ns) = ns {
         namespace_exists(store, ns)?;
     }
-    let kind = store.collection(tk).kind.clone();
-    let mut writer = writer_for(req, tk, subresource);
-    if let Some(m) = req.param("fieldManager") {
-        writer.manager = m.to_owned();
-    }
+    let (kind, builtin) = {
+        let c = store.collection(tk);
+        (c.kind.clone(), c.info.builtin)
+    };
+    let field_manager = req.param("fieldManager");
     let areq = ApplyRequest {
-        field_manager: req.param("fieldManager"),
+        field_manager,
         force: req.flag("force"),
         name,
         namespace: ns,
         kind: &kind,
-        writer,
+        writer: writer(tk, builtin, o, field_manager.unwrap_or("")),
     };
+    let current = store.get(tk, ns, name).ok();
     let live: Option<Value> = current
         .as_ref()
         .and_then(|c| serde_json::from_str(&c.json).ok());
-    match apply::apply(live.as_ref(), &req.body, &areq)? {
-        Applied::Create(obj) => {
-            if !subresource.is_empty() {
-                return Err(not_found(tk, name));
-            }
-            Ok((store.create(tk, ns, obj)?, 201))
+    let applied = apply::apply(live.as_ref(), &req.body, &areq)?;
+    // The apply computed the managed fields itself: the store takes them as they are.
+    let (obj, created) = match applied {
+        Applied::Create(obj) => (obj, true),
+        Applied::Update(obj) => (obj, false),
+    };
+    let mut o = o.clone();
+    o.field_manager = None;
+    o.managed_fields = Some(
+        obj.pointer("/metadata/managedFields")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+    );
+    if created {
+        if o.subresource.is_some() {
+            return Err(not_found(tk, name));
         }
-        Applied::Update(mut obj) => {
-            if obj.pointer("/metadata/resourceVersion")
-                == live
-                    .as_ref()
-                    .and_then(|l| l.pointer("/metadata/resourceVersion"))
-            {
-                if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                    m.remove("resourceVersion");
-                }
-            }
-            Ok((store.update(tk, ns, name, obj)?, 200))
-        }
+        Ok((store.create_with(tk, ns, obj, &o)?, 201))
+    } else {
+        Ok((store.update_with(tk, ns, name, obj, &o)?, 200))
     }
 }
 
@@ -243,22 +221,22 @@ fn namespace_exists(store: &mut Store, ns: &str) -> Result<(), Status> {
     ))
 }
 
-/// RFC 7386 JSON merge patch.
+/// RFC 7386 JSON merge patch: objects merge key by key, `null` deletes, anything else
+/// (lists included) replaces.
 pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     let Value::Object(p) = patch else {
         *target = patch.clone();
         return;
     };
     if !target.is_object() {
-        *target = Value::Object(serde_json::Map::new());
+        *target = Value::Object(Map::new());
     }
-    if let Value::Object(t) = target {
-        for (k, v) in p {
-            if v.is_null() {
-                t.remove(k);
-            } else {
-                merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-            }
+    let Value::Object(t) = target else { return };
+    for (k, v) in p {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
         }
     }
 }
@@ -271,35 +249,29 @@ mod tests {
     #[test]
     fn content_types() {
         assert_eq!(
-            patch_type("application/json-patch+json"),
-            Some(PatchType::Json)
+            patch_type("application/merge-patch+json; charset=utf-8", false),
+            Ok(PatchType::Merge)
         );
+        assert_eq!(patch_type("application/json", true).unwrap_err().code, 415);
+        let e = patch_type("application/strategic-merge-patch+json", false).unwrap_err();
+        assert!(e
+            .message
+            .ends_with("application/merge-patch+json, application/apply-patch+yaml"));
         assert_eq!(
-            patch_type("Application/Merge-Patch+JSON; charset=utf-8"),
-            Some(PatchType::Merge)
+            patch_type("application/strategic-merge-patch+json", true),
+            Ok(PatchType::Strategic)
         );
-        assert_eq!(
-            patch_type("application/strategic-merge-patch+json"),
-            Some(PatchType::Strategic)
-        );
-        assert_eq!(
-            patch_type("application/apply-patch+yaml"),
-            Some(PatchType::Apply)
-        );
-        assert_eq!(patch_type("application/json"), None);
-        assert_eq!(patch_type(""), None);
     }
 
     #[test]
-    fn merge_patch_deletes_with_null_and_replaces_lists() {
-        let mut doc = json!({"data": {"size": "1", "mode": "x"}, "l": [1, 2], "keep": true});
-        merge_patch(
-            &mut doc,
-            &json!({"data": {"size": null, "new": "y"}, "l": [3], "n": {"a": null}}),
-        );
-        assert_eq!(
-            doc,
-            json!({"data": {"mode": "x", "new": "y"}, "l": [3], "keep": true, "n": {}})
-        );
+    fn merge_deletes_with_null_and_replaces_lists() {
+        let cur = json!({"data": {"a": "1", "b": "2"}, "l": [1, 2]});
+        let out = patched(
+            PatchType::Merge,
+            &cur,
+            br#"{"data":{"a":null,"c":"3"},"l":[3]}"#,
+        )
+        .unwrap();
+        assert_eq!(out, json!({"data": {"b": "2", "c": "3"}, "l": [3]}));
     }
 }

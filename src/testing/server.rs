@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::faults::{Fault, Faults, Target};
 use super::handlers;
 use super::http;
+use super::resources::Subresources;
 use super::store::{Store, TypeKey};
 use super::tls;
 use crate::api::{ApiResource, Status};
@@ -33,6 +34,8 @@ pub struct ApiServerBuilder {
     history_limit: usize,
     bookmark_interval: Duration,
     resources: Vec<ApiResource>,
+    subresources: Vec<(ApiResource, Subresources)>,
+    schemas: Vec<(ApiResource, Vec<String>)>,
 }
 
 impl Default for ApiServerBuilder {
@@ -45,6 +48,8 @@ impl Default for ApiServerBuilder {
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(1),
             resources: Vec::new(),
+            subresources: Vec::new(),
+            schemas: Vec::new(),
         }
     }
 }
@@ -91,6 +96,26 @@ impl ApiServerBuilder {
     /// Names the kind of a resource before any of its objects exists (lists say `PodList`).
     pub fn resource(mut self, ar: &ApiResource) -> Self {
         self.resources.push(ar.clone());
+        self
+    }
+
+    /// Declares the subresources a resource serves (and names its kind, like
+    /// [`resource`](Self::resource)). Without it the real built-ins' are assumed (see
+    /// [`Subresources`]); a custom resource has none.
+    pub fn subresources(mut self, ar: &ApiResource, subresources: Subresources) -> Self {
+        self.resources.push(ar.clone());
+        self.subresources.push((ar.clone(), subresources));
+        self
+    }
+
+    /// Declares the top-level fields a resource knows besides `apiVersion`, `kind` and
+    /// `metadata` (its schema, as far as `fieldValidation` is concerned). Without it: a table
+    /// for ConfigMap, Secret, Pod, the workloads, Lease and both Events; `spec` and `status`
+    /// for a custom resource; no check for other built-ins.
+    pub fn schema_fields(mut self, ar: &ApiResource, fields: &[&str]) -> Self {
+        self.resources.push(ar.clone());
+        self.schemas
+            .push((ar.clone(), fields.iter().map(|f| (*f).to_owned()).collect()));
         self
     }
 
@@ -164,6 +189,12 @@ impl ApiServer {
         let mut store = Store::new(opts.history_limit);
         for ar in &opts.resources {
             store.register(ar);
+        }
+        for (ar, s) in &opts.subresources {
+            store.configure(&TypeKey::of(ar), Some(s), None);
+        }
+        for (ar, f) in &opts.schemas {
+            store.configure(&TypeKey::of(ar), None, Some(f));
         }
         let shared = Arc::new(Shared {
             store: Mutex::new(store),

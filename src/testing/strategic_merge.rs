@@ -36,23 +36,11 @@
 //! `$deleteFromPrimitiveList/<field>`, `$retainKeys`. `$setElementOrder/<field>` is accepted
 //! and ignored (order follows the rule above).
 //!
-//! Custom resources get HTTP 415 for this patch type. Built-in or custom is decided by the
-//! API group ([`is_builtin_group`]): the core group `""`, any group ending in `.k8s.io`, and
-//! the older unsuffixed groups (`apps`, `batch`, `autoscaling`, `policy`, `extensions`) are
-//! built-in; every other group is a custom resource.
+//! Custom resources get HTTP 415 for this patch type (decided in [`patch`](super::patch) by
+//! [`is_builtin_group`](super::is_builtin_group), the one rule the test server uses to tell
+//! built-in resources from custom ones).
 
 use serde_json::{Map, Value};
-
-/// Whether resources of `group` are built into kube-apiserver (so strategic merge patch
-/// works on them) rather than custom resources (HTTP 415 for strategic merge patch).
-pub(crate) fn is_builtin_group(group: &str) -> bool {
-    group.is_empty()
-        || group.ends_with(".k8s.io")
-        || matches!(
-            group,
-            "apps" | "batch" | "autoscaling" | "policy" | "extensions"
-        )
-}
 
 /// The merge key of a list field, or `None` when the list is replaced whole.
 fn merge_key(field: &str, items: &[&Value]) -> Option<ListKind> {
@@ -300,23 +288,6 @@ mod tests {
 
     fn smp(doc: Value, patch: Value) -> Value {
         apply(&doc, &patch).unwrap()
-    }
-
-    #[test]
-    fn builtin_groups() {
-        for g in [
-            "",
-            "apps",
-            "batch",
-            "coordination.k8s.io",
-            "networking.k8s.io",
-            "policy",
-        ] {
-            assert!(is_builtin_group(g), "{g}");
-        }
-        for g in ["lab.example.com", "cert-manager.io", "k8s.io.example.com"] {
-            assert!(!is_builtin_group(g), "{g}");
-        }
     }
 
     #[test]
