@@ -35,10 +35,14 @@ fn outcome(r: io::Result<()>) -> Outcome {
 pub(crate) fn status_json(st: &Status) -> String {
     let meta = serde_json::to_string(&st.metadata).unwrap_or_else(|_| "{}".into());
     let mut s = format!(
-        "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{meta},\"status\":\"Failure\",\"message\":{},\"reason\":{}",
+        "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{meta},\"status\":\"Failure\",\"message\":{}",
         Value::from(st.message.as_str()),
-        Value::from(st.reason.as_str()),
     );
+    // Some answers (apply's HTTP 500) carry no reason at all.
+    if !st.reason.is_empty() {
+        s.push_str(",\"reason\":");
+        s.push_str(&Value::from(st.reason.as_str()).to_string());
+    }
     if let Some(d) = &st.details {
         s.push_str(",\"details\":");
         s.push_str(&serde_json::to_string(d).unwrap_or_else(|_| "{}".into()));

@@ -42,14 +42,18 @@
 // and no hot path of the library goes through here.
 #![allow(clippy::result_large_err)]
 
+mod apply;
 mod faults;
 mod handlers;
 mod http;
+mod json_patch;
+mod managed_fields;
 mod patch;
 mod resources;
 mod scale;
 mod server;
 mod store;
+mod strategic_merge;
 mod tls;
 mod writes;
 

@@ -75,9 +75,12 @@ pub(crate) struct WriteOptions {
     pub field_validation: FieldValidation,
     /// `Some("status")` for a write through `/status`.
     pub subresource: Option<String>,
-    /// `fieldManager`, else the User-Agent up to its first `/` (for managed fields).
-    #[allow(dead_code)] // read by the managed-fields hook (wip-srv-patch)
+    /// `fieldManager`, else the User-Agent up to its first `/`: the write records an
+    /// `Update` entry for it in `metadata.managedFields` (see `managed_fields`).
     pub field_manager: Option<String>,
+    /// The `managedFields` a server-side apply computed: stored as they are, and no `Update`
+    /// entry is recorded.
+    pub managed_fields: Option<Value>,
     /// A Rust-side write ([`ApiServer::create`](super::ApiServer::create), ...): sets the
     /// whole object as given (status included, unknown fields kept), like a test fixture.
     pub fixture: bool,
@@ -631,7 +634,7 @@ impl Store {
         ] {
             meta.remove(f);
         }
-        // Hook for managed fields (wip-srv-patch): record the writer's `Update` entry here.
+        self.record_managed_fields(tk, None, &mut obj, o);
         let stored = self.commit(
             tk,
             EventType::Added,
@@ -748,8 +751,7 @@ impl Store {
                 ));
             }
         }
-        // Hook for managed fields (wip-srv-patch): record the writer's `Update` entry here
-        // (`o.subresource` says whether it is a status write).
+        self.record_managed_fields(tk, Some(&old), &mut obj, o);
         if being_deleted && finalizers.is_empty() {
             let stored = self.commit(
                 tk,
@@ -975,6 +977,34 @@ impl Store {
             items.push(o);
         }
         Ok((items, self.rv))
+    }
+
+    /// The managed-fields hook of every HTTP write: an apply's computed entries, or an
+    /// `Update` entry for the writer (see `managed_fields`). Rust-side writes are left as given.
+    fn record_managed_fields(
+        &mut self,
+        tk: &TypeKey,
+        old: Option<&Map<String, Value>>,
+        obj: &mut Map<String, Value>,
+        o: &WriteOptions,
+    ) {
+        if o.fixture {
+            return;
+        }
+        if let Some(entries) = &o.managed_fields {
+            let meta = metadata_of(obj);
+            match entries {
+                Value::Array(l) if l.is_empty() => meta.remove("managedFields"),
+                v => meta.insert("managedFields".into(), v.clone()),
+            };
+            return;
+        }
+        let Some(manager) = o.field_manager.as_deref() else {
+            return;
+        };
+        let builtin = self.collection(tk).info.builtin;
+        let w = super::patch::writer(tk, builtin, o, manager);
+        super::managed_fields::record_update_map(old, obj, &w);
     }
 
     /// Unknown fields of a write: refused (`Strict`), dropped with one warning each (`Warn`),

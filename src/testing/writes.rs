@@ -82,6 +82,7 @@ fn write_options(req: &Request, subresource: Option<&str>) -> Result<WriteOption
         field_validation,
         subresource: subresource.map(str::to_owned),
         field_manager,
+        managed_fields: None,
         fixture: false,
     })
 }
@@ -206,6 +207,10 @@ fn patch_object(
     let ty = patch::patch_type(req.header("content-type").unwrap_or(""), builtin)?;
     let o = write_options(req, t.subresource)?;
     let mut store = shared.store.lock();
+    if ty == patch::PatchType::Apply {
+        let (w, code) = patch::apply_patch(req, &mut store, t.tk, t.namespace, name, &o)?;
+        return Ok(Answer::object(&mut store, t.tk, code, w));
+    }
     let current = store.get(t.tk, t.namespace, name)?;
     let doc: Value = serde_json::from_str(&store.collection(t.tk).with_type_meta(&current.json))
         .unwrap_or_default();
