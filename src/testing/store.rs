@@ -634,6 +634,9 @@ impl Store {
         ] {
             meta.remove(f);
         }
+        if !o.fixture {
+            serialized_like_go(tk, &mut obj);
+        }
         self.record_managed_fields(tk, None, &mut obj, o);
         let stored = self.commit(
             tk,
@@ -750,6 +753,9 @@ impl Store {
                     &added,
                 ));
             }
+        }
+        if !o.fixture {
+            serialized_like_go(tk, &mut obj);
         }
         self.record_managed_fields(tk, Some(&old), &mut obj, o);
         if being_deleted && finalizers.is_empty() {
@@ -1217,6 +1223,25 @@ fn new_finalizers_forbidden(tk: &TypeKey, kind: &str, name: &str, added: &[&Stri
         ..Default::default()
     });
     st
+}
+
+/// What the real server's Go types add when they serialise an object: a pod condition's
+/// time fields are never left out (`"lastProbeTime":null`), as the captures show.
+fn serialized_like_go(tk: &TypeKey, obj: &mut Map<String, Value>) {
+    if !(tk.group.is_empty() && tk.plural == "pods") {
+        return;
+    }
+    let conditions = obj
+        .get_mut("status")
+        .and_then(|s| s.get_mut("conditions"))
+        .and_then(Value::as_array_mut);
+    for c in conditions.into_iter().flatten() {
+        if let Value::Object(c) = c {
+            for f in ["lastProbeTime", "lastTransitionTime"] {
+                c.entry(f).or_insert(Value::Null);
+            }
+        }
+    }
 }
 
 /// The strings of a JSON list (finalizers); anything else is empty.
