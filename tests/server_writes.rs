@@ -803,3 +803,80 @@ fn the_comparer_sees_every_kind_of_difference() {
         "a volatile value of another type is a difference: {diffs:?}"
     );
 }
+
+#[test]
+fn a_custom_resource_declared_with_scale_serves_it_from_its_paths() {
+    let paths = kube_informer::testing::ScaleSubresource {
+        spec_replicas: "/spec/replicas".into(),
+        status_replicas: "/status/replicas".into(),
+        label_selector: Some("/status/selector".into()),
+    };
+    let server = ApiServer::builder()
+        .subresources(
+            &widgets(),
+            Subresources::none().with_status().with_scale(paths),
+        )
+        .start();
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "w", "namespace": "lab"}, "spec": {"replicas": 2},
+                   "status": {"replicas": 1, "selector": "app=w"}}),
+        )
+        .unwrap();
+    let path = "/apis/lab.example.com/v1/namespaces/lab/widgets/w/scale";
+    let get = send(&server, "GET", path, "", "");
+    assert_eq!(get.code, 200);
+    let scale = get.json();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"], json!({"replicas": 2}));
+    assert_eq!(scale["status"], json!({"replicas": 1, "selector": "app=w"}));
+    let patch = send(
+        &server,
+        "PATCH",
+        path,
+        "application/merge-patch+json",
+        r#"{"spec":{"replicas":4}}"#,
+    );
+    assert_eq!(patch.code, 200);
+    assert_eq!(patch.json()["spec"]["replicas"], 4);
+    let stored = server.get(&widgets(), Some("lab"), "w").unwrap();
+    assert_eq!(stored["spec"]["replicas"], 4);
+    assert_eq!(
+        stored["status"]["replicas"], 1,
+        "scale writes leave status alone"
+    );
+    assert_eq!(stored["metadata"]["generation"], 2);
+}
+
+#[test]
+fn rust_side_deletes_go_at_once_unless_finalizers_hold_them() {
+    let server = server();
+    server
+        .create(
+            &pods(),
+            json!({"metadata": {"name": "p", "namespace": "lab"}, "spec": {"nodeName": "n1"}}),
+        )
+        .unwrap();
+    server.delete(&pods(), Some("lab"), "p").unwrap();
+    assert!(
+        server.get(&pods(), Some("lab"), "p").is_none(),
+        "grace 0 even for a bound pod"
+    );
+    server
+        .create(
+            &configmaps(),
+            json!({"metadata": {"name": "c", "namespace": "lab", "finalizers": ["x"]}}),
+        )
+        .unwrap();
+    let marked = server.delete(&configmaps(), Some("lab"), "c").unwrap();
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    let mut done = marked.clone();
+    done["metadata"]["finalizers"] = json!([]);
+    server.update(&configmaps(), done).unwrap();
+    assert!(
+        server.get(&configmaps(), Some("lab"), "c").is_none(),
+        "the last finalizer removed"
+    );
+}

@@ -113,6 +113,9 @@ pub(crate) struct DeleteOptions {
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
     pub dry_run: bool,
+    /// A Rust-side delete ([`ApiServer::delete`](super::ApiServer::delete)): an object no
+    /// finalizer holds goes with one DELETED event, pods too (no marking first).
+    pub fixture: bool,
 }
 
 /// What a delete did.
@@ -815,6 +818,7 @@ impl Store {
     pub fn delete(&mut self, tk: &TypeKey, ns: Option<&str>, name: &str) -> Result<Stored, Status> {
         let d = DeleteOptions {
             grace_period: Some(0),
+            fixture: true,
             ..Default::default()
         };
         match self.delete_with(tk, ns, name, &d)? {
@@ -905,7 +909,7 @@ impl Store {
             }
         }
         let stays = !finalizers.is_empty() || grace > 0;
-        if !stays && !is_pod {
+        if !stays && (!is_pod || d.fixture) {
             let stored = self.commit(
                 tk,
                 EventType::Deleted,
@@ -942,13 +946,12 @@ impl Store {
         if stays {
             return Ok(Deleted::Pending(marked));
         }
-        let prev = (!d.dry_run).then(|| Arc::clone(&marked));
         let stored = self.commit(
             tk,
             EventType::Deleted,
             key,
             obj,
-            prev,
+            Some(marked),
             namespace,
             name.to_owned(),
             d.dry_run,

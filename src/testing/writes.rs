@@ -222,7 +222,7 @@ fn patch_object(
 /// GET, PUT or PATCH of `/scale`.
 fn scale_write(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<Answer, Status> {
     let name = t.name.unwrap_or("");
-    let o = write_options(req, None)?;
+    let o = write_options(req, Some("scale"))?;
     let mut store = shared.store.lock();
     let Some(paths) = store.collection(t.tk).info.subresources.scale.clone() else {
         return Err(no_such_path());
