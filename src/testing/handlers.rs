@@ -14,7 +14,8 @@ use serde_json::Value;
 use super::faults::{Fault, Target};
 use super::http::{self, ChunkedWriter, Request};
 use super::server::{Peer, Shared};
-use super::store::{not_found, EventType, Filter, StoredObject, TypeKey};
+use super::store::{EventType, Filter, StoredObject, TypeKey};
+use super::writes;
 use crate::api::{ListMeta, Status};
 
 /// Whether the connection can serve another request.
@@ -34,10 +35,14 @@ fn outcome(r: io::Result<()>) -> Outcome {
 pub(crate) fn status_json(st: &Status) -> String {
     let meta = serde_json::to_string(&st.metadata).unwrap_or_else(|_| "{}".into());
     let mut s = format!(
-        "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{meta},\"status\":\"Failure\",\"message\":{},\"reason\":{}",
+        "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{meta},\"status\":\"Failure\",\"message\":{}",
         Value::from(st.message.as_str()),
-        Value::from(st.reason.as_str()),
     );
+    // Some answers (apply's HTTP 500) carry no reason at all.
+    if !st.reason.is_empty() {
+        s.push_str(",\"reason\":");
+        s.push_str(&Value::from(st.reason.as_str()).to_string());
+    }
     if let Some(d) = &st.details {
         s.push_str(",\"details\":");
         s.push_str(&serde_json::to_string(d).unwrap_or_else(|_| "{}".into()));
@@ -75,6 +80,19 @@ struct Route {
     tk: TypeKey,
     namespace: Option<String>,
     name: Option<String>,
+    /// `status`, `scale`, ... after the name.
+    subresource: Option<String>,
+}
+
+impl Route {
+    fn target(&self) -> writes::Target<'_> {
+        writes::Target {
+            tk: &self.tk,
+            namespace: self.namespace.as_deref(),
+            name: self.name.as_deref(),
+            subresource: self.subresource.as_deref(),
+        }
+    }
 }
 
 fn parse_route(path: &str) -> Option<Route> {
@@ -88,9 +106,12 @@ fn parse_route(path: &str) -> Option<Route> {
         ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
         _ => (None, rest),
     };
-    let (plural, name) = match rest {
-        [plural] => (*plural, None),
-        [plural, name] => (*plural, Some(name.to_string())),
+    let (plural, name, subresource) = match rest {
+        [plural] => (*plural, None, None),
+        [plural, name] => (*plural, Some(name.to_string()), None),
+        [plural, name, sub] if !sub.is_empty() => {
+            (*plural, Some(name.to_string()), Some(sub.to_string()))
+        }
         _ => return None,
     };
     if plural.is_empty() || version.is_empty() {
@@ -104,6 +125,7 @@ fn parse_route(path: &str) -> Option<Route> {
         },
         namespace,
         name,
+        subresource,
     })
 }
 
@@ -156,6 +178,9 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         return outcome(write_status(peer, &st, &extra));
     }
     match kind {
+        Target::Get if route.subresource.is_some() => {
+            get_subresource(&route, peer, shared, fault.as_ref())
+        }
         Target::Get => get(&route, peer, shared, fault.as_ref()),
         Target::List => list(req, &route, peer, shared, fault.as_ref()),
         Target::Watch => watch(req, &route, peer, shared, fault.as_ref()),
@@ -165,6 +190,17 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
 
 /// Sends a whole answer, or (with `CloseAfterBytes`) only its start and then drops the line.
 fn send<S: Peer>(peer: &mut S, code: u16, body: &[u8], fault: Option<&Fault>) -> Outcome {
+    send_with(peer, code, &[], body, fault)
+}
+
+/// [`send`] with extra headers.
+fn send_with<S: Peer>(
+    peer: &mut S,
+    code: u16,
+    extra: &[(&str, String)],
+    body: &[u8],
+    fault: Option<&Fault>,
+) -> Outcome {
     if let Some(Fault::CloseAfterBytes(n)) = fault {
         let cut = (*n).min(body.len().saturating_sub(1));
         let head = format!(
@@ -178,7 +214,7 @@ fn send<S: Peer>(peer: &mut S, code: u16, body: &[u8], fault: Option<&Fault>) ->
         peer.drop_connection();
         return Outcome::Close;
     }
-    outcome(http::write_response(peer, code, &[], body))
+    outcome(http::write_response(peer, code, extra, body))
 }
 
 fn fail<S: Peer>(peer: &mut S, st: &Status) -> Outcome {
@@ -192,6 +228,30 @@ fn get<S: Peer>(r: &Route, peer: &mut S, shared: &Shared, fault: Option<&Fault>)
         store
             .get(&r.tk, r.namespace.as_deref(), name)
             .map(|o| store.collection(&r.tk).with_type_meta(&o.json))
+    };
+    match answer {
+        Ok(body) => send(peer, 200, body.as_bytes(), fault),
+        Err(st) => fail(peer, &st),
+    }
+}
+
+/// GET of `/status` (the whole object) or `/scale` (a `Scale`); 404 for a subresource the
+/// resource does not serve.
+fn get_subresource<S: Peer>(
+    r: &Route,
+    peer: &mut S,
+    shared: &Shared,
+    fault: Option<&Fault>,
+) -> Outcome {
+    let info = shared.store.lock().collection(&r.tk).info.clone();
+    let answer = match r.subresource.as_deref() {
+        Some("status") if info.subresources.status => return get(r, peer, shared, fault),
+        Some("scale") => writes::scale_get(&r.target(), shared),
+        _ => Err(Status::failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )),
     };
     match answer {
         Ok(body) => send(peer, 200, body.as_bytes(), fault),
@@ -395,50 +455,15 @@ fn write<S: Peer>(
     shared: &Shared,
     fault: Option<&Fault>,
 ) -> Outcome {
-    let body = || -> Result<Value, Status> {
-        serde_json::from_slice(&req.body).map_err(|e| {
-            Status::failure(
-                400,
-                "BadRequest",
-                format!("the body of the request was in an unknown format: {e}"),
-            )
-        })
-    };
-    let ns = r.namespace.as_deref();
-    let name = r.name.as_deref();
-    let result = match (req.method.as_str(), name) {
-        ("POST", None) => body().and_then(|b| shared.store.lock().create(&r.tk, ns, b)),
-        ("PUT", Some(n)) => body().and_then(|b| shared.store.lock().update(&r.tk, ns, n, b)),
-        ("PATCH", Some(n)) => {
-            let ct = req.header("content-type").unwrap_or("");
-            if ct.contains("json-patch") {
-                Err(Status::failure(
-                    415,
-                    "UnsupportedMediaType",
-                    format!("the test API server does not support {ct}"),
-                ))
-            } else {
-                body().and_then(|b| shared.store.lock().patch(&r.tk, ns, n, &b))
-            }
-        }
-        ("DELETE", Some(n)) => shared.store.lock().delete(&r.tk, ns, n),
-        ("DELETE", None) | ("PUT", None) | ("PATCH", None) => Err(not_found(&r.tk, "")),
-        (m, _) => Err(Status::failure(
-            405,
-            "MethodNotAllowed",
-            format!("the server does not allow this method on the requested resource: {m}"),
-        )),
-    };
-    match result {
-        Ok(stored) => {
+    match writes::write(req, &r.target(), shared) {
+        Ok(answer) => {
             shared.notify();
-            let code = if req.method == "POST" { 201 } else { 200 };
-            let json = shared
-                .store
-                .lock()
-                .collection(&r.tk)
-                .with_type_meta(&stored.json);
-            send(peer, code, json.as_bytes(), fault)
+            let warnings: Vec<(&str, String)> = answer
+                .warnings
+                .iter()
+                .map(|w| ("warning", format!("299 - {}", Value::from(w.as_str()))))
+                .collect();
+            send_with(peer, answer.code, &warnings, answer.body.as_bytes(), fault)
         }
         Err(st) => fail(peer, &st),
     }

@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::faults::{Fault, Faults, Target};
 use super::handlers;
 use super::http;
+use super::resources::Subresources;
 use super::store::{Store, TypeKey};
 use super::tls;
 use crate::api::{ApiResource, Status};
@@ -33,6 +34,8 @@ pub struct ApiServerBuilder {
     history_limit: usize,
     bookmark_interval: Duration,
     resources: Vec<ApiResource>,
+    subresources: Vec<(ApiResource, Subresources)>,
+    schemas: Vec<(ApiResource, Vec<String>)>,
 }
 
 impl Default for ApiServerBuilder {
@@ -45,6 +48,8 @@ impl Default for ApiServerBuilder {
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(1),
             resources: Vec::new(),
+            subresources: Vec::new(),
+            schemas: Vec::new(),
         }
     }
 }
@@ -91,6 +96,26 @@ impl ApiServerBuilder {
     /// Names the kind of a resource before any of its objects exists (lists say `PodList`).
     pub fn resource(mut self, ar: &ApiResource) -> Self {
         self.resources.push(ar.clone());
+        self
+    }
+
+    /// Declares the subresources a resource serves (and names its kind, like
+    /// [`resource`](Self::resource)). Without it the real built-ins' are assumed (see
+    /// [`Subresources`]); a custom resource has none.
+    pub fn subresources(mut self, ar: &ApiResource, subresources: Subresources) -> Self {
+        self.resources.push(ar.clone());
+        self.subresources.push((ar.clone(), subresources));
+        self
+    }
+
+    /// Declares the top-level fields a resource knows besides `apiVersion`, `kind` and
+    /// `metadata` (its schema, as far as `fieldValidation` is concerned). Without it: a table
+    /// for ConfigMap, Secret, Pod, the workloads, Lease and both Events; `spec` and `status`
+    /// for a custom resource; no check for other built-ins.
+    pub fn schema_fields(mut self, ar: &ApiResource, fields: &[&str]) -> Self {
+        self.resources.push(ar.clone());
+        self.schemas
+            .push((ar.clone(), fields.iter().map(|f| (*f).to_owned()).collect()));
         self
     }
 
@@ -165,6 +190,12 @@ impl ApiServer {
         for ar in &opts.resources {
             store.register(ar);
         }
+        for (ar, s) in &opts.subresources {
+            store.configure(&TypeKey::of(ar), Some(s), None);
+        }
+        for (ar, f) in &opts.schemas {
+            store.configure(&TypeKey::of(ar), None, Some(f));
+        }
         let shared = Arc::new(Shared {
             store: Mutex::new(store),
             changed: Condvar::new(),
@@ -236,7 +267,8 @@ impl ApiServer {
         c
     }
 
-    /// Creates an object, as `POST` would; returns it as stored. For a namespaced resource
+    /// Creates an object, as `POST` would; returns it as stored. Like a test fixture, the
+    /// object is taken as given: status included, unknown fields kept, no managed fields. For a namespaced resource
     /// the namespace comes from `metadata.namespace` (default `default`).
     pub fn create(&self, ar: &ApiResource, object: Value) -> Result<Value, Status> {
         let ns = self.namespace_of(ar, &object);
@@ -281,7 +313,9 @@ impl ApiServer {
         Ok(())
     }
 
-    /// Deletes an object; returns its last state.
+    /// Deletes an object at once (one DELETED event, pods too); returns its last state.
+    /// An object with finalizers stays, marked with `deletionTimestamp`, until an update
+    /// removes them.
     pub fn delete(
         &self,
         ar: &ApiResource,

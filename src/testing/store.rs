@@ -16,7 +16,9 @@ use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
-use crate::api::{ApiResource, LabelSelector, Status, StatusDetails, StringMap};
+use super::patch::merge_patch;
+use super::resources::{ResourceInfo, Subresources};
+use crate::api::{ApiResource, LabelSelector, Status, StatusCause, StatusDetails, StringMap};
 
 /// `namespace/name`, or `name` for cluster-scoped objects: etcd's key order.
 pub(crate) type Key = String;
@@ -53,6 +55,78 @@ pub(crate) struct Event {
     pub prev: Option<Stored>,
 }
 
+/// `fieldValidation`: what a write does with fields the resource does not know.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum FieldValidation {
+    /// 400 BadRequest listing them.
+    Strict,
+    /// Dropped, one `Warning` header each (the default).
+    #[default]
+    Warn,
+    /// Dropped silently.
+    Ignore,
+}
+
+/// The options of one write: the query parameters a real server reads, and who writes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WriteOptions {
+    /// `dryRun=All`: answer as if written, change nothing.
+    pub dry_run: bool,
+    pub field_validation: FieldValidation,
+    /// `Some("status")` for a write through `/status`.
+    pub subresource: Option<String>,
+    /// `fieldManager`, else the User-Agent up to its first `/`: the write records an
+    /// `Update` entry for it in `metadata.managedFields` (see `managed_fields`).
+    pub field_manager: Option<String>,
+    /// The `managedFields` a server-side apply computed: stored as they are, and no `Update`
+    /// entry is recorded.
+    pub managed_fields: Option<Value>,
+    /// A Rust-side write ([`ApiServer::create`](super::ApiServer::create), ...): sets the
+    /// whole object as given (status included, unknown fields kept), like a test fixture.
+    pub fixture: bool,
+}
+
+impl WriteOptions {
+    /// The options of a Rust-side write.
+    pub fn fixture() -> Self {
+        WriteOptions {
+            fixture: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// A write's result: the object as stored (or as it would be, on a dry run) and the
+/// warnings for the `Warning` response headers.
+#[derive(Debug)]
+pub(crate) struct Written {
+    pub stored: Stored,
+    pub warnings: Vec<String>,
+}
+
+/// `DeleteOptions`, from the body and the query.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DeleteOptions {
+    pub grace_period: Option<i64>,
+    /// `Foreground`, `Background` or `Orphan`.
+    pub propagation: Option<String>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+    pub dry_run: bool,
+    /// A Rust-side delete ([`ApiServer::delete`](super::ApiServer::delete)): an object no
+    /// finalizer holds goes with one DELETED event, pods too (no marking first).
+    pub fixture: bool,
+}
+
+/// What a delete did.
+#[derive(Debug)]
+pub(crate) enum Deleted {
+    /// The object is gone; its last state.
+    Gone(Stored),
+    /// The object stays, being deleted (finalizers, or a pod's grace period).
+    Pending(Stored),
+}
+
 /// Which part of the API a request addresses.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct TypeKey {
@@ -86,6 +160,8 @@ pub(crate) struct Collection {
     pub api_version: String,
     /// Core-group list items are sent without `kind`/`apiVersion`, others with them.
     pub core: bool,
+    /// Subresources, generation, known fields.
+    pub info: ResourceInfo,
     pub objects: BTreeMap<Key, Stored>,
     pub history: VecDeque<Arc<Event>>,
     /// Events at or below this version are gone; older starting points get 410.
@@ -104,6 +180,7 @@ impl Collection {
             kind,
             api_version: tk.api_version(),
             core: tk.group.is_empty(),
+            info: ResourceInfo::defaults(tk),
             objects: BTreeMap::new(),
             history: VecDeque::new(),
             compacted: 0,
@@ -345,6 +422,8 @@ pub(crate) struct Store {
     pub history_limit: usize,
     uid_seq: u64,
     uid_prefix: u32,
+    /// State of the generator of `generateName` suffixes.
+    rng: u64,
 }
 
 /// A failure Status with `details` naming the object, as the API server sends them.
@@ -380,6 +459,7 @@ impl Store {
             history_limit: history_limit.max(1),
             uid_seq: 0,
             uid_prefix: seed,
+            rng: u64::from(seed) << 16 | 0x9e37_79b9,
         }
     }
 
@@ -394,6 +474,22 @@ impl Store {
         let tk = TypeKey::of(ar);
         let c = self.collection(&tk);
         c.kind = ar.kind.clone();
+    }
+
+    /// Declares a resource's subresources and (with `fields`) its known top-level fields.
+    pub fn configure(
+        &mut self,
+        tk: &TypeKey,
+        subresources: Option<&Subresources>,
+        fields: Option<&[String]>,
+    ) {
+        let c = self.collection(tk);
+        if let Some(s) = subresources {
+            c.info.subresources = s.clone();
+        }
+        if let Some(f) = fields {
+            c.info.fields = Some(f.to_vec());
+        }
     }
 
     /// Drops all history: every older resourceVersion and continue token is now expired.
@@ -460,47 +556,102 @@ impl Store {
         ns: Option<&str>,
         body: Value,
     ) -> Result<Stored, Status> {
+        self.create_with(tk, ns, body, &WriteOptions::fixture())
+            .map(|w| w.stored)
+    }
+
+    /// Creates an object with the options of a request.
+    pub fn create_with(
+        &mut self,
+        tk: &TypeKey,
+        ns: Option<&str>,
+        body: Value,
+        o: &WriteOptions,
+    ) -> Result<Written, Status> {
         let mut obj = into_object(body)?;
         self.adopt_kind(tk, &mut obj);
+        let warnings = self.check_fields(tk, &mut obj, o)?;
+        let info = self.collection(tk).info.clone();
         let meta = metadata_of(&mut obj);
-        let name = match meta.get("name").and_then(Value::as_str) {
-            Some(n) if !n.is_empty() => n.to_owned(),
-            _ => match meta.get("generateName").and_then(Value::as_str) {
-                Some(prefix) if !prefix.is_empty() => {
-                    let n = format!("{prefix}{:05x}", (self.uid_seq * 7919 + 13) & 0xfffff);
-                    meta.insert("name".into(), n.clone().into());
-                    n
-                }
-                _ => {
-                    return Err(Status::failure(
-                        422,
-                        "Invalid",
-                        format!("{} \"\" is invalid: metadata.name: Required value: name or generateName is required", tk.plural),
-                    ))
-                }
-            },
-        };
+        let given = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned);
+        let prefix = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned);
         let namespace = check_namespace(meta, ns)?;
+        let name = match (given, prefix) {
+            (Some(n), _) => n,
+            (None, Some(prefix)) => {
+                // A clash with an existing name draws again (the real server answers 409 and
+                // its clients retry; a handful of draws makes a clash vanishingly rare).
+                let mut name = format!("{prefix}{}", self.random_suffix());
+                for _ in 0..16 {
+                    if !self
+                        .collection(tk)
+                        .objects
+                        .contains_key(&make_key(&namespace, &name))
+                    {
+                        break;
+                    }
+                    name = format!("{prefix}{}", self.random_suffix());
+                }
+                name
+            }
+            (None, None) => {
+                return Err(Status::failure(
+                    422,
+                    "Invalid",
+                    format!("{} \"\" is invalid: metadata.name: Required value: name or generateName is required", self.collection(tk).kind),
+                ))
+            }
+        };
         let key = make_key(&namespace, &name);
         if self.collection(tk).objects.contains_key(&key) {
-            return Err(object_status(
+            return Err(resource_status(
+                tk,
                 409,
                 "AlreadyExists",
-                format!("{} \"{name}\" already exists", tk.plural),
-                &tk.plural,
+                format!("{} \"{name}\" already exists", resource_name(tk)),
                 &name,
             ));
         }
         let uid = self.new_uid();
         let meta = metadata_of(&mut obj);
+        meta.insert("name".into(), name.clone().into());
         meta.insert("uid".into(), uid.into());
         meta.insert("creationTimestamp".into(), rfc3339_now().into());
-        meta.entry("generation").or_insert(1.into());
-        meta.remove("deletionTimestamp");
-        self.rv += 1;
-        let stored = seal(obj, self.rv, namespace, name);
-        self.record(tk, EventType::Added, key, Arc::clone(&stored), None);
-        Ok(stored)
+        if info.generation {
+            meta.insert("generation".into(), 1.into());
+        } else {
+            meta.remove("generation");
+        }
+        for f in [
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "resourceVersion",
+        ] {
+            meta.remove(f);
+        }
+        if !o.fixture {
+            serialized_like_go(tk, &mut obj);
+        }
+        self.record_managed_fields(tk, None, &mut obj, o);
+        let stored = self.commit(
+            tk,
+            EventType::Added,
+            key,
+            obj,
+            None,
+            namespace,
+            name,
+            o.dry_run,
+        );
+        Ok(Written { stored, warnings })
     }
 
     /// Replaces an object. A `metadata.resourceVersion` in the body must match the stored one.
@@ -511,6 +662,20 @@ impl Store {
         name: &str,
         body: Value,
     ) -> Result<Stored, Status> {
+        self.update_with(tk, ns, name, body, &WriteOptions::fixture())
+            .map(|w| w.stored)
+    }
+
+    /// Replaces an object (or, with `o.subresource == Some("status")`, its status) with the
+    /// options of a request. Removing the last finalizer of an object being deleted deletes it.
+    pub fn update_with(
+        &mut self,
+        tk: &TypeKey,
+        ns: Option<&str>,
+        name: &str,
+        body: Value,
+        o: &WriteOptions,
+    ) -> Result<Written, Status> {
         let mut obj = into_object(body)?;
         self.adopt_kind(tk, &mut obj);
         let namespace = ns.unwrap_or("").to_owned();
@@ -529,44 +694,97 @@ impl Store {
         check_namespace(meta, ns)?;
         if let Some(rv) = meta.get("resourceVersion").and_then(Value::as_str) {
             if !rv.is_empty() && rv != current.rv.to_string() {
-                return Err(object_status(
-                    409,
-                    "Conflict",
-                    format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", tk.plural),
-                    &tk.plural,
-                    name,
-                ));
+                return Err(conflict(tk, name));
             }
         }
+        let warnings = self.check_fields(tk, &mut obj, o)?;
+        let info = self.collection(tk).info.clone();
         let old: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
+        if !o.fixture {
+            if o.subresource.as_deref() == Some("status") {
+                obj = status_write(tk, &old, obj);
+            } else if info.subresources.status {
+                match old.get("status") {
+                    Some(s) => obj.insert("status".into(), s.clone()),
+                    None => obj.remove("status"),
+                };
+            }
+        }
         let old_meta = old.get("metadata").and_then(Value::as_object);
         let meta = metadata_of(&mut obj);
         meta.insert("name".into(), name.into());
-        for field in ["uid", "creationTimestamp", "deletionTimestamp"] {
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
             match old_meta.and_then(|m| m.get(field)) {
                 Some(v) => meta.insert(field.into(), v.clone()),
                 None => meta.remove(field),
             };
         }
-        let generation = old_meta
+        let old_generation = old_meta
             .and_then(|m| m.get("generation"))
-            .and_then(Value::as_i64)
-            .unwrap_or(1);
+            .and_then(Value::as_i64);
         let spec_changed = old.get("spec") != obj.get("spec");
-        metadata_of(&mut obj).insert(
-            "generation".into(),
-            (generation + i64::from(spec_changed)).into(),
-        );
-        self.rv += 1;
-        let stored = seal(obj, self.rv, namespace, name.to_owned());
-        self.record(
+        let meta = metadata_of(&mut obj);
+        match old_generation {
+            Some(g) => {
+                meta.insert("generation".into(), (g + i64::from(spec_changed)).into());
+            }
+            None if info.generation => {
+                meta.insert("generation".into(), 1.into());
+            }
+            None => {
+                meta.remove("generation");
+            }
+        }
+        let being_deleted = old_meta.is_some_and(|m| m.contains_key("deletionTimestamp"));
+        let finalizers = string_list(meta.get("finalizers"));
+        if being_deleted {
+            let before = string_list(old_meta.and_then(|m| m.get("finalizers")));
+            let mut added: Vec<&String> =
+                finalizers.iter().filter(|f| !before.contains(f)).collect();
+            added.sort();
+            added.dedup();
+            if !added.is_empty() {
+                return Err(new_finalizers_forbidden(
+                    tk,
+                    &self.collection(tk).kind,
+                    name,
+                    &added,
+                ));
+            }
+        }
+        if !o.fixture {
+            serialized_like_go(tk, &mut obj);
+        }
+        self.record_managed_fields(tk, Some(&old), &mut obj, o);
+        if being_deleted && finalizers.is_empty() {
+            let stored = self.commit(
+                tk,
+                EventType::Deleted,
+                key,
+                obj,
+                Some(current),
+                namespace,
+                name.to_owned(),
+                o.dry_run,
+            );
+            return Ok(Written { stored, warnings });
+        }
+        let stored = self.commit(
             tk,
             EventType::Modified,
             key,
-            Arc::clone(&stored),
+            obj,
             Some(current),
+            namespace,
+            name.to_owned(),
+            o.dry_run,
         );
-        Ok(stored)
+        Ok(Written { stored, warnings })
     }
 
     /// Applies a JSON merge patch (RFC 7386) to an object.
@@ -595,25 +813,281 @@ impl Store {
         self.update(tk, ns, name, doc)
     }
 
-    /// Deletes an object; returns its last state, stamped with the deletion's version.
+    /// Deletes an object at once (grace period 0); returns its last state, stamped with the
+    /// deletion's version. An object with finalizers stays, marked as being deleted.
     pub fn delete(&mut self, tk: &TypeKey, ns: Option<&str>, name: &str) -> Result<Stored, Status> {
+        let d = DeleteOptions {
+            grace_period: Some(0),
+            fixture: true,
+            ..Default::default()
+        };
+        match self.delete_with(tk, ns, name, &d)? {
+            Deleted::Gone(s) | Deleted::Pending(s) => Ok(s),
+        }
+    }
+
+    /// Deletes an object the way the real server does with `DeleteOptions`: preconditions,
+    /// finalizers (the object stays with `deletionTimestamp`), propagation policies
+    /// `Foreground` and `Orphan` (their finalizer is added; no garbage collector removes it),
+    /// and the graceful deletion of a pod bound to a node.
+    pub fn delete_with(
+        &mut self,
+        tk: &TypeKey,
+        ns: Option<&str>,
+        name: &str,
+        d: &DeleteOptions,
+    ) -> Result<Deleted, Status> {
         let namespace = ns.unwrap_or("").to_owned();
         let key = make_key(&namespace, name);
         let Some(current) = self.collection(tk).objects.get(&key).cloned() else {
             return Err(not_found(tk, name));
         };
         let mut obj: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
-        self.rv += 1;
-        metadata_of(&mut obj);
-        let stored = seal(obj, self.rv, namespace, name.to_owned());
-        self.record(
+        let kind = self.collection(tk).kind.clone();
+        let meta = metadata_of(&mut obj);
+        let uid = meta
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if let Some(want) = d.precondition_uid.as_deref() {
+            if want != uid {
+                return Err(precondition_failed(&kind, name, format!("the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated")));
+            }
+        }
+        if let Some(want) = d.precondition_rv.as_deref() {
+            let have = current.rv.to_string();
+            if want != have {
+                return Err(precondition_failed(&kind, name, format!("the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({have}). The object might have been modified")));
+            }
+        }
+        let is_pod = tk.group.is_empty() && tk.plural == "pods";
+        let mut finalizers = string_list(meta.get("finalizers"));
+        if meta.contains_key("deletionTimestamp") {
+            // Deleted before: the same object, unchanged, unless a pod's grace is cut to 0.
+            if !(is_pod && d.grace_period == Some(0) && finalizers.is_empty()) {
+                return Ok(Deleted::Pending(current));
+            }
+            let stored = self.commit(
+                tk,
+                EventType::Deleted,
+                key,
+                obj,
+                Some(current),
+                namespace,
+                name.to_owned(),
+                d.dry_run,
+            );
+            return Ok(Deleted::Gone(stored));
+        }
+        let grace = if is_pod {
+            let spec = obj.get("spec");
+            let bound = spec
+                .and_then(|s| s.get("nodeName"))
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            let default = spec
+                .and_then(|s| s.get("terminationGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+                .unwrap_or(30);
+            match d.grace_period {
+                Some(g) => g.max(0),
+                None if bound => default,
+                None => 0,
+            }
+        } else {
+            0
+        };
+        let policy_finalizer = match d.propagation.as_deref() {
+            Some("Foreground") => Some("foregroundDeletion"),
+            Some("Orphan") => Some("orphan"),
+            _ => None,
+        };
+        if let Some(f) = policy_finalizer {
+            if !finalizers.iter().any(|x| x == f) {
+                finalizers.push(f.to_owned());
+            }
+        }
+        let stays = !finalizers.is_empty() || grace > 0;
+        if !stays && (!is_pod || d.fixture) {
+            let stored = self.commit(
+                tk,
+                EventType::Deleted,
+                key,
+                obj,
+                Some(current),
+                namespace,
+                name.to_owned(),
+                d.dry_run,
+            );
+            return Ok(Deleted::Gone(stored));
+        }
+        // Graceful deletion: the object is marked first (a MODIFIED event), as the real
+        // server does for pods even when their grace is 0.
+        let meta = metadata_of(&mut obj);
+        meta.insert("deletionTimestamp".into(), rfc3339_in(grace).into());
+        meta.insert("deletionGracePeriodSeconds".into(), grace.into());
+        if !finalizers.is_empty() {
+            meta.insert("finalizers".into(), finalizers.into());
+        }
+        if let Some(g) = meta.get("generation").and_then(Value::as_i64) {
+            meta.insert("generation".into(), (g + 1).into());
+        }
+        let marked = self.commit(
+            tk,
+            EventType::Modified,
+            key.clone(),
+            obj.clone(),
+            Some(current),
+            namespace.clone(),
+            name.to_owned(),
+            d.dry_run,
+        );
+        if stays {
+            return Ok(Deleted::Pending(marked));
+        }
+        let stored = self.commit(
             tk,
             EventType::Deleted,
             key,
-            Arc::clone(&stored),
-            Some(current),
+            obj,
+            Some(marked),
+            namespace,
+            name.to_owned(),
+            d.dry_run,
         );
-        Ok(stored)
+        Ok(Deleted::Gone(stored))
+    }
+
+    /// `deletecollection`: deletes every object of `ns` (all namespaces when `None`) that
+    /// `filter` selects, each as [`delete_with`](Self::delete_with) would; returns them as they
+    /// were before (the list's items) and the version after.
+    pub fn delete_collection(
+        &mut self,
+        tk: &TypeKey,
+        ns: Option<&str>,
+        filter: &Filter,
+        d: &DeleteOptions,
+    ) -> Result<(Vec<Stored>, u64), Status> {
+        let prefix = ns.map(|n| format!("{n}/"));
+        let chosen: Vec<Stored> = self
+            .collection(tk)
+            .objects
+            .iter()
+            .filter(|(k, o)| {
+                prefix.as_deref().is_none_or(|p| k.starts_with(p)) && filter.matches(o)
+            })
+            .map(|(_, o)| Arc::clone(o))
+            .collect();
+        let mut items = Vec::with_capacity(chosen.len());
+        for o in chosen {
+            let ns = (!o.namespace.is_empty()).then_some(o.namespace.as_str());
+            self.delete_with(tk, ns, &o.name, d)?;
+            items.push(o);
+        }
+        Ok((items, self.rv))
+    }
+
+    /// The managed-fields hook of every HTTP write: an apply's computed entries, or an
+    /// `Update` entry for the writer (see `managed_fields`). Rust-side writes are left as given.
+    fn record_managed_fields(
+        &mut self,
+        tk: &TypeKey,
+        old: Option<&Map<String, Value>>,
+        obj: &mut Map<String, Value>,
+        o: &WriteOptions,
+    ) {
+        if o.fixture {
+            return;
+        }
+        if let Some(entries) = &o.managed_fields {
+            let meta = metadata_of(obj);
+            match entries {
+                Value::Array(l) if l.is_empty() => meta.remove("managedFields"),
+                v => meta.insert("managedFields".into(), v.clone()),
+            };
+            return;
+        }
+        let Some(manager) = o.field_manager.as_deref() else {
+            return;
+        };
+        let builtin = self.collection(tk).info.builtin;
+        let w = super::patch::writer(tk, builtin, o, manager);
+        super::managed_fields::record_update_map(old, obj, &w);
+    }
+
+    /// Unknown fields of a write: refused (`Strict`), dropped with one warning each (`Warn`),
+    /// or dropped silently (`Ignore`). Rust-side writes keep everything.
+    fn check_fields(
+        &mut self,
+        tk: &TypeKey,
+        obj: &mut Map<String, Value>,
+        o: &WriteOptions,
+    ) -> Result<Vec<String>, Status> {
+        if o.fixture {
+            return Ok(Vec::new());
+        }
+        let c = self.collection(tk);
+        let strict = o.field_validation == FieldValidation::Strict;
+        let unknown = c.info.unknown_fields(obj, !strict);
+        if unknown.is_empty() {
+            return Ok(Vec::new());
+        }
+        let listed: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        match o.field_validation {
+            FieldValidation::Strict => Err(bad_request(format!(
+                "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+                listed.join(", "),
+                kind = c.kind,
+                v = tk.version,
+            ))),
+            FieldValidation::Warn => Ok(listed),
+            FieldValidation::Ignore => Ok(Vec::new()),
+        }
+    }
+
+    /// Five characters of the API server's name alphabet (no vowels, no look-alikes).
+    fn random_suffix(&mut self) -> String {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        (0..5)
+            .map(|_| {
+                // xorshift64*: plenty for names, no dependency.
+                let mut x = self.rng;
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                self.rng = x;
+                let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33;
+                ALPHABET[(r % ALPHABET.len() as u64) as usize] as char
+            })
+            .collect()
+    }
+
+    /// Stores one change and records its event; with `dry_run`, only says what would be
+    /// stored (a created object then has no resourceVersion, a changed one keeps its own).
+    #[allow(clippy::too_many_arguments)]
+    fn commit(
+        &mut self,
+        tk: &TypeKey,
+        ty: EventType,
+        key: Key,
+        obj: Map<String, Value>,
+        prev: Option<Stored>,
+        namespace: String,
+        name: String,
+        dry_run: bool,
+    ) -> Stored {
+        if dry_run {
+            let rv = prev.as_ref().map(|p| p.rv);
+            return seal(obj, rv, namespace, name);
+        }
+        self.rv += 1;
+        let stored = seal(obj, Some(self.rv), namespace, name);
+        self.record(tk, ty, key, Arc::clone(&stored), prev);
+        stored
     }
 
     /// A MODIFIED event without parsing anything: the stored JSON is copied with only its
@@ -672,13 +1146,145 @@ impl Store {
 }
 
 pub(crate) fn not_found(tk: &TypeKey, name: &str) -> Status {
-    object_status(
+    resource_status(
+        tk,
         404,
         "NotFound",
-        format!("{} \"{name}\" not found", tk.plural),
-        &tk.plural,
+        format!("{} \"{name}\" not found", resource_name(tk)),
         name,
     )
+}
+
+/// `pods`, or `deployments.apps` for a resource of a named group: how messages name it.
+pub(crate) fn resource_name(tk: &TypeKey) -> String {
+    if tk.group.is_empty() {
+        tk.plural.clone()
+    } else {
+        format!("{}.{}", tk.plural, tk.group)
+    }
+}
+
+/// A failure Status with `details` naming the object (and its group), as the API server
+/// sends them.
+pub(crate) fn resource_status(
+    tk: &TypeKey,
+    code: u16,
+    reason: &str,
+    message: String,
+    name: &str,
+) -> Status {
+    let mut st = object_status(code, reason, message, &tk.plural, name);
+    if let Some(d) = st.details.as_mut() {
+        d.group = Some(tk.group.clone()).filter(|g| !g.is_empty());
+    }
+    st
+}
+
+/// The 409 of a write with a stale resourceVersion.
+pub(crate) fn conflict(tk: &TypeKey, name: &str) -> Status {
+    resource_status(
+        tk,
+        409,
+        "Conflict",
+        format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", resource_name(tk)),
+        name,
+    )
+}
+
+/// The 409 of a delete whose precondition fails: here `details.kind` is the Kind (captured).
+fn precondition_failed(kind: &str, name: &str, why: String) -> Status {
+    object_status(
+        409,
+        "Conflict",
+        format!("Operation cannot be fulfilled on {kind} \"{name}\": {why}"),
+        kind,
+        name,
+    )
+}
+
+/// The 422 for finalizers added to an object that is being deleted.
+fn new_finalizers_forbidden(tk: &TypeKey, kind: &str, name: &str, added: &[&String]) -> Status {
+    let list: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+    let why = format!(
+        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+        list.join(", ")
+    );
+    let mut st = Status::failure(
+        422,
+        "Invalid",
+        format!("{kind} \"{name}\" is invalid: metadata.finalizers: {why}"),
+    );
+    st.details = Some(StatusDetails {
+        name: Some(name.to_owned()),
+        group: Some(tk.group.clone()).filter(|g| !g.is_empty()),
+        kind: Some(kind.to_owned()),
+        causes: vec![StatusCause {
+            reason: "FieldValueForbidden".into(),
+            message: why,
+            field: "metadata.finalizers".into(),
+        }],
+        ..Default::default()
+    });
+    st
+}
+
+/// What the real server's Go types add when they serialise an object: a pod condition's
+/// time fields are never left out (`"lastProbeTime":null`), as the captures show.
+fn serialized_like_go(tk: &TypeKey, obj: &mut Map<String, Value>) {
+    if !(tk.group.is_empty() && tk.plural == "pods") {
+        return;
+    }
+    let conditions = obj
+        .get_mut("status")
+        .and_then(|s| s.get_mut("conditions"))
+        .and_then(Value::as_array_mut);
+    for c in conditions.into_iter().flatten() {
+        if let Value::Object(c) = c {
+            for f in ["lastProbeTime", "lastTransitionTime"] {
+                c.entry(f).or_insert(Value::Null);
+            }
+        }
+    }
+}
+
+/// The strings of a JSON list (finalizers); anything else is empty.
+fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A write through `/status`: the stored object with the body's `status` (and, for pods, its
+/// labels and annotations, as the real pod status strategy allows); the rest of the body is
+/// ignored.
+fn status_write(
+    tk: &TypeKey,
+    old: &Map<String, Value>,
+    mut body: Map<String, Value>,
+) -> Map<String, Value> {
+    let mut next = old.clone();
+    match body.remove("status") {
+        Some(s) => next.insert("status".into(), s),
+        None => next.remove("status"),
+    };
+    let body_meta = metadata_of(&mut body).clone();
+    let meta = metadata_of(&mut next);
+    if let Some(rv) = body_meta.get("resourceVersion") {
+        meta.insert("resourceVersion".into(), rv.clone());
+    }
+    if tk.group.is_empty() && tk.plural == "pods" {
+        for f in ["labels", "annotations"] {
+            match body_meta.get(f) {
+                Some(v) => meta.insert(f.into(), v.clone()),
+                None => meta.remove(f),
+            };
+        }
+    }
+    next
 }
 
 fn make_key(namespace: &str, name: &str) -> Key {
@@ -729,9 +1335,13 @@ fn check_namespace(meta: &mut Map<String, Value>, ns: Option<&str>) -> Result<St
 }
 
 /// Stamps the version and serialises an object once.
-fn seal(mut obj: Map<String, Value>, rv: u64, namespace: String, name: String) -> Stored {
+fn seal(mut obj: Map<String, Value>, rv: Option<u64>, namespace: String, name: String) -> Stored {
     let meta = metadata_of(&mut obj);
-    meta.insert("resourceVersion".into(), rv.to_string().into());
+    match rv {
+        Some(rv) => meta.insert("resourceVersion".into(), rv.to_string().into()),
+        None => meta.remove("resourceVersion"),
+    };
+    let rv = rv.unwrap_or(0);
     let labels = meta
         .get("labels")
         .and_then(Value::as_object)
@@ -751,33 +1361,18 @@ fn seal(mut obj: Map<String, Value>, rv: u64, namespace: String, name: String) -
     })
 }
 
-/// RFC 7386 JSON merge patch.
-fn merge_patch(target: &mut Value, patch: &Value) {
-    let Value::Object(p) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    let t = target
-        .as_object_mut()
-        .expect("target was just made an object");
-    for (k, v) in p {
-        if v.is_null() {
-            t.remove(k);
-        } else {
-            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-        }
-    }
-}
-
 /// The current time as `2026-11-22T02:04:06Z`.
 pub(crate) fn rfc3339_now() -> String {
-    let secs = SystemTime::now()
+    rfc3339_in(0)
+}
+
+/// The time `secs` seconds from now, as `2026-11-22T02:04:06Z`.
+pub(crate) fn rfc3339_in(secs: i64) -> String {
+    let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    let secs = now.saturating_add_signed(secs);
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
     let z = days as i64 + 719_468;

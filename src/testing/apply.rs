@@ -1,0 +1,761 @@
+//! Server-side apply (`PATCH` with `application/apply-patch+yaml`) as the captures of
+//! kube-apiserver 1.36 show it.
+//!
+//! The body is the applier's whole intent, in YAML (JSON is YAML too). The server merges it
+//! into the live object (or creates the object: 201), and keeps one `Apply` entry per field
+//! manager in `metadata.managedFields` holding exactly the fields of its last intent:
+//! - a field another manager owns and this apply would set to a DIFFERENT value is a conflict:
+//!   409 `Apply failed with N conflict(s): ...`, `details.causes` one `FieldManagerConflict`
+//!   per field (and nothing else in `details`); with `force=true` the applier takes the field
+//!   over and the other manager loses it. Setting the same value shares the field.
+//! - a field the applier owned and no longer mentions is removed from the object, unless
+//!   another manager owns it too;
+//! - `fieldManager` is required (422), the body's name must be the URL's (400, checked AFTER
+//!   conflicts, as captured), and unknown fields of the kinds the server knows give the
+//!   captured HTTP 500 (kube-apiserver's bug, with or without `fieldValidation=Strict`).
+//! - an apply through `/status` applies only `status` and records `subresource: status`.
+//!
+//! Simplifications, besides those of [`managed_fields`](super::managed_fields): unknown
+//! fields are recognised only at the top level of a few built-in kinds (`ConfigMap`,
+//! `Secret`, `Pod`, `Service`, `Deployment`, ...) and in `metadata` of every kind; `null`
+//! values in an apply body are dropped (not "owned but unset"); on the main resource
+//! `status` is applied like any field (the real server ignores it when the resource has a
+//! status subresource); a new element of a keyed list is appended after the live ones;
+//! no validation of values (labels, data keys, CRD schemas: the captured 422s are not
+//! reproduced); the name of an `Update` manager in a conflict message is printed as
+//! `"name" using apiVersion` without the time the real server adds.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::managed_fields::{
+    diff, element_key, entries_of, list_kind, store_entries, Entry, FieldSet, ListKind, Schema,
+    Writer,
+};
+use crate::api::{Status, StatusCause, StatusDetails};
+
+/// What an apply does to the store.
+#[derive(Debug)]
+pub(crate) enum Applied {
+    /// The object did not exist: create this (201).
+    Create(Value),
+    /// Replace the live object with this (200).
+    Update(Value),
+}
+
+/// The request around an apply body.
+#[derive(Debug)]
+pub(crate) struct ApplyRequest<'a> {
+    /// `fieldManager` (required).
+    pub field_manager: Option<&'a str>,
+    pub force: bool,
+    /// Name and namespace from the URL.
+    pub name: &'a str,
+    pub namespace: Option<&'a str>,
+    /// The resource's kind (`ConfigMap`), for the unknown-field message.
+    pub kind: &'a str,
+    pub writer: Writer,
+}
+
+/// The 422 for an apply without `fieldManager`.
+fn field_manager_required() -> Status {
+    let mut st = Status::failure(
+        422,
+        "Invalid",
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+    );
+    st.details = Some(StatusDetails {
+        group: Some("meta.k8s.io".into()),
+        kind: Some("PatchOptions".into()),
+        causes: vec![StatusCause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value: is required for apply patch".into(),
+            field: "fieldManager".into(),
+        }],
+        ..Default::default()
+    });
+    st
+}
+
+/// Applies `body` (YAML) over `live` (`None`: no such object).
+pub(crate) fn apply(
+    live: Option<&Value>,
+    body: &[u8],
+    req: &ApplyRequest<'_>,
+) -> Result<Applied, Status> {
+    let manager = match req.field_manager {
+        Some(m) if !m.is_empty() => m,
+        _ => return Err(field_manager_required()),
+    };
+    let mut config: Value = serde_yaml::from_slice(body)
+        .map_err(|e| Status::failure(400, "BadRequest", format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
+        return Err(Status::failure(
+            400,
+            "BadRequest",
+            format!(
+                "error decoding YAML: the apply body must be an object, not {}",
+                super::json_patch::go_type_name(&config)
+            ),
+        ));
+    }
+    drop_nulls(&mut config);
+    unknown_fields(&config, req.kind)?;
+    let w = &req.writer;
+    if w.subresource == "status" {
+        // Only status goes through /status.
+        if let Some(m) = config.as_object_mut() {
+            m.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"));
+            if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                meta.retain(|k, _| k == "name" || k == "namespace");
+            }
+        }
+    }
+    let applied_set = config_set(w.schema, &config);
+    let mut entries = live.map(entries_of).unwrap_or_default();
+    let previous = entries
+        .iter()
+        .find(|e| e.same_manager(manager, "Apply", &w.subresource))
+        .map(|e| e.fields.clone())
+        .unwrap_or_default();
+    let result = match live {
+        None => {
+            let mut obj = config.clone();
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("apiVersion");
+                m.remove("kind");
+            }
+            obj
+        }
+        Some(live) => {
+            let mut merged = merge(w.schema, "", live, &config);
+            // What this manager owned before and no longer mentions goes, unless shared.
+            let mut dropped = previous.clone();
+            dropped.subtract(&applied_set);
+            for path in dropped.paths() {
+                let shared = entries.iter().any(|e| {
+                    !e.same_manager(manager, "Apply", &w.subresource)
+                        && owns_at_or_below(&e.fields, &path)
+                });
+                if !shared {
+                    remove_path(&mut merged, &path);
+                }
+            }
+            merged
+        }
+    };
+    if let Some(live) = live {
+        let d = diff(w.schema, Some(live), &result);
+        let mut conflicts: Vec<(String, Vec<String>)> = Vec::new();
+        for e in &entries {
+            if e.same_manager(manager, "Apply", &w.subresource) {
+                continue;
+            }
+            for p in e.fields.intersection(&d.changed).paths() {
+                conflicts.push((print_manager(e), p));
+            }
+        }
+        if !conflicts.is_empty() && !req.force {
+            return Err(conflict_status(conflicts));
+        }
+        for e in entries.iter_mut() {
+            e.fields.subtract_subtrees(&d.removed);
+            if !e.same_manager(manager, "Apply", &w.subresource) {
+                e.fields.subtract(&d.changed.intersection(&applied_set));
+            }
+        }
+    }
+    // The name is checked after the conflicts, as captured.
+    if let Some(body_name) = config.pointer("/metadata/name").and_then(Value::as_str) {
+        if body_name != req.name {
+            return Err(Status::failure(
+                400,
+                "BadRequest",
+                format!(
+                    "the name of the object ({body_name}) does not match the name on the URL ({})",
+                    req.name
+                ),
+            ));
+        }
+    }
+    let mut result = result;
+    let Some(obj) = result.as_object_mut() else {
+        return Err(Status::failure(
+            500,
+            "InternalError",
+            "apply produced no object",
+        ));
+    };
+    let meta = obj
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert("name".into(), req.name.into());
+        if let Some(ns) = req.namespace {
+            match meta.get("namespace").and_then(Value::as_str) {
+                Some(b) if !b.is_empty() && b != ns => {
+                    return Err(Status::failure(
+                        400,
+                        "BadRequest",
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                _ => {
+                    meta.insert("namespace".into(), ns.into());
+                }
+            }
+        }
+    }
+    match entries
+        .iter_mut()
+        .find(|e| e.same_manager(manager, "Apply", &w.subresource))
+    {
+        Some(e) => {
+            if e.fields != applied_set {
+                e.time = w.time.clone();
+            }
+            e.fields = applied_set;
+            e.api_version = w.api_version.clone();
+        }
+        None => entries.push(Entry {
+            manager: manager.to_owned(),
+            operation: "Apply".into(),
+            api_version: w.api_version.clone(),
+            time: w.time.clone(),
+            subresource: w.subresource.clone(),
+            fields: applied_set,
+        }),
+    }
+    store_entries(&mut result, entries);
+    Ok(if live.is_some() {
+        Applied::Update(result)
+    } else {
+        Applied::Create(result)
+    })
+}
+
+fn drop_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(l) => l.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
+/// How the server names a manager in a conflict.
+fn print_manager(e: &Entry) -> String {
+    let mut s = format!("{:?}", e.manager);
+    if !e.subresource.is_empty() {
+        s.push_str(&format!(" with subresource {:?}", e.subresource));
+    }
+    if e.operation == "Update" {
+        s.push_str(&format!(" using {}", e.api_version));
+    }
+    s
+}
+
+/// A field path as the server prints it: `.data.color`, `.spec.containers[name="app"].image`.
+pub(crate) fn print_path(path: &[String]) -> String {
+    let mut out = String::new();
+    for p in path {
+        if let Some(f) = p.strip_prefix("f:") {
+            out.push('.');
+            out.push_str(f);
+        } else if let Some(k) = p.strip_prefix("k:") {
+            let fields: Vec<String> = match serde_json::from_str::<Map<String, Value>>(k) {
+                Ok(m) => m.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                Err(_) => vec![k.to_owned()],
+            };
+            out.push_str(&format!("[{}]", fields.join(",")));
+        } else if let Some(v) = p.strip_prefix("v:") {
+            out.push_str(&format!("[={v}]"));
+        }
+    }
+    out
+}
+
+fn conflict_status(mut conflicts: Vec<(String, Vec<String>)>) -> Status {
+    conflicts.sort();
+    let n = conflicts.len();
+    let lines: Vec<String> = conflicts
+        .iter()
+        .map(|(m, p)| format!("conflict with {m}: {}", print_path(p)))
+        .collect();
+    let mut st = Status::failure(
+        409,
+        "Conflict",
+        format!(
+            "Apply failed with {n} conflict{}: {}",
+            if n == 1 { "" } else { "s" },
+            lines.join("\n")
+        ),
+    );
+    st.details = Some(StatusDetails {
+        causes: conflicts
+            .iter()
+            .map(|(m, p)| StatusCause {
+                reason: "FieldManagerConflict".into(),
+                message: format!("conflict with {m}"),
+                field: print_path(p),
+            })
+            .collect(),
+        ..Default::default()
+    });
+    st
+}
+
+/// The fields an apply body sets: its leaves, each element of its keyed lists, never the
+/// server's metadata.
+pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
+    fn walk(schema: Schema, name: &str, v: &Value, path: &mut Vec<String>, set: &mut FieldSet) {
+        match v {
+            Value::Object(m) if !m.is_empty() && !atomic(schema, name, m) => {
+                for (k, c) in m {
+                    path.push(format!("f:{k}"));
+                    walk(schema, k, c, path, set);
+                    path.pop();
+                }
+            }
+            Value::Array(l) if !l.is_empty() => {
+                let kind = list_kind(schema, name, l);
+                if kind == ListKind::Atomic {
+                    set.insert(path);
+                    return;
+                }
+                for item in l {
+                    let Some(k) = element_key(&kind, item) else {
+                        continue;
+                    };
+                    path.push(k);
+                    set.insert(path);
+                    if let (ListKind::Map(_), Value::Object(m)) = (&kind, item) {
+                        for (f, c) in m {
+                            path.push(format!("f:{f}"));
+                            walk(schema, f, c, path, set);
+                            path.pop();
+                        }
+                    }
+                    path.pop();
+                }
+            }
+            _ => set.insert(path),
+        }
+    }
+    let mut set = FieldSet::default();
+    let Some(m) = config.as_object() else {
+        return set;
+    };
+    let mut path = Vec::new();
+    for (k, v) in m {
+        match k.as_str() {
+            "apiVersion" | "kind" => {}
+            "metadata" => {
+                if let Value::Object(meta) = v {
+                    for (mk, mv) in meta {
+                        if matches!(
+                            mk.as_str(),
+                            "name"
+                                | "namespace"
+                                | "uid"
+                                | "resourceVersion"
+                                | "generation"
+                                | "creationTimestamp"
+                                | "deletionTimestamp"
+                                | "deletionGracePeriodSeconds"
+                                | "managedFields"
+                                | "selfLink"
+                        ) {
+                            continue;
+                        }
+                        path.push("f:metadata".into());
+                        path.push(format!("f:{mk}"));
+                        walk(schema, mk, mv, &mut path, &mut set);
+                        path.clear();
+                    }
+                }
+            }
+            _ => {
+                path.push(format!("f:{k}"));
+                walk(schema, k, v, &mut path, &mut set);
+                path.clear();
+            }
+        }
+    }
+    set
+}
+
+fn atomic(schema: Schema, name: &str, m: &Map<String, Value>) -> bool {
+    schema.builtin
+        && (matches!(name, "involvedObject" | "regarding" | "related")
+            || (name == "selector"
+                && (m.contains_key("matchLabels") || m.contains_key("matchExpressions"))))
+}
+
+/// Merges an apply body into the live object: maps field by field, keyed lists element by
+/// element, sets by value, everything else replaced.
+fn merge(schema: Schema, name: &str, live: &Value, config: &Value) -> Value {
+    match (live, config) {
+        (Value::Object(l), Value::Object(c)) if !atomic(schema, name, c) => {
+            let mut out = l.clone();
+            for (k, cv) in c {
+                let merged = match l.get(k) {
+                    Some(lv) => merge(schema, k, lv, cv),
+                    None => cv.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (Value::Array(l), Value::Array(c)) => {
+            let all: Vec<Value> = l.iter().chain(c.iter()).cloned().collect();
+            let kind = list_kind(schema, name, &all);
+            if kind == ListKind::Atomic {
+                return config.clone();
+            }
+            let mut out: Vec<Value> = l.clone();
+            for item in c {
+                let key = element_key(&kind, item);
+                match out
+                    .iter_mut()
+                    .find(|x| key.is_some() && element_key(&kind, x) == key)
+                {
+                    Some(existing) => *existing = merge(schema, "", existing, item),
+                    None => out.push(item.clone()),
+                }
+            }
+            Value::Array(out)
+        }
+        _ => config.clone(),
+    }
+}
+
+/// Whether `set` owns `path` or anything below it.
+fn owns_at_or_below(set: &FieldSet, path: &[String]) -> bool {
+    let mut node = set;
+    for p in path {
+        match node.children.get(p) {
+            Some(c) => node = c,
+            None => return false,
+        }
+    }
+    !node.is_empty()
+}
+
+/// Removes the field at a `FieldsV1` path from an object (nothing when it is not there).
+fn remove_path(obj: &mut Value, path: &[String]) {
+    let Some((last, parent)) = path.split_last() else {
+        return;
+    };
+    let mut node = obj;
+    for p in parent {
+        let next = match node {
+            Value::Object(m) => p.strip_prefix("f:").and_then(|f| m.get_mut(f)),
+            Value::Array(l) => l.iter_mut().find(|i| matches_element(p, i)),
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => return,
+        }
+    }
+    match node {
+        Value::Object(m) => {
+            if let Some(f) = last.strip_prefix("f:") {
+                m.remove(f);
+            }
+        }
+        Value::Array(l) => l.retain(|i| !matches_element(last, i)),
+        _ => {}
+    }
+}
+
+fn matches_element(key: &str, item: &Value) -> bool {
+    if let Some(k) = key.strip_prefix("k:") {
+        let Ok(fields) = serde_json::from_str::<Map<String, Value>>(k) else {
+            return false;
+        };
+        fields.iter().all(|(f, v)| item.get(f) == Some(v))
+    } else if let Some(v) = key.strip_prefix("v:") {
+        serde_json::from_str::<Value>(v).is_ok_and(|v| v == *item)
+    } else {
+        false
+    }
+}
+
+/// The fields `ObjectMeta` declares.
+const OBJECT_META: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// The top-level fields of the built-in kinds this server knows, besides
+/// `apiVersion`/`kind`/`metadata`.
+fn known_top_level(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "ConfigMap" => &["data", "binaryData", "immutable"],
+        "Secret" => &["data", "stringData", "type", "immutable"],
+        "Pod"
+        | "Service"
+        | "Namespace"
+        | "Node"
+        | "PersistentVolumeClaim"
+        | "PersistentVolume"
+        | "Deployment"
+        | "StatefulSet"
+        | "DaemonSet"
+        | "ReplicaSet"
+        | "Job"
+        | "CronJob" => &["spec", "status"],
+        "Lease" => &["spec"],
+        _ => return None,
+    })
+}
+
+/// The captured HTTP 500 for unknown fields in an apply body.
+fn unknown_fields(config: &Value, kind: &str) -> Result<(), Status> {
+    let Some(m) = config.as_object() else {
+        return Ok(());
+    };
+    let mut errors: BTreeMap<String, ()> = BTreeMap::new();
+    if let Some(Value::Object(meta)) = m.get("metadata") {
+        for k in meta.keys() {
+            if !OBJECT_META.contains(&k.as_str()) {
+                errors.insert(format!(".metadata.{k}"), ());
+            }
+        }
+    }
+    if let Some(known) = known_top_level(kind) {
+        for k in m.keys() {
+            if !matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
+                && !known.contains(&k.as_str())
+            {
+                errors.insert(format!(".{k}"), ());
+            }
+        }
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let s = |p: &str| config.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let api_version = s("/apiVersion");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let mut message = format!(
+        "failed to create typed patch object ({}/{}; {group}/{version}, Kind={}): errors:",
+        s("/metadata/namespace"),
+        s("/metadata/name"),
+        s("/kind"),
+    );
+    for e in errors.keys() {
+        message.push_str(&format!("\n  {e}: field not declared in schema"));
+    }
+    Err(Status::failure(500, "", message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const CORE: Schema = Schema { builtin: true };
+
+    fn req<'a>(manager: Option<&'a str>, force: bool, name: &'a str) -> ApplyRequest<'a> {
+        ApplyRequest {
+            field_manager: manager,
+            force,
+            name,
+            namespace: Some("fx-writes"),
+            kind: "ConfigMap",
+            writer: Writer {
+                manager: manager.unwrap_or("").into(),
+                subresource: String::new(),
+                api_version: "v1".into(),
+                schema: CORE,
+                time: "2026-11-23T05:00:00Z".into(),
+            },
+        }
+    }
+
+    const CREATE: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-apply\n  labels:\n    app: fx\ndata:\n  color: red\n  size: \"1\"\n";
+    const BOB: &str =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-apply\ndata:\n  color: green\n";
+
+    fn created() -> Value {
+        match apply(
+            None,
+            CREATE.as_bytes(),
+            &req(Some("alice"), false, "cm-apply"),
+        )
+        .unwrap()
+        {
+            Applied::Create(v) => v,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn create_then_conflict_then_force() {
+        let obj = created();
+        assert_eq!(obj["data"], json!({"color": "red", "size": "1"}));
+        assert_eq!(obj["metadata"]["namespace"], "fx-writes");
+        assert_eq!(
+            obj["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:data": {"f:color": {}, "f:size": {}}, "f:metadata": {"f:labels": {"f:app": {}}}})
+        );
+        let st = apply(
+            Some(&obj),
+            BOB.as_bytes(),
+            &req(Some("bob"), false, "cm-apply"),
+        )
+        .unwrap_err();
+        assert_eq!(st.code, 409);
+        assert_eq!(
+            st.message,
+            "Apply failed with 1 conflict: conflict with \"alice\": .data.color"
+        );
+        let causes = &st.details.as_ref().unwrap().causes;
+        assert_eq!(causes[0].field, ".data.color");
+        assert_eq!(causes[0].reason, "FieldManagerConflict");
+        let Applied::Update(forced) = apply(
+            Some(&obj),
+            BOB.as_bytes(),
+            &req(Some("bob"), true, "cm-apply"),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(forced["data"], json!({"color": "green", "size": "1"}));
+        let mf = &forced["metadata"]["managedFields"];
+        assert_eq!(mf[0]["manager"], "alice");
+        assert_eq!(
+            mf[0]["fieldsV1"],
+            json!({"f:data": {"f:size": {}}, "f:metadata": {"f:labels": {"f:app": {}}}})
+        );
+        assert_eq!(mf[1]["manager"], "bob");
+        assert_eq!(mf[1]["fieldsV1"], json!({"f:data": {"f:color": {}}}));
+    }
+
+    #[test]
+    fn same_value_is_shared_and_dropped_fields_go_unless_shared() {
+        let obj = created();
+        let same = "metadata:\n  name: cm-apply\ndata:\n  color: red\n";
+        let Applied::Update(shared) = apply(
+            Some(&obj),
+            same.as_bytes(),
+            &req(Some("bob"), false, "cm-apply"),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        // alice stops mentioning color (still bob's) and size (only hers).
+        let alice = "metadata:\n  name: cm-apply\n  labels:\n    app: fx\ndata: {}\n";
+        let Applied::Update(after) = apply(
+            Some(&shared),
+            alice.as_bytes(),
+            &req(Some("alice"), false, "cm-apply"),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(after["data"], json!({"color": "red"}));
+    }
+
+    #[test]
+    fn errors_as_captured() {
+        let st = apply(None, CREATE.as_bytes(), &req(None, false, "cm-apply")).unwrap_err();
+        assert_eq!(st.code, 422);
+        assert_eq!(st.details.as_ref().unwrap().causes[0].field, "fieldManager");
+        let obj = created();
+        let other = "metadata:\n  name: other-name\ndata:\n  k: v\n";
+        let st = apply(
+            Some(&obj),
+            other.as_bytes(),
+            &req(Some("carol"), false, "cm-apply"),
+        )
+        .unwrap_err();
+        assert_eq!(st.code, 400);
+        assert_eq!(
+            st.message,
+            "the name of the object (other-name) does not match the name on the URL (cm-apply)"
+        );
+        // Conflicts come first.
+        let other = "metadata:\n  name: other-name\ndata:\n  color: v\n";
+        let st = apply(
+            Some(&obj),
+            other.as_bytes(),
+            &req(Some("carol"), false, "cm-apply"),
+        )
+        .unwrap_err();
+        assert_eq!(st.code, 409);
+        let bogus = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-apply-strict\n  bogusMeta: 1\ndata:\n  k: v\nspec:\n  replicas: 1\n";
+        let st = apply(
+            None,
+            bogus.as_bytes(),
+            &req(Some("alice"), false, "cm-apply-strict"),
+        )
+        .unwrap_err();
+        assert_eq!(st.code, 500);
+        assert_eq!(st.message, "failed to create typed patch object (/cm-apply-strict; /v1, Kind=ConfigMap): errors:\n  .metadata.bogusMeta: field not declared in schema\n  .spec: field not declared in schema");
+        for bad in ["[1, 2]", "a: [", "just text"] {
+            let st = apply(None, bad.as_bytes(), &req(Some("alice"), false, "x")).unwrap_err();
+            assert_eq!(st.code, 400, "{bad}");
+        }
+    }
+
+    #[test]
+    fn status_apply_touches_only_status() {
+        let live = json!({"metadata": {"name": "w", "namespace": "fx-writes", "managedFields": [
+            {"manager": "kubectl-create", "operation": "Update", "apiVersion": "lab.example.com/v1",
+             "time": "2026-11-23T04:38:18Z", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:spec": {".": {}, "f:color": {}}}}]},
+            "spec": {"color": "red"}});
+        let mut r = req(Some("widget-controller"), true, "w");
+        r.kind = "Widget";
+        r.writer.subresource = "status".into();
+        r.writer.schema = Schema { builtin: false };
+        let body = "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: blue\nstatus:\n  ready: true\n";
+        let Applied::Update(out) = apply(Some(&live), body.as_bytes(), &r).unwrap() else {
+            panic!()
+        };
+        assert_eq!(out["spec"], json!({"color": "red"}));
+        assert_eq!(out["status"], json!({"ready": true}));
+        let mf = &out["metadata"]["managedFields"];
+        assert_eq!(mf[0]["manager"], "widget-controller");
+        assert_eq!(mf[0]["subresource"], "status");
+        assert_eq!(mf[0]["fieldsV1"], json!({"f:status": {"f:ready": {}}}));
+        assert_eq!(mf[1]["manager"], "kubectl-create");
+    }
+
+    #[test]
+    fn paths_print_like_the_server() {
+        assert_eq!(
+            print_path(&[
+                "f:spec".into(),
+                "f:containers".into(),
+                "k:{\"name\":\"app\"}".into(),
+                "f:image".into()
+            ]),
+            ".spec.containers[name=\"app\"].image"
+        );
+        assert_eq!(
+            print_path(&["f:metadata".into(), "f:finalizers".into(), "v:\"x\"".into()]),
+            ".metadata.finalizers[=\"x\"]"
+        );
+    }
+}

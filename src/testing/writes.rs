@@ -1,0 +1,350 @@
+//! The HTTP writes of the test API server: create, update, patch, delete and
+//! deletecollection, with their options (`dryRun`, `fieldValidation`, `fieldManager`,
+//! `DeleteOptions`), and the `status` and `scale` subresources.
+//!
+//! The store decides what changes; this file reads the request and shapes the answer the way
+//! the captures show it (201 for a create, a `Status` of `Success` for a delete that removed
+//! the object, one `Warning` header per unknown field, ...).
+
+use serde_json::Value;
+
+use super::http::Request;
+use super::patch;
+use super::scale;
+use super::server::Shared;
+use super::store::{
+    not_found, resource_status, DeleteOptions, Deleted, FieldValidation, Filter, Store, TypeKey,
+    WriteOptions, Written,
+};
+use crate::api::Status;
+
+/// Where a write points (the handlers' route, without its helpers).
+pub(crate) struct Target<'a> {
+    pub tk: &'a TypeKey,
+    pub namespace: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub subresource: Option<&'a str>,
+}
+
+/// A successful answer: status code, body, and the `Warning` header values.
+pub(crate) struct Answer {
+    pub code: u16,
+    pub body: String,
+    pub warnings: Vec<String>,
+}
+
+impl Answer {
+    fn object(store: &mut Store, tk: &TypeKey, code: u16, w: Written) -> Answer {
+        let body = store.collection(tk).with_type_meta(&w.stored.json);
+        Answer {
+            code,
+            body,
+            warnings: w.warnings,
+        }
+    }
+}
+
+/// The 404 of a path the server does not serve (an unknown or disabled subresource).
+fn no_such_path() -> Status {
+    Status::failure(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
+fn bad_request(message: impl Into<String>) -> Status {
+    Status::failure(400, "BadRequest", message)
+}
+
+/// The write options of a request's query and headers.
+fn write_options(req: &Request, subresource: Option<&str>) -> Result<WriteOptions, Status> {
+    let field_validation = match req.param("fieldValidation").unwrap_or("") {
+        "" | "Warn" => FieldValidation::Warn,
+        "Strict" => FieldValidation::Strict,
+        "Ignore" => FieldValidation::Ignore,
+        other => {
+            return Err(bad_request(format!(
+                "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
+            )))
+        }
+    };
+    let field_manager = req
+        .param("fieldManager")
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned)
+        .or_else(|| {
+            req.header("user-agent")
+                .map(|ua| ua.split('/').next().unwrap_or(ua).to_owned())
+        });
+    Ok(WriteOptions {
+        dry_run: dry_run(req.param("dryRun"))?,
+        field_validation,
+        subresource: subresource.map(str::to_owned),
+        field_manager,
+        managed_fields: None,
+        fixture: false,
+    })
+}
+
+fn dry_run(v: Option<&str>) -> Result<bool, Status> {
+    match v.unwrap_or("") {
+        "" => Ok(false),
+        "All" => Ok(true),
+        other => Err(bad_request(format!(
+            "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+        ))),
+    }
+}
+
+/// `DeleteOptions` from a JSON body (if any), then the query's `gracePeriodSeconds`,
+/// `propagationPolicy` and `dryRun`.
+fn delete_options(req: &Request) -> Result<DeleteOptions, Status> {
+    let mut d = DeleteOptions::default();
+    if !req.body.iter().all(u8::is_ascii_whitespace) {
+        let v: Value = serde_json::from_slice(&req.body).map_err(|e| {
+            bad_request(format!(
+                "the body of the request was in an unknown format: {e}"
+            ))
+        })?;
+        d.grace_period = v.get("gracePeriodSeconds").and_then(Value::as_i64);
+        d.propagation = v
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        d.precondition_uid = v
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        d.precondition_rv = v
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        d.dry_run = v
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|x| x == "All"));
+    }
+    if let Some(g) = req.param("gracePeriodSeconds") {
+        d.grace_period = Some(
+            g.parse()
+                .map_err(|_| bad_request(format!("invalid gracePeriodSeconds {g:?}")))?,
+        );
+    }
+    if let Some(p) = req.param("propagationPolicy") {
+        d.propagation = Some(p.to_owned());
+    }
+    if let Some(p) = d.propagation.as_deref() {
+        if !matches!(p, "Foreground" | "Background" | "Orphan") {
+            return Err(Status::failure(
+                422,
+                "Invalid",
+                format!("DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
+            ));
+        }
+    }
+    d.dry_run |= dry_run(req.param("dryRun"))?;
+    Ok(d)
+}
+
+fn json_body(req: &Request) -> Result<Value, Status> {
+    serde_json::from_slice(&req.body).map_err(|e| {
+        bad_request(format!(
+            "the body of the request was in an unknown format: {e}"
+        ))
+    })
+}
+
+/// Answers one write request (POST, PUT, PATCH, DELETE).
+pub(crate) fn write(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<Answer, Status> {
+    let info = shared.store.lock().collection(t.tk).info.clone();
+    match t.subresource {
+        None => {}
+        Some("status") if info.subresources.status && t.name.is_some() => {}
+        Some("scale") if info.subresources.scale.is_some() && t.name.is_some() => {
+            return scale_write(req, t, shared);
+        }
+        Some(_) => return Err(no_such_path()),
+    }
+    let ns = t.namespace;
+    match (req.method.as_str(), t.name) {
+        ("POST", None) => {
+            let o = write_options(req, None)?;
+            let body = json_body(req)?;
+            let mut store = shared.store.lock();
+            let w = store.create_with(t.tk, ns, body, &o)?;
+            Ok(Answer::object(&mut store, t.tk, 201, w))
+        }
+        ("PUT", Some(n)) => {
+            let o = write_options(req, t.subresource)?;
+            let body = json_body(req)?;
+            let mut store = shared.store.lock();
+            let w = store.update_with(t.tk, ns, n, body, &o)?;
+            Ok(Answer::object(&mut store, t.tk, 200, w))
+        }
+        ("PATCH", Some(n)) => patch_object(req, t, n, shared),
+        ("DELETE", Some(n)) => delete(req, t, n, shared),
+        ("DELETE", None) => delete_collection(req, t, shared),
+        ("PUT", None) | ("PATCH", None) => Err(not_found(t.tk, "")),
+        (m, _) => Err(Status::failure(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource: {m}"),
+        )),
+    }
+}
+
+/// PATCH of an object or of its status: the patch type from the Content-Type (415 for one
+/// the resource does not take), the patched object from [`patch::patched`], then stored
+/// like a PUT (a resourceVersion the patch sets is a precondition).
+fn patch_object(
+    req: &Request,
+    t: &Target<'_>,
+    name: &str,
+    shared: &Shared,
+) -> Result<Answer, Status> {
+    let builtin = shared.store.lock().collection(t.tk).info.builtin;
+    let ty = patch::patch_type(req.header("content-type").unwrap_or(""), builtin)?;
+    let o = write_options(req, t.subresource)?;
+    let mut store = shared.store.lock();
+    if ty == patch::PatchType::Apply {
+        let (w, code) = patch::apply_patch(req, &mut store, t.tk, t.namespace, name, &o)?;
+        return Ok(Answer::object(&mut store, t.tk, code, w));
+    }
+    let current = store.get(t.tk, t.namespace, name)?;
+    let doc: Value = serde_json::from_str(&store.collection(t.tk).with_type_meta(&current.json))
+        .unwrap_or_default();
+    let patched = patch::patched(ty, &doc, &req.body)?;
+    let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
+    Ok(Answer::object(&mut store, t.tk, 200, w))
+}
+
+/// GET, PUT or PATCH of `/scale`.
+fn scale_write(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<Answer, Status> {
+    let name = t.name.unwrap_or("");
+    let o = write_options(req, Some("scale"))?;
+    let mut store = shared.store.lock();
+    let Some(paths) = store.collection(t.tk).info.subresources.scale.clone() else {
+        return Err(no_such_path());
+    };
+    let current = store.get(t.tk, t.namespace, name)?;
+    let mut obj: Value = serde_json::from_str(&current.json).unwrap_or_default();
+    let view = scale::scale_view(&paths, &obj);
+    let wanted = match req.method.as_str() {
+        "PUT" => json_body(req)?,
+        "PATCH" => {
+            let ty = patch::patch_type(req.header("content-type").unwrap_or(""), true)?;
+            patch::patched(ty, &view, &req.body)?
+        }
+        m => {
+            return Err(Status::failure(
+                405,
+                "MethodNotAllowed",
+                format!("the server does not allow this method on the requested resource: {m}"),
+            ))
+        }
+    };
+    if let Some(rv) = wanted
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|rv| !rv.is_empty())
+    {
+        if rv != current.rv.to_string() {
+            return Err(super::store::conflict(t.tk, name));
+        }
+    }
+    let replicas = wanted
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    scale::set_replicas(&paths, &mut obj, replicas);
+    let w = store.update_with(t.tk, t.namespace, name, obj, &o)?;
+    let stored: Value = serde_json::from_str(&w.stored.json).unwrap_or_default();
+    Ok(Answer {
+        code: 200,
+        body: scale::scale_view(&paths, &stored).to_string(),
+        warnings: w.warnings,
+    })
+}
+
+/// The `Scale` of an object, for GET `/scale`.
+pub(crate) fn scale_get(t: &Target<'_>, shared: &Shared) -> Result<String, Status> {
+    let mut store = shared.store.lock();
+    let Some(paths) = store.collection(t.tk).info.subresources.scale.clone() else {
+        return Err(no_such_path());
+    };
+    let current = store.get(t.tk, t.namespace, t.name.unwrap_or(""))?;
+    let obj: Value = serde_json::from_str(&current.json).unwrap_or_default();
+    Ok(scale::scale_view(&paths, &obj).to_string())
+}
+
+/// DELETE of one object: the object when it stays (finalizers, a pod's grace) or when a pod
+/// is gone (the pod as deleted); otherwise a `Status` of `Success` naming it.
+fn delete(req: &Request, t: &Target<'_>, name: &str, shared: &Shared) -> Result<Answer, Status> {
+    let d = delete_options(req)?;
+    let mut store = shared.store.lock();
+    let deleted = store.delete_with(t.tk, t.namespace, name, &d)?;
+    let is_pod = t.tk.group.is_empty() && t.tk.plural == "pods";
+    let body = match deleted {
+        Deleted::Pending(s) => store.collection(t.tk).with_type_meta(&s.json),
+        Deleted::Gone(s) if is_pod => store.collection(t.tk).with_type_meta(&s.json),
+        Deleted::Gone(s) => {
+            let uid = serde_json::from_str::<Value>(&s.json).ok().and_then(|v| {
+                v.pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+            let mut details = resource_status(t.tk, 200, "", String::new(), name)
+                .details
+                .unwrap_or_default();
+            details.uid = uid;
+            format!(
+                "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"status\":\"Success\",\"details\":{}}}",
+                serde_json::to_string(&details).unwrap_or_else(|_| "{}".into())
+            )
+        }
+    };
+    Ok(Answer {
+        code: 200,
+        body,
+        warnings: Vec::new(),
+    })
+}
+
+/// DELETE of a collection: the deleted objects as they were, as a `<Kind>List` at the
+/// version after the deletions (custom resources: with `kind`/`apiVersion` on each item and
+/// `metadata.continue: ""`).
+fn delete_collection(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<Answer, Status> {
+    let filter = Filter::parse(req.param("labelSelector"), req.param("fieldSelector"))?;
+    let d = delete_options(req)?;
+    let mut store = shared.store.lock();
+    let (items, rv) = store.delete_collection(t.tk, t.namespace, &filter, &d)?;
+    let c = store.collection(t.tk);
+    let custom = !c.info.builtin;
+    let items: Vec<String> = items
+        .iter()
+        .map(|o| {
+            if custom {
+                c.with_type_meta(&o.json)
+            } else {
+                o.json.to_string()
+            }
+        })
+        .collect();
+    let meta = if custom {
+        format!("{{\"continue\":\"\",\"resourceVersion\":\"{rv}\"}}")
+    } else {
+        format!("{{\"resourceVersion\":\"{rv}\"}}")
+    };
+    let body = format!(
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{meta},\"items\":[{}]}}",
+        Value::from(format!("{}List", c.kind)),
+        Value::from(c.api_version.as_str()),
+        items.join(","),
+    );
+    Ok(Answer {
+        code: 200,
+        body,
+        warnings: Vec::new(),
+    })
+}
