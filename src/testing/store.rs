@@ -738,7 +738,10 @@ impl Store {
         let finalizers = string_list(meta.get("finalizers"));
         if being_deleted {
             let before = string_list(old_meta.and_then(|m| m.get("finalizers")));
-            let added: Vec<&String> = finalizers.iter().filter(|f| !before.contains(f)).collect();
+            let mut added: Vec<&String> =
+                finalizers.iter().filter(|f| !before.contains(f)).collect();
+            added.sort();
+            added.dedup();
             if !added.is_empty() {
                 return Err(new_finalizers_forbidden(
                     tk,
@@ -976,8 +979,6 @@ impl Store {
         Ok((items, self.rv))
     }
 
-    /// Unknown fields of a write: refused (`Strict`), dropped with one warning each (`Warn`),
-    /// or dropped silently (`Ignore`). Rust-side writes keep everything.
     /// The managed-fields hook of every HTTP write: the defaults of built-in objects first
     /// (see `defaults`), then an apply's computed entries, or an `Update` entry for the
     /// writer (see `managed_fields`). Rust-side writes are left as given.
@@ -1010,6 +1011,8 @@ impl Store {
         super::managed_fields::record_update_map(old, obj, &w);
     }
 
+    /// Unknown fields of a write: refused (`Strict`), dropped with one warning each (`Warn`),
+    /// or dropped silently (`Ignore`). Rust-side writes keep everything.
     fn check_fields(
         &mut self,
         tk: &TypeKey,

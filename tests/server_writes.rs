@@ -1,0 +1,816 @@
+//! `testing::ApiServer` answers writes like kube-apiserver v1.36.2: every captured request of
+//! `tests/fixtures` about write options (dryRun, generateName, fieldValidation), deletes
+//! (DeleteOptions, preconditions, propagation, finalizers, pod grace), deletecollection and
+//! the status and scale subresources is sent over real HTTP and the answer compared with the
+//! capture field by field (see `tests/common/capture.rs`). Managed fields are not compared
+//! where the capture shows the entry of the write itself: recording them is the managed-fields
+//! work of the patch/apply side of the server.
+
+mod common;
+
+use common::capture::{self, Compare};
+use common::{fixture, pods, widgets};
+use kube_informer::api::ApiResource;
+use kube_informer::testing::{ApiServer, Subresources};
+use serde_json::{json, Value};
+
+fn configmaps() -> ApiResource {
+    ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
+}
+
+fn deployments() -> ApiResource {
+    ApiResource::new("apps", "v1", "Deployment", "deployments", true)
+}
+
+/// A server that knows the kinds of the captures; widgets have the status subresource, as
+/// the lab's CRD does.
+fn server() -> ApiServer {
+    ApiServer::builder()
+        .resource(&configmaps())
+        .resource(&deployments())
+        .resource(&pods())
+        .subresources(&widgets(), Subresources::none().with_status())
+        .start()
+}
+
+/// A captured body as JSON.
+fn captured(name: &str) -> Value {
+    serde_json::from_slice(&fixture(&format!("{name}.json"))).unwrap()
+}
+
+/// Creates an object from a captured body, with `edit` applied first (to undo what the
+/// captured request did to it).
+fn seed(server: &ApiServer, ar: &ApiResource, name: &str, edit: impl FnOnce(&mut Value)) -> Value {
+    let mut v = captured(name);
+    edit(&mut v);
+    server.create(ar, v).unwrap()
+}
+
+/// The object as it was before a delete marked it.
+fn undeleted(v: &mut Value) {
+    let m = v["metadata"].as_object_mut().unwrap();
+    m.remove("deletionTimestamp");
+    m.remove("deletionGracePeriodSeconds");
+    m.remove("finalizers");
+}
+
+fn cm(server: &ApiServer, ns: &str, name: &str, labels: Value) -> Value {
+    server
+        .create(
+            &configmaps(),
+            json!({"metadata": {"name": name, "namespace": ns, "labels": labels}, "data": {"k": "v"}}),
+        )
+        .unwrap()
+}
+
+fn send(server: &ApiServer, method: &str, target: &str, ct: &str, body: &str) -> capture::Response {
+    let mut headers = vec![("Accept".to_owned(), "application/json".to_owned())];
+    if !ct.is_empty() {
+        headers.push(("Content-Type".to_owned(), ct.to_owned()));
+    }
+    capture::send(
+        server.addr(),
+        &capture::Request {
+            method: method.into(),
+            target: target.into(),
+            headers,
+            body: body.as_bytes().to_vec(),
+        },
+    )
+}
+
+/// The events of a resource after `rv` (the watch ends at its timeout; the events after
+/// `rv` are all in the server's history before it starts).
+fn events_after(server: &ApiServer, path: &str, rv: u64) -> Vec<(String, Value)> {
+    let r = send(
+        server,
+        "GET",
+        &format!("{path}?watch=1&resourceVersion={rv}&timeoutSeconds=1"),
+        "",
+        "",
+    );
+    assert_eq!(r.code, 200);
+    String::from_utf8(r.body)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["type"].as_str().unwrap().to_owned(), v["object"].clone())
+        })
+        .collect()
+}
+
+fn types(events: &[(String, Value)]) -> Vec<&str> {
+    events.iter().map(|(t, _)| t.as_str()).collect()
+}
+
+fn rv_of(v: &Value) -> String {
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Seconds since the epoch of `2026-11-23T04:39:21Z`.
+fn epoch(ts: &str) -> i64 {
+    let d = |a: usize, b: usize| ts[a..b].parse::<i64>().unwrap();
+    let (y, m, day) = (d(0, 4), d(5, 7), d(8, 10));
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    days * 86_400 + d(11, 13) * 3600 + d(14, 16) * 60 + d(17, 19)
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// The managed fields entry of the write itself is the managed-fields side's to record.
+fn without_managed_fields() -> Compare {
+    Compare::new().ignore("metadata.managedFields")
+}
+
+// ---------------------------------------------------------------- write options
+
+#[test]
+fn dry_run_create_answers_201_without_resource_version_and_stores_nothing() {
+    let server = server();
+    let rv = server.resource_version();
+    let answer = capture::replay(&server, "create-configmap-dryrun");
+    without_managed_fields().assert("create-configmap-dryrun", &answer);
+    assert_eq!(server.resource_version(), rv, "nothing was written");
+    let get = capture::replay(&server, "status-404-get-after-dryrun");
+    Compare::new().assert("status-404-get-after-dryrun", &get);
+    assert!(events_after(&server, "/api/v1/configmaps", rv).is_empty());
+}
+
+#[test]
+fn dry_run_update_patch_and_delete_change_nothing() {
+    let server = server();
+    let before = cm(&server, "fx-writes", "cm-dry", json!({"a": "1"}));
+    let rv = server.resource_version();
+    let path = "/api/v1/namespaces/fx-writes/configmaps/cm-dry";
+
+    let mut changed = before.clone();
+    changed["data"]["k"] = json!("changed");
+    let put = send(
+        &server,
+        "PUT",
+        &format!("{path}?dryRun=All"),
+        "application/json",
+        &changed.to_string(),
+    );
+    assert_eq!(put.code, 200);
+    assert_eq!(put.json()["data"]["k"], "changed", "answered as if written");
+    assert_eq!(rv_of(&put.json()), rv_of(&before));
+
+    let patch = send(
+        &server,
+        "PATCH",
+        &format!("{path}?dryRun=All"),
+        "application/merge-patch+json",
+        r#"{"data":{"k":"patched"}}"#,
+    );
+    assert_eq!(patch.code, 200);
+    assert_eq!(patch.json()["data"]["k"], "patched");
+
+    let del = send(&server, "DELETE", &format!("{path}?dryRun=All"), "", "");
+    assert_eq!(del.code, 200);
+    assert_eq!(del.json()["status"], "Success");
+    let del_body = send(
+        &server,
+        "DELETE",
+        path,
+        "application/json",
+        r#"{"kind":"DeleteOptions","apiVersion":"v1","dryRun":["All"]}"#,
+    );
+    assert_eq!(del_body.code, 200);
+
+    assert_eq!(server.resource_version(), rv, "nothing was written");
+    assert_eq!(
+        server
+            .get(&configmaps(), Some("fx-writes"), "cm-dry")
+            .unwrap(),
+        before
+    );
+    assert!(events_after(&server, "/api/v1/configmaps", rv).is_empty());
+}
+
+#[test]
+fn generate_name_makes_a_name_of_five_characters_and_keeps_the_prefix() {
+    let server = server();
+    let compare = without_managed_fields().generated_name("metadata.name");
+    let first = capture::replay(&server, "create-configmap-generatename");
+    compare.assert("create-configmap-generatename", &first);
+    let second = capture::replay(&server, "create-configmap-generatename");
+    compare.assert("create-configmap-generatename", &second);
+    let (a, b) = (first.json(), second.json());
+    assert_ne!(a["metadata"]["name"], b["metadata"]["name"]);
+    let name = a["metadata"]["name"].as_str().unwrap();
+    assert!(
+        server.get(&configmaps(), Some("fx-writes"), name).is_some(),
+        "stored under its name"
+    );
+}
+
+#[test]
+fn field_validation_strict_warn_and_ignore_answer_as_captured() {
+    let server = server();
+    let strict = capture::replay(&server, "status-400-fieldvalidation-strict");
+    Compare::new().assert("status-400-fieldvalidation-strict", &strict);
+    assert!(server
+        .get(&configmaps(), Some("fx-writes"), "cm-strict")
+        .is_none());
+
+    let warn = capture::replay(&server, "create-configmap-unknown-field-warn");
+    without_managed_fields().assert("create-configmap-unknown-field-warn", &warn);
+    assert_eq!(
+        warn.all("warning").len(),
+        2,
+        "one Warning header per unknown field"
+    );
+
+    let ignore = capture::replay(&server, "create-configmap-unknown-field-ignore");
+    without_managed_fields().assert("create-configmap-unknown-field-ignore", &ignore);
+    assert!(ignore.all("warning").is_empty());
+
+    // The unknown fields are dropped, as decoding into the typed object does.
+    let stored = server
+        .get(&configmaps(), Some("fx-writes"), "cm-warn")
+        .unwrap();
+    assert!(stored.get("spec").is_none() && stored["metadata"].get("bogusMeta").is_none());
+}
+
+#[test]
+fn field_validation_of_custom_resources_and_updates() {
+    let server = ApiServer::builder()
+        .resource(&widgets())
+        .schema_fields(
+            &ApiResource::new("lab.example.com", "v1", "Gadget", "gadgets", true),
+            &["spec", "extra"],
+        )
+        .start();
+    let strict = send(
+        &server,
+        "POST",
+        "/apis/lab.example.com/v1/namespaces/lab/widgets?fieldValidation=Strict",
+        "application/json",
+        r#"{"apiVersion":"lab.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{},"bogus":1}"#,
+    );
+    assert_eq!(strict.code, 400);
+    assert_eq!(
+        strict.json()["message"],
+        "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"bogus\""
+    );
+    let gadget = send(
+        &server,
+        "POST",
+        "/apis/lab.example.com/v1/namespaces/lab/gadgets?fieldValidation=Strict",
+        "application/json",
+        r#"{"metadata":{"name":"g"},"spec":{},"extra":1}"#,
+    );
+    assert_eq!(gadget.code, 201, "a declared schema field is known");
+    let created = server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "u", "namespace": "lab"}, "spec": {}}),
+        )
+        .unwrap();
+    let mut body = created.clone();
+    body["status2"] = json!({});
+    let put = send(
+        &server,
+        "PUT",
+        "/apis/lab.example.com/v1/namespaces/lab/widgets/u",
+        "application/json",
+        &body.to_string(),
+    );
+    assert_eq!(put.code, 200);
+    assert_eq!(
+        put.all("warning"),
+        vec![r#"299 - "unknown field \"status2\"""#]
+    );
+}
+
+#[test]
+fn generation_is_kept_by_pods_workloads_and_custom_resources_only() {
+    let server = server();
+    let cmv = cm(&server, "lab", "c", json!({}));
+    assert!(cmv["metadata"].get("generation").is_none());
+    let p = send(
+        &server,
+        "POST",
+        "/api/v1/namespaces/lab/pods",
+        "application/json",
+        &common::pod("lab", "p", "Pending").to_string(),
+    );
+    assert_eq!(p.json()["metadata"]["generation"], 1);
+    let w = server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "w", "namespace": "lab"}, "spec": {"size": 1}}),
+        )
+        .unwrap();
+    assert_eq!(w["metadata"]["generation"], 1);
+    let patched = send(
+        &server,
+        "PATCH",
+        "/apis/lab.example.com/v1/namespaces/lab/widgets/w",
+        "application/merge-patch+json",
+        r#"{"spec":{"size":2}}"#,
+    );
+    assert_eq!(patched.json()["metadata"]["generation"], 2);
+    let labelled = send(
+        &server,
+        "PATCH",
+        "/apis/lab.example.com/v1/namespaces/lab/widgets/w",
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"a":"b"}}}"#,
+    );
+    assert_eq!(
+        labelled.json()["metadata"]["generation"],
+        2,
+        "metadata changes keep it"
+    );
+}
+
+#[test]
+fn patch_content_types_the_resource_does_not_take_get_415_as_captured() {
+    let server = server();
+    cm(&server, "fx-writes", "cm-patch", json!({}));
+    let answer = capture::replay(&server, "status-415-patch-application-json");
+    Compare::new().assert("status-415-patch-application-json", &answer);
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "w1", "namespace": "fx-writes"}, "spec": {"size": 1}}),
+        )
+        .unwrap();
+    let answer = capture::replay(&server, "status-415-strategic-merge-patch-custom-resource");
+    Compare::new().assert("status-415-strategic-merge-patch-custom-resource", &answer);
+}
+
+// ---------------------------------------------------------------- deletes
+
+#[test]
+fn deletes_that_remove_the_object_answer_a_success_status() {
+    let server = server();
+    for name in ["delete-configmap", "delete-configmap-background"] {
+        let want = captured(name);
+        let cm_name = want["details"]["name"].as_str().unwrap();
+        let created = cm(&server, "fx-del", cm_name, json!({}));
+        let answer = capture::replay(&server, name);
+        Compare::new().assert(name, &answer);
+        assert_eq!(answer.json()["details"]["uid"], created["metadata"]["uid"]);
+        assert!(server.get(&configmaps(), Some("fx-del"), cm_name).is_none());
+    }
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "w-delete", "namespace": "fx-del"}, "spec": {"size": 1}}),
+        )
+        .unwrap();
+    let answer = capture::replay(&server, "delete-custom-resource");
+    Compare::new().assert("delete-custom-resource", &answer);
+}
+
+#[test]
+fn foreground_and_orphan_deletes_leave_the_object_with_their_finalizer() {
+    let server = server();
+    for (name, dep) in [
+        ("delete-deployment-foreground", "dep-foreground"),
+        ("delete-deployment-orphan", "dep-orphan"),
+    ] {
+        seed(&server, &deployments(), name, |v| {
+            undeleted(v);
+            v["metadata"]["generation"] = json!(1);
+        });
+        let rv = server.resource_version();
+        let answer = capture::replay(&server, name);
+        Compare::new().assert(name, &answer);
+        let stored = server.get(&deployments(), Some("fx-del"), dep).unwrap();
+        assert_eq!(
+            stored,
+            answer
+                .json()
+                .as_object()
+                .map(|m| {
+                    let mut m = m.clone();
+                    m.remove("kind");
+                    m.remove("apiVersion");
+                    Value::Object(m)
+                })
+                .unwrap(),
+            "the object stays, as answered"
+        );
+        assert_eq!(
+            types(&events_after(&server, "/apis/apps/v1/deployments", rv)),
+            ["MODIFIED"]
+        );
+    }
+    let first = capture::replay(&server, "delete-deployment-foreground");
+    let again = capture::replay(&server, "delete-deployment-foreground-again");
+    Compare::new().assert("delete-deployment-foreground-again", &again);
+    assert_eq!(
+        rv_of(&first.json()),
+        rv_of(&again.json()),
+        "deleting again changes nothing"
+    );
+}
+
+#[test]
+fn a_bound_pod_stays_terminating_for_its_grace_period() {
+    let server = server();
+    seed(&server, &pods(), "delete-pod-bound-default-grace", |v| {
+        undeleted(v);
+        v["metadata"]["generation"] = json!(1);
+    });
+    let before = now();
+    let answer = capture::replay(&server, "delete-pod-bound-default-grace");
+    let after = now();
+    Compare::new().assert("delete-pod-bound-default-grace", &answer);
+    let ts = epoch(
+        answer.json()["metadata"]["deletionTimestamp"]
+            .as_str()
+            .unwrap(),
+    );
+    assert!(
+        (before + 30..=after + 30).contains(&ts),
+        "deletionTimestamp is now + 30 s"
+    );
+    let again = capture::replay(&server, "delete-pod-bound-default-grace-again");
+    Compare::new().assert("delete-pod-bound-default-grace-again", &again);
+    assert_eq!(rv_of(&answer.json()), rv_of(&again.json()));
+    assert!(
+        server.get(&pods(), Some("fx-del"), "pod-bound").is_some(),
+        "no kubelet: it stays"
+    );
+
+    // A second delete with grace 0 finishes it (what `kubectl delete --force` does).
+    let rv = server.resource_version();
+    let force = send(
+        &server,
+        "DELETE",
+        "/api/v1/namespaces/fx-del/pods/pod-bound?gracePeriodSeconds=0",
+        "",
+        "",
+    );
+    assert_eq!(force.code, 200);
+    assert!(server.get(&pods(), Some("fx-del"), "pod-bound").is_none());
+    assert_eq!(
+        types(&events_after(&server, "/api/v1/pods", rv)),
+        ["DELETED"]
+    );
+}
+
+#[test]
+fn pods_deleted_at_once_answer_the_pod_as_deleted() {
+    let server = server();
+    for (name, pod) in [
+        ("delete-pod-bound-grace0", "pod-bound-grace0"),
+        ("delete-pod-grace0-body", "pod-grace0"),
+        ("delete-pod-unscheduled", "pod-default-grace"),
+    ] {
+        seed(&server, &pods(), name, |v| {
+            undeleted(v);
+            v["metadata"]["generation"] = json!(1);
+        });
+        let rv = server.resource_version();
+        let answer = capture::replay(&server, name);
+        Compare::new().assert(name, &answer);
+        assert!(
+            server.get(&pods(), Some("fx-del"), pod).is_none(),
+            "{name}: gone"
+        );
+        let events = events_after(&server, "/api/v1/pods", rv);
+        assert_eq!(types(&events), ["MODIFIED", "DELETED"], "{name}");
+        assert!(events[1].1["metadata"]["deletionTimestamp"].is_string());
+    }
+}
+
+#[test]
+fn delete_preconditions_that_fail_answer_409_as_captured() {
+    let server = server();
+    let uid_cm = cm(&server, "fx-del", "cm-uid", json!({}));
+    let uid = uid_cm["metadata"]["uid"].as_str().unwrap();
+    let answer = capture::replay(&server, "status-409-delete-precondition-uid");
+    Compare::new()
+        .substitute(uid, "54e9ad86-c134-4330-a515-d4469703bc3e")
+        .assert("status-409-delete-precondition-uid", &answer);
+
+    let rv_cm = cm(&server, "fx-del", "cm-rv", json!({}));
+    let answer = capture::replay(&server, "status-409-delete-precondition-rv");
+    Compare::new()
+        .substitute(&format!("record ({})", rv_of(&rv_cm)), "record (287)")
+        .assert("status-409-delete-precondition-rv", &answer);
+    assert!(server.get(&configmaps(), Some("fx-del"), "cm-rv").is_some());
+
+    // Preconditions that hold let the delete through.
+    let body = json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid, "resourceVersion": rv_of(&uid_cm)}});
+    let ok = send(
+        &server,
+        "DELETE",
+        "/api/v1/namespaces/fx-del/configmaps/cm-uid",
+        "application/json",
+        &body.to_string(),
+    );
+    assert_eq!(ok.code, 200);
+    assert!(server
+        .get(&configmaps(), Some("fx-del"), "cm-uid")
+        .is_none());
+}
+
+#[test]
+fn finalizers_hold_a_delete_until_an_update_removes_the_last_one() {
+    let server = server();
+    let path = "/api/v1/namespaces/lab/configmaps/held";
+    server
+        .create(&configmaps(), json!({"metadata": {"name": "held", "namespace": "lab", "finalizers": ["example.com/a", "example.com/b"]}}))
+        .unwrap();
+    let rv = server.resource_version();
+    let del = send(&server, "DELETE", path, "", "");
+    assert_eq!(del.code, 200);
+    let marked = del.json();
+    assert_eq!(marked["kind"], "ConfigMap", "the object, not a Status");
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert!(server.get(&configmaps(), Some("lab"), "held").is_some());
+
+    // Adding a finalizer now is refused like the real server refuses it.
+    let add = send(
+        &server,
+        "PATCH",
+        path,
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":["example.com/a","example.com/b","example.com/c"]}}"#,
+    );
+    assert_eq!(add.code, 422);
+    let st = add.json();
+    assert_eq!(st["reason"], "Invalid");
+    assert_eq!(
+        st["message"],
+        "ConfigMap \"held\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/c\"}"
+    );
+    assert_eq!(st["details"]["causes"][0]["field"], "metadata.finalizers");
+
+    // Removing one: still there; removing the last: gone, with a DELETED event.
+    let one = send(
+        &server,
+        "PATCH",
+        path,
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":["example.com/b"]}}"#,
+    );
+    assert_eq!(one.code, 200);
+    assert!(server.get(&configmaps(), Some("lab"), "held").is_some());
+    let mut last = one.json();
+    last["metadata"]["finalizers"] = json!([]);
+    let put = send(&server, "PUT", path, "application/json", &last.to_string());
+    assert_eq!(put.code, 200);
+    assert!(server.get(&configmaps(), Some("lab"), "held").is_none());
+    assert_eq!(
+        types(&events_after(&server, "/api/v1/configmaps", rv)),
+        ["MODIFIED", "MODIFIED", "DELETED"]
+    );
+}
+
+#[test]
+fn deletecollection_answers_the_deleted_objects_as_they_were() {
+    let server = server();
+    let list = captured("deletecollection-configmaps");
+    for item in list["items"].as_array().unwrap() {
+        server.create(&configmaps(), item.clone()).unwrap();
+    }
+    cm(&server, "fx-del", "cm-keep", json!({"batch": "new"}));
+    cm(&server, "other", "cm-elsewhere", json!({"batch": "old"}));
+    let rv = server.resource_version();
+    let answer = capture::replay(&server, "deletecollection-configmaps");
+    Compare::new().assert("deletecollection-configmaps", &answer);
+    let got = answer.json();
+    let list_rv: u64 = rv_of(&got).parse().unwrap();
+    assert!(
+        list_rv > rv,
+        "the list's version is the one after the deletions"
+    );
+    for item in got["items"].as_array().unwrap() {
+        assert!(
+            rv_of(item).parse::<u64>().unwrap() <= rv,
+            "items as they were"
+        );
+    }
+    let left: Vec<String> = server
+        .list(&configmaps(), None)
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(left, ["cm-keep", "cm-elsewhere"]);
+    assert_eq!(
+        types(&events_after(&server, "/api/v1/configmaps", rv)),
+        ["DELETED"; 3]
+    );
+
+    let none = capture::replay(&server, "deletecollection-no-match");
+    Compare::new().assert("deletecollection-no-match", &none);
+
+    let widgets_list = captured("deletecollection-custom-resources");
+    for item in widgets_list["items"].as_array().unwrap() {
+        server.create(&widgets(), item.clone()).unwrap();
+    }
+    let answer = capture::replay(&server, "deletecollection-custom-resources");
+    Compare::new().assert("deletecollection-custom-resources", &answer);
+}
+
+// ---------------------------------------------------------------- subresources
+
+#[test]
+fn status_get_returns_the_whole_object() {
+    let server = server();
+    seed(&server, &pods(), "get-pod-status", |_| {});
+    seed(&server, &widgets(), "get-widget-status", |_| {});
+    for name in ["get-pod-status", "get-widget-status"] {
+        let answer = capture::replay(&server, name);
+        Compare::new().assert(name, &answer);
+    }
+}
+
+/// The captured request body with the captured resourceVersion replaced by ours.
+fn with_rv(name: &str, captured_rv: &str, ours: &str) -> Vec<u8> {
+    let req = capture::request(name);
+    String::from_utf8(req.body)
+        .unwrap()
+        .replace(
+            &format!("\"resourceVersion\":\"{captured_rv}\""),
+            &format!("\"resourceVersion\":\"{ours}\""),
+        )
+        .into_bytes()
+}
+
+#[test]
+fn status_writes_change_only_status_and_main_writes_leave_it() {
+    let server = server();
+    let pod = seed(&server, &pods(), "get-pod-status", |_| {});
+    let body = with_rv("put-pod-status", "269", &rv_of(&pod));
+    let answer = capture::replay_with_body(&server, "put-pod-status", &body);
+    // Conditions get `lastProbeTime: null` from the real server's defaulting, which the test
+    // server does not do.
+    without_managed_fields()
+        .ignore("status.conditions.0.lastProbeTime")
+        .assert("put-pod-status", &answer);
+
+    let widget = seed(&server, &widgets(), "get-widget-status", |_| {});
+    let body = with_rv("put-widget-status", "270", &rv_of(&widget));
+    let answer = capture::replay_with_body(&server, "put-widget-status", &body);
+    without_managed_fields().assert("put-widget-status", &answer);
+    let answer = capture::replay(&server, "patch-widget-status-merge");
+    without_managed_fields().assert("patch-widget-status-merge", &answer);
+
+    // A write to the main resource leaves status as it was.
+    let mut main = answer.json();
+    main["status"] = json!({"ready": true, "other": 1});
+    main["spec"]["size"] = json!(7);
+    let put = send(
+        &server,
+        "PUT",
+        "/apis/lab.example.com/v1/namespaces/fx-sub/widgets/w-status",
+        "application/json",
+        &main.to_string(),
+    );
+    assert_eq!(put.code, 200);
+    assert_eq!(put.json()["status"], json!({"ready": false}));
+    assert_eq!(put.json()["spec"]["size"], 7);
+    assert_eq!(put.json()["metadata"]["generation"], 2);
+}
+
+#[test]
+fn subresources_a_resource_does_not_serve_are_404() {
+    let server = server();
+    cm(&server, "lab", "c", json!({}));
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "w", "namespace": "lab"}}),
+        )
+        .unwrap();
+    for path in [
+        "/api/v1/namespaces/lab/configmaps/c/status",
+        "/api/v1/namespaces/lab/configmaps/c/scale",
+        "/apis/lab.example.com/v1/namespaces/lab/widgets/w/scale",
+    ] {
+        let r = send(&server, "GET", path, "", "");
+        assert_eq!(r.code, 404, "{path}");
+        assert_eq!(
+            r.json()["message"],
+            "the server could not find the requested resource"
+        );
+    }
+    let plain = ApiServer::builder().resource(&widgets()).start();
+    plain
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "w", "namespace": "lab"}}),
+        )
+        .unwrap();
+    let r = send(
+        &plain,
+        "PUT",
+        "/apis/lab.example.com/v1/namespaces/lab/widgets/w/status",
+        "application/json",
+        "{}",
+    );
+    assert_eq!(r.code, 404, "a CRD without the status subresource");
+}
+
+#[test]
+fn scale_reads_and_writes_the_replicas_of_a_deployment() {
+    let server = server();
+    let dep = server
+        .create(
+            &deployments(),
+            json!({"metadata": {"name": "web-scale", "namespace": "fx-sub", "labels": {"app": "web-scale"}},
+                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web-scale"}},
+                            "template": {"metadata": {"labels": {"app": "web-scale"}}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}),
+        )
+        .unwrap();
+    let get = capture::replay(&server, "get-deployment-scale");
+    Compare::new().assert("get-deployment-scale", &get);
+    assert_eq!(
+        get.json()["metadata"]["uid"],
+        dep["metadata"]["uid"],
+        "the object's uid"
+    );
+
+    let body = with_rv("put-deployment-scale", "271", &rv_of(&dep));
+    let put = capture::replay_with_body(&server, "put-deployment-scale", &body);
+    Compare::new().assert("put-deployment-scale", &put);
+    let stale = capture::replay(&server, "put-deployment-scale");
+    assert_eq!(
+        stale.code, 409,
+        "a stale resourceVersion in the Scale conflicts"
+    );
+    assert_eq!(stale.json()["details"]["group"], "apps");
+
+    let patch = capture::replay(&server, "patch-deployment-scale-merge");
+    Compare::new().assert("patch-deployment-scale-merge", &patch);
+    let stored = server
+        .get(&deployments(), Some("fx-sub"), "web-scale")
+        .unwrap();
+    assert_eq!(stored["spec"]["replicas"], 5);
+    assert_eq!(
+        stored["metadata"]["generation"], 3,
+        "each scale changed the spec"
+    );
+}
+
+// ---------------------------------------------------------------- the comparer itself
+
+#[test]
+fn the_comparer_sees_every_kind_of_difference() {
+    let same = capture::response("create-configmap-unknown-field-warn");
+    assert!(Compare::new()
+        .differences("create-configmap-unknown-field-warn", &same)
+        .is_empty());
+
+    let mut changed = same.clone();
+    let mut body = changed.json();
+    body["data"]["k"] = json!("other");
+    body["metadata"]["uid"] = json!("any-uid-is-fine");
+    body["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("namespace");
+    body["extra"] = json!(1);
+    changed.body = body.to_string().into_bytes();
+    changed.headers.retain(|(k, _)| k != "warning");
+    changed.code = 200;
+    let diffs = Compare::new().differences("create-configmap-unknown-field-warn", &changed);
+    let joined = diffs.join("\n");
+    for want in [
+        "status code",
+        "warning headers",
+        "data.k",
+        "metadata.namespace: missing",
+        "extra: unexpected",
+    ] {
+        assert!(joined.contains(want), "{want} not in:\n{joined}");
+    }
+    assert!(!joined.contains("uid"), "uids are volatile:\n{joined}");
+    assert_eq!(diffs.len(), 5, "{joined}");
+
+    let mut typed = same.clone();
+    let mut body = typed.json();
+    body["metadata"]["resourceVersion"] = json!(5);
+    typed.body = body.to_string().into_bytes();
+    let diffs = Compare::new().differences("create-configmap-unknown-field-warn", &typed);
+    assert_eq!(
+        diffs.len(),
+        1,
+        "a volatile value of another type is a difference: {diffs:?}"
+    );
+}
