@@ -105,6 +105,7 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
+mod defaults;
 mod faults;
 mod handlers;
 mod http;

@@ -988,8 +988,9 @@ impl Store {
         Ok((items, self.rv))
     }
 
-    /// The managed-fields hook of every HTTP write: an apply's computed entries, or an
-    /// `Update` entry for the writer (see `managed_fields`). Rust-side writes are left as given.
+    /// The managed-fields hook of every HTTP write: the defaults of built-in objects first
+    /// (see `defaults`), then an apply's computed entries, or an `Update` entry for the
+    /// writer (see `managed_fields`). Rust-side writes are left as given.
     fn record_managed_fields(
         &mut self,
         tk: &TypeKey,
@@ -999,6 +1000,10 @@ impl Store {
     ) {
         if o.fixture {
             return;
+        }
+        let builtin = self.collection(tk).info.builtin;
+        if builtin {
+            super::defaults::apply(&tk.plural, obj);
         }
         if let Some(entries) = &o.managed_fields {
             let meta = metadata_of(obj);
@@ -1011,7 +1016,6 @@ impl Store {
         let Some(manager) = o.field_manager.as_deref() else {
             return;
         };
-        let builtin = self.collection(tk).info.builtin;
         let w = super::patch::writer(tk, builtin, o, manager);
         super::managed_fields::record_update_map(old, obj, &w);
     }
