@@ -1,6 +1,9 @@
 //! A controller that labels nodes: every Node whose name starts with `gpu-` (or that carries
-//! the label `accelerator`) gets `example.com/pool=gpu` through a JSON merge patch. Failed
-//! patches are retried with rate-limited back-off; a node already labelled is left alone.
+//! the label `accelerator`) gets `example.com/pool=gpu` through server-side apply, as the
+//! field manager `node-labeler`: the label is recorded as ours in `managedFields`, other
+//! managers' labels are untouched, and a label another manager owns is taken over (`force`,
+//! the usual choice of a controller that is the authority for its field). Failed applies are
+//! retried with rate-limited back-off; a node already labelled is left alone.
 //!
 //! Runs against your cluster (kubeconfig or in-cluster) — it will really patch nodes there —
 //! or, with no cluster configured or `--demo`, against the embedded test API server where
@@ -21,6 +24,9 @@ use kube_informer::{Patch, PatchParams};
 use serde::Deserialize;
 
 const LABEL: &str = "example.com/pool";
+
+/// Who this controller is in `managedFields`.
+const FIELD_MANAGER: &str = "node-labeler";
 
 #[derive(Deserialize)]
 struct Node {
@@ -111,8 +117,14 @@ fn main() {
             if !wants_label(&node) || node.metadata.label(LABEL) == Some("gpu") {
                 return Ok(Action::Done);
             }
-            let patch = serde_json::json!({"metadata": {"labels": {LABEL: "gpu"}}});
-            match nodes.patch(name, &PatchParams::default(), &Patch::Merge(patch)) {
+            // Only the fields this controller owns: apiVersion, kind, name, and its label.
+            let mine = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {LABEL: "gpu"}}
+            });
+            let params = PatchParams::apply(FIELD_MANAGER).force();
+            match nodes.patch(name, &params, &Patch::Apply(mine)) {
                 Ok(_) => {
                     println!("LABELED {name} {LABEL}=gpu");
                     Ok(Action::Done)
