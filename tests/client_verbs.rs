@@ -322,19 +322,19 @@ fn status_and_scale_subresources() {
 
     // Scale.
     let scale = deps.get_scale("web-scale").unwrap();
-    assert_eq!(scale.spec.replicas, Some(1));
+    assert_eq!(scale.spec.replicas, 1);
     assert_eq!(
         scale.status.as_ref().unwrap().selector.as_deref(),
         Some("app=web-scale")
     );
     let mut wanted = scale.clone();
-    wanted.spec.replicas = Some(3);
+    wanted.spec.replicas = 3;
     assert_eq!(
         deps.replace_scale("web-scale", &PostParams::default(), &wanted)
             .unwrap()
             .spec
             .replicas,
-        Some(3)
+        3
     );
     // The same Scale again carries a stale resourceVersion.
     let err = deps
@@ -348,7 +348,7 @@ fn status_and_scale_subresources() {
             &Patch::Merge(json!({"spec": {"replicas": 5}})),
         )
         .unwrap();
-    assert_eq!(patched.spec.replicas, Some(5));
+    assert_eq!(patched.spec.replicas, 5);
     assert_eq!(
         field(&deps.get("web-scale").unwrap(), "spec")["replicas"],
         5

@@ -822,7 +822,7 @@ fn scale_subresource_get_replace_patch() {
     s.assert_sent("get-deployment-scale");
     assert_eq!(scale.kind, "Scale");
     assert_eq!(scale.api_version, "autoscaling/v1");
-    assert_eq!(scale.spec.replicas, Some(1));
+    assert_eq!(scale.spec.replicas, 1);
     let status = scale.status.clone().unwrap();
     assert_eq!(status.replicas, 0);
     assert_eq!(status.selector.as_deref(), Some("app=web-scale"));
@@ -830,13 +830,13 @@ fn scale_subresource_get_replace_patch() {
 
     let s = serve("put-deployment-scale");
     let mut wanted = scale.clone();
-    wanted.spec.replicas = Some(3);
+    wanted.spec.replicas = 3;
     let back = s
         .api(&deployments(), "fx-sub")
         .replace_scale("web-scale", &PostParams::default(), &wanted)
         .unwrap();
     s.assert_sent("put-deployment-scale");
-    assert_eq!(back.spec.replicas, Some(3));
+    assert_eq!(back.spec.replicas, 3);
 
     let s = serve("patch-deployment-scale-merge");
     let back: Scale = s
@@ -848,7 +848,7 @@ fn scale_subresource_get_replace_patch() {
         )
         .unwrap();
     s.assert_sent("patch-deployment-scale-merge");
-    assert_eq!(back.spec.replicas, Some(5));
+    assert_eq!(back.spec.replicas, 5);
 }
 
 #[test]

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::cache::{DeletedObject, EventHandler, InformerConfig, SharedIndexInformer};
+use kube_informer::client::PatchOperation;
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{
@@ -574,6 +575,164 @@ struct Forwarder {
     accept: Option<JoinHandle<()>>,
 }
 
+/// (5) The writes a controller makes: server-side apply with a conflict between managers and
+/// its takeover, a JSON patch whose `test` fails, the status and scale subresources, and
+/// delete preconditions that do not hold.
+fn writes_a_controller_makes(env: &Env) {
+    let ns = TestNamespace::create(env);
+    let cms: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
+    let mine = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": data});
+    cms.patch(
+        "applied",
+        &PatchParams::apply("alice"),
+        &Patch::Apply(mine(json!({"color": "red", "size": "1"}))),
+    )
+    .unwrap();
+    let err = cms
+        .patch(
+            "applied",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(mine(json!({"color": "green"}))),
+        )
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    let st = err.status().unwrap();
+    let conflicts = st.field_manager_conflicts();
+    assert_eq!(conflicts.len(), 1, "{st:?}");
+    assert_eq!(conflicts[0].field, ".data.color");
+    assert_eq!(conflicts[0].manager(), Some("alice"));
+    let forced = cms
+        .patch(
+            "applied",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(mine(json!({"color": "green"}))),
+        )
+        .unwrap();
+    assert_eq!(
+        forced.decode_field::<Value>("data").unwrap(),
+        Some(json!({"color": "green", "size": "1"}))
+    );
+
+    // A JSON patch whose test fails changes nothing.
+    let err = cms
+        .patch(
+            "applied",
+            &PatchParams::default(),
+            &Patch::json(vec![
+                PatchOperation::test("/data/size", "2"),
+                PatchOperation::remove("/data/size"),
+            ]),
+        )
+        .unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert_eq!(
+        cms.get("applied")
+            .unwrap()
+            .decode_field::<Value>("data")
+            .unwrap(),
+        Some(json!({"color": "green", "size": "1"}))
+    );
+
+    // Delete preconditions that do not hold.
+    let current = cms.get("applied").unwrap();
+    let err = cms
+        .delete(
+            "applied",
+            &DeleteParams::default().precondition_uid("00000000-0000-0000-0000-000000000000"),
+        )
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    let stale = current.metadata.resource_version().to_owned();
+    cms.patch(
+        "applied",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"size": "3"}})),
+    )
+    .unwrap();
+    let err = cms
+        .delete(
+            "applied",
+            &DeleteParams::default().precondition_resource_version(&stale),
+        )
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    let gone = cms
+        .delete(
+            "applied",
+            &DeleteParams::default().precondition_uid(current.metadata.uid.as_deref().unwrap()),
+        )
+        .unwrap();
+    assert!(
+        gone.status().is_some(),
+        "a ConfigMap's delete answers a Status"
+    );
+
+    // Status and scale of a Deployment (no replicas, so no pods).
+    let deps: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &ns.name,
+        &ApiResource::new("apps", "v1", "Deployment", "deployments", true),
+    );
+    deps.create(
+        &PostParams::default(),
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                         "template": {"metadata": {"labels": {"app": "web"}},
+                                      "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}),
+    )
+    .unwrap();
+    let status = |d: &DynamicObject| {
+        d.decode_field::<Value>("status")
+            .unwrap()
+            .unwrap_or(Value::Null)
+    };
+    let d = deps
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"collisionCount": 3}})),
+        )
+        .unwrap();
+    assert_eq!(status(&d)["collisionCount"], 3);
+    let d = deps
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}, "status": {"collisionCount": 9}})),
+        )
+        .unwrap();
+    assert_ne!(
+        status(&d)["collisionCount"],
+        9,
+        "the main resource ignores status"
+    );
+    let scale = deps.get_scale("web").unwrap();
+    assert_eq!(scale.spec.replicas, 0);
+    assert_eq!(
+        scale.status.as_ref().and_then(|s| s.selector.as_deref()),
+        Some("app=web")
+    );
+    let mut wanted = scale.clone();
+    wanted.spec.replicas = 0;
+    deps.replace_scale("web", &PostParams::default(), &wanted)
+        .unwrap();
+    let err = deps
+        .replace_scale("web", &PostParams::default(), &wanted)
+        .unwrap_err();
+    assert!(
+        err.is_conflict(),
+        "a Scale with a stale resourceVersion: {err}"
+    );
+    let patched = deps
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 0}})),
+        )
+        .unwrap();
+    assert_eq!(patched.spec.replicas, 0);
+}
+
 /// `(scheme, host, port, path)` of `https://host:port/path`.
 fn split_url(url: &str) -> (String, String, u16, String) {
     let (scheme, rest) = url.split_once("://").expect("a server URL with a scheme");
@@ -781,8 +940,21 @@ fn real_watch_resumes_after_the_connection_is_cut() {
     }
 }
 
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_writes_a_controller_makes() {
+    if let Some(env) = Env::real() {
+        writes_a_controller_makes(&env);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The same bodies against the test API server, in every `cargo test`.
+
+#[test]
+fn fake_writes_a_controller_makes() {
+    writes_a_controller_makes(&Env::fake());
+}
 
 #[test]
 fn fake_configmaps_seen_by_an_informer() {

@@ -568,8 +568,8 @@ impl<K: Object> Api<K> {
     /// # let deps = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
     /// # let api: Api<DynamicObject> = Api::namespaced_with(Client::new(ClientConfig::new("https://127.0.0.1:6443"))?, "lab", &deps);
     /// let mut scale = api.get_scale("web")?;
-    /// println!("{:?} wanted, selector {:?}", scale.spec.replicas, scale.status.as_ref().and_then(|s| s.selector.clone()));
-    /// scale.spec.replicas = Some(3);
+    /// println!("{} wanted, selector {:?}", scale.spec.replicas, scale.status.as_ref().and_then(|s| s.selector.clone()));
+    /// scale.spec.replicas = 3;
     /// api.replace_scale("web", &PostParams::default(), &scale)?; // 409 if the Deployment moved
     /// api.patch_scale("web", &PatchParams::default(), &Patch::Merge(serde_json::json!({"spec": {"replicas": 5}})))?;
     /// # Ok::<(), kube_informer::Error>(())

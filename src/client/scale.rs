@@ -46,9 +46,7 @@ impl Scale {
         Scale {
             api_version: Scale::api_version(),
             kind: Scale::kind(),
-            spec: ScaleSpec {
-                replicas: Some(replicas),
-            },
+            spec: ScaleSpec { replicas },
             ..Default::default()
         }
     }
@@ -58,9 +56,9 @@ impl Scale {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleSpec {
-    /// Desired number of replicas.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<i32>,
+    /// Desired number of replicas (the server leaves a 0 out; it reads back as 0).
+    #[serde(default)]
+    pub replicas: i32,
 }
 
 /// `status` of a [`Scale`].
