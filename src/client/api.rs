@@ -425,25 +425,23 @@ impl<K: Object> Api<K> {
     /// # Ok::<(), kube_informer::Error>(())
     /// ```
     ///
-    /// Server-side apply (shown `no_run`: `testing::ApiServer` on this branch does not
-    /// answer it yet):
+    /// Server-side apply, a conflict between managers, and the takeover:
     ///
-    /// ```no_run
-    /// # use kube_informer::{Api, Client, ClientConfig, client::{Patch, PatchParams}, api::{ApiResource, DynamicObject}};
+    /// ```
+    /// # use kube_informer::{Api, Client, client::{Patch, PatchParams}, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
     /// # let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
-    /// # let api: Api<DynamicObject> = Api::namespaced_with(Client::new(ClientConfig::new("https://127.0.0.1:6443"))?, "lab", &cms);
-    /// let mine = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
-    ///     "metadata": {"name": "settings"}, "data": {"color": "red"}});
-    /// match api.patch("settings", &PatchParams::apply("alice"), &Patch::Apply(&mine)) {
-    ///     Err(e) if e.is_conflict() => {
-    ///         for c in e.status().unwrap().field_manager_conflicts() {
-    ///             eprintln!("{} is owned by someone else: {}", c.field, c.message);
-    ///         }
-    ///         // Take them over.
-    ///         api.patch("settings", &PatchParams::apply("alice").force(), &Patch::Apply(&mine))?;
-    ///     }
-    ///     other => { other?; }
-    /// }
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
+    /// let cm = |color: &str| serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+    ///     "metadata": {"name": "settings"}, "data": {"color": color}});
+    /// // Creates the object; alice now owns data.color.
+    /// api.patch("settings", &PatchParams::apply("alice"), &Patch::Apply(cm("red")))?;
+    /// let err = api.patch("settings", &PatchParams::apply("bob"), &Patch::Apply(cm("green"))).unwrap_err();
+    /// assert!(err.is_conflict());
+    /// let conflicts = err.status().unwrap().field_manager_conflicts();
+    /// assert_eq!((conflicts[0].field.as_str(), conflicts[0].manager()), (".data.color", Some("alice")));
+    /// // Take it over.
+    /// api.patch("settings", &PatchParams::apply("bob").force(), &Patch::Apply(cm("green")))?;
     /// # Ok::<(), kube_informer::Error>(())
     /// ```
     pub fn patch<P: Serialize>(
@@ -492,14 +490,17 @@ impl<K: Object> Api<K> {
     /// list parameters select (their label and field selectors). The answer is the list of
     /// the deleted objects as they were before deletion, or a `Status`.
     ///
-    /// ```no_run
-    /// # use kube_informer::{Api, Client, ClientConfig, ListParams, client::DeleteParams, api::{ApiResource, DynamicObject}};
+    /// ```
+    /// # use kube_informer::{Api, Client, ListParams, client::DeleteParams, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
     /// # let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
-    /// # let api: Api<DynamicObject> = Api::namespaced_with(Client::new(ClientConfig::new("https://127.0.0.1:6443"))?, "lab", &cms);
+    /// # for (n, b) in [("a", "old"), ("b", "new")] {
+    /// #     server.create(&cms, serde_json::json!({"metadata": {"name": n, "namespace": "lab", "labels": {"batch": b}}})).unwrap();
+    /// # }
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
     /// let gone = api.delete_collection(&DeleteParams::default(), &ListParams::default().labels("batch=old"))?;
-    /// if let Some(list) = gone.object() {
-    ///     println!("deleted {} objects", list.items.len());
-    /// }
+    /// let list = gone.object().expect("the deleted objects");
+    /// assert_eq!(list.items[0].metadata.name(), "a");
     /// # Ok::<(), kube_informer::Error>(())
     /// ```
     pub fn delete_collection(
@@ -517,10 +518,15 @@ impl<K: Object> Api<K> {
     /// Reads an object through its `status` subresource (the server answers with the whole
     /// object).
     ///
-    /// ```no_run
-    /// # use kube_informer::{Api, Client, ClientConfig, client::{Patch, PatchParams, PostParams}, api::{ApiResource, DynamicObject}};
-    /// # let widgets = ApiResource::new("lab.example.com", "v1", "Widget", "widgets", true);
-    /// # let api: Api<DynamicObject> = Api::namespaced_with(Client::new(ClientConfig::new("https://127.0.0.1:6443"))?, "lab", &widgets);
+    /// ```
+    /// # use kube_informer::{Api, Client, client::{Patch, PatchParams, PostParams}, api::{ApiResource, DynamicObject}};
+    /// # use kube_informer::testing::{ApiServer, Subresources};
+    /// let widgets = ApiResource::new("lab.example.com", "v1", "Widget", "widgets", true);
+    /// // A custom resource with the status subresource on (as its CRD would declare).
+    /// let server = ApiServer::builder().subresources(&widgets, Subresources::none().with_status()).start();
+    /// # server.create(&widgets, serde_json::json!({"apiVersion": "lab.example.com/v1", "kind": "Widget",
+    /// #     "metadata": {"name": "w-1", "namespace": "lab"}, "spec": {"size": 1}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &widgets);
     /// let w = api.get_status("w-1")?;
     /// // Only status changes through the subresource (spec and labels sent are ignored).
     /// let mut whole = serde_json::to_value(&w).unwrap();
@@ -529,7 +535,8 @@ impl<K: Object> Api<K> {
     /// // A controller applies its status with its own field manager.
     /// let status = serde_json::json!({"apiVersion": "lab.example.com/v1", "kind": "Widget",
     ///     "metadata": {"name": "w-1"}, "status": {"ready": true}});
-    /// api.patch_status("w-1", &PatchParams::apply("widget-controller").force(), &Patch::Apply(status))?;
+    /// let w = api.patch_status("w-1", &PatchParams::apply("widget-controller").force(), &Patch::Apply(status))?;
+    /// assert_eq!(w.decode_field::<serde_json::Value>("status").unwrap().unwrap()["ready"], true);
     /// # Ok::<(), kube_informer::Error>(())
     /// ```
     pub fn get_status(&self, name: &str) -> Result<K> {
@@ -563,15 +570,19 @@ impl<K: Object> Api<K> {
 
     /// Reads the `scale` subresource.
     ///
-    /// ```no_run
-    /// # use kube_informer::{Api, Client, ClientConfig, client::{Patch, PatchParams, PostParams, Scale}, api::{ApiResource, DynamicObject}};
+    /// ```
+    /// # use kube_informer::{Api, Client, client::{Patch, PatchParams, PostParams, Scale}, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
     /// # let deps = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
-    /// # let api: Api<DynamicObject> = Api::namespaced_with(Client::new(ClientConfig::new("https://127.0.0.1:6443"))?, "lab", &deps);
+    /// # server.create(&deps, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},
+    /// #     "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &deps);
     /// let mut scale = api.get_scale("web")?;
     /// println!("{} wanted, selector {:?}", scale.spec.replicas, scale.status.as_ref().and_then(|s| s.selector.clone()));
     /// scale.spec.replicas = 3;
     /// api.replace_scale("web", &PostParams::default(), &scale)?; // 409 if the Deployment moved
-    /// api.patch_scale("web", &PatchParams::default(), &Patch::Merge(serde_json::json!({"spec": {"replicas": 5}})))?;
+    /// let scale = api.patch_scale("web", &PatchParams::default(), &Patch::Merge(serde_json::json!({"spec": {"replicas": 5}})))?;
+    /// assert_eq!(scale.spec.replicas, 5);
     /// # Ok::<(), kube_informer::Error>(())
     /// ```
     pub fn get_scale(&self, name: &str) -> Result<Scale> {
@@ -600,6 +611,21 @@ impl<K: Object> Api<K> {
     /// `…/pods/web-0/eviction`, `…/serviceaccounts/default/token`, `…/pods/web-0/log`
     /// (use [`Request::lines`] to follow a log). The method, body, content type and query
     /// are the caller's.
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, Method, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let deps = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+    /// # server.create(&deps, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},
+    /// #     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &deps);
+    /// let res = api.subresource(Method::GET, "web", "scale")?.send()?;
+    /// let raw: serde_json::Value = serde_json::from_slice(res.body()).unwrap();
+    /// assert_eq!(raw["spec"]["replicas"], 2);
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    ///
+    /// An eviction and a log (shown `no_run`: `testing::ApiServer` serves neither):
     ///
     /// ```no_run
     /// # use kube_informer::{Api, Client, ClientConfig, Method, api::{ApiResource, DynamicObject}};

@@ -17,6 +17,21 @@ use crate::api::Status;
 use crate::error::Result;
 
 /// The answer to a delete.
+///
+/// ```
+/// # use kube_informer::{Api, Client, client::{DeleteParams, DeleteResponse}, api::{ApiResource, DynamicObject}};
+/// # let server = kube_informer::testing::ApiServer::start();
+/// let deps = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+/// # server.create(&deps, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},
+/// #     "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}}})).unwrap();
+/// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &deps);
+/// match api.delete("web", &DeleteParams::foreground())? {
+///     // Held by the foregroundDeletion finalizer until its dependents are gone.
+///     DeleteResponse::Object(d) => assert!(d.metadata.deletion_timestamp.is_some()),
+///     DeleteResponse::Status(st) => panic!("gone already: {st:?}"),
+/// }
+/// # Ok::<(), kube_informer::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub enum DeleteResponse<K> {
     /// The object (or, from a delete collection, the list of deleted objects). For one

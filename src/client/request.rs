@@ -1,27 +1,36 @@
 //! The request builder (client-go's RESTClient): any request to the API server, for what
 //! the typed [`Api`](super::Api) does not cover.
 //!
-//! ```no_run
-//! use kube_informer::{Client, ClientConfig, Method};
-//! # fn main() -> kube_informer::Result<()> {
-//! let client = Client::new(ClientConfig::new("https://127.0.0.1:6443"))?;
-//! // A GET with a query parameter (percent-encoded by the builder).
-//! let pods: serde_json::Value = client
-//!     .request(Method::GET, "/api/v1/namespaces/lab/pods")
+//! ```
+//! use kube_informer::{Client, Method};
+//! # let server = kube_informer::testing::ApiServer::start();
+//! let client = Client::new(server.client_config())?;
+//! // A POST with a body of your choosing; the raw answer with its status and warnings.
+//! let res = client
+//!     .request(Method::POST, "/api/v1/namespaces/lab/configmaps")
+//!     .content_type("application/json")
+//!     .body(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","labels":{"app":"web"}}}"#.to_vec())
+//!     .send()?;
+//! assert_eq!(res.status(), 201);
+//! assert!(res.warnings().is_empty());
+//! // A GET with a query parameter (percent-encoded by the builder), decoded.
+//! let list: serde_json::Value = client
+//!     .request(Method::GET, "/api/v1/namespaces/lab/configmaps")
 //!     .query("labelSelector", "app in (web,db)")
 //!     .send_json()?;
-//! // A POST of any bytes with a content type of your choosing; the raw answer.
-//! let res = client
-//!     .request(Method::POST, "/api/v1/namespaces/lab/pods/web-0/eviction")
-//!     .content_type("application/json")
-//!     .body(br#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-0"}}"#.to_vec())
-//!     .send()?;
-//! println!("{} {} bytes, warnings {:?}", res.status(), res.body().len(), res.warnings());
-//! // A watch of anything, line by line.
+//! assert_eq!(list["items"][0]["metadata"]["name"], "web");
+//! # Ok::<(), kube_informer::Error>(())
+//! ```
+//!
+//! A watch of anything, line by line (`no_run`: it runs until the server ends it):
+//!
+//! ```no_run
+//! # use kube_informer::{Client, ClientConfig, Method};
+//! # let client = Client::new(ClientConfig::new("https://127.0.0.1:6443"))?;
 //! for line in client.request(Method::GET, "/api/v1/namespaces/lab/events").query("watch", "1").lines()? {
 //!     println!("{}", String::from_utf8_lossy(&line?));
 //! }
-//! # Ok(()) }
+//! # Ok::<(), kube_informer::Error>(())
 //! ```
 //!
 //! Every request built here goes through the same transport as the typed API, lists and

@@ -46,6 +46,26 @@ pub struct Warning {
 }
 
 /// What a client does with the warnings of its responses (see the [module docs](self)).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use kube_informer::client::{PostParams, Warning, WarningHandler};
+/// use kube_informer::{api::{ApiResource, DynamicObject}, Api, Client};
+/// # let server = kube_informer::testing::ApiServer::start();
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// let mut config = server.client_config();
+/// config.warning_handler = WarningHandler::Custom(Arc::new(move |w: &Warning| {
+///     sink.lock().unwrap().push(w.text.clone());
+/// }));
+/// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+/// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(config)?, "lab", &cms);
+/// // An unknown field is dropped with a warning (fieldValidation defaults to Warn).
+/// api.create(&PostParams::default(), &serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+///     "metadata": {"name": "x"}, "spec": {}}))?;
+/// assert_eq!(*seen.lock().unwrap(), [r#"unknown field "spec""#]);
+/// # Ok::<(), kube_informer::Error>(())
+/// ```
 #[derive(Clone, Default)]
 pub enum WarningHandler {
     /// Logs each distinct text once per client, at `warn` level (the default).
