@@ -509,3 +509,32 @@ fn builder_streams_a_watch_and_is_cancelled() {
     canceller.cancel();
     reader.join().unwrap();
 }
+
+#[test]
+fn the_clients_cancel_ends_a_line_stream() {
+    let server = ApiServer::start();
+    let cancel = kube_informer::client::Cancel::new();
+    let client = Client::new(server.client_config())
+        .unwrap()
+        .with_cancel(cancel.clone());
+    let lines = client
+        .request(Method::GET, "/api/v1/namespaces/lab/configmaps")
+        .query("watch", "1")
+        .lines()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let items: Vec<_> = lines.collect();
+        tx.send(items.len()).unwrap();
+    });
+    cancel.cancel();
+    assert_eq!(rx.recv_timeout(PATIENCE).expect("the stream ends"), 0);
+    reader.join().unwrap();
+    // And a cancelled client starts no new stream.
+    let err = client
+        .request(Method::GET, "/api/v1/namespaces/lab/configmaps")
+        .query("watch", "1")
+        .lines()
+        .unwrap_err();
+    assert!(err.is_cancelled(), "{err}");
+}

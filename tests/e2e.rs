@@ -712,23 +712,26 @@ fn writes_a_controller_makes(env: &Env) {
         scale.status.as_ref().and_then(|s| s.selector.as_deref()),
         Some("app=web")
     );
-    let mut wanted = scale.clone();
-    wanted.spec.replicas = 0;
-    deps.replace_scale("web", &PostParams::default(), &wanted)
+    // A Scale read before someone else scaled is refused (its resourceVersion is stale).
+    let scaled = deps
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 1}})),
+        )
         .unwrap();
+    assert_eq!(scaled.spec.replicas, 1);
     let err = deps
-        .replace_scale("web", &PostParams::default(), &wanted)
+        .replace_scale("web", &PostParams::default(), &scale)
         .unwrap_err();
     assert!(
         err.is_conflict(),
         "a Scale with a stale resourceVersion: {err}"
     );
+    let mut current = deps.get_scale("web").unwrap();
+    current.spec.replicas = 0;
     let patched = deps
-        .patch_scale(
-            "web",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 0}})),
-        )
+        .replace_scale("web", &PostParams::default(), &current)
         .unwrap();
     assert_eq!(patched.spec.replicas, 0);
 }

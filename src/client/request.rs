@@ -42,7 +42,8 @@
 //! Limits: [`send`](Request::send) is bounded as a whole by the client's request timeout
 //! and reads the whole body into memory (use [`lines`](Request::lines) for a stream); a
 //! header may not be set twice by the builder except by calling [`header`](Request::header)
-//! twice; `Authorization` and `Impersonate-*` come from the client's configuration only.
+//! twice; `Authorization`, `Impersonate-*` and `User-Agent` come from the client's
+//! configuration only, and the framing headers from the HTTP stack.
 
 use std::time::Duration;
 
@@ -56,6 +57,15 @@ use super::warning::{warnings_of, Warning};
 use super::watch::WatchCanceller;
 use crate::api::url_encoding::percent_encode;
 use crate::error::{Error, Result};
+
+/// Headers the HTTP stack sets from the body and the connection: a request may not set them.
+const FRAMING: [&str; 5] = [
+    "content-length",
+    "transfer-encoding",
+    "host",
+    "connection",
+    "user-agent",
+];
 
 /// A request under construction; see the [module docs](self). Made by
 /// [`Client::request`]; nothing is sent until [`send`](Self::send),
@@ -126,8 +136,9 @@ impl Request {
     }
 
     /// Adds a header (`Content-Type` and `Accept` set those; calling it twice with one name
-    /// sends the header twice). `Authorization` and `Impersonate-*` are refused at send time:
-    /// they come from the client's configuration.
+    /// sends the header twice). `Authorization`, `Impersonate-*`, `User-Agent` and the
+    /// framing headers (`Content-Length`, `Transfer-Encoding`, `Host`, `Connection`) are
+    /// refused at send time: they come from the client's configuration or the HTTP stack.
     pub fn header(mut self, name: &str, value: &str) -> Self {
         match name.to_ascii_lowercase().as_str() {
             "content-type" => self.content_type = Some(value.to_owned()),
@@ -187,10 +198,10 @@ impl Request {
             Some("the path must start with '/'".to_owned())
         } else if let Some((n, _)) = self.headers.iter().find(|(n, _)| {
             let n = n.to_ascii_lowercase();
-            n == "authorization" || n.starts_with("impersonate-")
+            n == "authorization" || n.starts_with("impersonate-") || FRAMING.contains(&n.as_str())
         }) {
             Some(format!(
-                "header {n:?} comes from the client's configuration, not from a request"
+                "header {n:?} is set by the client (its configuration or the HTTP framing), not by a request"
             ))
         } else {
             None
