@@ -1094,6 +1094,22 @@ fn builder_refuses_what_the_client_owns() {
         !err.to_string().contains("stolen"),
         "never quotes a credential"
     );
+    for (name, value) in [
+        ("content-length", "0"),
+        ("Host", "elsewhere"),
+        ("Impersonate-User", "root"),
+    ] {
+        let err = s
+            .client()
+            .request(Method::GET, "/api/v1/namespaces")
+            .header(name, value)
+            .send()
+            .unwrap_err();
+        assert!(
+            matches!(err, kube_informer::Error::InvalidInput(_)),
+            "{name}"
+        );
+    }
     let err = s
         .client()
         .request(Method::GET, "no-slash")
