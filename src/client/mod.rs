@@ -28,6 +28,24 @@
 //!
 //! A replace with the resourceVersion you read is the other way to write safely; wrap the
 //! read-modify-write in [`retry_on_conflict`].
+//!
+//! # Limits
+//!
+//! - Every patch body, apply's included, is encoded as JSON (JSON is YAML, and the server
+//!   reads it as such): the client has no YAML encoder. Send YAML text through
+//!   [`Client::request`] with `content_type("application/apply-patch+yaml")` if you have it.
+//! - The client knows no strategic-merge keys: a [`Patch::Strategic`] is sent as given, the
+//!   server does the merging.
+//! - Delete options always travel as a `DeleteOptions` body (as client-go sends them), never
+//!   as query parameters; [`Api::delete_collection`] uses only the label and field selectors
+//!   of its [`ListParams`].
+//! - A [`DeleteResponse::Object`] does not by itself say whether the object is still being
+//!   deleted or already gone (a pod deleted with grace 0 answers its last state): its
+//!   `deletionGracePeriodSeconds` and `finalizers` do.
+//! - [`Request::send`] reads the whole body into memory and is bounded by the request
+//!   timeout; use [`Request::lines`] for a long stream.
+//! - [`retry_on_conflict`] retries every 409 `Conflict`, an apply conflict included (as
+//!   client-go does): an apply that conflicts needs `force` or a change, not a retry.
 
 mod api;
 mod auth;

@@ -81,7 +81,7 @@ impl<P: Serialize> Patch<P> {
 
 /// One RFC 6902 operation. Paths are JSON Pointers (RFC 6901): `/metadata/labels/app`;
 /// a key holding `/` or `~` is escaped with [`escape_pointer_token`] (or built with
-/// [`pointer`]).
+/// [`pointer()`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum PatchOperation {

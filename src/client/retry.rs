@@ -48,7 +48,18 @@ impl Default for RetryBackoff {
 }
 
 /// Calls `f` until it succeeds, fails with something other than a conflict, or the steps
-/// run out (then the last conflict is returned). See the [module docs](self).
+/// run out (then the last conflict is returned): client-go's `RetryOnConflict`.
+///
+/// A replace carrying the `metadata.resourceVersion` it read fails with 409 Conflict when
+/// someone wrote the object in between. The cure is to read again, apply the change again,
+/// and write again: the closure does all three, and this helper calls it again after a short
+/// wait with jitter, a bounded number of times. Only a 409 whose reason is `Conflict` (or
+/// has no reason) is retried: `AlreadyExists` (also 409) and every other error come back at
+/// once, as does the last conflict when the steps run out.
+///
+/// [`Client::retry_on_conflict`] does the same and gives up with
+/// [`Error::Cancelled`](crate::Error::Cancelled) as soon as the client's
+/// [`Cancel`](super::Cancel) fires (waits sleep on it).
 ///
 /// ```
 /// use kube_informer::api::{ApiResource, DynamicObject};

@@ -45,7 +45,29 @@ pub struct Warning {
     pub text: String,
 }
 
-/// What a client does with the warnings of its responses (see the [module docs](self)).
+/// What a client does with the warnings of its responses.
+///
+/// The API server warns about what it accepted but wants fixed: unknown fields dropped under
+/// `fieldValidation=Warn` (the default), deprecated API versions, deprecated annotations. Each
+/// warning is one header `Warning: 299 - "text"` (RFC 7234's format: a code, an agent, a
+/// quoted text, an optional quoted date); several may come, one header each or comma
+/// separated in one. Every response's warnings are parsed (malformed entries are dropped, as
+/// client-go does) and:
+///
+/// - surfaced on [`Response::warnings`](super::Response::warnings) to the request builder's
+///   caller;
+/// - passed to the client's [`WarningHandler`] ([`ClientConfig::warning_handler`]), for
+///   every request, the typed [`Api`](super::Api) verbs included. The default,
+///   [`WarningHandler::LogOnce`], logs each distinct text once per client at `warn` level
+///   (like client-go's deduplicating warning writer); texts are the server's, written for
+///   people, never a request body; they are cut at 512 characters and their control
+///   characters replaced, so a hostile server cannot forge log lines.
+///
+/// Limit: the "once per client" memory holds at most 1,000 texts; past that, new texts are
+/// logged every time they come (a server sending endless distinct warnings cannot grow the
+/// client's memory).
+///
+/// [`ClientConfig::warning_handler`]: super::ClientConfig::warning_handler
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
