@@ -80,7 +80,7 @@ pub use rate_limit::{RateLimiter, RateLimiterStats};
 pub use request::{Request, Response};
 pub use retry::{retry_on_conflict, RetryBackoff};
 pub use scale::{Scale, ScaleSpec, ScaleStatus};
-pub use ureq::http::Method;
+pub use ureq::http::{HeaderMap, HeaderValue, Method};
 pub use warning::{Warning, WarningHandler};
 pub use watch::{WatchCanceller, WatchStream, MAX_WATCH_LINE};
 pub use write_params::{
