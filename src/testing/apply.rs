@@ -120,14 +120,8 @@ pub(crate) fn apply(
         .map(|e| e.fields.clone())
         .unwrap_or_default();
     let result = match live {
-        None => {
-            let mut obj = config.clone();
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("apiVersion");
-                m.remove("kind");
-            }
-            obj
-        }
+        // The store takes `kind` and `apiVersion` out (naming the resource's kind).
+        None => config.clone(),
         Some(live) => {
             let mut merged = merge(w.schema, "", live, &config);
             // What this manager owned before and no longer mentions goes, unless shared.

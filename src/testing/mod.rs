@@ -82,9 +82,8 @@
 //!   [`ApiServerBuilder::schema_fields`] declares others; other built-ins are not checked.
 //!   Nothing below the top level is checked (no schema), and unknown fields are reported in
 //!   alphabetical order (the real server: in the order of the body; the captures agree).
-//! - No defaulting and no validation of the objects themselves (no `Invalid` for a bad
-//!   label value, no default `imagePullPolicy`), except pod conditions getting their null
-//!   time fields as the Go types serialise them.
+//! - Almost no defaulting (only the container and pod-condition defaults of `defaults.rs`)
+//!   and no validation of the objects themselves (no `Invalid` for a bad label value).
 //! - A create keeps the `status` it is given (the real server resets it for some kinds).
 //! - No garbage collector: `foregroundDeletion` and `orphan` finalizers stay until an update
 //!   removes them; no kubelet: a Terminating pod stays until deleted with grace 0. A second
@@ -105,6 +104,7 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
+mod defaults;
 mod faults;
 mod handlers;
 mod http;

@@ -637,9 +637,6 @@ impl Store {
         ] {
             meta.remove(f);
         }
-        if !o.fixture {
-            serialized_like_go(tk, &mut obj);
-        }
         self.record_managed_fields(tk, None, &mut obj, o);
         let stored = self.commit(
             tk,
@@ -756,9 +753,6 @@ impl Store {
                     &added,
                 ));
             }
-        }
-        if !o.fixture {
-            serialized_like_go(tk, &mut obj);
         }
         self.record_managed_fields(tk, Some(&old), &mut obj, o);
         if being_deleted && finalizers.is_empty() {
@@ -988,8 +982,9 @@ impl Store {
         Ok((items, self.rv))
     }
 
-    /// The managed-fields hook of every HTTP write: an apply's computed entries, or an
-    /// `Update` entry for the writer (see `managed_fields`). Rust-side writes are left as given.
+    /// The managed-fields hook of every HTTP write: the defaults of built-in objects first
+    /// (see `defaults`), then an apply's computed entries, or an `Update` entry for the
+    /// writer (see `managed_fields`). Rust-side writes are left as given.
     fn record_managed_fields(
         &mut self,
         tk: &TypeKey,
@@ -999,6 +994,10 @@ impl Store {
     ) {
         if o.fixture {
             return;
+        }
+        let builtin = self.collection(tk).info.builtin;
+        if builtin {
+            super::defaults::apply(&tk.plural, obj);
         }
         if let Some(entries) = &o.managed_fields {
             let meta = metadata_of(obj);
@@ -1011,7 +1010,6 @@ impl Store {
         let Some(manager) = o.field_manager.as_deref() else {
             return;
         };
-        let builtin = self.collection(tk).info.builtin;
         let w = super::patch::writer(tk, builtin, o, manager);
         super::managed_fields::record_update_map(old, obj, &w);
     }
@@ -1226,25 +1224,6 @@ fn new_finalizers_forbidden(tk: &TypeKey, kind: &str, name: &str, added: &[&Stri
         ..Default::default()
     });
     st
-}
-
-/// What the real server's Go types add when they serialise an object: a pod condition's
-/// time fields are never left out (`"lastProbeTime":null`), as the captures show.
-fn serialized_like_go(tk: &TypeKey, obj: &mut Map<String, Value>) {
-    if !(tk.group.is_empty() && tk.plural == "pods") {
-        return;
-    }
-    let conditions = obj
-        .get_mut("status")
-        .and_then(|s| s.get_mut("conditions"))
-        .and_then(Value::as_array_mut);
-    for c in conditions.into_iter().flatten() {
-        if let Value::Object(c) = c {
-            for f in ["lastProbeTime", "lastTransitionTime"] {
-                c.entry(f).or_insert(Value::Null);
-            }
-        }
-    }
 }
 
 /// The strings of a JSON list (finalizers); anything else is empty.
