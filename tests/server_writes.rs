@@ -699,6 +699,18 @@ fn subresources_a_resource_does_not_serve_are_404() {
             "the server could not find the requested resource"
         );
     }
+    let pod = server
+        .create(&pods(), common::pod("lab", "p", "Pending"))
+        .unwrap();
+    let r = send(
+        &server,
+        "DELETE",
+        "/api/v1/namespaces/lab/pods/p/status",
+        "",
+        "",
+    );
+    assert_eq!(r.code, 405, "a subresource is not deleted");
+    assert_eq!(server.get(&pods(), Some("lab"), "p").unwrap(), pod);
     let plain = ApiServer::builder().resource(&widgets()).start();
     plain
         .create(

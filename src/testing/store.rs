@@ -571,7 +571,7 @@ impl Store {
         let mut obj = into_object(body)?;
         self.adopt_kind(tk, &mut obj);
         let warnings = self.check_fields(tk, &mut obj, o)?;
-        let info = self.collection(tk).info.clone();
+        let has_generation = self.collection(tk).info.generation;
         let meta = metadata_of(&mut obj);
         let given = meta
             .get("name")
@@ -625,7 +625,7 @@ impl Store {
         meta.insert("name".into(), name.clone().into());
         meta.insert("uid".into(), uid.into());
         meta.insert("creationTimestamp".into(), rfc3339_now().into());
-        if info.generation {
+        if has_generation {
             meta.insert("generation".into(), 1.into());
         } else {
             meta.remove("generation");
@@ -695,12 +695,15 @@ impl Store {
             }
         }
         let warnings = self.check_fields(tk, &mut obj, o)?;
-        let info = self.collection(tk).info.clone();
+        let (has_generation, has_status) = {
+            let info = &self.collection(tk).info;
+            (info.generation, info.subresources.status)
+        };
         let old: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
         if !o.fixture {
             if o.subresource.as_deref() == Some("status") {
                 obj = status_write(tk, &old, obj);
-            } else if info.subresources.status {
+            } else if has_status {
                 match old.get("status") {
                     Some(s) => obj.insert("status".into(), s.clone()),
                     None => obj.remove("status"),
@@ -730,7 +733,7 @@ impl Store {
             Some(g) => {
                 meta.insert("generation".into(), (g + i64::from(spec_changed)).into());
             }
-            None if info.generation => {
+            None if has_generation => {
                 meta.insert("generation".into(), 1.into());
             }
             None => {

@@ -183,7 +183,7 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             Ok(Answer::object(&mut store, t.tk, 200, w))
         }
         ("PATCH", Some(n)) => patch_object(req, t, n, shared),
-        ("DELETE", Some(n)) => delete(req, t, n, shared),
+        ("DELETE", Some(n)) if t.subresource.is_none() => delete(req, t, n, shared),
         ("DELETE", None) => delete_collection(req, t, shared),
         ("PUT", None) | ("PATCH", None) => Err(not_found(t.tk, "")),
         (m, _) => Err(Status::failure(
@@ -219,7 +219,7 @@ fn patch_object(
     Ok(Answer::object(&mut store, t.tk, 200, w))
 }
 
-/// GET, PUT or PATCH of `/scale`.
+/// PUT or PATCH of `/scale` (GET is [`scale_get`]).
 fn scale_write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
     let name = t.name.unwrap_or("");
     let o = write_options(req, Some("scale"))?;
