@@ -1021,3 +1021,37 @@ fn subresource_writes_honour_dry_run_and_bad_input_is_a_status() {
     }
     assert_eq!(server.resource_version(), rv, "nothing bad was written");
 }
+
+#[test]
+fn a_terminating_pod_without_finalizers_is_not_deleted_by_an_update() {
+    let server = server();
+    let mut body = common::pod("lab", "p", "Running");
+    body["spec"]["nodeName"] = json!("n1");
+    body["metadata"]["finalizers"] = json!(["example.com/x"]);
+    server.create(&pods(), body).unwrap();
+    let del = send(&server, "DELETE", "/api/v1/namespaces/lab/pods/p", "", "");
+    assert_eq!(del.json()["metadata"]["deletionGracePeriodSeconds"], 30);
+    // The finalizer comes off during the grace period: the pod stays Terminating.
+    let patch = send(
+        &server,
+        "PATCH",
+        "/api/v1/namespaces/lab/pods/p",
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":null}}"#,
+    );
+    assert_eq!(patch.code, 200);
+    let left = server
+        .get(&pods(), Some("lab"), "p")
+        .expect("still Terminating");
+    assert!(left["metadata"].get("finalizers").is_none());
+    // A status update of a Terminating pod keeps it too.
+    let status = send(
+        &server,
+        "PATCH",
+        "/api/v1/namespaces/lab/pods/p/status",
+        "application/merge-patch+json",
+        r#"{"status":{"phase":"Succeeded"}}"#,
+    );
+    assert_eq!(status.code, 200);
+    assert!(server.get(&pods(), Some("lab"), "p").is_some());
+}

@@ -62,8 +62,9 @@
 //!   (`spec.terminationGracePeriodSeconds`, default 30); with grace 0, or unscheduled, a pod
 //!   is marked (MODIFIED) then removed (DELETED), and the answer is the pod as deleted.
 //!   Anything else is removed (DELETED) and answered with a `Status` of `Success` naming it.
-//!   An update or patch that removes the last finalizer of an object being deleted deletes
-//!   it (DELETED); one that adds a finalizer to it is refused (422, as the real server).
+//!   An update or patch that removes the last finalizer of an object being deleted (with no
+//!   grace period left: `deletionGracePeriodSeconds: 0`) deletes it (DELETED); one that adds
+//!   a finalizer to it is refused (422, as the real server).
 //! - `deletecollection` (DELETE on a collection, label and field selectors): every selected
 //!   object deleted as above; the answer is a `<Kind>List` of them as they were, at the
 //!   version after the deletions.

@@ -742,8 +742,18 @@ impl Store {
         }
         let being_deleted = old_meta.is_some_and(|m| m.contains_key("deletionTimestamp"));
         let finalizers = string_list(meta.get("finalizers"));
+        let before = string_list(old_meta.and_then(|m| m.get("finalizers")));
+        // The real server's rule: the write that takes the last finalizer off an object
+        // marked for deletion with no grace period left deletes it. A pod still in its grace
+        // period stays (its kubelet would finish it).
+        let finishes_deletion = being_deleted
+            && finalizers.is_empty()
+            && !before.is_empty()
+            && old_meta
+                .and_then(|m| m.get("deletionGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+                == Some(0);
         if being_deleted {
-            let before = string_list(old_meta.and_then(|m| m.get("finalizers")));
             let mut added: Vec<&String> =
                 finalizers.iter().filter(|f| !before.contains(f)).collect();
             added.sort();
@@ -758,7 +768,7 @@ impl Store {
             }
         }
         self.record_managed_fields(tk, Some(&old), &mut obj, o);
-        if being_deleted && finalizers.is_empty() {
+        if finishes_deletion {
             let stored = self.commit(
                 tk,
                 EventType::Deleted,
