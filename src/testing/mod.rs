@@ -93,7 +93,8 @@
 //! - A write that removes the last finalizer sends one DELETED event carrying the object as
 //!   that write left it.
 //! - The `Scale` view: `spec.replicas` left out when 0 (`omitempty`), `status.replicas` 0
-//!   when the object has none; apply on `/scale` is not supported.
+//!   when the object has none, the selector made of `matchLabels` only (`matchExpressions`
+//!   are left out); apply on `/scale` is not supported.
 //! - Rust-side writes ([`ApiServer::create`], [`ApiServer::update`], [`ApiServer::patch`])
 //!   set the whole object as given (status included, no field validation, no managed
 //!   fields), like a test fixture; [`ApiServer::delete`] removes an object at once with one
