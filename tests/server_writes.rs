@@ -699,6 +699,18 @@ fn subresources_a_resource_does_not_serve_are_404() {
             "the server could not find the requested resource"
         );
     }
+    let pod = server
+        .create(&pods(), common::pod("lab", "p", "Pending"))
+        .unwrap();
+    let r = send(
+        &server,
+        "DELETE",
+        "/api/v1/namespaces/lab/pods/p/status",
+        "",
+        "",
+    );
+    assert_eq!(r.code, 405, "a subresource is not deleted");
+    assert_eq!(server.get(&pods(), Some("lab"), "p").unwrap(), pod);
     let plain = ApiServer::builder().resource(&widgets()).start();
     plain
         .create(
@@ -879,4 +891,167 @@ fn rust_side_deletes_go_at_once_unless_finalizers_hold_them() {
         server.get(&configmaps(), Some("lab"), "c").is_none(),
         "the last finalizer removed"
     );
+}
+
+#[test]
+fn deletecollection_takes_field_selectors_all_namespaces_and_dry_run() {
+    let server = server();
+    for (ns, name) in [("a", "x"), ("a", "y"), ("b", "x")] {
+        cm(&server, ns, name, json!({}));
+    }
+    let rv = server.resource_version();
+    let dry = send(&server, "DELETE", "/api/v1/configmaps?dryRun=All", "", "");
+    assert_eq!(dry.code, 200);
+    assert_eq!(dry.json()["items"].as_array().unwrap().len(), 3);
+    assert_eq!(server.resource_version(), rv, "a dry run deletes nothing");
+
+    let some = send(
+        &server,
+        "DELETE",
+        "/api/v1/configmaps?fieldSelector=metadata.name%3Dx",
+        "",
+        "",
+    );
+    assert_eq!(some.code, 200);
+    let names: Vec<String> = some.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["metadata"]["namespace"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(names, ["a/x", "b/x"]);
+    assert_eq!(server.list(&configmaps(), None).len(), 1);
+
+    let bad = send(
+        &server,
+        "DELETE",
+        "/api/v1/configmaps?fieldSelector=spec.x%3D1",
+        "",
+        "",
+    );
+    assert_eq!(bad.code, 400);
+    assert_eq!(
+        server.list(&configmaps(), None).len(),
+        1,
+        "a refused selector deletes nothing"
+    );
+}
+
+#[test]
+fn subresource_writes_honour_dry_run_and_bad_input_is_a_status() {
+    let server = server();
+    let dep = server
+        .create(&deployments(), json!({"metadata": {"name": "d", "namespace": "lab"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}}}))
+        .unwrap();
+    let rv = server.resource_version();
+    let scale = send(
+        &server,
+        "PATCH",
+        "/apis/apps/v1/namespaces/lab/deployments/d/scale?dryRun=All",
+        "application/merge-patch+json",
+        r#"{"spec":{"replicas":9}}"#,
+    );
+    assert_eq!(scale.code, 200);
+    assert_eq!(scale.json()["spec"]["replicas"], 9);
+    let status = send(
+        &server,
+        "PATCH",
+        "/apis/apps/v1/namespaces/lab/deployments/d/status?dryRun=All",
+        "application/merge-patch+json",
+        r#"{"status":{"replicas":9}}"#,
+    );
+    assert_eq!(status.code, 200);
+    assert_eq!(status.json()["status"]["replicas"], 9);
+    assert_eq!(server.resource_version(), rv);
+    assert_eq!(server.get(&deployments(), Some("lab"), "d").unwrap(), dep);
+
+    for (method, target, ct, body) in [
+        (
+            "PUT",
+            "/apis/apps/v1/namespaces/lab/deployments/d/scale",
+            "application/json",
+            "not json",
+        ),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/lab/deployments/d",
+            "application/json",
+            "{",
+        ),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/lab/deployments/d?gracePeriodSeconds=soon",
+            "",
+            "",
+        ),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/lab/deployments/d?propagationPolicy=Sideways",
+            "",
+            "",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/lab/configmaps?dryRun=Some",
+            "application/json",
+            r#"{"metadata":{"name":"z"}}"#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/lab/configmaps?fieldValidation=Loose",
+            "application/json",
+            r#"{"metadata":{"name":"z"}}"#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/lab/configmaps",
+            "application/json",
+            "[1,2]",
+        ),
+    ] {
+        let r = send(&server, method, target, ct, body);
+        assert!(matches!(r.code, 400 | 422), "{method} {target}: {}", r.code);
+        assert_eq!(r.json()["kind"], "Status", "{method} {target}");
+    }
+    assert_eq!(server.resource_version(), rv, "nothing bad was written");
+}
+
+#[test]
+fn a_terminating_pod_without_finalizers_is_not_deleted_by_an_update() {
+    let server = server();
+    let mut body = common::pod("lab", "p", "Running");
+    body["spec"]["nodeName"] = json!("n1");
+    body["metadata"]["finalizers"] = json!(["example.com/x"]);
+    server.create(&pods(), body).unwrap();
+    let del = send(&server, "DELETE", "/api/v1/namespaces/lab/pods/p", "", "");
+    assert_eq!(del.json()["metadata"]["deletionGracePeriodSeconds"], 30);
+    // The finalizer comes off during the grace period: the pod stays Terminating.
+    let patch = send(
+        &server,
+        "PATCH",
+        "/api/v1/namespaces/lab/pods/p",
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":null}}"#,
+    );
+    assert_eq!(patch.code, 200);
+    let left = server
+        .get(&pods(), Some("lab"), "p")
+        .expect("still Terminating");
+    assert!(left["metadata"].get("finalizers").is_none());
+    // A status update of a Terminating pod keeps it too.
+    let status = send(
+        &server,
+        "PATCH",
+        "/api/v1/namespaces/lab/pods/p/status",
+        "application/merge-patch+json",
+        r#"{"status":{"phase":"Succeeded"}}"#,
+    );
+    assert_eq!(status.code, 200);
+    assert!(server.get(&pods(), Some("lab"), "p").is_some());
 }

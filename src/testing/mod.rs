@@ -62,8 +62,9 @@
 //!   (`spec.terminationGracePeriodSeconds`, default 30); with grace 0, or unscheduled, a pod
 //!   is marked (MODIFIED) then removed (DELETED), and the answer is the pod as deleted.
 //!   Anything else is removed (DELETED) and answered with a `Status` of `Success` naming it.
-//!   An update or patch that removes the last finalizer of an object being deleted deletes
-//!   it (DELETED); one that adds a finalizer to it is refused (422, as the real server).
+//!   An update or patch that removes the last finalizer of an object being deleted (with no
+//!   grace period left: `deletionGracePeriodSeconds: 0`) deletes it (DELETED); one that adds
+//!   a finalizer to it is refused (422, as the real server).
 //! - `deletecollection` (DELETE on a collection, label and field selectors): every selected
 //!   object deleted as above; the answer is a `<Kind>List` of them as they were, at the
 //!   version after the deletions.
@@ -82,9 +83,8 @@
 //!   [`ApiServerBuilder::schema_fields`] declares others; other built-ins are not checked.
 //!   Nothing below the top level is checked (no schema), and unknown fields are reported in
 //!   alphabetical order (the real server: in the order of the body; the captures agree).
-//! - No defaulting and no validation of the objects themselves (no `Invalid` for a bad
-//!   label value, no default `imagePullPolicy`), except pod conditions getting their null
-//!   time fields as the Go types serialise them.
+//! - Almost no defaulting (only the container and pod-condition defaults of `defaults.rs`)
+//!   and no validation of the objects themselves (no `Invalid` for a bad label value).
 //! - A create keeps the `status` it is given (the real server resets it for some kinds).
 //! - No garbage collector: `foregroundDeletion` and `orphan` finalizers stay until an update
 //!   removes them; no kubelet: a Terminating pod stays until deleted with grace 0. A second
@@ -93,7 +93,8 @@
 //! - A write that removes the last finalizer sends one DELETED event carrying the object as
 //!   that write left it.
 //! - The `Scale` view: `spec.replicas` left out when 0 (`omitempty`), `status.replicas` 0
-//!   when the object has none; apply on `/scale` is not supported.
+//!   when the object has none, the selector made of `matchLabels` only (`matchExpressions`
+//!   are left out); apply on `/scale` is not supported.
 //! - Rust-side writes ([`ApiServer::create`], [`ApiServer::update`], [`ApiServer::patch`])
 //!   set the whole object as given (status included, no field validation, no managed
 //!   fields), like a test fixture; [`ApiServer::delete`] removes an object at once with one

@@ -571,7 +571,7 @@ impl Store {
         let mut obj = into_object(body)?;
         self.adopt_kind(tk, &mut obj);
         let warnings = self.check_fields(tk, &mut obj, o)?;
-        let info = self.collection(tk).info.clone();
+        let has_generation = self.collection(tk).info.generation;
         let meta = metadata_of(&mut obj);
         let given = meta
             .get("name")
@@ -625,7 +625,7 @@ impl Store {
         meta.insert("name".into(), name.clone().into());
         meta.insert("uid".into(), uid.into());
         meta.insert("creationTimestamp".into(), rfc3339_now().into());
-        if info.generation {
+        if has_generation {
             meta.insert("generation".into(), 1.into());
         } else {
             meta.remove("generation");
@@ -636,9 +636,6 @@ impl Store {
             "resourceVersion",
         ] {
             meta.remove(f);
-        }
-        if !o.fixture {
-            serialized_like_go(tk, &mut obj);
         }
         self.record_managed_fields(tk, None, &mut obj, o);
         let stored = self.commit(
@@ -698,12 +695,15 @@ impl Store {
             }
         }
         let warnings = self.check_fields(tk, &mut obj, o)?;
-        let info = self.collection(tk).info.clone();
+        let (has_generation, has_status) = {
+            let info = &self.collection(tk).info;
+            (info.generation, info.subresources.status)
+        };
         let old: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
         if !o.fixture {
             if o.subresource.as_deref() == Some("status") {
                 obj = status_write(tk, &old, obj);
-            } else if info.subresources.status {
+            } else if has_status {
                 match old.get("status") {
                     Some(s) => obj.insert("status".into(), s.clone()),
                     None => obj.remove("status"),
@@ -733,7 +733,7 @@ impl Store {
             Some(g) => {
                 meta.insert("generation".into(), (g + i64::from(spec_changed)).into());
             }
-            None if info.generation => {
+            None if has_generation => {
                 meta.insert("generation".into(), 1.into());
             }
             None => {
@@ -742,8 +742,18 @@ impl Store {
         }
         let being_deleted = old_meta.is_some_and(|m| m.contains_key("deletionTimestamp"));
         let finalizers = string_list(meta.get("finalizers"));
+        let before = string_list(old_meta.and_then(|m| m.get("finalizers")));
+        // The real server's rule: the write that takes the last finalizer off an object
+        // marked for deletion with no grace period left deletes it. A pod still in its grace
+        // period stays (its kubelet would finish it).
+        let finishes_deletion = being_deleted
+            && finalizers.is_empty()
+            && !before.is_empty()
+            && old_meta
+                .and_then(|m| m.get("deletionGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+                == Some(0);
         if being_deleted {
-            let before = string_list(old_meta.and_then(|m| m.get("finalizers")));
             let mut added: Vec<&String> =
                 finalizers.iter().filter(|f| !before.contains(f)).collect();
             added.sort();
@@ -757,11 +767,8 @@ impl Store {
                 ));
             }
         }
-        if !o.fixture {
-            serialized_like_go(tk, &mut obj);
-        }
         self.record_managed_fields(tk, Some(&old), &mut obj, o);
-        if being_deleted && finalizers.is_empty() {
+        if finishes_deletion {
             let stored = self.commit(
                 tk,
                 EventType::Deleted,
@@ -1230,25 +1237,6 @@ fn new_finalizers_forbidden(tk: &TypeKey, kind: &str, name: &str, added: &[&Stri
         ..Default::default()
     });
     st
-}
-
-/// What the real server's Go types add when they serialise an object: a pod condition's
-/// time fields are never left out (`"lastProbeTime":null`), as the captures show.
-fn serialized_like_go(tk: &TypeKey, obj: &mut Map<String, Value>) {
-    if !(tk.group.is_empty() && tk.plural == "pods") {
-        return;
-    }
-    let conditions = obj
-        .get_mut("status")
-        .and_then(|s| s.get_mut("conditions"))
-        .and_then(Value::as_array_mut);
-    for c in conditions.into_iter().flatten() {
-        if let Value::Object(c) = c {
-            for f in ["lastProbeTime", "lastTransitionTime"] {
-                c.entry(f).or_insert(Value::Null);
-            }
-        }
-    }
 }
 
 /// The strings of a JSON list (finalizers); anything else is empty.
