@@ -82,6 +82,19 @@ impl<P: Serialize> Patch<P> {
 /// One RFC 6902 operation. Paths are JSON Pointers (RFC 6901): `/metadata/labels/app`;
 /// a key holding `/` or `~` is escaped with [`escape_pointer_token`] (or built with
 /// [`pointer()`]).
+///
+/// ```
+/// use kube_informer::client::{pointer, PatchOperation};
+/// // Set a label only if the replicas are still 3 (the whole patch fails with 422 otherwise).
+/// let ops = vec![
+///     PatchOperation::test("/spec/replicas", 3),
+///     PatchOperation::add(&pointer(&["metadata", "labels", "example.com/checked"]), "yes"),
+/// ];
+/// assert_eq!(
+///     serde_json::to_string(&ops).unwrap(),
+///     r#"[{"op":"test","path":"/spec/replicas","value":3},{"op":"add","path":"/metadata/labels/example.com~1checked","value":"yes"}]"#
+/// );
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum PatchOperation {

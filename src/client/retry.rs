@@ -21,6 +21,14 @@ use crate::error::{Error, Result};
 /// How [`retry_on_conflict`] waits: `steps` attempts in all, the first wait `initial`, each
 /// next one `factor` times longer up to `max`, each stretched by a random fraction up to
 /// `jitter`. The default is client-go's `DefaultRetry`: 5 steps, 10 ms, factor 1, jitter 0.1.
+///
+/// ```
+/// use std::time::Duration;
+/// use kube_informer::client::RetryBackoff;
+/// // client-go's DefaultBackoff: 4 steps from 10 ms, five times longer each.
+/// let b = RetryBackoff { steps: 4, factor: 5.0, ..Default::default() };
+/// assert_eq!(b.initial, Duration::from_millis(10));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RetryBackoff {
     /// How many attempts in all (at least one is made).

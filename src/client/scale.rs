@@ -10,7 +10,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::ObjectMeta;
 
-/// An autoscaling/v1 `Scale`.
+/// An autoscaling/v1 `Scale` (see [`Api::get_scale`](super::Api::get_scale) for the
+/// verbs).
+///
+/// ```
+/// use kube_informer::client::Scale;
+/// let s: Scale = serde_json::from_str(r#"{"kind":"Scale","apiVersion":"autoscaling/v1",
+///     "metadata":{"name":"web","resourceVersion":"271"},"spec":{},"status":{"replicas":0,"selector":"app=web"}}"#).unwrap();
+/// assert_eq!(s.spec.replicas, 0); // a 0 is left out by the server
+/// assert_eq!(s.status.unwrap().selector.as_deref(), Some("app=web"));
+/// ```
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Scale {
