@@ -529,13 +529,23 @@ impl Store {
         check_namespace(meta, ns)?;
         if let Some(rv) = meta.get("resourceVersion").and_then(Value::as_str) {
             if !rv.is_empty() && rv != current.rv.to_string() {
-                return Err(object_status(
+                // Named like kube-apiserver names it: the group-qualified resource, and the
+                // group in `details` (status-409-lease-update-stale-rv.json).
+                let resource = match tk.group.as_str() {
+                    "" => tk.plural.clone(),
+                    g => format!("{}.{g}", tk.plural),
+                };
+                let mut st = object_status(
                     409,
                     "Conflict",
-                    format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", tk.plural),
+                    format!("Operation cannot be fulfilled on {resource} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"),
                     &tk.plural,
                     name,
-                ));
+                );
+                if let Some(d) = st.details.as_mut() {
+                    d.group = Some(tk.group.clone()).filter(|g| !g.is_empty());
+                }
+                return Err(st);
             }
         }
         let old: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
