@@ -128,12 +128,14 @@ fn a_stale_lease_update_answers_409_like_kube_apiserver() {
 #[derive(Default)]
 struct Terms {
     events: Mutex<Vec<(String, bool, Instant)>>,
+    /// (observer, leader) from the new-leader callbacks.
+    observed: Mutex<Vec<(String, String)>>,
 }
 
 impl Terms {
     fn callbacks(self: &Arc<Self>, id: &str) -> LeaderCallbacks {
-        let (started, stopped) = (Arc::clone(self), Arc::clone(self));
-        let (id1, id2) = (id.to_owned(), id.to_owned());
+        let (started, stopped, observed) = (Arc::clone(self), Arc::clone(self), Arc::clone(self));
+        let (id1, id2, id3) = (id.to_owned(), id.to_owned(), id.to_owned());
         LeaderCallbacks::new(move |term| {
             started
                 .events
@@ -147,6 +149,19 @@ impl Terms {
                 .lock()
                 .push((id2.clone(), false, Instant::now()));
         })
+        .on_new_leader(move |leader| {
+            observed
+                .observed
+                .lock()
+                .push((id3.clone(), leader.to_owned()));
+        })
+    }
+
+    fn saw_as_leader(&self, observer: &str, leader: &str) -> bool {
+        self.observed
+            .lock()
+            .iter()
+            .any(|(o, l)| o == observer && l == leader)
     }
 
     /// Panics unless every term ended before the next one started.
@@ -238,7 +253,15 @@ fn three_electors_lead_one_at_a_time_and_a_clean_stop_hands_over_at_once() {
         assert!(elector.is_leader());
         assert_eq!(elector.leader().as_deref(), Some(leader.as_str()));
         let last_renew = elector.last_renew().unwrap();
+        for other in all.iter().flatten() {
+            wait_until("the others to observe the leader", || {
+                terms.saw_as_leader(other.identity(), &leader)
+            });
+            assert!(!other.is_leader());
+        }
+        let stopping = Instant::now();
         elector.stop();
+        eprintln!("the leader's stop took {:?}", stopping.elapsed());
         let spec = lease_spec(&server, "clean");
         assert_ne!(spec["holderIdentity"], json!(leader), "released: {spec}");
         if n < 2 {

@@ -407,11 +407,10 @@ impl LeaderElector {
                 shared.config.name
             ))
             .spawn(move || {
-                let mut run = Run::new(&s, client, callbacks);
-                run.run();
-                drop(run);
-                s.state.lock().exited = true;
-                s.cond.notify_all();
+                // Marks the thread as finished however it ends, so `stop` never waits for a
+                // thread that is gone.
+                let _exit = Exited(&s);
+                Run::new(&s, client, callbacks).run();
             })
             .map_err(spawn_err)?;
         elector.thread = Some(thread);
@@ -466,9 +465,6 @@ impl LeaderElector {
     }
 
     fn shutdown(&mut self) {
-        let Some(thread) = self.thread.take() else {
-            return;
-        };
         {
             let mut st = self.shared.state.lock();
             st.stopping = true;
@@ -480,7 +476,7 @@ impl LeaderElector {
         self.shared.stop.cancel();
         // The started callback's return is waited for without a bound (it must honour its
         // stop); the release request then gets `release_timeout` before it is cut.
-        {
+        if let Some(thread) = self.thread.take() {
             let mut st = self.shared.state.lock();
             while !st.exited && !st.releasing {
                 self.shared.cond.wait(&mut st);
@@ -492,8 +488,9 @@ impl LeaderElector {
                     break;
                 }
             }
+            drop(st);
+            let _ = thread.join();
         }
-        let _ = thread.join();
         if let Some(w) = self.watchdog.take() {
             let _ = w.join();
         }
@@ -503,6 +500,16 @@ impl LeaderElector {
 impl Drop for LeaderElector {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// Sets `exited` when dropped (the elector thread's end, a panic included).
+struct Exited<'a>(&'a Shared);
+
+impl Drop for Exited<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().exited = true;
+        self.0.cond.notify_all();
     }
 }
 
