@@ -137,6 +137,11 @@ impl Terms {
         let (started, stopped, observed) = (Arc::clone(self), Arc::clone(self), Arc::clone(self));
         let (id1, id2, id3) = (id.to_owned(), id.to_owned(), id.to_owned());
         LeaderCallbacks::new(move |term| {
+            let thread = std::thread::current().name().unwrap_or("").to_owned();
+            assert!(
+                thread.starts_with("kube-informer/") && thread.ends_with("/leader"),
+                "{thread}"
+            );
             started
                 .events
                 .lock()
@@ -150,6 +155,8 @@ impl Terms {
                 .push((id2.clone(), false, Instant::now()));
         })
         .on_new_leader(move |leader| {
+            let thread = std::thread::current().name().unwrap_or("").to_owned();
+            assert!(thread.ends_with("/leader-elector"), "{thread}");
             observed
                 .observed
                 .lock()
@@ -545,6 +552,17 @@ fn a_controller_under_election_runs_its_workers_only_while_leading() {
         .unwrap();
     wait_until("the successor to reconcile a new pod", || {
         reconciled_by(second_id) == 6
+    });
+    // The API server away: the leader steps down and its workers stop; back: a new term.
+    server.go_down();
+    wait_until("the leader to step down", || !second.is_leader());
+    server.come_back().unwrap();
+    wait_until("a new term", || second.is_leader());
+    server
+        .create(&pods(), pod("lab", "p-after", "Pending"))
+        .unwrap();
+    wait_until("the new term to reconcile a new pod", || {
+        reconciled_by(second_id) == 7
     });
     second.stop();
     // Every reconcile happened inside its replica's term, and terms never overlapped.
