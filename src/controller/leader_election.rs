@@ -64,6 +64,10 @@
 //! Callback panics are caught and logged; a panicking started callback is treated as one
 //! that returned.
 //!
+//! The hand-offs between those threads (a term begun, renewed, ended by the watchdog, the
+//! release, `stop` at any point) are checked under the `shuttle` model checker in
+//! `interleavings.rs`, against a Lease kept in memory (the crate-private `LeaseBackend`).
+//!
 //! # Limits
 //!
 //! - `lease_duration` is written to the record in whole seconds (rounded up).
@@ -74,14 +78,14 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use parking_lot::{Condvar, Mutex};
 
 use super::lease::{Lease, LeaseSpec, MicroTime};
 use crate::client::{Api, Cancel, Client};
 use crate::error::{Error, Result};
+// From the shim, so that the interleaving checks (`--cfg shuttle`) run this very code.
+use crate::sync::thread::{self, JoinHandle};
+use crate::sync::{Condvar, Mutex};
 
 /// client-go's jitter factor: retries wait between 1 and 1.2 retry periods.
 const JITTER_FACTOR: f64 = 1.2;
@@ -376,19 +380,40 @@ impl LeaderElector {
         config: LeaderElectionConfig,
         callbacks: LeaderCallbacks,
     ) -> Result<LeaderElector> {
+        let (stop, release_cut) = (Cancel::new(), Cancel::new());
+        let backend = ApiBackend {
+            name: config.name.clone(),
+            api: Api::namespaced(client.with_cancel(stop.clone()), &config.namespace),
+            release_api: Api::namespaced(
+                client.with_cancel(release_cut.clone()),
+                &config.namespace,
+            ),
+        };
+        Self::start_with(backend, config, callbacks, stop, release_cut)
+    }
+
+    /// [`start`](Self::start) on any backend; `stop` and `release_cut` are the tokens the
+    /// backend's requests are cut by.
+    pub(crate) fn start_with(
+        backend: impl LeaseBackend,
+        config: LeaderElectionConfig,
+        callbacks: LeaderCallbacks,
+        stop: Cancel,
+        release_cut: Cancel,
+    ) -> Result<LeaderElector> {
         config.validate()?;
         let lease_name = format!("{}/{}", config.namespace, config.name);
         let shared = Arc::new(Shared {
             config,
             lease_name,
-            stop: Cancel::new(),
-            release_cut: Cancel::new(),
+            stop,
+            release_cut,
             state: Mutex::new(State::default()),
             cond: Condvar::new(),
         });
         let spawn_err = |e: std::io::Error| Error::Config(format!("spawning a thread: {e}"));
         let s = Arc::clone(&shared);
-        let watchdog = std::thread::Builder::new()
+        let watchdog = thread::Builder::new()
             .name(format!(
                 "kube-informer/{}/leader-watchdog",
                 shared.config.name
@@ -401,7 +426,7 @@ impl LeaderElector {
             watchdog: Some(watchdog),
         };
         let s = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
+        let thread = thread::Builder::new()
             .name(format!(
                 "kube-informer/{}/leader-elector",
                 shared.config.name
@@ -410,7 +435,7 @@ impl LeaderElector {
                 // Marks the thread as finished however it ends, so `stop` never waits for a
                 // thread that is gone.
                 let _exit = Exited(&s);
-                Run::new(&s, client, callbacks).run();
+                Run::new(&s, Box::new(backend), callbacks).run();
             })
             .map_err(spawn_err)?;
         elector.thread = Some(thread);
@@ -537,6 +562,42 @@ fn watchdog(shared: &Shared) {
     }
 }
 
+/// Where the record lives: the API server (through [`Api`]), or, in the interleaving
+/// checks, memory.
+pub(crate) trait LeaseBackend: Send + 'static {
+    /// Reads the Lease.
+    fn get(&self) -> Result<Lease>;
+    /// Creates it.
+    fn create(&self, lease: &Lease) -> Result<Lease>;
+    /// Replaces it (409 when its `resourceVersion` is stale).
+    fn replace(&self, lease: &Lease) -> Result<Lease>;
+    /// Replaces it to release it: cut by [`LeaderElector::stop`] after `release_timeout`
+    /// instead of at once.
+    fn release(&self, lease: &Lease) -> Result<Lease>;
+}
+
+/// The Lease on the API server.
+struct ApiBackend {
+    name: String,
+    api: Api<Lease>,
+    release_api: Api<Lease>,
+}
+
+impl LeaseBackend for ApiBackend {
+    fn get(&self) -> Result<Lease> {
+        self.api.get(&self.name)
+    }
+    fn create(&self, lease: &Lease) -> Result<Lease> {
+        self.api.create(lease)
+    }
+    fn replace(&self, lease: &Lease) -> Result<Lease> {
+        self.api.replace(&self.name, lease)
+    }
+    fn release(&self, lease: &Lease) -> Result<Lease> {
+        self.release_api.replace(&self.name, lease)
+    }
+}
+
 /// What one attempt to acquire or renew found.
 enum Attempt {
     /// This elector holds the lease (acquired or renewed) as of the request sent at `sent`.
@@ -550,8 +611,7 @@ enum Attempt {
 /// The elector thread's state.
 struct Run<'a> {
     shared: &'a Shared,
-    api: Api<Lease>,
-    release_api: Api<Lease>,
+    backend: Box<dyn LeaseBackend>,
     callbacks: LeaderCallbacks,
     /// The last record read or written (its `resourceVersion` guards the next write).
     record: Option<Lease>,
@@ -565,11 +625,8 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    fn new(shared: &'a Shared, client: Client, callbacks: LeaderCallbacks) -> Self {
+    fn new(shared: &'a Shared, backend: Box<dyn LeaseBackend>, callbacks: LeaderCallbacks) -> Self {
         let c = &shared.config;
-        let api = Api::namespaced(client.with_cancel(shared.stop.clone()), &c.namespace);
-        let release_api =
-            Api::namespaced(client.with_cancel(shared.release_cut.clone()), &c.namespace);
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -579,8 +636,7 @@ impl<'a> Run<'a> {
                 .fold(0u64, |h, b| h.wrapping_mul(0x100_0000_01b3) ^ u64::from(b)));
         Run {
             shared,
-            api,
-            release_api,
+            backend,
             callbacks,
             record: None,
             observed: None,
@@ -612,8 +668,7 @@ impl<'a> Run<'a> {
             // Acquire.
             let sent = loop {
                 if self.shared.pause_point() {
-                    join_term(previous.take());
-                    return;
+                    return self.finish(previous.take());
                 }
                 let sent = Instant::now();
                 if let Attempt::Holding = self.try_acquire_or_renew() {
@@ -621,8 +676,7 @@ impl<'a> Run<'a> {
                 }
                 let wait = self.jittered();
                 if self.shared.stop.sleep(wait) {
-                    join_term(previous.take());
-                    return;
+                    return self.finish(previous.take());
                 }
             };
             // The previous term's thread has returned before a new term starts.
@@ -684,6 +738,16 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Stopping between terms: the last term's callbacks return, then the lease is released
+    /// if the last record seen still names this elector (a term ended by the watchdog leaves
+    /// it so until the next acquisition).
+    fn finish(&mut self, previous: Option<JoinHandle<()>>) {
+        join_term(previous);
+        if self.shared.config.release_on_cancel {
+            self.release();
+        }
+    }
+
     /// Starts the term's thread: the started callback, then (once the term ended) the
     /// stopped callback.
     fn spawn_term(&self, term: &Term) -> Result<JoinHandle<()>> {
@@ -693,7 +757,7 @@ impl<'a> Run<'a> {
             self.callbacks.stopped.clone(),
         );
         let lease = self.shared.lease_name.clone();
-        std::thread::Builder::new()
+        thread::Builder::new()
             .name(format!("kube-informer/{}/leader", self.shared.config.name))
             .spawn(move || {
                 if catch_unwind(AssertUnwindSafe(|| started(&term))).is_err() {
@@ -754,7 +818,7 @@ impl<'a> Run<'a> {
         let c = &self.shared.config;
         let now = MicroTime::now();
         let lease_secs = c.lease_seconds().unwrap_or(i32::MAX);
-        let current = match self.api.get(&c.name) {
+        let current = match self.backend.get() {
             Ok(l) => l,
             Err(e) if e.is_not_found() => {
                 let mut lease = Lease::new(&c.namespace, &c.name);
@@ -766,7 +830,7 @@ impl<'a> Run<'a> {
                     lease_transitions: Some(0),
                     ..Default::default()
                 });
-                return match self.api.create(&lease) {
+                return match self.backend.create(&lease) {
                     Ok(l) => {
                         self.observe(l);
                         Attempt::Holding
@@ -802,7 +866,7 @@ impl<'a> Run<'a> {
             strategy: spec.strategy,
             preferred_holder: spec.preferred_holder,
         });
-        match self.api.replace(&c.name, &lease) {
+        match self.backend.replace(&lease) {
             Ok(l) => {
                 self.observe(l);
                 Attempt::Holding
@@ -932,7 +996,7 @@ impl<'a> Run<'a> {
             strategy: spec.strategy,
             preferred_holder: spec.preferred_holder,
         });
-        match self.release_api.replace(&c.name, &lease) {
+        match self.backend.release(&lease) {
             Ok(_) => log::info!(
                 "leader election {}: {} released the lease",
                 self.shared.lease_name,

@@ -9,6 +9,8 @@
 
 #[allow(clippy::module_inception)]
 mod controller;
+#[cfg(all(test, shuttle))]
+mod interleavings;
 pub mod leader_election;
 mod lease;
 
