@@ -17,7 +17,10 @@
 //! informer synced and its queue filled (so a new leader starts from a warm cache and knows
 //! every key changed meanwhile), but workers run only during this replica's terms: they
 //! start when a term starts and are stopped (each finishing the key in hand) and joined when
-//! the term ends; the next term starts a new set. Keys stay queued between terms.
+//! the term ends; the next term starts a new set. Keys stay queued between terms (at most one
+//! entry per object: the queue deduplicates), and so do pending retries and their back-off.
+//! A reconcile in hand when the term ends is finished, not interrupted: keep reconciles short,
+//! or the stop of the term waits for them.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};

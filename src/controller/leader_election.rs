@@ -75,6 +75,14 @@
 //!   renewal without the `GET`, is not implemented).
 //! - Coordinated leader election (`strategy`, `preferredHolder`) is not implemented; those
 //!   fields are kept as read.
+//! - Exclusion rests on timing, as in client-go: a leader whose process is paused longer than
+//!   `lease_duration - renew_deadline` past its last renewal, or whose started callback
+//!   ignores the stop signal that long, can still be acting when a successor starts.
+//! - `stop` waits for the started callback to return without a bound.
+//! - A `create` of the Lease cut by `stop` may have reached the server: the Lease is then
+//!   held, unreleased, until it expires (one lease duration).
+//! - A holder's `leaseDurationSeconds` is honoured whatever its size (a record claiming a
+//!   day keeps everyone waiting a day after its last change), as in client-go.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
