@@ -908,6 +908,57 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
     let _ = to.shutdown(Shutdown::Both);
 }
 
+/// (5) Two leader electors on one Lease: one leads; stopped cleanly, it releases the lease
+/// and the other takes over; the record counts one transition.
+fn two_electors_hand_over(env: &Env) {
+    use kube_informer::controller::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Lease};
+
+    let ns = TestNamespace::create(env);
+    // (identity, started) in the order the callbacks ran; `false` entries are stops.
+    let terms: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+    let start = |id: &str| {
+        let (t1, t2) = (Arc::clone(&terms), Arc::clone(&terms));
+        let (id1, id2) = (id.to_owned(), id.to_owned());
+        let config = LeaderElectionConfig::new(&ns.name, "e2e-leader", id)
+            .lease_duration(Duration::from_secs(6))
+            .renew_deadline(Duration::from_secs(4))
+            .retry_period(Duration::from_millis(500));
+        let callbacks = LeaderCallbacks::new(move |term| {
+            t1.lock().push((id1.clone(), true));
+            term.wait();
+        })
+        .on_stopped_leading(move || t2.lock().push((id2.clone(), false)));
+        LeaderElector::start(env.client.clone(), config, callbacks).unwrap()
+    };
+    let mut electors = vec![start("e2e-a"), start("e2e-b")];
+    let starts = || terms.lock().iter().filter(|t| t.1).count();
+    wait_until("a leader", || starts() == 1);
+    let leader = terms.lock()[0].0.clone();
+    let i = electors
+        .iter()
+        .position(|e| e.identity() == leader)
+        .unwrap();
+    let first = electors.remove(i);
+    assert!(first.is_leader());
+    first.stop();
+    wait_until("the other elector to take over", || starts() == 2);
+    let successor = electors.pop().unwrap();
+    assert!(successor.is_leader());
+    assert_ne!(successor.identity(), leader);
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), &ns.name);
+    let spec = leases.get("e2e-leader").unwrap().spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some(successor.identity()));
+    assert_eq!(spec.lease_transitions, Some(1));
+    successor.stop();
+    let spec = leases.get("e2e-leader").unwrap().spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some(""), "released");
+    assert_eq!(
+        terms.lock().iter().map(|t| t.1).collect::<Vec<_>>(),
+        [true, false, true, false],
+        "one term at a time"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Against a real cluster (opt-in).
 
@@ -951,6 +1002,14 @@ fn real_writes_a_controller_makes() {
     }
 }
 
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_two_electors_hand_over() {
+    if let Some(env) = Env::real() {
+        two_electors_hand_over(&env);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The same bodies against the test API server, in every `cargo test`.
 
@@ -972,6 +1031,11 @@ fn fake_custom_resource_via_dynamic_object() {
 #[test]
 fn fake_forbidden_is_an_error_with_its_status() {
     forbidden_is_an_error_with_its_status(&Env::fake());
+}
+
+#[test]
+fn fake_two_electors_hand_over() {
+    two_electors_hand_over(&Env::fake());
 }
 
 #[test]
