@@ -6,14 +6,20 @@
 //!   workers run only while this replica leads.
 //! - [`LeaderElector`] (`leader_election.rs`): client-go's leader election on a
 //!   `coordination.k8s.io/v1` [`Lease`] (`lease.rs`, the typed record).
+//! - [`EventRecorder`] (`events.rs`): Events about the objects a controller acts on, written
+//!   by a background thread so that reconciles never wait on them.
 
 #[allow(clippy::module_inception)]
 mod controller;
+mod events;
 #[cfg(all(test, shuttle))]
 mod interleavings;
 pub mod leader_election;
 mod lease;
 
 pub use controller::{Action, Controller, ControllerBuilder};
+pub use events::{
+    EventRecorder, EventRecorderConfig, EventRecorderStats, EventType, ObjectReference,
+};
 pub use leader_election::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Term};
 pub use lease::{Lease, LeaseSpec, MicroTime};

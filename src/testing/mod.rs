@@ -74,6 +74,10 @@
 //!   writes to the main resource keep the stored `status`) and `scale` (an `autoscaling/v1`
 //!   `Scale` from the object's replicas and selector; PUT/PATCH set the object's replicas).
 //!   Other subresources are 404.
+//! - Events (`events.rs`): an `events.k8s.io/v1` Event written without `eventTime` is
+//!   refused with the captured 422; written Events get the fields the real server adds
+//!   (`deprecatedSource: {}` and the null `deprecated*Timestamp`s; `core/v1`: `eventTime:
+//!   null` and empty `reportingComponent` / `reportingInstance`).
 //!
 //! Simplifications (what a real server does that this one does not):
 //! - Built-in or custom is decided by the group ([`is_builtin_group`]), not by discovery.
@@ -99,6 +103,9 @@
 //!   set the whole object as given (status included, no field validation, no managed
 //!   fields), like a test fixture; [`ApiServer::delete`] removes an object at once with one
 //!   DELETED event, pods too (finalizers still hold the object).
+//! - `events.k8s.io/v1` and `core/v1` Events are stored apart: each API lists only the
+//!   Events written through it (the real server serves one set through both); the eventTime
+//!   check is not made for a server-side apply.
 //! - Namespaces are not objects that must exist (see `patch.rs` for apply's exception).
 
 // The test server passes `Status` bodies around by value: they are what it answers with,
@@ -107,6 +114,7 @@
 
 mod apply;
 mod defaults;
+mod events;
 mod faults;
 mod handlers;
 mod http;

@@ -1008,6 +1008,18 @@ impl Store {
         if o.fixture {
             return;
         }
+        self.defaults_and_owners(tk, old, obj, o);
+        // Fields the real server writes out as zero values (not defaults): no one owns them.
+        super::events::defaults(tk, obj);
+    }
+
+    fn defaults_and_owners(
+        &mut self,
+        tk: &TypeKey,
+        old: Option<&Map<String, Value>>,
+        obj: &mut Map<String, Value>,
+        o: &WriteOptions,
+    ) {
         let builtin = self.collection(tk).info.builtin;
         if builtin {
             super::defaults::apply(&tk.plural, obj);

@@ -171,6 +171,7 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
         ("POST", None) => {
             let o = write_options(req, None)?;
             let body = json_body(req)?;
+            super::events::validate(t.tk, &body)?;
             let mut store = shared.store.lock();
             let w = store.create_with(t.tk, ns, body, &o)?;
             Ok(Answer::object(&mut store, t.tk, 201, w))
@@ -178,6 +179,7 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
         ("PUT", Some(n)) => {
             let o = write_options(req, t.subresource)?;
             let body = json_body(req)?;
+            super::events::validate(t.tk, &body)?;
             let mut store = shared.store.lock();
             let w = store.update_with(t.tk, ns, n, body, &o)?;
             Ok(Answer::object(&mut store, t.tk, 200, w))
@@ -215,6 +217,7 @@ fn patch_object(
     let doc: Value = serde_json::from_str(&store.collection(t.tk).with_type_meta(&current.json))
         .unwrap_or_default();
     let patched = patch::patched(ty, &doc, &req.body)?;
+    super::events::validate(t.tk, &patched)?;
     let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
     Ok(Answer::object(&mut store, t.tk, 200, w))
 }
