@@ -204,6 +204,20 @@ fn server_side_apply_of_status_answers_as_captured() {
     mf[1]["fieldsV1"] = json!({"f:status": {".": {}, "f:ready": {}}});
     server.create(&widgets(), w).unwrap();
     replay(&server, "apply-widget-status");
+
+    // Through the main resource, `status` is not applied (the resource serves /status).
+    let main = send(
+        &server,
+        "PATCH",
+        "/apis/lab.example.com/v1/namespaces/fx-sub/widgets/w-status?fieldManager=tool",
+        "application/apply-patch+yaml",
+        "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata: {name: w-status}\nspec: {color: red}\nstatus: {ready: false}\n",
+    );
+    assert_eq!(main.code, 200, "{}", String::from_utf8_lossy(&main.body));
+    let v = main.json();
+    assert_eq!(v["status"], json!({"ready": true}));
+    let tool = managers(&v).into_iter().find(|m| m.0 == "tool").unwrap();
+    assert_eq!(tool.2, json!({"f:spec": {"f:color": {}}}));
 }
 
 // ---------------------------------------------------------------- managers meet

@@ -13,17 +13,20 @@
 //! - `fieldManager` is required (422), the body's name must be the URL's (400, checked AFTER
 //!   conflicts, as captured), and unknown fields of the kinds the server knows give the
 //!   captured HTTP 500 (kube-apiserver's bug, with or without `fieldValidation=Strict`).
-//! - an apply through `/status` applies only `status` and records `subresource: status`.
+//! - an apply through `/status` applies only `status` and records `subresource: status`;
+//!   an apply to the main resource of a resource that serves `/status` ignores `status`.
 //!
 //! Simplifications, besides those of [`managed_fields`](super::managed_fields): unknown
 //! fields are recognised only at the top level of a few built-in kinds (`ConfigMap`,
 //! `Secret`, `Pod`, `Service`, `Deployment`, ...) and in `metadata` of every kind; `null`
-//! values in an apply body are dropped (not "owned but unset"); on the main resource
-//! `status` is applied like any field (the real server ignores it when the resource has a
-//! status subresource); a new element of a keyed list is appended after the live ones;
-//! no validation of values (labels, data keys, CRD schemas: the captured 422s are not
-//! reproduced); the name of an `Update` manager in a conflict message is printed as
-//! `"name" using apiVersion` without the time the real server adds.
+//! values in an apply body are dropped (not "owned but unset"); a new element of a keyed
+//! list is appended after the live ones; values are not validated (labels, data keys, CRD
+//! schemas: the captured 422s of `status-422-apply-invalid` and
+//! `status-422-apply-custom-resource-schema` are not reproduced). The captures show a
+//! conflict with an `Apply` manager only (`conflict with "alice": .data.color`); a conflict
+//! with an `Update` manager is printed `conflict with "name" using v1: ...`, and several
+//! conflicts one `conflict with ...` line each (the real server's wording for these two
+//! cases is not captured and may differ).
 
 use std::collections::BTreeMap;
 
@@ -55,6 +58,8 @@ pub(crate) struct ApplyRequest<'a> {
     pub namespace: Option<&'a str>,
     /// The resource's kind (`ConfigMap`), for the unknown-field message.
     pub kind: &'a str,
+    /// The resource serves `/status`: an apply to the main resource leaves `status` alone.
+    pub status_subresource: bool,
     pub writer: Writer,
 }
 
@@ -110,6 +115,11 @@ pub(crate) fn apply(
             if let Some(Value::Object(meta)) = m.get_mut("metadata") {
                 meta.retain(|k, _| k == "name" || k == "namespace");
             }
+        }
+    }
+    if w.subresource.is_empty() && req.status_subresource {
+        if let Some(m) = config.as_object_mut() {
+            m.remove("status");
         }
     }
     let applied_set = config_set(w.schema, &config);
@@ -576,6 +586,7 @@ mod tests {
             name,
             namespace: Some("fx-writes"),
             kind: "ConfigMap",
+            status_subresource: false,
             writer: Writer {
                 manager: manager.unwrap_or("").into(),
                 subresource: String::new(),

@@ -159,9 +159,9 @@ pub(crate) fn apply_patch(
     if let Some(ns) = ns {
         namespace_exists(store, ns)?;
     }
-    let (kind, builtin) = {
+    let (kind, builtin, status_subresource) = {
         let c = store.collection(tk);
-        (c.kind.clone(), c.info.builtin)
+        (c.kind.clone(), c.info.builtin, c.info.subresources.status)
     };
     let field_manager = req.param("fieldManager");
     let areq = ApplyRequest {
@@ -170,6 +170,7 @@ pub(crate) fn apply_patch(
         name,
         namespace: ns,
         kind: &kind,
+        status_subresource,
         writer: writer(tk, builtin, o, field_manager.unwrap_or("")),
     };
     let current = store.get(tk, ns, name).ok();
