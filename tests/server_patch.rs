@@ -293,9 +293,13 @@ fn apply_conflicts_with_fields_other_writes_changed() {
     let refused = apply("metadata: {name: cm}\ndata: {a: '1', b: '3'}\n", "");
     assert_eq!(refused.code, 409);
     let st = refused.json();
-    assert_eq!(
-        st["message"],
-        "Apply failed with 1 conflict: conflict with \"installer\" using v1: .data.b"
+    // An Update manager is named with its apiVersion and time.
+    let message = st["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "Apply failed with 1 conflict: conflict with \"installer\" using v1 at 20"
+        ) && message.ends_with("Z: .data.b"),
+        "{message}"
     );
     assert_eq!(st["details"]["causes"][0]["field"], ".data.b");
     assert_eq!(st["details"]["causes"][0]["reason"], "FieldManagerConflict");
@@ -362,10 +366,10 @@ fn apply_conflicts_with_fields_other_writes_changed() {
     );
     assert_eq!(two.code, 409);
     let st = two.json();
-    assert!(st["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("Apply failed with 2 conflicts: "));
+    assert_eq!(
+        st["message"],
+        "Apply failed with 2 conflicts: conflicts with \"alice\":\n- .data.a\n- .data.b"
+    );
     let fields: Vec<&str> = st["details"]["causes"]
         .as_array()
         .unwrap()

@@ -5,9 +5,13 @@
 //! into the live object (or creates the object: 201), and keeps one `Apply` entry per field
 //! manager in `metadata.managedFields` holding exactly the fields of its last intent:
 //! - a field another manager owns and this apply would set to a DIFFERENT value is a conflict:
-//!   409 `Apply failed with N conflict(s): ...`, `details.causes` one `FieldManagerConflict`
-//!   per field (and nothing else in `details`); with `force=true` the applier takes the field
-//!   over and the other manager loses it. Setting the same value shares the field.
+//!   409 `Apply failed with 1 conflict: conflict with "alice": .data.color` (several: one
+//!   `conflicts with "alice":` line per manager, then `- .data.a` per field; an `Update`
+//!   manager is named `"kubectl-create" using v1 at <time>`: the wording of kube-apiserver's
+//!   source, as only the single-conflict case is captured), `details.causes` one
+//!   `FieldManagerConflict` per field (and nothing else in `details`); with `force=true` the
+//!   applier takes the field over and the other manager loses it. Setting the same value
+//!   shares the field.
 //! - a field the applier owned and no longer mentions is removed from the object, unless
 //!   another manager owns it too;
 //! - `fieldManager` is required (422), the body's name must be the URL's (400, checked AFTER
@@ -22,11 +26,7 @@
 //! values in an apply body are dropped (not "owned but unset"); a new element of a keyed
 //! list is appended after the live ones; values are not validated (labels, data keys, CRD
 //! schemas: the captured 422s of `status-422-apply-invalid` and
-//! `status-422-apply-custom-resource-schema` are not reproduced). The captures show a
-//! conflict with an `Apply` manager only (`conflict with "alice": .data.color`); a conflict
-//! with an `Update` manager is printed `conflict with "name" using v1: ...`, and several
-//! conflicts one `conflict with ...` line each (the real server's wording for these two
-//! cases is not captured and may differ).
+//! `status-422-apply-custom-resource-schema` are not reproduced).
 
 use std::collections::BTreeMap;
 
@@ -151,13 +151,19 @@ pub(crate) fn apply(
     };
     if let Some(live) = live {
         let d = diff(w.schema, Some(live), &result);
-        let mut conflicts: Vec<(String, Vec<String>)> = Vec::new();
+        let mut conflicts: Vec<Conflict> = Vec::new();
         for e in &entries {
             if e.same_manager(manager, "Apply", &w.subresource) {
                 continue;
             }
+            let key = (
+                e.manager.clone(),
+                e.operation.clone(),
+                e.api_version.clone(),
+                e.subresource.clone(),
+            );
             for p in e.fields.intersection(&d.changed).paths() {
-                conflicts.push((print_manager(e), p));
+                conflicts.push((key.clone(), print_manager(e), p));
             }
         }
         if !conflicts.is_empty() && !req.force {
@@ -250,7 +256,8 @@ fn drop_nulls(v: &mut Value) {
     }
 }
 
-/// How the server names a manager in a conflict.
+/// How the server names a manager in a conflict: `"alice"`, `"kubelet" with subresource
+/// "status"`, and for an `Update` entry `"kubectl-create" using v1 at 2026-11-23T04:37:17Z`.
 fn print_manager(e: &Entry) -> String {
     let mut s = format!("{:?}", e.manager);
     if !e.subresource.is_empty() {
@@ -258,6 +265,9 @@ fn print_manager(e: &Entry) -> String {
     }
     if e.operation == "Update" {
         s.push_str(&format!(" using {}", e.api_version));
+        if !e.time.is_empty() {
+            s.push_str(&format!(" at {}", e.time));
+        }
     }
     s
 }
@@ -282,28 +292,39 @@ pub(crate) fn print_path(path: &[String]) -> String {
     out
 }
 
-fn conflict_status(mut conflicts: Vec<(String, Vec<String>)>) -> Status {
+/// One conflict: who owns the field (the sort key of the manager, then how it is printed)
+/// and the field.
+type Conflict = ((String, String, String, String), String, Vec<String>);
+
+/// The 409 of an apply with conflicts. One conflict is one line; several are grouped by
+/// manager (`conflicts with "alice":` then `- .data.a` per field), as the real server words it.
+fn conflict_status(mut conflicts: Vec<Conflict>) -> Status {
     conflicts.sort();
     let n = conflicts.len();
-    let lines: Vec<String> = conflicts
-        .iter()
-        .map(|(m, p)| format!("conflict with {m}: {}", print_path(p)))
-        .collect();
-    let mut st = Status::failure(
-        409,
-        "Conflict",
+    let message = if let [(_, who, path)] = conflicts.as_slice() {
         format!(
-            "Apply failed with {n} conflict{}: {}",
-            if n == 1 { "" } else { "s" },
-            lines.join("\n")
-        ),
-    );
+            "Apply failed with 1 conflict: conflict with {who}: {}",
+            print_path(path)
+        )
+    } else {
+        let mut lines: Vec<String> = Vec::new();
+        let mut last: Option<&(String, String, String, String)> = None;
+        for (key, who, path) in &conflicts {
+            if last != Some(key) {
+                lines.push(format!("conflicts with {who}:"));
+                last = Some(key);
+            }
+            lines.push(format!("- {}", print_path(path)));
+        }
+        format!("Apply failed with {n} conflicts: {}", lines.join("\n"))
+    };
+    let mut st = Status::failure(409, "Conflict", message);
     st.details = Some(StatusDetails {
         causes: conflicts
             .iter()
-            .map(|(m, p)| StatusCause {
+            .map(|(_, who, p)| StatusCause {
                 reason: "FieldManagerConflict".into(),
-                message: format!("conflict with {m}"),
+                message: format!("conflict with {who}"),
                 field: print_path(p),
             })
             .collect(),
@@ -745,6 +766,23 @@ mod tests {
         assert_eq!(mf[0]["subresource"], "status");
         assert_eq!(mf[0]["fieldsV1"], json!({"f:status": {"f:ready": {}}}));
         assert_eq!(mf[1]["manager"], "kubectl-create");
+    }
+
+    #[test]
+    fn managers_print_like_the_server() {
+        let e = |op: &str, sub: &str| Entry {
+            manager: "m".into(),
+            operation: op.into(),
+            api_version: "apps/v1".into(),
+            time: "2026-11-23T04:37:17Z".into(),
+            subresource: sub.into(),
+            fields: FieldSet::default(),
+        };
+        assert_eq!(print_manager(&e("Apply", "")), "\"m\"");
+        assert_eq!(
+            print_manager(&e("Update", "status")),
+            "\"m\" with subresource \"status\" using apps/v1 at 2026-11-23T04:37:17Z"
+        );
     }
 
     #[test]
