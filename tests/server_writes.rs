@@ -2,9 +2,7 @@
 //! `tests/fixtures` about write options (dryRun, generateName, fieldValidation), deletes
 //! (DeleteOptions, preconditions, propagation, finalizers, pod grace), deletecollection and
 //! the status and scale subresources is sent over real HTTP and the answer compared with the
-//! capture field by field (see `tests/common/capture.rs`). Managed fields are not compared
-//! where the capture shows the entry of the write itself: recording them is the managed-fields
-//! work of the patch/apply side of the server.
+//! capture field by field (see `tests/common/capture.rs`), managed fields included.
 
 mod common;
 
@@ -132,11 +130,6 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
-/// The managed fields entry of the write itself is the managed-fields side's to record.
-fn without_managed_fields() -> Compare {
-    Compare::new().ignore("metadata.managedFields")
-}
-
 // ---------------------------------------------------------------- write options
 
 #[test]
@@ -144,7 +137,7 @@ fn dry_run_create_answers_201_without_resource_version_and_stores_nothing() {
     let server = server();
     let rv = server.resource_version();
     let answer = capture::replay(&server, "create-configmap-dryrun");
-    without_managed_fields().assert("create-configmap-dryrun", &answer);
+    Compare::new().assert("create-configmap-dryrun", &answer);
     assert_eq!(server.resource_version(), rv, "nothing was written");
     let get = capture::replay(&server, "status-404-get-after-dryrun");
     Compare::new().assert("status-404-get-after-dryrun", &get);
@@ -206,7 +199,7 @@ fn dry_run_update_patch_and_delete_change_nothing() {
 #[test]
 fn generate_name_makes_a_name_of_five_characters_and_keeps_the_prefix() {
     let server = server();
-    let compare = without_managed_fields().generated_name("metadata.name");
+    let compare = Compare::new().generated_name("metadata.name");
     let first = capture::replay(&server, "create-configmap-generatename");
     compare.assert("create-configmap-generatename", &first);
     let second = capture::replay(&server, "create-configmap-generatename");
@@ -230,7 +223,7 @@ fn field_validation_strict_warn_and_ignore_answer_as_captured() {
         .is_none());
 
     let warn = capture::replay(&server, "create-configmap-unknown-field-warn");
-    without_managed_fields().assert("create-configmap-unknown-field-warn", &warn);
+    Compare::new().assert("create-configmap-unknown-field-warn", &warn);
     assert_eq!(
         warn.all("warning").len(),
         2,
@@ -238,7 +231,7 @@ fn field_validation_strict_warn_and_ignore_answer_as_captured() {
     );
 
     let ignore = capture::replay(&server, "create-configmap-unknown-field-ignore");
-    without_managed_fields().assert("create-configmap-unknown-field-ignore", &ignore);
+    Compare::new().assert("create-configmap-unknown-field-ignore", &ignore);
     assert!(ignore.all("warning").is_empty());
 
     // The unknown fields are dropped, as decoding into the typed object does.
@@ -658,18 +651,14 @@ fn status_writes_change_only_status_and_main_writes_leave_it() {
     let pod = seed(&server, &pods(), "get-pod-status", |_| {});
     let body = with_rv("put-pod-status", "269", &rv_of(&pod));
     let answer = capture::replay_with_body(&server, "put-pod-status", &body);
-    // Conditions get `lastProbeTime: null` from the real server's defaulting, which the test
-    // server does not do.
-    without_managed_fields()
-        .ignore("status.conditions.0.lastProbeTime")
-        .assert("put-pod-status", &answer);
+    Compare::new().assert("put-pod-status", &answer);
 
     let widget = seed(&server, &widgets(), "get-widget-status", |_| {});
     let body = with_rv("put-widget-status", "270", &rv_of(&widget));
     let answer = capture::replay_with_body(&server, "put-widget-status", &body);
-    without_managed_fields().assert("put-widget-status", &answer);
+    Compare::new().assert("put-widget-status", &answer);
     let answer = capture::replay(&server, "patch-widget-status-merge");
-    without_managed_fields().assert("patch-widget-status-merge", &answer);
+    Compare::new().assert("patch-widget-status-merge", &answer);
 
     // A write to the main resource leaves status as it was.
     let mut main = answer.json();
@@ -710,6 +699,18 @@ fn subresources_a_resource_does_not_serve_are_404() {
             "the server could not find the requested resource"
         );
     }
+    let pod = server
+        .create(&pods(), common::pod("lab", "p", "Pending"))
+        .unwrap();
+    let r = send(
+        &server,
+        "DELETE",
+        "/api/v1/namespaces/lab/pods/p/status",
+        "",
+        "",
+    );
+    assert_eq!(r.code, 405, "a subresource is not deleted");
+    assert_eq!(server.get(&pods(), Some("lab"), "p").unwrap(), pod);
     let plain = ApiServer::builder().resource(&widgets()).start();
     plain
         .create(
@@ -813,4 +814,244 @@ fn the_comparer_sees_every_kind_of_difference() {
         1,
         "a volatile value of another type is a difference: {diffs:?}"
     );
+}
+
+#[test]
+fn a_custom_resource_declared_with_scale_serves_it_from_its_paths() {
+    let paths = kube_informer::testing::ScaleSubresource {
+        spec_replicas: "/spec/replicas".into(),
+        status_replicas: "/status/replicas".into(),
+        label_selector: Some("/status/selector".into()),
+    };
+    let server = ApiServer::builder()
+        .subresources(
+            &widgets(),
+            Subresources::none().with_status().with_scale(paths),
+        )
+        .start();
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "w", "namespace": "lab"}, "spec": {"replicas": 2},
+                   "status": {"replicas": 1, "selector": "app=w"}}),
+        )
+        .unwrap();
+    let path = "/apis/lab.example.com/v1/namespaces/lab/widgets/w/scale";
+    let get = send(&server, "GET", path, "", "");
+    assert_eq!(get.code, 200);
+    let scale = get.json();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"], json!({"replicas": 2}));
+    assert_eq!(scale["status"], json!({"replicas": 1, "selector": "app=w"}));
+    let patch = send(
+        &server,
+        "PATCH",
+        path,
+        "application/merge-patch+json",
+        r#"{"spec":{"replicas":4}}"#,
+    );
+    assert_eq!(patch.code, 200);
+    assert_eq!(patch.json()["spec"]["replicas"], 4);
+    let stored = server.get(&widgets(), Some("lab"), "w").unwrap();
+    assert_eq!(stored["spec"]["replicas"], 4);
+    assert_eq!(
+        stored["status"]["replicas"], 1,
+        "scale writes leave status alone"
+    );
+    assert_eq!(stored["metadata"]["generation"], 2);
+}
+
+#[test]
+fn rust_side_deletes_go_at_once_unless_finalizers_hold_them() {
+    let server = server();
+    server
+        .create(
+            &pods(),
+            json!({"metadata": {"name": "p", "namespace": "lab"}, "spec": {"nodeName": "n1"}}),
+        )
+        .unwrap();
+    server.delete(&pods(), Some("lab"), "p").unwrap();
+    assert!(
+        server.get(&pods(), Some("lab"), "p").is_none(),
+        "grace 0 even for a bound pod"
+    );
+    server
+        .create(
+            &configmaps(),
+            json!({"metadata": {"name": "c", "namespace": "lab", "finalizers": ["x"]}}),
+        )
+        .unwrap();
+    let marked = server.delete(&configmaps(), Some("lab"), "c").unwrap();
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    let mut done = marked.clone();
+    done["metadata"]["finalizers"] = json!([]);
+    server.update(&configmaps(), done).unwrap();
+    assert!(
+        server.get(&configmaps(), Some("lab"), "c").is_none(),
+        "the last finalizer removed"
+    );
+}
+
+#[test]
+fn deletecollection_takes_field_selectors_all_namespaces_and_dry_run() {
+    let server = server();
+    for (ns, name) in [("a", "x"), ("a", "y"), ("b", "x")] {
+        cm(&server, ns, name, json!({}));
+    }
+    let rv = server.resource_version();
+    let dry = send(&server, "DELETE", "/api/v1/configmaps?dryRun=All", "", "");
+    assert_eq!(dry.code, 200);
+    assert_eq!(dry.json()["items"].as_array().unwrap().len(), 3);
+    assert_eq!(server.resource_version(), rv, "a dry run deletes nothing");
+
+    let some = send(
+        &server,
+        "DELETE",
+        "/api/v1/configmaps?fieldSelector=metadata.name%3Dx",
+        "",
+        "",
+    );
+    assert_eq!(some.code, 200);
+    let names: Vec<String> = some.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["metadata"]["namespace"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(names, ["a/x", "b/x"]);
+    assert_eq!(server.list(&configmaps(), None).len(), 1);
+
+    let bad = send(
+        &server,
+        "DELETE",
+        "/api/v1/configmaps?fieldSelector=spec.x%3D1",
+        "",
+        "",
+    );
+    assert_eq!(bad.code, 400);
+    assert_eq!(
+        server.list(&configmaps(), None).len(),
+        1,
+        "a refused selector deletes nothing"
+    );
+}
+
+#[test]
+fn subresource_writes_honour_dry_run_and_bad_input_is_a_status() {
+    let server = server();
+    let dep = server
+        .create(&deployments(), json!({"metadata": {"name": "d", "namespace": "lab"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}}}))
+        .unwrap();
+    let rv = server.resource_version();
+    let scale = send(
+        &server,
+        "PATCH",
+        "/apis/apps/v1/namespaces/lab/deployments/d/scale?dryRun=All",
+        "application/merge-patch+json",
+        r#"{"spec":{"replicas":9}}"#,
+    );
+    assert_eq!(scale.code, 200);
+    assert_eq!(scale.json()["spec"]["replicas"], 9);
+    let status = send(
+        &server,
+        "PATCH",
+        "/apis/apps/v1/namespaces/lab/deployments/d/status?dryRun=All",
+        "application/merge-patch+json",
+        r#"{"status":{"replicas":9}}"#,
+    );
+    assert_eq!(status.code, 200);
+    assert_eq!(status.json()["status"]["replicas"], 9);
+    assert_eq!(server.resource_version(), rv);
+    assert_eq!(server.get(&deployments(), Some("lab"), "d").unwrap(), dep);
+
+    for (method, target, ct, body) in [
+        (
+            "PUT",
+            "/apis/apps/v1/namespaces/lab/deployments/d/scale",
+            "application/json",
+            "not json",
+        ),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/lab/deployments/d",
+            "application/json",
+            "{",
+        ),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/lab/deployments/d?gracePeriodSeconds=soon",
+            "",
+            "",
+        ),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/lab/deployments/d?propagationPolicy=Sideways",
+            "",
+            "",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/lab/configmaps?dryRun=Some",
+            "application/json",
+            r#"{"metadata":{"name":"z"}}"#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/lab/configmaps?fieldValidation=Loose",
+            "application/json",
+            r#"{"metadata":{"name":"z"}}"#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/lab/configmaps",
+            "application/json",
+            "[1,2]",
+        ),
+    ] {
+        let r = send(&server, method, target, ct, body);
+        assert!(matches!(r.code, 400 | 422), "{method} {target}: {}", r.code);
+        assert_eq!(r.json()["kind"], "Status", "{method} {target}");
+    }
+    assert_eq!(server.resource_version(), rv, "nothing bad was written");
+}
+
+#[test]
+fn a_terminating_pod_without_finalizers_is_not_deleted_by_an_update() {
+    let server = server();
+    let mut body = common::pod("lab", "p", "Running");
+    body["spec"]["nodeName"] = json!("n1");
+    body["metadata"]["finalizers"] = json!(["example.com/x"]);
+    server.create(&pods(), body).unwrap();
+    let del = send(&server, "DELETE", "/api/v1/namespaces/lab/pods/p", "", "");
+    assert_eq!(del.json()["metadata"]["deletionGracePeriodSeconds"], 30);
+    // The finalizer comes off during the grace period: the pod stays Terminating.
+    let patch = send(
+        &server,
+        "PATCH",
+        "/api/v1/namespaces/lab/pods/p",
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":null}}"#,
+    );
+    assert_eq!(patch.code, 200);
+    let left = server
+        .get(&pods(), Some("lab"), "p")
+        .expect("still Terminating");
+    assert!(left["metadata"].get("finalizers").is_none());
+    // A status update of a Terminating pod keeps it too.
+    let status = send(
+        &server,
+        "PATCH",
+        "/api/v1/namespaces/lab/pods/p/status",
+        "application/merge-patch+json",
+        r#"{"status":{"phase":"Succeeded"}}"#,
+    );
+    assert_eq!(status.code, 200);
+    assert!(server.get(&pods(), Some("lab"), "p").is_some());
 }

@@ -85,8 +85,8 @@ struct Route {
 }
 
 impl Route {
-    fn target(&self) -> writes::Target<'_> {
-        writes::Target {
+    fn address(&self) -> writes::Address<'_> {
+        writes::Address {
             tk: &self.tk,
             namespace: self.namespace.as_deref(),
             name: self.name.as_deref(),
@@ -246,7 +246,7 @@ fn get_subresource<S: Peer>(
     let info = shared.store.lock().collection(&r.tk).info.clone();
     let answer = match r.subresource.as_deref() {
         Some("status") if info.subresources.status => return get(r, peer, shared, fault),
-        Some("scale") => writes::scale_get(&r.target(), shared),
+        Some("scale") => writes::scale_get(&r.address(), shared),
         _ => Err(Status::failure(
             404,
             "NotFound",
@@ -455,7 +455,7 @@ fn write<S: Peer>(
     shared: &Shared,
     fault: Option<&Fault>,
 ) -> Outcome {
-    match writes::write(req, &r.target(), shared) {
+    match writes::write(req, &r.address(), shared) {
         Ok(answer) => {
             shared.notify();
             let warnings: Vec<(&str, String)> = answer

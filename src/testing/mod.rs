@@ -11,8 +11,8 @@
 //!   bookmarks on request; `timeoutSeconds`; label and field selectors (objects moving in or
 //!   out of the selection come as ADDED/DELETED); streaming lists (`sendInitialEvents=true`)
 //!   closed by the `k8s.io/initial-events-end` bookmark, or refused like etcd 3.4 does;
-//! - **writes** over HTTP (POST, PUT with resourceVersion preconditions, merge PATCH, DELETE)
-//!   and from Rust ([`ApiServer::create`], ...);
+//! - **writes** over HTTP, as the v1.36 captures show them (see *Writes* below), and from
+//!   Rust ([`ApiServer::create`], ...);
 //! - **patches** by `Content-Type`: JSON patch (RFC 6902, every operation, with the real
 //!   server's quirks), JSON merge patch, strategic merge patch (built-in resources only; lists
 //!   merged by their merge key), and server-side apply (`application/apply-patch+yaml`:
@@ -48,6 +48,69 @@
 //! let events: Vec<_> = api.watch(&WatchParams::from_version(&rv)).unwrap().collect();
 //! assert!(matches!(&events[0], Ok(WatchEvent::Added(o)) if o.metadata.name() == "a"));
 //! ```
+
+//!
+//! # Writes
+//!
+//! - **create** (201), **update** (PUT; a `metadata.resourceVersion` is a precondition, 409
+//!   otherwise), **patch** (the four types by `Content-Type`, 415 for others such as
+//!   `application/json`; see `patch.rs`), **delete** and **deletecollection**.
+//! - Options: `dryRun=All` answers as if written and changes nothing (a create answers 201
+//!   with a uid and creationTimestamp but no resourceVersion; no watch event);
+//!   `generateName` (prefix + 5 characters of the API server's alphabet, drawn again on a
+//!   clash); `fieldValidation` `Strict` (400 listing every unknown field), `Warn` (the
+//!   default: the fields are dropped and each gets a `Warning: 299 - "unknown field \"f\""`
+//!   response header) or `Ignore` (dropped silently); `fieldManager` (managed fields).
+//! - `metadata.generation` for pods, the workloads and custom resources only: 1 on create,
+//!   +1 when `spec` changes and when a deletion marks the object.
+//! - Deletes read `DeleteOptions` from a JSON body and `gracePeriodSeconds`,
+//!   `propagationPolicy`, `dryRun` from the query. Preconditions (uid, resourceVersion) fail
+//!   with the captured 409 (whose `details.kind` is the Kind). An object with finalizers, or
+//!   deleted with `Foreground` / `Orphan` (finalizer `foregroundDeletion` / `orphan` added),
+//!   stays with `deletionTimestamp` and `deletionGracePeriodSeconds: 0` and is answered as
+//!   it is (a MODIFIED event); deleting it again answers the same object unchanged. A pod
+//!   with `spec.nodeName` and no grace given stays Terminating with its grace period
+//!   (`spec.terminationGracePeriodSeconds`, default 30); with grace 0, or unscheduled, a pod
+//!   is marked (MODIFIED) then removed (DELETED), and the answer is the pod as deleted.
+//!   Anything else is removed (DELETED) and answered with a `Status` of `Success` naming it.
+//!   An update or patch that removes the last finalizer of an object being deleted (with no
+//!   grace period left: `deletionGracePeriodSeconds: 0`) deletes it (DELETED); one that adds
+//!   a finalizer to it is refused (422, as the real server).
+//! - `deletecollection` (DELETE on a collection, label and field selectors): every selected
+//!   object deleted as above; the answer is a `<Kind>List` of them as they were, at the
+//!   version after the deletions.
+//! - Subresources ([`Subresources`], declared with [`ApiServerBuilder::subresources`];
+//!   defaults follow the real built-ins, none for custom resources): `status` (GET: the
+//!   whole object; PUT/PATCH change only `status`, for pods also labels and annotations;
+//!   writes to the main resource keep the stored `status`) and `scale` (an `autoscaling/v1`
+//!   `Scale` from the object's replicas and selector; PUT/PATCH set the object's replicas).
+//!   Other subresources are 404.
+//!
+//! Simplifications (what a real server does that this one does not):
+//! - Built-in or custom is decided by the group ([`is_builtin_group`]), not by discovery.
+//! - Known fields (for `fieldValidation`): `ObjectMeta`'s fields for every resource, plus a
+//!   table of top-level fields for ConfigMap, Secret, Pod, the workloads, Service, Node,
+//!   Namespace, Lease and both Events; `spec` and `status` for a custom resource unless
+//!   [`ApiServerBuilder::schema_fields`] declares others; other built-ins are not checked.
+//!   Nothing below the top level is checked (no schema), and unknown fields are reported in
+//!   alphabetical order (the real server: in the order of the body; the captures agree).
+//! - Almost no defaulting (only the container and pod-condition defaults of `defaults.rs`)
+//!   and no validation of the objects themselves (no `Invalid` for a bad label value).
+//! - A create keeps the `status` it is given (the real server resets it for some kinds).
+//! - No garbage collector: `foregroundDeletion` and `orphan` finalizers stay until an update
+//!   removes them; no kubelet: a Terminating pod stays until deleted with grace 0. A second
+//!   delete of an object being deleted changes nothing (the real server may shorten a pod's
+//!   grace period; here only grace 0 does, removing it).
+//! - A write that removes the last finalizer sends one DELETED event carrying the object as
+//!   that write left it.
+//! - The `Scale` view: `spec.replicas` left out when 0 (`omitempty`), `status.replicas` 0
+//!   when the object has none, the selector made of `matchLabels` only (`matchExpressions`
+//!   are left out); apply on `/scale` is not supported.
+//! - Rust-side writes ([`ApiServer::create`], [`ApiServer::update`], [`ApiServer::patch`])
+//!   set the whole object as given (status included, no field validation, no managed
+//!   fields), like a test fixture; [`ApiServer::delete`] removes an object at once with one
+//!   DELETED event, pods too (finalizers still hold the object).
+//! - Namespaces are not objects that must exist (see `patch.rs` for apply's exception).
 
 // The test server passes `Status` bodies around by value: they are what it answers with,
 // and no hot path of the library goes through here.

@@ -29,7 +29,7 @@ use super::store::TypeKey;
 ///
 /// let widgets = ApiResource::new("lab.example.com", "v1", "Widget", "widgets", true);
 /// let server = ApiServer::builder()
-///     .subresources(&widgets, Subresources::none().with_status().with_scale(ScaleSubresource::spec_replicas()))
+///     .subresources(&widgets, Subresources::none().with_status().with_scale(ScaleSubresource::workload()))
 ///     .start();
 /// # drop(server);
 /// ```
@@ -76,7 +76,7 @@ pub struct ScaleSubresource {
 
 impl ScaleSubresource {
     /// `/spec/replicas`, `/status/replicas` and `/spec/selector`: the built-in workloads'.
-    pub fn spec_replicas() -> Self {
+    pub fn workload() -> Self {
         ScaleSubresource {
             spec_replicas: "/spec/replicas".into(),
             status_replicas: "/status/replicas".into(),
@@ -214,9 +214,7 @@ impl ResourceInfo {
         let subresources = if builtin {
             Subresources {
                 status: WITH_STATUS.contains(&p),
-                scale: WITH_SCALE
-                    .contains(&p)
-                    .then(ScaleSubresource::spec_replicas),
+                scale: WITH_SCALE.contains(&p).then(ScaleSubresource::workload),
             }
         } else {
             Subresources::none()

@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn view_and_write_back() {
-        let paths = ScaleSubresource::spec_replicas();
+        let paths = ScaleSubresource::workload();
         let mut dep = json!({"metadata": {"name": "web", "uid": "u", "labels": {"x": "y"}},
             "spec": {"replicas": 1, "selector": {"matchLabels": {"b": "2", "a": "1"}}}});
         let s = scale_view(&paths, &dep);

@@ -267,7 +267,8 @@ impl ApiServer {
         c
     }
 
-    /// Creates an object, as `POST` would; returns it as stored. For a namespaced resource
+    /// Creates an object, as `POST` would; returns it as stored. Like a test fixture, the
+    /// object is taken as given: status included, unknown fields kept, no managed fields. For a namespaced resource
     /// the namespace comes from `metadata.namespace` (default `default`).
     pub fn create(&self, ar: &ApiResource, object: Value) -> Result<Value, Status> {
         let ns = self.namespace_of(ar, &object);
@@ -312,7 +313,9 @@ impl ApiServer {
         Ok(())
     }
 
-    /// Deletes an object; returns its last state.
+    /// Deletes an object at once (one DELETED event, pods too); returns its last state.
+    /// An object with finalizers stays, marked with `deletionTimestamp`, until an update
+    /// removes them.
     pub fn delete(
         &self,
         ar: &ApiResource,

@@ -113,6 +113,9 @@ pub(crate) struct DeleteOptions {
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
     pub dry_run: bool,
+    /// A Rust-side delete ([`ApiServer::delete`](super::ApiServer::delete)): an object no
+    /// finalizer holds goes with one DELETED event, pods too (no marking first).
+    pub fixture: bool,
 }
 
 /// What a delete did.
@@ -568,7 +571,7 @@ impl Store {
         let mut obj = into_object(body)?;
         self.adopt_kind(tk, &mut obj);
         let warnings = self.check_fields(tk, &mut obj, o)?;
-        let info = self.collection(tk).info.clone();
+        let has_generation = self.collection(tk).info.generation;
         let meta = metadata_of(&mut obj);
         let given = meta
             .get("name")
@@ -622,7 +625,7 @@ impl Store {
         meta.insert("name".into(), name.clone().into());
         meta.insert("uid".into(), uid.into());
         meta.insert("creationTimestamp".into(), rfc3339_now().into());
-        if info.generation {
+        if has_generation {
             meta.insert("generation".into(), 1.into());
         } else {
             meta.remove("generation");
@@ -692,12 +695,15 @@ impl Store {
             }
         }
         let warnings = self.check_fields(tk, &mut obj, o)?;
-        let info = self.collection(tk).info.clone();
+        let (has_generation, has_status) = {
+            let info = &self.collection(tk).info;
+            (info.generation, info.subresources.status)
+        };
         let old: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
         if !o.fixture {
             if o.subresource.as_deref() == Some("status") {
                 obj = status_write(tk, &old, obj);
-            } else if info.subresources.status {
+            } else if has_status {
                 match old.get("status") {
                     Some(s) => obj.insert("status".into(), s.clone()),
                     None => obj.remove("status"),
@@ -727,7 +733,7 @@ impl Store {
             Some(g) => {
                 meta.insert("generation".into(), (g + i64::from(spec_changed)).into());
             }
-            None if info.generation => {
+            None if has_generation => {
                 meta.insert("generation".into(), 1.into());
             }
             None => {
@@ -736,8 +742,18 @@ impl Store {
         }
         let being_deleted = old_meta.is_some_and(|m| m.contains_key("deletionTimestamp"));
         let finalizers = string_list(meta.get("finalizers"));
+        let before = string_list(old_meta.and_then(|m| m.get("finalizers")));
+        // The real server's rule: the write that takes the last finalizer off an object
+        // marked for deletion with no grace period left deletes it. A pod still in its grace
+        // period stays (its kubelet would finish it).
+        let finishes_deletion = being_deleted
+            && finalizers.is_empty()
+            && !before.is_empty()
+            && old_meta
+                .and_then(|m| m.get("deletionGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+                == Some(0);
         if being_deleted {
-            let before = string_list(old_meta.and_then(|m| m.get("finalizers")));
             let mut added: Vec<&String> =
                 finalizers.iter().filter(|f| !before.contains(f)).collect();
             added.sort();
@@ -752,7 +768,7 @@ impl Store {
             }
         }
         self.record_managed_fields(tk, Some(&old), &mut obj, o);
-        if being_deleted && finalizers.is_empty() {
+        if finishes_deletion {
             let stored = self.commit(
                 tk,
                 EventType::Deleted,
@@ -809,6 +825,7 @@ impl Store {
     pub fn delete(&mut self, tk: &TypeKey, ns: Option<&str>, name: &str) -> Result<Stored, Status> {
         let d = DeleteOptions {
             grace_period: Some(0),
+            fixture: true,
             ..Default::default()
         };
         match self.delete_with(tk, ns, name, &d)? {
@@ -899,7 +916,7 @@ impl Store {
             }
         }
         let stays = !finalizers.is_empty() || grace > 0;
-        if !stays && !is_pod {
+        if !stays && (!is_pod || d.fixture) {
             let stored = self.commit(
                 tk,
                 EventType::Deleted,
@@ -936,13 +953,12 @@ impl Store {
         if stays {
             return Ok(Deleted::Pending(marked));
         }
-        let prev = (!d.dry_run).then(|| Arc::clone(&marked));
         let stored = self.commit(
             tk,
             EventType::Deleted,
             key,
             obj,
-            prev,
+            Some(marked),
             namespace,
             name.to_owned(),
             d.dry_run,

@@ -19,7 +19,7 @@ use super::store::{
 use crate::api::Status;
 
 /// Where a write points (the handlers' route, without its helpers).
-pub(crate) struct Target<'a> {
+pub(crate) struct Address<'a> {
     pub tk: &'a TypeKey,
     pub namespace: Option<&'a str>,
     pub name: Option<&'a str>,
@@ -156,7 +156,7 @@ fn json_body(req: &Request) -> Result<Value, Status> {
 }
 
 /// Answers one write request (POST, PUT, PATCH, DELETE).
-pub(crate) fn write(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<Answer, Status> {
+pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
     let info = shared.store.lock().collection(t.tk).info.clone();
     match t.subresource {
         None => {}
@@ -183,7 +183,7 @@ pub(crate) fn write(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<An
             Ok(Answer::object(&mut store, t.tk, 200, w))
         }
         ("PATCH", Some(n)) => patch_object(req, t, n, shared),
-        ("DELETE", Some(n)) => delete(req, t, n, shared),
+        ("DELETE", Some(n)) if t.subresource.is_none() => delete(req, t, n, shared),
         ("DELETE", None) => delete_collection(req, t, shared),
         ("PUT", None) | ("PATCH", None) => Err(not_found(t.tk, "")),
         (m, _) => Err(Status::failure(
@@ -199,7 +199,7 @@ pub(crate) fn write(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<An
 /// like a PUT (a resourceVersion the patch sets is a precondition).
 fn patch_object(
     req: &Request,
-    t: &Target<'_>,
+    t: &Address<'_>,
     name: &str,
     shared: &Shared,
 ) -> Result<Answer, Status> {
@@ -219,10 +219,10 @@ fn patch_object(
     Ok(Answer::object(&mut store, t.tk, 200, w))
 }
 
-/// GET, PUT or PATCH of `/scale`.
-fn scale_write(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<Answer, Status> {
+/// PUT or PATCH of `/scale` (GET is [`scale_get`]).
+fn scale_write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
     let name = t.name.unwrap_or("");
-    let o = write_options(req, None)?;
+    let o = write_options(req, Some("scale"))?;
     let mut store = shared.store.lock();
     let Some(paths) = store.collection(t.tk).info.subresources.scale.clone() else {
         return Err(no_such_path());
@@ -234,6 +234,14 @@ fn scale_write(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<Answer,
         "PUT" => json_body(req)?,
         "PATCH" => {
             let ty = patch::patch_type(req.header("content-type").unwrap_or(""), true)?;
+            if ty == patch::PatchType::Apply {
+                // A simplification (module docs): the real server applies to a Scale too.
+                return Err(Status::failure(
+                    415,
+                    "UnsupportedMediaType",
+                    "the test API server does not support server-side apply on /scale",
+                ));
+            }
             patch::patched(ty, &view, &req.body)?
         }
         m => {
@@ -268,7 +276,7 @@ fn scale_write(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<Answer,
 }
 
 /// The `Scale` of an object, for GET `/scale`.
-pub(crate) fn scale_get(t: &Target<'_>, shared: &Shared) -> Result<String, Status> {
+pub(crate) fn scale_get(t: &Address<'_>, shared: &Shared) -> Result<String, Status> {
     let mut store = shared.store.lock();
     let Some(paths) = store.collection(t.tk).info.subresources.scale.clone() else {
         return Err(no_such_path());
@@ -280,7 +288,7 @@ pub(crate) fn scale_get(t: &Target<'_>, shared: &Shared) -> Result<String, Statu
 
 /// DELETE of one object: the object when it stays (finalizers, a pod's grace) or when a pod
 /// is gone (the pod as deleted); otherwise a `Status` of `Success` naming it.
-fn delete(req: &Request, t: &Target<'_>, name: &str, shared: &Shared) -> Result<Answer, Status> {
+fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result<Answer, Status> {
     let d = delete_options(req)?;
     let mut store = shared.store.lock();
     let deleted = store.delete_with(t.tk, t.namespace, name, &d)?;
@@ -314,7 +322,7 @@ fn delete(req: &Request, t: &Target<'_>, name: &str, shared: &Shared) -> Result<
 /// DELETE of a collection: the deleted objects as they were, as a `<Kind>List` at the
 /// version after the deletions (custom resources: with `kind`/`apiVersion` on each item and
 /// `metadata.continue: ""`).
-fn delete_collection(req: &Request, t: &Target<'_>, shared: &Shared) -> Result<Answer, Status> {
+fn delete_collection(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
     let filter = Filter::parse(req.param("labelSelector"), req.param("fieldSelector"))?;
     let d = delete_options(req)?;
     let mut store = shared.store.lock();
