@@ -416,3 +416,103 @@ fn json_patch_operations_over_http() {
     );
     assert_eq!(v["metadata"]["finalizers"], json!(["b"]));
 }
+
+#[test]
+fn dry_run_apply_and_patches_change_nothing() {
+    let server = server();
+    let cm = "/api/v1/namespaces/default/configmaps/dry";
+    let rv = server.resource_version();
+    let created = send(
+        &server,
+        "PATCH",
+        &format!("{cm}?fieldManager=alice&dryRun=All"),
+        "application/apply-patch+yaml",
+        "metadata: {name: dry}\ndata: {a: '1'}\n",
+    );
+    assert_eq!(
+        created.code,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    assert_eq!(created.json()["data"], json!({"a": "1"}));
+    assert!(server.get(&configmaps(), Some("default"), "dry").is_none());
+    assert_eq!(server.resource_version(), rv);
+
+    server
+        .create(
+            &configmaps(),
+            json!({"metadata": {"name": "dry", "namespace": "default"}, "data": {"a": "1"}}),
+        )
+        .unwrap();
+    let before = get(&server, &configmaps(), "default", "dry");
+    for (ct, body) in [
+        (
+            "application/apply-patch+yaml",
+            "metadata: {name: dry}\ndata: {a: '2'}\n",
+        ),
+        (
+            "application/json-patch+json",
+            r#"[{"op":"replace","path":"/data/a","value":"2"}]"#,
+        ),
+        ("application/merge-patch+json", r#"{"data":{"a":"2"}}"#),
+        (
+            "application/strategic-merge-patch+json",
+            r#"{"data":{"a":"2"}}"#,
+        ),
+    ] {
+        let answer = send(
+            &server,
+            "PATCH",
+            &format!("{cm}?fieldManager=bob&dryRun=All"),
+            ct,
+            body,
+        );
+        assert_eq!(
+            answer.code,
+            200,
+            "{ct}: {}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        assert_eq!(answer.json()["data"], json!({"a": "2"}), "{ct}");
+        assert_eq!(
+            get(&server, &configmaps(), "default", "dry"),
+            before,
+            "{ct}"
+        );
+    }
+}
+
+#[test]
+fn json_patch_of_status_changes_only_status_and_records_the_subresource() {
+    let server = server();
+    server
+        .create(
+            &pods(),
+            json!({"metadata": {"name": "p", "namespace": "default"},
+                   "spec": {"containers": [{"name": "app", "image": "x:1"}]},
+                   "status": {"phase": "Pending"}}),
+        )
+        .unwrap();
+    let answer = send(
+        &server,
+        "PATCH",
+        "/api/v1/namespaces/default/pods/p/status?fieldManager=kubelet",
+        "application/json-patch+json",
+        r#"[{"op":"replace","path":"/status/phase","value":"Running"},
+            {"op":"replace","path":"/spec/containers/0/image","value":"x:2"}]"#,
+    );
+    assert_eq!(
+        answer.code,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let v = answer.json();
+    assert_eq!(v["status"]["phase"], "Running");
+    assert_eq!(v["spec"]["containers"][0]["image"], "x:1");
+    let entry = &v["metadata"]["managedFields"][0];
+    assert_eq!(entry["manager"], "kubelet");
+    assert_eq!(entry["subresource"], "status");
+    assert_eq!(entry["fieldsV1"], json!({"f:status": {"f:phase": {}}}));
+}
