@@ -21,14 +21,12 @@
 //!   an apply to the main resource of a resource that serves `/status` ignores `status`.
 //!
 //! Simplifications, besides those of [`managed_fields`](super::managed_fields): unknown
-//! fields are recognised only at the top level of a few built-in kinds (`ConfigMap`,
-//! `Secret`, `Pod`, `Service`, `Deployment`, ...) and in `metadata` of every kind; `null`
+//! fields are those of the resource table (`resources.rs`, the same as for
+//! `fieldValidation`: `metadata` and the top level only); `null`
 //! values in an apply body are dropped (not "owned but unset"); a new element of a keyed
 //! list is appended after the live ones; values are not validated (labels, data keys, CRD
 //! schemas: the captured 422s of `status-422-apply-invalid` and
 //! `status-422-apply-custom-resource-schema` are not reproduced).
-
-use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
@@ -48,7 +46,6 @@ pub(crate) enum Applied {
 }
 
 /// The request around an apply body.
-#[derive(Debug)]
 pub(crate) struct ApplyRequest<'a> {
     /// `fieldManager` (required).
     pub field_manager: Option<&'a str>,
@@ -56,8 +53,9 @@ pub(crate) struct ApplyRequest<'a> {
     /// Name and namespace from the URL.
     pub name: &'a str,
     pub namespace: Option<&'a str>,
-    /// The resource's kind (`ConfigMap`), for the unknown-field message.
-    pub kind: &'a str,
+    /// The fields of an object the resource does not know, as paths (`metadata.bogusMeta`,
+    /// `spec`): the resource table's rule, the same as for `fieldValidation`.
+    pub unknown_fields: &'a dyn Fn(&Map<String, Value>) -> Vec<String>,
     /// The resource serves `/status`: an apply to the main resource leaves `status` alone.
     pub status_subresource: bool,
     pub writer: Writer,
@@ -106,7 +104,7 @@ pub(crate) fn apply(
         ));
     }
     drop_nulls(&mut config);
-    unknown_fields(&config, req.kind)?;
+    unknown_fields(&config, req.unknown_fields)?;
     let w = &req.writer;
     if w.subresource == "status" {
         // Only status goes through /status.
@@ -511,73 +509,19 @@ fn matches_element(key: &str, item: &Value) -> bool {
     }
 }
 
-/// The fields `ObjectMeta` declares.
-const OBJECT_META: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
-/// The top-level fields of the built-in kinds this server knows, besides
-/// `apiVersion`/`kind`/`metadata`.
-fn known_top_level(kind: &str) -> Option<&'static [&'static str]> {
-    Some(match kind {
-        "ConfigMap" => &["data", "binaryData", "immutable"],
-        "Secret" => &["data", "stringData", "type", "immutable"],
-        "Pod"
-        | "Service"
-        | "Namespace"
-        | "Node"
-        | "PersistentVolumeClaim"
-        | "PersistentVolume"
-        | "Deployment"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "ReplicaSet"
-        | "Job"
-        | "CronJob" => &["spec", "status"],
-        "Lease" => &["spec"],
-        _ => return None,
-    })
-}
-
 /// The captured HTTP 500 for unknown fields in an apply body.
-fn unknown_fields(config: &Value, kind: &str) -> Result<(), Status> {
+fn unknown_fields(
+    config: &Value,
+    unknown: &dyn Fn(&Map<String, Value>) -> Vec<String>,
+) -> Result<(), Status> {
     let Some(m) = config.as_object() else {
         return Ok(());
     };
-    let mut errors: BTreeMap<String, ()> = BTreeMap::new();
-    if let Some(Value::Object(meta)) = m.get("metadata") {
-        for k in meta.keys() {
-            if !OBJECT_META.contains(&k.as_str()) {
-                errors.insert(format!(".metadata.{k}"), ());
-            }
-        }
-    }
-    if let Some(known) = known_top_level(kind) {
-        for k in m.keys() {
-            if !matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
-                && !known.contains(&k.as_str())
-            {
-                errors.insert(format!(".{k}"), ());
-            }
-        }
-    }
+    let mut errors = unknown(m);
     if errors.is_empty() {
         return Ok(());
     }
+    errors.sort();
     let s = |p: &str| config.pointer(p).and_then(Value::as_str).unwrap_or("");
     let api_version = s("/apiVersion");
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
@@ -587,8 +531,8 @@ fn unknown_fields(config: &Value, kind: &str) -> Result<(), Status> {
         s("/metadata/name"),
         s("/kind"),
     );
-    for e in errors.keys() {
-        message.push_str(&format!("\n  {e}: field not declared in schema"));
+    for e in &errors {
+        message.push_str(&format!("\n  .{e}: field not declared in schema"));
     }
     Err(Status::failure(500, "", message))
 }
@@ -600,13 +544,32 @@ mod tests {
 
     const CORE: Schema = Schema { builtin: true };
 
+    /// ConfigMap's fields, for the tests.
+    fn configmap_unknown(m: &Map<String, Value>) -> Vec<String> {
+        let mut out: Vec<String> = m
+            .keys()
+            .filter(|k| {
+                !["apiVersion", "kind", "metadata", "data", "binaryData"].contains(&k.as_str())
+            })
+            .cloned()
+            .collect();
+        if let Some(Value::Object(meta)) = m.get("metadata") {
+            out.extend(
+                meta.keys()
+                    .filter(|k| !["name", "namespace", "labels"].contains(&k.as_str()))
+                    .map(|k| format!("metadata.{k}")),
+            );
+        }
+        out
+    }
+
     fn req<'a>(manager: Option<&'a str>, force: bool, name: &'a str) -> ApplyRequest<'a> {
         ApplyRequest {
             field_manager: manager,
             force,
             name,
             namespace: Some("fx-writes"),
-            kind: "ConfigMap",
+            unknown_fields: &configmap_unknown,
             status_subresource: false,
             writer: Writer {
                 manager: manager.unwrap_or("").into(),
@@ -752,7 +715,7 @@ mod tests {
              "fieldsV1": {"f:spec": {".": {}, "f:color": {}}}}]},
             "spec": {"color": "red"}});
         let mut r = req(Some("widget-controller"), true, "w");
-        r.kind = "Widget";
+        r.unknown_fields = &|_| Vec::new();
         r.writer.subresource = "status".into();
         r.writer.schema = Schema { builtin: false };
         let body = "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: blue\nstatus:\n  ready: true\n";
