@@ -571,6 +571,9 @@ impl Store {
         let mut obj = into_object(body)?;
         self.adopt_kind(tk, &mut obj);
         let warnings = self.check_fields(tk, &mut obj, o)?;
+        if !o.fixture {
+            super::resources::status_on_create(tk, &self.collection(tk).info, &mut obj);
+        }
         let has_generation = self.collection(tk).info.generation;
         let meta = metadata_of(&mut obj);
         let given = meta
