@@ -1104,3 +1104,41 @@ fn a_create_starts_the_status_of_a_resource_with_the_status_subresource_afresh()
         .unwrap();
     assert_eq!(fixture["status"]["phase"], "Running");
 }
+
+#[test]
+fn lists_of_built_ins_carry_no_kind_on_items_and_custom_ones_do() {
+    let server = server();
+    server
+        .create(
+            &deployments(),
+            json!({"metadata": {"name": "d", "namespace": "lab"}}),
+        )
+        .unwrap();
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "w", "namespace": "lab"}}),
+        )
+        .unwrap();
+    // As `events-list-events-v1.json` shows for a built-in group other than the core one.
+    let deps = send(
+        &server,
+        "GET",
+        "/apis/apps/v1/namespaces/lab/deployments",
+        "",
+        "",
+    )
+    .json();
+    assert_eq!(deps["kind"], "DeploymentList");
+    assert!(deps["items"][0].get("kind").is_none());
+    let ws = send(
+        &server,
+        "GET",
+        "/apis/lab.example.com/v1/namespaces/lab/widgets",
+        "",
+        "",
+    )
+    .json();
+    assert_eq!(ws["items"][0]["kind"], "Widget");
+    assert_eq!(ws["items"][0]["apiVersion"], "lab.example.com/v1");
+}

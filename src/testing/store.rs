@@ -158,8 +158,6 @@ impl TypeKey {
 pub(crate) struct Collection {
     pub kind: String,
     pub api_version: String,
-    /// Core-group list items are sent without `kind`/`apiVersion`, others with them.
-    pub core: bool,
     /// Subresources, generation, known fields.
     pub info: ResourceInfo,
     pub objects: BTreeMap<Key, Stored>,
@@ -179,7 +177,6 @@ impl Collection {
         Collection {
             kind,
             api_version: tk.api_version(),
-            core: tk.group.is_empty(),
             info: ResourceInfo::defaults(tk),
             objects: BTreeMap::new(),
             history: VecDeque::new(),
