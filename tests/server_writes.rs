@@ -1142,3 +1142,59 @@ fn lists_of_built_ins_carry_no_kind_on_items_and_custom_ones_do() {
     assert_eq!(ws["items"][0]["kind"], "Widget");
     assert_eq!(ws["items"][0]["apiVersion"], "lab.example.com/v1");
 }
+
+#[test]
+fn an_informer_sees_a_finalized_object_marked_then_deleted() {
+    use kube_informer::api::DynamicObject;
+    use kube_informer::cache::{HandlerFns, InformerConfig, SharedIndexInformer};
+    use kube_informer::{Api, Client};
+    use std::sync::{Arc, Mutex};
+
+    let server = server();
+    server
+        .create(&configmaps(), json!({"metadata": {"name": "held", "namespace": "lab", "finalizers": ["example.com/cleanup"]}}))
+        .unwrap();
+    let client = Client::new(server.client_config()).unwrap();
+    let informer: SharedIndexInformer<DynamicObject> = SharedIndexInformer::new(
+        Api::all_with(client, &configmaps()),
+        InformerConfig::default(),
+    );
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (s1, s2) = (seen.clone(), seen.clone());
+    informer
+        .add_event_handler(
+            HandlerFns::new()
+                .on_update(move |_, new: Arc<DynamicObject>| {
+                    let marked = new.metadata.deletion_timestamp.is_some();
+                    s1.lock().unwrap().push(format!("update marked={marked}"));
+                })
+                .on_delete(move |_| s2.lock().unwrap().push("delete".into())),
+        )
+        .unwrap();
+    informer.start().unwrap();
+    assert!(informer.wait_for_cache_sync(common::PATIENCE));
+    let lister = informer.lister();
+
+    let path = "/api/v1/namespaces/lab/configmaps/held";
+    assert_eq!(send(&server, "DELETE", path, "", "").code, 200);
+    common::wait_until("the cache holds the marked object", || {
+        lister
+            .get(Some("lab"), "held")
+            .is_some_and(|o| o.metadata.deletion_timestamp.is_some())
+    });
+    // What a controller does once it has cleaned up: take its finalizer off.
+    let done = send(
+        &server,
+        "PATCH",
+        path,
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":null}}"#,
+    );
+    assert_eq!(done.code, 200);
+    common::wait_until("the cache drops it", || {
+        lister.get(Some("lab"), "held").is_none()
+    });
+    common::wait_until("the handler is told", || seen.lock().unwrap().len() == 2);
+    assert_eq!(*seen.lock().unwrap(), ["update marked=true", "delete"]);
+    informer.stop();
+}
