@@ -633,28 +633,29 @@ fn status_get_returns_the_whole_object() {
     }
 }
 
-/// The captured request body with the captured resourceVersion replaced by ours.
-fn with_rv(name: &str, captured_rv: &str, ours: &str) -> Vec<u8> {
+/// The captured request body with the captured object's uid and resourceVersion replaced by
+/// those of `ours` (both are preconditions of a PUT).
+fn aimed_at(name: &str, ours: &Value) -> Vec<u8> {
     let req = capture::request(name);
-    String::from_utf8(req.body)
-        .unwrap()
-        .replace(
-            &format!("\"resourceVersion\":\"{captured_rv}\""),
-            &format!("\"resourceVersion\":\"{ours}\""),
-        )
-        .into_bytes()
+    let theirs: Value = serde_json::from_slice(&req.body).unwrap();
+    let mut body = String::from_utf8(req.body).unwrap();
+    for f in ["uid", "resourceVersion"] {
+        let (t, o) = (&theirs["metadata"][f], &ours["metadata"][f]);
+        body = body.replace(&format!("\"{f}\":{t}"), &format!("\"{f}\":{o}"));
+    }
+    body.into_bytes()
 }
 
 #[test]
 fn status_writes_change_only_status_and_main_writes_leave_it() {
     let server = server();
     let pod = seed(&server, &pods(), "get-pod-status", |_| {});
-    let body = with_rv("put-pod-status", "269", &rv_of(&pod));
+    let body = aimed_at("put-pod-status", &pod);
     let answer = capture::replay_with_body(&server, "put-pod-status", &body);
     Compare::new().assert("put-pod-status", &answer);
 
     let widget = seed(&server, &widgets(), "get-widget-status", |_| {});
-    let body = with_rv("put-widget-status", "270", &rv_of(&widget));
+    let body = aimed_at("put-widget-status", &widget);
     let answer = capture::replay_with_body(&server, "put-widget-status", &body);
     Compare::new().assert("put-widget-status", &answer);
     let answer = capture::replay(&server, "patch-widget-status-merge");
@@ -747,7 +748,7 @@ fn scale_reads_and_writes_the_replicas_of_a_deployment() {
         "the object's uid"
     );
 
-    let body = with_rv("put-deployment-scale", "271", &rv_of(&dep));
+    let body = aimed_at("put-deployment-scale", &dep);
     let put = capture::replay_with_body(&server, "put-deployment-scale", &body);
     Compare::new().assert("put-deployment-scale", &put);
     let stale = capture::replay(&server, "put-deployment-scale");
@@ -1197,4 +1198,33 @@ fn an_informer_sees_a_finalized_object_marked_then_deleted() {
     common::wait_until("the handler is told", || seen.lock().unwrap().len() == 2);
     assert_eq!(*seen.lock().unwrap(), ["update marked=true", "delete"]);
     informer.stop();
+}
+
+#[test]
+fn a_uid_in_an_update_is_a_precondition() {
+    let server = server();
+    let created = cm(&server, "lab", "c", json!({}));
+    let mut body = created.clone();
+    body["metadata"]["uid"] = json!("00000000-0000-0000-0000-000000000000");
+    let put = send(
+        &server,
+        "PUT",
+        "/api/v1/namespaces/lab/configmaps/c",
+        "application/json",
+        &body.to_string(),
+    );
+    assert_eq!(put.code, 409);
+    let st = put.json();
+    assert_eq!(st["reason"], "Conflict");
+    assert_eq!(
+        st["message"],
+        format!(
+            "Operation cannot be fulfilled on configmaps \"c\": StorageError: invalid object, Code: 4, Key: /registry/configmaps/lab/c, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: 00000000-0000-0000-0000-000000000000, UID in object meta: {}",
+            created["metadata"]["uid"].as_str().unwrap()
+        )
+    );
+    assert_eq!(
+        server.get(&configmaps(), Some("lab"), "c").unwrap(),
+        created
+    );
 }

@@ -41,8 +41,8 @@
 //!
 //! # Writes
 //!
-//! - **create** (201), **update** (PUT; a `metadata.resourceVersion` is a precondition, 409
-//!   otherwise), **patch** (the four types by `Content-Type`, 415 for others such as
+//! - **create** (201), **update** (PUT; a `metadata.resourceVersion` and a `metadata.uid`
+//!   in the body are preconditions, 409 otherwise), **patch** (the four types by `Content-Type`, 415 for others such as
 //!   `application/json`; see `patch.rs`), **delete** and **deletecollection**.
 //! - Options: `dryRun=All` answers as if written and changes nothing (a create answers 201
 //!   with a uid and creationTimestamp but no resourceVersion; no watch event);
