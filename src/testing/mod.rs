@@ -52,8 +52,8 @@
 //!
 //! # Writes
 //!
-//! - **create** (201), **update** (PUT; a `metadata.resourceVersion` is a precondition, 409
-//!   otherwise), **patch** (the four types by `Content-Type`, 415 for others such as
+//! - **create** (201), **update** (PUT; a `metadata.resourceVersion` and a `metadata.uid`
+//!   in the body are preconditions, 409 otherwise), **patch** (the four types by `Content-Type`, 415 for others such as
 //!   `application/json`; see `patch.rs`), **delete** and **deletecollection**.
 //! - Options: `dryRun=All` answers as if written and changes nothing (a create answers 201
 //!   with a uid and creationTimestamp but no resourceVersion; no watch event);
@@ -96,7 +96,9 @@
 //!   alphabetical order (the real server: in the order of the body; the captures agree).
 //! - Almost no defaulting (only the container and pod-condition defaults of `defaults.rs`)
 //!   and no validation of the objects themselves (no `Invalid` for a bad label value).
-//! - A create keeps the `status` it is given (the real server resets it for some kinds).
+//! - An HTTP create of a resource with the status subresource starts its status afresh
+//!   only for custom resources (dropped), pods (`Pending` and the QoS class) and Deployments
+//!   (empty); other kinds keep the `status` they are given.
 //! - No garbage collector: `foregroundDeletion` and `orphan` finalizers stay until an update
 //!   removes them; no kubelet: a Terminating pod stays until deleted with grace 0. A second
 //!   delete of an object being deleted changes nothing (the real server may shorten a pod's
