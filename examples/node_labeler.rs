@@ -1,12 +1,22 @@
 //! A controller that labels nodes: every Node whose name starts with `gpu-` (or that carries
-//! the label `accelerator`) gets `example.com/pool=gpu` through a JSON merge patch. Failed
-//! patches are retried with rate-limited back-off; a node already labelled is left alone.
+//! the label `accelerator`) gets `example.com/pool=gpu` through server-side apply, as the
+//! field manager `node-labeler`: the label is recorded as ours in `managedFields`, other
+//! managers' labels are untouched, and a label another manager owns is taken over (`force`,
+//! the usual choice of a controller that is the authority for its field). Failed applies are
+//! retried with rate-limited back-off; a node already labelled is left alone.
 //!
 //! Runs against your cluster (kubeconfig or in-cluster) — it will really patch nodes there —
 //! or, with no cluster configured or `--demo`, against the embedded test API server where
 //! nodes join over time and some patches fail on purpose.
 //!
-//! Flags: `--kubeconfig PATH`, `--context NAME`, `--demo`, `--duration SECS`. Ctrl-C stops it.
+//! With `--leader-elect`, the workers run only while this replica holds the Lease
+//! `node-labeler` (in the client's default namespace; the identity is `$POD_NAME` or
+//! `$HOSTNAME`, with a random suffix): run two or three replicas, one labels. In demo mode it
+//! runs two replicas in one process, prints `LEADER replica-a` (or `-b`) when one starts
+//! leading, stops the leader half way through, and shows the other take over.
+//!
+//! Flags: `--kubeconfig PATH`, `--context NAME`, `--demo`, `--duration SECS`,
+//! `--leader-elect`. Ctrl-C stops it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,12 +24,16 @@ use std::time::Duration;
 use kube_informer::api::{ApiResource, Object, ObjectMeta, Resource};
 use kube_informer::cache::{InformerConfig, SharedIndexInformer};
 use kube_informer::config::{Config, KubeconfigOptions};
-use kube_informer::controller::{Action, Controller};
+use kube_informer::controller::{Action, Controller, LeaderElectionConfig};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client};
+use kube_informer::{Patch, PatchParams};
 use serde::Deserialize;
 
 const LABEL: &str = "example.com/pool";
+
+/// Who this controller is in `managedFields`.
+const FIELD_MANAGER: &str = "node-labeler";
 
 #[derive(Deserialize)]
 struct Node {
@@ -51,11 +65,13 @@ fn wants_label(node: &Node) -> bool {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut kubeconfig, mut context, mut demo, mut duration) = (None, None, false, None);
+    let mut leader_elect = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--kubeconfig" => kubeconfig = args.next(),
             "--context" => context = args.next(),
             "--demo" => demo = true,
+            "--leader-elect" => leader_elect = true,
             "--duration" => {
                 duration = args
                     .next()
@@ -97,12 +113,115 @@ fn main() {
         }
     };
 
+    let replicas = match (leader_elect, demo_server.is_some()) {
+        (false, _) => vec![run_replica(client, None)],
+        (true, false) => {
+            let id = std::env::var("POD_NAME")
+                .or_else(|_| std::env::var("HOSTNAME"))
+                .unwrap_or_else(|_| "node-labeler".into());
+            let id = format!("{id}_{:08x}", std::process::id() ^ random_u32());
+            let ns = client.default_namespace().to_owned();
+            let election = LeaderElectionConfig::new(&ns, "node-labeler", &id);
+            vec![run_replica(client, Some(election))]
+        }
+        (true, true) => {
+            // Two replicas in one process, each with its own cache and elector; short
+            // timings so the demo shows a hand-over in seconds.
+            let election = |id: &str| {
+                LeaderElectionConfig::new("default", "node-labeler", id)
+                    .lease_duration(Duration::from_secs(4))
+                    .renew_deadline(Duration::from_secs(2))
+                    .retry_period(Duration::from_millis(500))
+            };
+            vec![
+                run_replica(client.clone(), Some(election("replica-a"))),
+                run_replica(client, Some(election("replica-b"))),
+            ]
+        }
+    };
+
+    let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+    ctrlc::set_handler(move || {
+        let _ = tx.try_send(());
+    })
+    .expect("install the Ctrl-C handler");
+    let mut replicas = replicas;
+    if replicas.len() == 2 {
+        // Demo hand-over: let the first leader work for half the time, stop it, and let
+        // the other take over for the rest.
+        let half = duration.map(|d| d / 2);
+        let leader = wait_for_leader(&replicas, &rx);
+        let wait = half.map_or_else(|| rx.recv().is_ok(), |h| rx.recv_timeout(h).is_ok());
+        if let (Some(i), false) = (leader, wait) {
+            let (controller, informer) = replicas.remove(i);
+            println!("node_labeler: stopping the leader (it releases the lease)");
+            controller.stop();
+            informer.stop();
+            wait_for_leader(&replicas, &rx);
+            duration = half;
+        } else {
+            duration = Some(Duration::ZERO);
+        }
+    }
+    match duration {
+        Some(d) => {
+            let _ = rx.recv_timeout(d);
+        }
+        None => {
+            let _ = rx.recv();
+        }
+    }
+    for (controller, informer) in replicas {
+        controller.stop();
+        informer.stop();
+    }
+    drop(demo_server);
+}
+
+/// Waits (at most 30 s, or until Ctrl-C) for one of the replicas to lead; its index.
+fn wait_for_leader(
+    replicas: &[(Controller<Node>, SharedIndexInformer<Node>)],
+    ctrl_c: &crossbeam_channel::Receiver<()>,
+) -> Option<usize> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if let Some(i) = replicas.iter().position(|(c, _)| c.is_leader()) {
+            return Some(i);
+        }
+        if ctrl_c.recv_timeout(Duration::from_millis(50)).is_ok() {
+            return None;
+        }
+    }
+    None
+}
+
+fn random_u32() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0)
+}
+
+/// One replica: its own informer and controller (under leader election when given).
+fn run_replica(
+    client: Client,
+    election: Option<LeaderElectionConfig>,
+) -> (Controller<Node>, SharedIndexInformer<Node>) {
     let informer: SharedIndexInformer<Node> =
         SharedIndexInformer::new(Api::all(client.clone()), InformerConfig::default());
     let lister = informer.lister();
-    let nodes: Api<Node> = Api::all(client);
-    let controller = Controller::builder("node-labeler", informer.clone())
-        .workers(2)
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut builder = Controller::builder("node-labeler", informer.clone()).workers(2);
+    if let Some(election) = election {
+        let id = election.identity.clone();
+        builder = builder
+            .leader_election(client, election)
+            .on_leadership(move |leading| match leading {
+                true => println!("LEADER {id}"),
+                false => println!("FOLLOWER {id}"),
+            });
+    }
+    let controller = builder
         .run(move |name: &str| -> Result<Action, kube_informer::Error> {
             let Some(node) = lister.get(None, name) else {
                 return Ok(Action::Done); // deleted meanwhile
@@ -110,8 +229,14 @@ fn main() {
             if !wants_label(&node) || node.metadata.label(LABEL) == Some("gpu") {
                 return Ok(Action::Done);
             }
-            let patch = serde_json::json!({"metadata": {"labels": {LABEL: "gpu"}}});
-            match nodes.patch_merge(name, &patch) {
+            // Only the fields this controller owns: apiVersion, kind, name, and its label.
+            let mine = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {LABEL: "gpu"}}
+            });
+            let params = PatchParams::apply(FIELD_MANAGER).force();
+            match nodes.patch(name, &params, &Patch::Apply(mine)) {
                 Ok(_) => {
                     println!("LABELED {name} {LABEL}=gpu");
                     Ok(Action::Done)
@@ -123,23 +248,7 @@ fn main() {
             }
         })
         .unwrap_or_else(|e| fail(&e));
-
-    let (tx, rx) = crossbeam_channel::bounded::<()>(1);
-    ctrlc::set_handler(move || {
-        let _ = tx.try_send(());
-    })
-    .expect("install the Ctrl-C handler");
-    match duration {
-        Some(d) => {
-            let _ = rx.recv_timeout(d);
-        }
-        None => {
-            let _ = rx.recv();
-        }
-    }
-    controller.stop();
-    informer.stop();
-    drop(demo_server);
+    (controller, informer)
 }
 
 fn fail(e: &kube_informer::Error) -> ! {

@@ -113,9 +113,36 @@ impl Error {
         self.code() == Some(404)
     }
 
-    /// 409 Conflict (a stale resourceVersion on update, or AlreadyExists on create).
+    /// 409 Conflict (a stale resourceVersion on update, an apply conflict between field
+    /// managers, a failed delete precondition, or AlreadyExists on create: see
+    /// [`is_already_exists`](Self::is_already_exists)).
     pub fn is_conflict(&self) -> bool {
         self.code() == Some(409)
+    }
+
+    /// 409 AlreadyExists: a create of a name that is taken.
+    pub fn is_already_exists(&self) -> bool {
+        self.status()
+            .is_some_and(|s| s.code == 409 && s.reason == "AlreadyExists")
+    }
+
+    /// 422 Invalid: the object failed validation (`details.causes` lists the fields), or a
+    /// JSON patch's `test` failed.
+    pub fn is_invalid(&self) -> bool {
+        self.status()
+            .is_some_and(|s| s.code == 422 || s.reason == "Invalid")
+    }
+
+    /// 400 Bad Request (a malformed patch, a name mismatch, `fieldValidation=Strict`
+    /// refusing unknown fields).
+    pub fn is_bad_request(&self) -> bool {
+        self.code() == Some(400)
+    }
+
+    /// 415 Unsupported Media Type: a patch kind the resource does not accept (strategic
+    /// merge on a custom resource).
+    pub fn is_unsupported_media_type(&self) -> bool {
+        self.code() == Some(415)
     }
 
     /// Worth retrying later with back-off: transport failures, truncated bodies, 429 and 5xx.

@@ -8,10 +8,12 @@
 //! API server, then tells every registered handler on its own thread.
 //!
 //! - [`config`]: kubeconfig / in-cluster configuration and credentials;
-//! - [`client`]: the blocking API client ([`Api`], paged lists, watch streams);
+//! - [`client`]: the blocking API client ([`Api`]: paged lists, watch streams, every write
+//!   with its options; [`Client::request`]: any other request);
 //! - [`api`]: the object model ([`api::Resource`], [`api::DynamicObject`], [`api::WatchEvent`]);
 //! - [`cache`]: store, DeltaFIFO, reflector, shared informers, listers, factory;
-//! - [`workqueue`] and [`controller`]: the controller pattern on worker threads;
+//! - [`workqueue`] and [`controller`]: the controller pattern on worker threads, and leader
+//!   election on Leases so that one replica of many acts;
 //! - `testing` (with the `testing` feature, off by default): an API server on 127.0.0.1 for
 //!   tests and demos.
 //!
@@ -58,7 +60,10 @@ mod sync;
 pub mod testing;
 pub mod workqueue;
 
-pub use client::{Api, Client, ClientConfig, ListParams, WatchParams};
+pub use client::{
+    Api, Client, ClientConfig, DeleteParams, ListParams, Method, Patch, PatchParams, PostParams,
+    WatchParams,
+};
 pub use error::{Error, Result};
 
 // The README's examples compile as doctests.

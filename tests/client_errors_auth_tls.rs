@@ -8,7 +8,7 @@ use common::*;
 use kube_informer::api::{DynamicObject, Resource};
 use kube_informer::client::{Auth, Identity, Secret};
 use kube_informer::testing::{self, ApiServer, Fault, Target};
-use kube_informer::{Api, Client, Error, ListParams};
+use kube_informer::{Api, Client, DeleteParams, Error, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 fn api(server: &ApiServer) -> Api<DynamicObject> {
@@ -19,12 +19,16 @@ fn api(server: &ApiServer) -> Api<DynamicObject> {
 fn writes_and_their_failure_statuses_match_the_captures() {
     let server = ApiServer::start();
     let api = api(&server);
-    let created = api.create(&pod("lab", "pod-00", "Pending")).unwrap();
+    let created = api
+        .create(&PostParams::default(), &pod("lab", "pod-00", "Pending"))
+        .unwrap();
     assert_eq!(created.metadata.namespace(), "lab");
     assert!(created.metadata.uid.is_some() && created.metadata.creation_timestamp.is_some());
     assert_eq!(created.metadata.generation, Some(1));
 
-    let err = api.create(&pod("lab", "pod-00", "Pending")).unwrap_err();
+    let err = api
+        .create(&PostParams::default(), &pod("lab", "pod-00", "Pending"))
+        .unwrap_err();
     let want: kube_informer::api::Status =
         serde_json::from_slice(&fixture("status-409-already-exists.json")).unwrap();
     assert_eq!(*err.status().unwrap(), want, "{err}");
@@ -32,7 +36,9 @@ fn writes_and_their_failure_statuses_match_the_captures() {
     // Replace with a stale resourceVersion: 409 Conflict, as captured.
     let mut stale = serde_json::to_value(&created).unwrap();
     stale["metadata"]["resourceVersion"] = json!("1");
-    let err = api.replace("pod-00", &stale).unwrap_err();
+    let err = api
+        .replace("pod-00", &PostParams::default(), &stale)
+        .unwrap_err();
     let want: kube_informer::api::Status =
         serde_json::from_slice(&fixture("status-409-conflict.json")).unwrap();
     assert_eq!(*err.status().unwrap(), want, "{err}");
@@ -41,13 +47,18 @@ fn writes_and_their_failure_statuses_match_the_captures() {
     // Replace with the current one works and bumps generation when spec changes.
     let mut current = serde_json::to_value(&created).unwrap();
     current["spec"]["containers"][0]["image"] = json!("busybox:1.37");
-    let replaced = api.replace("pod-00", &current).unwrap();
+    let replaced = api
+        .replace("pod-00", &PostParams::default(), &current)
+        .unwrap();
     assert_eq!(replaced.metadata.generation, Some(2));
 
     let patched = api
-        .patch_merge(
+        .patch(
             "pod-00",
-            &json!({"metadata": {"labels": {"extra": "yes"}}, "status": {"phase": "Running"}}),
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"extra": "yes"}}, "status": {"phase": "Running"}}),
+            ),
         )
         .unwrap();
     assert_eq!(patched.metadata.label("extra"), Some("yes"));
@@ -67,7 +78,7 @@ fn writes_and_their_failure_statuses_match_the_captures() {
         "Pending"
     );
 
-    api.delete("pod-00").unwrap();
+    api.delete("pod-00", &DeleteParams::default()).unwrap();
     let err = api.get("pod-00").unwrap_err();
     assert!(err.is_not_found());
     assert_eq!(err.status().unwrap().message, "pods \"pod-00\" not found");
@@ -264,7 +275,7 @@ fn typed_resources_and_custom_resources_share_one_client() {
     let client = Client::new(server.client_config()).unwrap();
     let typed: Api<Widget> = Api::namespaced(client.clone(), "lab");
     typed
-        .create(&json!({"apiVersion": "lab.example.com/v1", "kind": "Widget", "metadata": {"name": "w-00"}, "spec": {"color": "blue"}}))
+        .create(&PostParams::default(), &json!({"apiVersion": "lab.example.com/v1", "kind": "Widget", "metadata": {"name": "w-00"}, "spec": {"color": "blue"}}))
         .unwrap();
     assert_eq!(typed.get("w-00").unwrap().spec.color, "blue");
     let dynamic: Api<DynamicObject> = Api::all_with(client, &widgets());

@@ -14,6 +14,7 @@ use kube_informer::controller::{Action, Controller};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::workqueue::ItemExponential;
 use kube_informer::{Api, Client};
+use kube_informer::{Patch, PatchParams};
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -63,10 +64,13 @@ fn every_object_is_reconciled_once_per_final_generation_under_faults() {
                 return Ok(Action::Done);
             }
             // Optimistic concurrency: the write fails with 409 if the cache was stale.
-            writer.patch_merge(
+            writer.patch(
                 name,
-                &json!({"metadata": {"resourceVersion": obj.metadata.resource_version()},
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"metadata": {"resourceVersion": obj.metadata.resource_version()},
                         "status": {"observedGeneration": generation}}),
+                ),
             )?;
             *acts.lock().entry((key.to_owned(), generation)).or_default() += 1;
             Ok(Action::Done)

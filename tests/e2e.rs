@@ -29,9 +29,12 @@ use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::cache::{DeletedObject, EventHandler, InformerConfig, SharedIndexInformer};
+use kube_informer::client::PatchOperation;
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::{ApiServer, Fault, Target};
-use kube_informer::{Api, Client, ClientConfig, Error, ListParams};
+use kube_informer::{
+    Api, Client, ClientConfig, DeleteParams, Error, ListParams, Patch, PatchParams, PostParams,
+};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
@@ -128,7 +131,7 @@ impl TestNamespace {
     fn create(env: &Env) -> TestNamespace {
         let name = format!("kube-informer-e2e-{}", random_suffix());
         let api = Api::all_with(env.client.clone(), &namespaces());
-        api.create(&json!({
+        api.create(&PostParams::default(), &json!({
             "apiVersion": "v1",
             "kind": "Namespace",
             "metadata": {"name": name, "labels": {"app.kubernetes.io/created-by": "kube-informer-e2e"}}
@@ -141,8 +144,8 @@ impl TestNamespace {
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
-        match self.api.delete(&self.name) {
-            Ok(()) => println!("e2e: namespace {} deleted", self.name),
+        match self.api.delete(&self.name, &DeleteParams::default()) {
+            Ok(_) => println!("e2e: namespace {} deleted", self.name),
             Err(e) => eprintln!("e2e: deleting namespace {}: {e}", self.name),
         }
     }
@@ -156,8 +159,8 @@ struct TestCrd {
 
 impl Drop for TestCrd {
     fn drop(&mut self) {
-        match self.api.delete(&self.name) {
-            Ok(()) => println!("e2e: CRD {} deleted", self.name),
+        match self.api.delete(&self.name, &DeleteParams::default()) {
+            Ok(_) => println!("e2e: CRD {} deleted", self.name),
             Err(e) => eprintln!("e2e: deleting CRD {}: {e}", self.name),
         }
     }
@@ -300,13 +303,17 @@ fn configmaps_seen_by_an_informer(env: &Env) {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": name, "namespace": ns.name}, "data": {"v": v}})
     };
-    let one = api.create(&cm("one", "1")).unwrap();
+    let one = api.create(&PostParams::default(), &cm("one", "1")).unwrap();
     let rv1 = rv(&one);
     wait_until("the add of one", || {
         rec.saw(&Seen::Add("one".into(), rv1.clone()))
     });
     let one = api
-        .patch_merge("one", &json!({"data": {"v": "2"}}))
+        .patch(
+            "one",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "2"}})),
+        )
         .unwrap();
     let rv2 = rv(&one);
     assert_ne!(rv1, rv2);
@@ -321,17 +328,24 @@ fn configmaps_seen_by_an_informer(env: &Env) {
         cached_one.decode_field::<Value>("data").unwrap(),
         Some(json!({"v": "2"}))
     );
-    api.delete("one").unwrap();
+    api.delete("one", &DeleteParams::default()).unwrap();
     wait_until("the delete of one", || rec.saw_delete_of("one"));
     assert!(inf.store().get(&format!("{}/one", ns.name)).is_none());
 
     for i in 0..5 {
-        api.create(&cm(&format!("many-{i}"), &i.to_string()))
-            .unwrap();
-    }
-    api.patch_merge("many-1", &json!({"data": {"v": "x"}}))
+        api.create(
+            &PostParams::default(),
+            &cm(&format!("many-{i}"), &i.to_string()),
+        )
         .unwrap();
-    api.delete("many-3").unwrap();
+    }
+    api.patch(
+        "many-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"v": "x"}})),
+    )
+    .unwrap();
+    api.delete("many-3", &DeleteParams::default()).unwrap();
     wait_converged(&api, &inf, &rec);
     assert!(!inf.store().contains(&format!("{}/many-3", ns.name)));
     inf.stop();
@@ -345,7 +359,7 @@ fn custom_resource_via_dynamic_object(env: &Env) {
     let crd_name = format!("widgets.{group}");
     let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &crds());
     crd_api
-        .create(&json!({
+        .create(&PostParams::default(), &json!({
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
             "metadata": {"name": crd_name},
@@ -400,7 +414,7 @@ fn custom_resource_via_dynamic_object(env: &Env) {
     // Established can come a moment before the new resource is served: a 404 until then.
     let mut first = None;
     wait_until("the new resource to accept objects", || {
-        match api.create(&widget("w0", 0)) {
+        match api.create(&PostParams::default(), &widget("w0", 0)) {
             Ok(o) => {
                 first = Some(o);
                 true
@@ -420,12 +434,19 @@ fn custom_resource_via_dynamic_object(env: &Env) {
     wait_until("the initial add of w0", || {
         rec.saw(&Seen::Add("w0".into(), rv(&w0)))
     });
-    let w1 = api.create(&widget("w1", 1)).unwrap();
-    api.create(&widget("w2", 2)).unwrap();
-    let w1b = api
-        .patch_merge("w1", &json!({"spec": {"size": 10}}))
+    let w1 = api
+        .create(&PostParams::default(), &widget("w1", 1))
         .unwrap();
-    api.delete("w2").unwrap();
+    api.create(&PostParams::default(), &widget("w2", 2))
+        .unwrap();
+    let w1b = api
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 10}})),
+        )
+        .unwrap();
+    api.delete("w2", &DeleteParams::default()).unwrap();
     wait_until("the add, update and delete of widgets", || {
         rec.saw(&Seen::Add("w1".into(), rv(&w1)))
             && rec.saw(&Seen::Update("w1".into(), rv(&w1), rv(&w1b)))
@@ -489,8 +510,12 @@ fn watch_resumes_after_the_connection_is_cut(env: &Env) {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": name, "namespace": ns.name}, "data": {"v": "0"}})
     };
-    let before = direct.create(&cm("before")).unwrap();
-    let doomed = direct.create(&cm("doomed")).unwrap();
+    let before = direct
+        .create(&PostParams::default(), &cm("before"))
+        .unwrap();
+    let doomed = direct
+        .create(&PostParams::default(), &cm("doomed"))
+        .unwrap();
     wait_until("the adds made before the cut", || {
         rec.saw(&Seen::Add("before".into(), rv(&before)))
             && rec.saw(&Seen::Add("doomed".into(), rv(&doomed)))
@@ -498,11 +523,17 @@ fn watch_resumes_after_the_connection_is_cut(env: &Env) {
 
     fwd.cut_and_refuse();
     wait_until("the watch to notice the cut", || !inf.is_watching());
-    let during = direct.create(&cm("during")).unwrap();
-    let before2 = direct
-        .patch_merge("before", &json!({"data": {"v": "1"}}))
+    let during = direct
+        .create(&PostParams::default(), &cm("during"))
         .unwrap();
-    direct.delete("doomed").unwrap();
+    let before2 = direct
+        .patch(
+            "before",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "1"}})),
+        )
+        .unwrap();
+    direct.delete("doomed", &DeleteParams::default()).unwrap();
     let seen_while_cut = rec.events();
     assert!(
         !rec.saw(&Seen::Add("during".into(), rv(&during))),
@@ -542,6 +573,167 @@ struct Forwarder {
     addr: SocketAddr,
     shared: Arc<FwdShared>,
     accept: Option<JoinHandle<()>>,
+}
+
+/// (5) The writes a controller makes: server-side apply with a conflict between managers and
+/// its takeover, a JSON patch whose `test` fails, the status and scale subresources, and
+/// delete preconditions that do not hold.
+fn writes_a_controller_makes(env: &Env) {
+    let ns = TestNamespace::create(env);
+    let cms: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
+    let mine = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": data});
+    cms.patch(
+        "applied",
+        &PatchParams::apply("alice"),
+        &Patch::Apply(mine(json!({"color": "red", "size": "1"}))),
+    )
+    .unwrap();
+    let err = cms
+        .patch(
+            "applied",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(mine(json!({"color": "green"}))),
+        )
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    let st = err.status().unwrap();
+    let conflicts = st.field_manager_conflicts();
+    assert_eq!(conflicts.len(), 1, "{st:?}");
+    assert_eq!(conflicts[0].field, ".data.color");
+    assert_eq!(conflicts[0].manager(), Some("alice"));
+    let forced = cms
+        .patch(
+            "applied",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(mine(json!({"color": "green"}))),
+        )
+        .unwrap();
+    assert_eq!(
+        forced.decode_field::<Value>("data").unwrap(),
+        Some(json!({"color": "green", "size": "1"}))
+    );
+
+    // A JSON patch whose test fails changes nothing.
+    let err = cms
+        .patch(
+            "applied",
+            &PatchParams::default(),
+            &Patch::json(vec![
+                PatchOperation::test("/data/size", "2"),
+                PatchOperation::remove("/data/size"),
+            ]),
+        )
+        .unwrap_err();
+    assert!(err.is_invalid(), "{err}");
+    assert_eq!(
+        cms.get("applied")
+            .unwrap()
+            .decode_field::<Value>("data")
+            .unwrap(),
+        Some(json!({"color": "green", "size": "1"}))
+    );
+
+    // Delete preconditions that do not hold.
+    let current = cms.get("applied").unwrap();
+    let err = cms
+        .delete(
+            "applied",
+            &DeleteParams::default().precondition_uid("00000000-0000-0000-0000-000000000000"),
+        )
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    let stale = current.metadata.resource_version().to_owned();
+    cms.patch(
+        "applied",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"size": "3"}})),
+    )
+    .unwrap();
+    let err = cms
+        .delete(
+            "applied",
+            &DeleteParams::default().precondition_resource_version(&stale),
+        )
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err}");
+    let gone = cms
+        .delete(
+            "applied",
+            &DeleteParams::default().precondition_uid(current.metadata.uid.as_deref().unwrap()),
+        )
+        .unwrap();
+    assert!(
+        gone.status().is_some(),
+        "a ConfigMap's delete answers a Status"
+    );
+
+    // Status and scale of a Deployment (no replicas, so no pods).
+    let deps: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &ns.name,
+        &ApiResource::new("apps", "v1", "Deployment", "deployments", true),
+    );
+    deps.create(
+        &PostParams::default(),
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                         "template": {"metadata": {"labels": {"app": "web"}},
+                                      "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}),
+    )
+    .unwrap();
+    let status = |d: &DynamicObject| {
+        d.decode_field::<Value>("status")
+            .unwrap()
+            .unwrap_or(Value::Null)
+    };
+    let d = deps
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"collisionCount": 3}})),
+        )
+        .unwrap();
+    assert_eq!(status(&d)["collisionCount"], 3);
+    let d = deps
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}, "status": {"collisionCount": 9}})),
+        )
+        .unwrap();
+    assert_ne!(
+        status(&d)["collisionCount"],
+        9,
+        "the main resource ignores status"
+    );
+    let scale = deps.get_scale("web").unwrap();
+    assert_eq!(scale.spec.replicas, 0);
+    assert_eq!(
+        scale.status.as_ref().and_then(|s| s.selector.as_deref()),
+        Some("app=web")
+    );
+    // A Scale read before someone else scaled is refused (its resourceVersion is stale).
+    let scaled = deps
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 1}})),
+        )
+        .unwrap();
+    assert_eq!(scaled.spec.replicas, 1);
+    let err = deps
+        .replace_scale("web", &PostParams::default(), &scale)
+        .unwrap_err();
+    assert!(
+        err.is_conflict(),
+        "a Scale with a stale resourceVersion: {err}"
+    );
+    let mut current = deps.get_scale("web").unwrap();
+    current.spec.replicas = 0;
+    let patched = deps
+        .replace_scale("web", &PostParams::default(), &current)
+        .unwrap();
+    assert_eq!(patched.spec.replicas, 0);
 }
 
 /// `(scheme, host, port, path)` of `https://host:port/path`.
@@ -716,6 +908,57 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
     let _ = to.shutdown(Shutdown::Both);
 }
 
+/// (5) Two leader electors on one Lease: one leads; stopped cleanly, it releases the lease
+/// and the other takes over; the record counts one transition.
+fn two_electors_hand_over(env: &Env) {
+    use kube_informer::controller::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Lease};
+
+    let ns = TestNamespace::create(env);
+    // (identity, started) in the order the callbacks ran; `false` entries are stops.
+    let terms: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+    let start = |id: &str| {
+        let (t1, t2) = (Arc::clone(&terms), Arc::clone(&terms));
+        let (id1, id2) = (id.to_owned(), id.to_owned());
+        let config = LeaderElectionConfig::new(&ns.name, "e2e-leader", id)
+            .lease_duration(Duration::from_secs(6))
+            .renew_deadline(Duration::from_secs(4))
+            .retry_period(Duration::from_millis(500));
+        let callbacks = LeaderCallbacks::new(move |term| {
+            t1.lock().push((id1.clone(), true));
+            term.wait();
+        })
+        .on_stopped_leading(move || t2.lock().push((id2.clone(), false)));
+        LeaderElector::start(env.client.clone(), config, callbacks).unwrap()
+    };
+    let mut electors = vec![start("e2e-a"), start("e2e-b")];
+    let starts = || terms.lock().iter().filter(|t| t.1).count();
+    wait_until("a leader", || starts() == 1);
+    let leader = terms.lock()[0].0.clone();
+    let i = electors
+        .iter()
+        .position(|e| e.identity() == leader)
+        .unwrap();
+    let first = electors.remove(i);
+    assert!(first.is_leader());
+    first.stop();
+    wait_until("the other elector to take over", || starts() == 2);
+    let successor = electors.pop().unwrap();
+    assert!(successor.is_leader());
+    assert_ne!(successor.identity(), leader);
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), &ns.name);
+    let spec = leases.get("e2e-leader").unwrap().spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some(successor.identity()));
+    assert_eq!(spec.lease_transitions, Some(1));
+    successor.stop();
+    let spec = leases.get("e2e-leader").unwrap().spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some(""), "released");
+    assert_eq!(
+        terms.lock().iter().map(|t| t.1).collect::<Vec<_>>(),
+        [true, false, true, false],
+        "one term at a time"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Against a real cluster (opt-in).
 
@@ -751,8 +994,29 @@ fn real_watch_resumes_after_the_connection_is_cut() {
     }
 }
 
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_writes_a_controller_makes() {
+    if let Some(env) = Env::real() {
+        writes_a_controller_makes(&env);
+    }
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_two_electors_hand_over() {
+    if let Some(env) = Env::real() {
+        two_electors_hand_over(&env);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The same bodies against the test API server, in every `cargo test`.
+
+#[test]
+fn fake_writes_a_controller_makes() {
+    writes_a_controller_makes(&Env::fake());
+}
 
 #[test]
 fn fake_configmaps_seen_by_an_informer() {
@@ -767,6 +1031,11 @@ fn fake_custom_resource_via_dynamic_object() {
 #[test]
 fn fake_forbidden_is_an_error_with_its_status() {
     forbidden_is_an_error_with_its_status(&Env::fake());
+}
+
+#[test]
+fn fake_two_electors_hand_over() {
+    two_electors_hand_over(&Env::fake());
 }
 
 #[test]

@@ -112,9 +112,14 @@ fn a_handler_added_later_gets_the_cache_then_live_events_with_no_gap_or_duplicat
         std::thread::spawn(move || {
             for i in 0..150 {
                 let name = format!("late-{i}");
-                api.create(&pod("lab", &name, "Pending")).unwrap();
+                api.create(
+                    &kube_informer::PostParams::default(),
+                    &pod("lab", &name, "Pending"),
+                )
+                .unwrap();
                 if i % 2 == 0 {
-                    api.delete(&name).unwrap();
+                    api.delete(&name, &kube_informer::DeleteParams::default())
+                        .unwrap();
                 }
             }
         })

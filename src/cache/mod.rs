@@ -13,7 +13,7 @@ mod handler;
 mod health;
 mod informer;
 #[cfg(all(test, shuttle))]
-mod interleavings;
+pub(crate) mod interleavings;
 mod listener;
 mod lister;
 mod reflector;

@@ -3,12 +3,18 @@
 use std::collections::HashSet;
 use std::marker::PhantomData;
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use ureq::http::Method;
 
-use super::client::{describe, Bound, Client, SendBody};
+use super::client::{describe, Bound, Client, Outgoing};
+use super::deleted::DeleteResponse;
 use super::params::{ListParams, Query, WatchParams};
+use super::patch::Patch;
+use super::request::Request;
+use super::scale::Scale;
 use super::watch::WatchStream;
+use super::write_params::{DeleteParams, PatchParams, PostParams};
 use crate::api::known_ends::{with_known_ends, KnownEnds};
 use crate::api::url_encoding::path_segment;
 use crate::api::{ApiResource, Object, ObjectList, Resource};
@@ -144,10 +150,36 @@ impl<K: Object> Api<K> {
         Ok(path)
     }
 
+    /// The path of one object's subresource.
+    fn sub(&self, name: &str, subresource: &str) -> Result<String> {
+        if subresource.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "{} {name:?}: a subresource name is required",
+                self.resource.plural
+            )));
+        }
+        let mut path = self.item(name)?;
+        path.push('/');
+        path_segment(subresource, &mut path);
+        Ok(path)
+    }
+
     /// Reads one object.
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// # server.create(&cms, serde_json::json!({"metadata": {"name": "settings", "namespace": "lab"}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
+    /// assert_eq!(api.get("settings")?.metadata.name(), "settings");
+    /// assert!(api.get("missing").unwrap_err().is_not_found());
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
     pub fn get(&self, name: &str) -> Result<K> {
         self.client
-            .call_json(Method::GET, &self.item(name)?, None, "object")
+            .request(Method::GET, &self.item(name)?)
+            .send_json()
     }
 
     /// Reads one page (or, without a limit, the whole list). Not bounded by the client's
@@ -266,7 +298,7 @@ impl<K: Object> Api<K> {
         let attached = self.client.attach(&agent, &request)?;
         let res = self
             .client
-            .send(&agent, Method::GET, &path, None, Bound::Agent)?;
+            .send(&agent, &Outgoing::get(&path, Bound::Agent))?;
         let reader = res.into_body().into_reader();
         Ok(WatchStream::new(
             reader,
@@ -277,56 +309,337 @@ impl<K: Object> Api<K> {
         ))
     }
 
-    fn write<B: Serialize + ?Sized>(
+    /// A request builder on `path` with this Api's client.
+    fn request(&self, method: Method, path: &str) -> Request {
+        self.client.request(method, path)
+    }
+
+    /// A write of `body` as JSON; the answer decoded as `T`.
+    fn write<B: Serialize + ?Sized, T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
+        query: Query,
         body: &B,
-        content_type: &str,
-    ) -> Result<K> {
-        let bytes = serde_json::to_vec(body)
-            .map_err(|e| Error::InvalidInput(format!("{method} {path}: encoding the body: {e}")))?;
-        let body = SendBody {
-            bytes: &bytes,
-            content_type,
-        };
-        self.client.call_json(method, path, Some(body), "object")
+    ) -> Result<T> {
+        self.request(method, &format!("{path}{}", query.finish()))
+            .json(body)
+            .send_json()
     }
 
-    /// Creates an object (in this Api's namespace); returns it as stored.
-    pub fn create<B: Serialize + ?Sized>(&self, object: &B) -> Result<K> {
+    /// A patch: its content type, its options, and apply's field manager checked first.
+    fn patch_at<P: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<T> {
+        if patch.is_apply() && params.field_manager.as_deref().unwrap_or("").is_empty() {
+            // The server would answer 422 (fieldManager Required).
+            return Err(Error::InvalidInput(format!(
+                "PATCH {path}: a server-side apply needs a field manager (PatchParams::apply(\"name\"))"
+            )));
+        }
+        let body = patch
+            .to_body()
+            .map_err(|e| Error::InvalidInput(format!("PATCH {path}: encoding the patch: {e}")))?;
+        let mut q = Query::default();
+        params.write_query(&mut q);
+        self.request(Method::PATCH, &format!("{path}{}", q.finish()))
+            .content_type(patch.content_type())
+            .body(body)
+            .send_json()
+    }
+
+    /// Creates an object (in this Api's namespace); returns it as stored (or, with
+    /// `dry_run`, as it would be). With `metadata.generateName` and no `name`, the server
+    /// picks the name (`cm-gen-` + 5 random characters).
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, client::PostParams, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
+    /// let cm = api.create(&PostParams::default(), &serde_json::json!({
+    ///     "apiVersion": "v1", "kind": "ConfigMap",
+    ///     "metadata": {"name": "settings"}, "data": {"color": "blue"}}))?;
+    /// assert_eq!(cm.metadata.name(), "settings");
+    /// assert!(api.create(&PostParams::default(), &cm).unwrap_err().is_already_exists());
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn create<B: Serialize + ?Sized>(&self, params: &PostParams, object: &B) -> Result<K> {
         if self.resource.namespaced && self.namespace.is_none() {
             return Err(Error::InvalidInput(format!(
                 "create {}: a namespaced resource needs a namespace",
                 self.resource.plural
             )));
         }
-        self.write(Method::POST, &self.collection(), object, "application/json")
+        let mut q = Query::default();
+        params.write_query(&mut q);
+        self.write(Method::POST, &self.collection(), q, object)
     }
 
     /// Replaces an object; with a `metadata.resourceVersion` the write fails with 409 if the
-    /// object changed since.
-    pub fn replace<B: Serialize + ?Sized>(&self, name: &str, object: &B) -> Result<K> {
-        self.write(Method::PUT, &self.item(name)?, object, "application/json")
+    /// object changed since (see [`retry_on_conflict`](super::retry_on_conflict)).
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, client::PostParams, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// # server.create(&cms, serde_json::json!({"metadata": {"name": "settings", "namespace": "lab"}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
+    /// let mut cm = serde_json::to_value(api.get("settings")?).unwrap();
+    /// cm["data"] = serde_json::json!({"color": "green"});
+    /// api.replace("settings", &PostParams::default(), &cm)?;
+    /// // The same write again carries a resourceVersion that is no longer current.
+    /// assert!(api.replace("settings", &PostParams::default(), &cm).unwrap_err().is_conflict());
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn replace<B: Serialize + ?Sized>(
+        &self,
+        name: &str,
+        params: &PostParams,
+        object: &B,
+    ) -> Result<K> {
+        let mut q = Query::default();
+        params.write_query(&mut q);
+        self.write(Method::PUT, &self.item(name)?, q, object)
     }
 
-    /// Applies a JSON merge patch (RFC 7386).
-    pub fn patch_merge<B: Serialize + ?Sized>(&self, name: &str, patch: &B) -> Result<K> {
-        self.write(
-            Method::PATCH,
-            &self.item(name)?,
-            patch,
-            "application/merge-patch+json",
-        )
+    /// Patches an object with any kind of [`Patch`] (see its docs for which kind when). A
+    /// [`Patch::Apply`] without a field manager fails with [`Error::InvalidInput`] before any
+    /// request is made.
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, client::{Patch, PatchParams}, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// # server.create(&cms, serde_json::json!({"metadata": {"name": "settings", "namespace": "lab"}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
+    /// let patch = Patch::Merge(serde_json::json!({"metadata": {"labels": {"tier": "web"}}}));
+    /// let cm = api.patch("settings", &PatchParams::default(), &patch)?;
+    /// assert_eq!(cm.metadata.label("tier"), Some("web"));
+    /// // Apply needs a field manager: refused before sending.
+    /// let apply = Patch::Apply(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap"}));
+    /// assert!(api.patch("settings", &PatchParams::default(), &apply).is_err());
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    ///
+    /// Server-side apply, a conflict between managers, and the takeover:
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, client::{Patch, PatchParams}, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
+    /// let cm = |color: &str| serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+    ///     "metadata": {"name": "settings"}, "data": {"color": color}});
+    /// // Creates the object; alice now owns data.color.
+    /// api.patch("settings", &PatchParams::apply("alice"), &Patch::Apply(cm("red")))?;
+    /// let err = api.patch("settings", &PatchParams::apply("bob"), &Patch::Apply(cm("green"))).unwrap_err();
+    /// assert!(err.is_conflict());
+    /// let conflicts = err.status().unwrap().field_manager_conflicts();
+    /// assert_eq!((conflicts[0].field.as_str(), conflicts[0].manager()), (".data.color", Some("alice")));
+    /// // Take it over.
+    /// api.patch("settings", &PatchParams::apply("bob").force(), &Patch::Apply(cm("green")))?;
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn patch<P: Serialize>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K> {
+        self.patch_at(&self.item(name)?, params, patch)
     }
 
-    /// Deletes an object.
-    pub fn delete(&self, name: &str) -> Result<()> {
+    /// Deletes an object. The answer is the object when it is still being deleted (or, for
+    /// a pod deleted with grace 0, its last state), or a `Status` when it is gone: see
+    /// [`DeleteResponse`]. Options (propagation, preconditions, grace period, dry run) go in
+    /// a `DeleteOptions` body; with none, no body is sent.
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, client::DeleteParams, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// # server.create(&cms, serde_json::json!({"metadata": {"name": "settings", "namespace": "lab"}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
+    /// api.delete("settings", &DeleteParams::default())?;
+    /// assert!(api.get("settings").unwrap_err().is_not_found());
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<DeleteResponse<K>> {
         let path = self.item(name)?;
-        let _: serde_json::Value = self
-            .client
-            .call_json(Method::DELETE, &path, None, "answer")?;
-        Ok(())
+        self.delete_at(path, params)
+    }
+
+    fn delete_at<T: DeserializeOwned>(
+        &self,
+        path: String,
+        params: &DeleteParams,
+    ) -> Result<DeleteResponse<T>> {
+        let mut req = self.request(Method::DELETE, &path);
+        if let Some(body) = params.body() {
+            req = req.body(body);
+        }
+        let res = req.send()?;
+        DeleteResponse::decode(res.request(), res.body())
+    }
+
+    /// Deletes every object of this Api's namespace (or every one, cluster-scoped) that the
+    /// list parameters select (their label and field selectors). The answer is the list of
+    /// the deleted objects as they were before deletion, or a `Status`.
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, ListParams, client::DeleteParams, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// # for (n, b) in [("a", "old"), ("b", "new")] {
+    /// #     server.create(&cms, serde_json::json!({"metadata": {"name": n, "namespace": "lab", "labels": {"batch": b}}})).unwrap();
+    /// # }
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
+    /// let gone = api.delete_collection(&DeleteParams::default(), &ListParams::default().labels("batch=old"))?;
+    /// let list = gone.object().expect("the deleted objects");
+    /// assert_eq!(list.items[0].metadata.name(), "a");
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn delete_collection(
+        &self,
+        params: &DeleteParams,
+        list: &ListParams,
+    ) -> Result<DeleteResponse<ObjectList<K>>> {
+        let mut q = Query::default();
+        q.opt("labelSelector", list.label_selector.as_deref());
+        q.opt("fieldSelector", list.field_selector.as_deref());
+        let path = format!("{}{}", self.collection(), q.finish());
+        self.delete_at(path, params)
+    }
+
+    /// Reads an object through its `status` subresource (the server answers with the whole
+    /// object).
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, client::{Patch, PatchParams, PostParams}, api::{ApiResource, DynamicObject}};
+    /// # use kube_informer::testing::{ApiServer, Subresources};
+    /// let widgets = ApiResource::new("lab.example.com", "v1", "Widget", "widgets", true);
+    /// // A custom resource with the status subresource on (as its CRD would declare).
+    /// let server = ApiServer::builder().subresources(&widgets, Subresources::none().with_status()).start();
+    /// # server.create(&widgets, serde_json::json!({"apiVersion": "lab.example.com/v1", "kind": "Widget",
+    /// #     "metadata": {"name": "w-1", "namespace": "lab"}, "spec": {"size": 1}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &widgets);
+    /// let w = api.get_status("w-1")?;
+    /// // Only status changes through the subresource (spec and labels sent are ignored).
+    /// let mut whole = serde_json::to_value(&w).unwrap();
+    /// whole["status"] = serde_json::json!({"ready": true});
+    /// api.replace_status("w-1", &PostParams::default(), &whole)?;
+    /// // A controller applies its status with its own field manager.
+    /// let status = serde_json::json!({"apiVersion": "lab.example.com/v1", "kind": "Widget",
+    ///     "metadata": {"name": "w-1"}, "status": {"ready": true}});
+    /// let w = api.patch_status("w-1", &PatchParams::apply("widget-controller").force(), &Patch::Apply(status))?;
+    /// assert_eq!(w.decode_field::<serde_json::Value>("status").unwrap().unwrap()["ready"], true);
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn get_status(&self, name: &str) -> Result<K> {
+        self.request(Method::GET, &self.sub(name, "status")?)
+            .send_json()
+    }
+
+    /// Replaces an object's status (the whole object is sent; only its status, and for
+    /// built-in types its metadata, is stored). See [`get_status`](Self::get_status).
+    pub fn replace_status<B: Serialize + ?Sized>(
+        &self,
+        name: &str,
+        params: &PostParams,
+        object: &B,
+    ) -> Result<K> {
+        let mut q = Query::default();
+        params.write_query(&mut q);
+        self.write(Method::PUT, &self.sub(name, "status")?, q, object)
+    }
+
+    /// Patches an object's status (any kind of [`Patch`]). See
+    /// [`get_status`](Self::get_status).
+    pub fn patch_status<P: Serialize>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K> {
+        self.patch_at(&self.sub(name, "status")?, params, patch)
+    }
+
+    /// Reads the `scale` subresource.
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, client::{Patch, PatchParams, PostParams, Scale}, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let deps = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+    /// # server.create(&deps, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},
+    /// #     "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &deps);
+    /// let mut scale = api.get_scale("web")?;
+    /// println!("{} wanted, selector {:?}", scale.spec.replicas, scale.status.as_ref().and_then(|s| s.selector.clone()));
+    /// scale.spec.replicas = 3;
+    /// api.replace_scale("web", &PostParams::default(), &scale)?; // 409 if the Deployment moved
+    /// let scale = api.patch_scale("web", &PatchParams::default(), &Patch::Merge(serde_json::json!({"spec": {"replicas": 5}})))?;
+    /// assert_eq!(scale.spec.replicas, 5);
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn get_scale(&self, name: &str) -> Result<Scale> {
+        self.request(Method::GET, &self.sub(name, "scale")?)
+            .send_json()
+    }
+
+    /// Replaces the `scale` subresource. See [`get_scale`](Self::get_scale).
+    pub fn replace_scale(&self, name: &str, params: &PostParams, scale: &Scale) -> Result<Scale> {
+        let mut q = Query::default();
+        params.write_query(&mut q);
+        self.write(Method::PUT, &self.sub(name, "scale")?, q, scale)
+    }
+
+    /// Patches the `scale` subresource. See [`get_scale`](Self::get_scale).
+    pub fn patch_scale<P: Serialize>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<Scale> {
+        self.patch_at(&self.sub(name, "scale")?, params, patch)
+    }
+
+    /// A request builder for any other subresource of one object, bytes in and bytes out:
+    /// `…/pods/web-0/eviction`, `…/serviceaccounts/default/token`, `…/pods/web-0/log`
+    /// (use [`Request::lines`] to follow a log). The method, body, content type and query
+    /// are the caller's.
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, Method, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let deps = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+    /// # server.create(&deps, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},
+    /// #     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &deps);
+    /// let res = api.subresource(Method::GET, "web", "scale")?.send()?;
+    /// let raw: serde_json::Value = serde_json::from_slice(res.body()).unwrap();
+    /// assert_eq!(raw["spec"]["replicas"], 2);
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    ///
+    /// An eviction and a log (shown `no_run`: `testing::ApiServer` serves neither):
+    ///
+    /// ```no_run
+    /// # use kube_informer::{Api, Client, ClientConfig, Method, api::{ApiResource, DynamicObject}};
+    /// # let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+    /// # let api: Api<DynamicObject> = Api::namespaced_with(Client::new(ClientConfig::new("https://127.0.0.1:6443"))?, "lab", &pods);
+    /// let eviction = br#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-0","namespace":"lab"}}"#;
+    /// let res = api.subresource(Method::POST, "web-0", "eviction")?.body(eviction.to_vec()).send()?;
+    /// assert_eq!(res.status(), 201);
+    /// let log = api.subresource(Method::GET, "web-0", "log")?.query("tailLines", "10").accept("*/*").send()?;
+    /// println!("{}", String::from_utf8_lossy(log.body()));
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn subresource(&self, method: Method, name: &str, subresource: &str) -> Result<Request> {
+        Ok(self.request(method, &self.sub(name, subresource)?))
     }
 }
 

@@ -18,8 +18,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
 use ureq::Agent;
+
+// From the shim: the leader elector's interleaving checks run with a `Cancel` as each term's
+// stop signal.
+use crate::sync::{Condvar, Mutex};
 
 /// A cancellation token shared by the clones of a client (and anything else that wants it).
 /// Cheap to clone; clones are the same token. Once cancelled it stays cancelled.

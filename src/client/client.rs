@@ -34,6 +34,7 @@ use super::cancel::{Attached, Cancel};
 use super::config::ClientConfig;
 use super::rate_limit::{RateLimiter, RateLimiterStats};
 use super::server_name::{split_server, PinnedResolver};
+use super::warning::WarningSink;
 use crate::api::Status;
 use crate::error::{Error, Result};
 
@@ -96,6 +97,7 @@ struct Inner {
     max_retries: u32,
     max_retry_after: Duration,
     default_namespace: String,
+    warnings: WarningSink,
 }
 
 impl std::fmt::Debug for Client {
@@ -175,6 +177,36 @@ impl ureq::unversioned::resolver::Resolver for SharedResolver {
 pub(crate) struct SendBody<'a> {
     pub bytes: &'a [u8],
     pub content_type: &'a str,
+}
+
+/// The media type every request accepts unless it asks for another.
+pub(crate) const JSON: &str = "application/json";
+
+/// One request as the transport sends it: everything but the credentials, which
+/// [`Client::send`] adds to every attempt.
+pub(crate) struct Outgoing<'a> {
+    pub method: Method,
+    pub path_and_query: &'a str,
+    pub body: Option<SendBody<'a>>,
+    /// The `Accept` header.
+    pub accept: &'a str,
+    /// Further headers, as given (the request builder's).
+    pub headers: &'a [(String, String)],
+    pub bound: Bound,
+}
+
+impl<'a> Outgoing<'a> {
+    /// A GET accepting JSON, with no body and no further header.
+    pub(crate) fn get(path_and_query: &'a str, bound: Bound) -> Self {
+        Outgoing {
+            method: Method::GET,
+            path_and_query,
+            body: None,
+            accept: JSON,
+            headers: &[],
+            bound,
+        }
+    }
 }
 
 impl Client {
@@ -260,6 +292,7 @@ impl Client {
                 max_retries: config.max_retries,
                 max_retry_after: config.max_retry_after,
                 default_namespace: config.default_namespace.clone(),
+                warnings: WarningSink::new(config.warning_handler.clone()),
                 config,
             }),
             scope: None,
@@ -349,9 +382,10 @@ impl Client {
         &self.inner.base
     }
 
-    /// Sends a request for any path (with its query) and decodes the JSON answer.
+    /// Sends a request for any path (with its query) and decodes the JSON answer: a
+    /// shortcut for [`request`](Self::request)`(method, path_and_query)` with the body as
+    /// [`json`](super::Request::json), then [`send_json`](super::Request::send_json).
     ///
-    /// This is the escape hatch for calls [`Api`](super::Api) does not wrap:
     /// `client.request_json::<serde_json::Value>(Method::GET, "/version", None)`.
     pub fn request_json<T: DeserializeOwned>(
         &self,
@@ -359,30 +393,11 @@ impl Client {
         path_and_query: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<T> {
-        let bytes = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
-        let send = bytes.as_deref().map(|bytes| SendBody {
-            bytes,
-            content_type: "application/json",
-        });
-        self.call_json(method, path_and_query, send, "response")
-    }
-
-    /// Sends a request and decodes a 2xx answer's body as `T`.
-    pub(crate) fn call_json<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path_and_query: &str,
-        body: Option<SendBody<'_>>,
-        what: &str,
-    ) -> Result<T> {
-        let bytes = self.fetch(
-            method.clone(),
-            path_and_query,
-            body,
-            Vec::new(),
-            Bound::Request,
-        )?;
-        decode_json(&method, path_and_query, &bytes, what)
+        let mut request = self.request(method, path_and_query);
+        if let Some(b) = body {
+            request = request.json(b);
+        }
+        request.send_json()
     }
 
     /// A list (or one page of it) decoded as `T`: bounded per read, not as a whole.
@@ -392,9 +407,9 @@ impl Client {
         path_and_query: &str,
         continued: bool,
     ) -> Result<T> {
-        let bound = list_bound(continued);
-        let bytes = self.fetch(Method::GET, path_and_query, None, Vec::new(), bound)?;
-        decode_json(&Method::GET, path_and_query, &bytes, "list")
+        let out = Outgoing::get(path_and_query, list_bound(continued));
+        let (_, bytes) = self.fetch(&out, Vec::new())?;
+        decode_json(&describe(&Method::GET, path_and_query), &bytes, "list")
     }
 
     /// A list page's raw bytes, into a buffer given back from an earlier call (emptied
@@ -406,29 +421,22 @@ impl Client {
         continued: bool,
         bytes: Vec<u8>,
     ) -> Result<Vec<u8>> {
-        self.fetch(
-            Method::GET,
-            path_and_query,
-            None,
-            bytes,
-            list_bound(continued),
-        )
+        let out = Outgoing::get(path_and_query, list_bound(continued));
+        Ok(self.fetch(&out, bytes)?.1)
     }
 
-    /// Sends a request and returns a 2xx answer's body undecoded, in `bytes`.
-    fn fetch(
+    /// Sends a request and returns a 2xx answer's status line and headers, and its body
+    /// undecoded, in `bytes`.
+    pub(crate) fn fetch(
         &self,
-        method: Method,
-        path_and_query: &str,
-        body: Option<SendBody<'_>>,
+        out: &Outgoing<'_>,
         mut bytes: Vec<u8>,
-        bound: Bound,
-    ) -> Result<Vec<u8>> {
-        let request = describe(&method, path_and_query);
+    ) -> Result<(http::response::Parts, Vec<u8>)> {
+        let request = describe(&out.method, out.path_and_query);
         self.prepare_credentials(&request)?;
         self.refresh_identity()?;
         let agent = self.ordinary_agent(&request)?;
-        let res = self.send(&agent, method, path_and_query, body, bound)?;
+        let res = self.send(&agent, out)?;
         // Sized from Content-Length (list pages are megabytes): one allocation, no regrowth.
         let expected = res
             .body()
@@ -437,8 +445,8 @@ impl Client {
             .min(MAX_RESERVED_BODY) as usize;
         bytes.clear();
         bytes.reserve(expected);
-        res.into_body()
-            .into_with_config()
+        let (parts, body) = res.into_parts();
+        body.into_with_config()
             .limit(u64::MAX)
             .reader()
             .read_to_end(&mut bytes)
@@ -454,7 +462,7 @@ impl Client {
                     }
                 }
             })?;
-        Ok(bytes)
+        Ok((parts, bytes))
     }
 
     /// With a cancellation token, brings a changing credential (an exec plugin) up to date
@@ -524,16 +532,14 @@ impl Client {
     /// Sends one request on `agent`, retrying 429/5xx answers that carry `Retry-After` and
     /// retrying once after a 401 when the credential can be refreshed. Returns a 2xx response
     /// with its body unread; every other answer becomes [`Error::Api`].
-    pub(crate) fn send(
-        &self,
-        agent: &Agent,
-        method: Method,
-        path_and_query: &str,
-        body: Option<SendBody<'_>>,
-        bound: Bound,
-    ) -> Result<http::Response<Body>> {
-        let request = describe(&method, path_and_query);
-        let uri = format!("{}{}", self.inner.base, path_and_query);
+    ///
+    /// Every request of the client goes through here (the request builder's, the typed
+    /// API's, lists, watches): one place for credentials, impersonation, the rate limit,
+    /// retries, warnings and `Status` decoding.
+    pub(crate) fn send(&self, agent: &Agent, out: &Outgoing<'_>) -> Result<http::Response<Body>> {
+        let (method, bound) = (&out.method, out.bound);
+        let request = describe(method, out.path_and_query);
+        let uri = format!("{}{}", self.inner.base, out.path_and_query);
         let cancelled = || Error::Cancelled {
             request: request.clone(),
         };
@@ -568,7 +574,7 @@ impl Client {
             let mut rb = http::Request::builder()
                 .method(method.clone())
                 .uri(&uri)
-                .header("accept", "application/json");
+                .header("accept", out.accept);
             if let Some(h) = self.inner.auth.header()? {
                 rb = rb.header("authorization", h.expose());
             }
@@ -578,9 +584,12 @@ impl Client {
             for g in &self.inner.impersonate_groups {
                 rb = rb.header("impersonate-group", g.as_str());
             }
+            for (name, value) in out.headers {
+                rb = rb.header(name.as_str(), value.as_str());
+            }
             let bad_request = |e: http::Error| Error::InvalidInput(format!("{request}: {e}"));
             let list_read_timeout = self.inner.config.list_read_timeout;
-            let sent = match &body {
+            let sent = match &out.body {
                 Some(b) => agent.run(bounded(
                     agent,
                     rb.header("content-type", b.content_type)
@@ -606,6 +615,7 @@ impl Client {
                     }
                 }
             })?;
+            self.inner.warnings.handle(&request, res.headers());
             let code = res.status().as_u16();
             if (200..300).contains(&code) {
                 return Ok(res);
@@ -670,13 +680,12 @@ fn bounded<S: ureq::AsSendBody>(
 
 /// Decodes a response body, naming the request in the error.
 pub(crate) fn decode_json<T: DeserializeOwned>(
-    method: &Method,
-    path_and_query: &str,
+    request: &str,
     bytes: &[u8],
     what: &str,
 ) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|e| Error::Decode {
-        request: describe(method, path_and_query),
+        request: request.to_owned(),
         // Kind and position only: serde's messages can quote values from the body.
         message: format!(
             "decoding the {what} ({} bytes): {}",

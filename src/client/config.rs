@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use super::auth::{Auth, Secret};
+use super::warning::WarningHandler;
 
 /// Connection settings for a [`Client`](super::Client).
 ///
@@ -72,6 +73,10 @@ pub struct ClientConfig {
     pub impersonate_user: Option<String>,
     /// Act with these groups (`Impersonate-Group` headers).
     pub impersonate_groups: Vec<String>,
+    /// What to do with the server's `Warning:` headers (client-go's `WarningHandler`).
+    /// Default [`WarningHandler::LogOnce`]: each distinct text logged once per client at
+    /// `warn` level. See [`Warning`](super::Warning).
+    pub warning_handler: WarningHandler,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -97,6 +102,7 @@ impl std::fmt::Debug for ClientConfig {
             tls_server_name,
             impersonate_user,
             impersonate_groups,
+            warning_handler,
         } = self;
         let redact = crate::config::redact_url;
         f.debug_struct("ClientConfig")
@@ -122,6 +128,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("tls_server_name", tls_server_name)
             .field("impersonate_user", impersonate_user)
             .field("impersonate_groups", impersonate_groups)
+            .field("warning_handler", warning_handler)
             .finish()
     }
 }
@@ -167,6 +174,7 @@ impl ClientConfig {
             tls_server_name: None,
             impersonate_user: None,
             impersonate_groups: Vec::new(),
+            warning_handler: WarningHandler::default(),
         }
     }
 }

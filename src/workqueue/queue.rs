@@ -91,6 +91,29 @@ impl<T: Hash + Eq + Clone + Send> Queue<T> {
         Self::take(&mut st)
     }
 
+    /// Like [`get`](Self::get), but `None` as soon as `stop` is set, with items left queued
+    /// (for workers that stop while the queue lives on). Set `stop`, then call
+    /// [`wake_all`](Self::wake_all): the flag is read under the queue's lock, so no waiter
+    /// misses it.
+    pub(crate) fn get_unless(&self, stop: &std::sync::atomic::AtomicBool) -> Option<T> {
+        let mut st = self.state.lock();
+        loop {
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                return None;
+            }
+            if !st.queue.is_empty() || st.shutting_down {
+                return Self::take(&mut st);
+            }
+            self.cond.wait(&mut st);
+        }
+    }
+
+    /// Wakes every waiting [`get_unless`](Self::get_unless) to read its stop flag again.
+    pub(crate) fn wake_all(&self) {
+        let _st = self.state.lock();
+        self.cond.notify_all();
+    }
+
     /// Like [`get`](Self::get), giving up after `timeout` (`None` then too).
     pub fn get_timeout(&self, timeout: Duration) -> Option<T> {
         let deadline = crate::deadline::after(timeout);

@@ -22,7 +22,8 @@
 //! The checks live next to what they reach: this module has the FIFO-only checks and the
 //! helpers; `apply.rs` (a child of the informer module, for its apply path) has the FIFO +
 //! store + informer + resync checks; `listener.rs` (a child of the listener module, for its
-//! overflow map) has the listener's hand-off checks.
+//! overflow map) has the listener's hand-off checks. The leader elector's checks are in
+//! `controller/interleavings.rs` and use [`explore`] from here.
 
 use std::collections::HashMap;
 use std::sync::Arc;

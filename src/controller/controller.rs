@@ -12,6 +12,15 @@
 //!
 //! Workers start only after the cache has synced, so reconcile never sees a half-filled
 //! cache. `stop` lets each worker finish the key in hand, then joins every thread.
+//!
+//! Under leader election ([`ControllerBuilder::leader_election`]) every replica keeps its
+//! informer synced and its queue filled (so a new leader starts from a warm cache and knows
+//! every key changed meanwhile), but workers run only during this replica's terms: they
+//! start when a term starts and are stopped (each finishing the key in hand) and joined when
+//! the term ends; the next term starts a new set. Keys stay queued between terms (at most one
+//! entry per object: the queue deduplicates), and so do pending retries and their back-off.
+//! A reconcile in hand when the term ends is finished, not interrupted: keep reconciles short,
+//! or the stop of the term waits for them.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,8 +28,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::leader_election::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Term};
 use crate::api::Object;
 use crate::cache::{DeletedObject, EventHandler, HandlerRegistration, SharedIndexInformer};
+use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::workqueue::{RateLimiter, RateLimitingQueue};
 
@@ -42,8 +53,12 @@ pub struct ControllerBuilder<K: Object, E> {
     workers: usize,
     sync_timeout: Duration,
     rate_limiter: Option<Box<dyn RateLimiter<String>>>,
+    election: Option<(Client, LeaderElectionConfig)>,
+    on_leadership: Option<OnLeadership>,
     _error: std::marker::PhantomData<fn() -> E>,
 }
+
+type OnLeadership = Arc<dyn Fn(bool) + Send + Sync>;
 
 /// A running controller; dropping it stops it.
 pub struct Controller<K: Object> {
@@ -53,6 +68,7 @@ pub struct Controller<K: Object> {
     workers: Vec<JoinHandle<()>>,
     registration: Option<HandlerRegistration<K>>,
     informer: SharedIndexInformer<K>,
+    elector: Option<LeaderElector>,
 }
 
 impl<K: Object> std::fmt::Debug for Controller<K> {
@@ -92,6 +108,8 @@ impl<K: Object> Controller<K> {
             workers: 2,
             sync_timeout: Duration::from_secs(300),
             rate_limiter: None,
+            election: None,
+            on_leadership: None,
             _error: std::marker::PhantomData,
         }
     }
@@ -101,13 +119,28 @@ impl<K: Object> Controller<K> {
         &self.queue
     }
 
-    /// Stops the workers after the keys in hand and joins them; unregisters the handler.
+    /// True when the workers may run: always without leader election, during a term with it.
+    pub fn is_leader(&self) -> bool {
+        self.elector.as_ref().is_none_or(LeaderElector::is_leader)
+    }
+
+    /// The leader election's elector, when the controller runs under one.
+    pub fn elector(&self) -> Option<&LeaderElector> {
+        self.elector.as_ref()
+    }
+
+    /// Stops the workers after the keys in hand and joins them (under leader election: ends
+    /// the term and releases the lease); unregisters the handler.
     pub fn stop(mut self) {
         self.shutdown();
     }
 
     fn shutdown(&mut self) {
+        if let Some(elector) = self.elector.take() {
+            elector.stop();
+        }
         self.stop.store(true, Ordering::SeqCst);
+        self.queue.wake_all();
         if let Some(r) = self.registration.take() {
             self.informer.remove_event_handler(r);
         }
@@ -143,8 +176,23 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
         self
     }
 
+    /// Runs the workers only while this replica leads: an elector with `config` contends for
+    /// the Lease through `client` once the cache has synced (see the module docs).
+    pub fn leader_election(mut self, client: Client, config: LeaderElectionConfig) -> Self {
+        self.election = Some((client, config));
+        self
+    }
+
+    /// Under leader election, called with `true` when a term starts (before its workers
+    /// start) and with `false` when it ends (after its workers stopped and were joined).
+    pub fn on_leadership(mut self, f: impl Fn(bool) + Send + Sync + 'static) -> Self {
+        self.on_leadership = Some(Arc::new(f));
+        self
+    }
+
     /// Starts the informer (if not yet), waits for its cache to sync, then starts the workers
-    /// calling `reconcile` with each key.
+    /// calling `reconcile` with each key (under leader election: starts the elector, which
+    /// starts them in each term).
     pub fn run(
         self,
         reconcile: impl Fn(&str) -> std::result::Result<Action, E> + Send + Sync + 'static,
@@ -167,6 +215,7 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             workers: Vec::new(),
             registration: Some(registration),
             informer: self.informer.clone(),
+            elector: None,
         };
         let synced = controller
             .registration
@@ -179,20 +228,87 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             )));
         }
         let reconcile: Reconcile<E> = Arc::new(reconcile);
-        for i in 0..self.workers {
-            let (queue, stop, reconcile, name) = (
-                Arc::clone(&queue),
-                Arc::clone(&controller.stop),
-                Arc::clone(&reconcile),
-                self.name.clone(),
-            );
-            let worker = std::thread::Builder::new()
-                .name(format!("kube-informer/controller/{}/worker-{i}", self.name))
-                .spawn(move || work(&name, &queue, &stop, &reconcile))
-                .map_err(|e| Error::Config(format!("spawning a worker: {e}")))?;
-            controller.workers.push(worker);
+        let workers = Workers {
+            name: self.name.clone(),
+            count: self.workers,
+            queue: Arc::clone(&queue),
+            reconcile,
+        };
+        match self.election {
+            None => {
+                controller.workers = workers.spawn(&controller.stop)?;
+            }
+            Some((client, config)) => {
+                let on_leadership = self.on_leadership;
+                let callbacks = LeaderCallbacks::new(move |term: &Term| {
+                    workers.run_term(term, on_leadership.as_ref());
+                });
+                controller.elector = Some(LeaderElector::start(client, config, callbacks)?);
+            }
         }
         Ok(controller)
+    }
+}
+
+/// What starts a set of workers.
+struct Workers<E> {
+    name: String,
+    count: usize,
+    queue: Arc<RateLimitingQueue<String>>,
+    reconcile: Reconcile<E>,
+}
+
+impl<E: std::fmt::Display + 'static> Workers<E> {
+    /// Starts the workers; they end once `stop` is set and the queue woken.
+    fn spawn(&self, stop: &Arc<AtomicBool>) -> Result<Vec<JoinHandle<()>>> {
+        let mut handles = Vec::with_capacity(self.count);
+        for i in 0..self.count {
+            let (queue, flag, reconcile, name) = (
+                Arc::clone(&self.queue),
+                Arc::clone(stop),
+                Arc::clone(&self.reconcile),
+                self.name.clone(),
+            );
+            let spawned = std::thread::Builder::new()
+                .name(format!("kube-informer/controller/{}/worker-{i}", self.name))
+                .spawn(move || work(&name, &queue, &flag, &reconcile));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    stop.store(true, Ordering::SeqCst);
+                    self.queue.wake_all();
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(Error::Config(format!("spawning a worker: {e}")));
+                }
+            }
+        }
+        Ok(handles)
+    }
+
+    /// One term: workers from its start until its stop signal, then joined.
+    fn run_term(&self, term: &Term, on_leadership: Option<&OnLeadership>) {
+        let stop = Arc::new(AtomicBool::new(false));
+        if let Some(f) = on_leadership {
+            f(true);
+        }
+        let handles = match self.spawn(&stop) {
+            Ok(h) => h,
+            Err(e) => {
+                log::error!("controller {}: term {}: {e}", self.name, term.number());
+                Vec::new()
+            }
+        };
+        term.wait();
+        stop.store(true, Ordering::SeqCst);
+        self.queue.wake_all();
+        for h in handles {
+            let _ = h.join();
+        }
+        if let Some(f) = on_leadership {
+            f(false);
+        }
     }
 }
 
@@ -203,11 +319,9 @@ fn work<E: std::fmt::Display>(
     reconcile: &Reconcile<E>,
 ) {
     while !stop.load(Ordering::SeqCst) {
-        let Some(key) = queue.get() else { return };
-        if stop.load(Ordering::SeqCst) {
-            queue.done(&key);
+        let Some(key) = queue.get_unless(stop) else {
             return;
-        }
+        };
         let outcome = catch_unwind(AssertUnwindSafe(|| reconcile(&key)));
         match outcome {
             Ok(Ok(Action::Done)) => queue.forget(&key),
