@@ -13,6 +13,17 @@
 //!   closed by the `k8s.io/initial-events-end` bookmark, or refused like etcd 3.4 does;
 //! - **writes** over HTTP, as the v1.36 captures show them (see *Writes* below), and from
 //!   Rust ([`ApiServer::create`], ...);
+//! - **patches** by `Content-Type`: JSON patch (RFC 6902, every operation, with the real
+//!   server's quirks), JSON merge patch, strategic merge patch (built-in resources only; lists
+//!   merged by their merge key), and server-side apply (`application/apply-patch+yaml`:
+//!   `fieldManager` required, create on a missing object, conflicts between managers as a 409
+//!   listing the fields, `force=true`); every HTTP write records `metadata.managedFields`
+//!   (an `Update` entry for the writer, `Apply` entries for appliers) so appliers conflict
+//!   with other writers as they would on a real cluster. The test server has no OpenAPI
+//!   schema: which lists are keyed (and by what) is decided by field name for built-in
+//!   resources (`containers` by `name`, `conditions` by `type`, ...) and every list of a
+//!   custom resource is atomic; only container and pod-condition defaults are filled in;
+//!   values are not validated;
 //! - **auth**: bearer tokens, basic auth, TLS with client certificates (401 with the real
 //!   Status body otherwise);
 //! - **faults** ([`Fault`], [`Target`]): error statuses (with `Retry-After`), connections

@@ -1047,6 +1047,14 @@ impl Store {
             return;
         };
         let w = super::patch::writer(tk, builtin, o, manager);
+        // An object stored by a Rust-side write may lack the defaults: compared as if it had
+        // them, so filling them in is nobody's change.
+        let old_defaulted = old.filter(|_| builtin).map(|m| {
+            let mut m = m.clone();
+            super::defaults::apply(&tk.plural, &mut m);
+            m
+        });
+        let old = old_defaulted.as_ref().or(old);
         super::managed_fields::record_update_map(old, obj, &w);
     }
 
