@@ -15,6 +15,11 @@
 //! runs two replicas in one process, prints `LEADER replica-a` (or `-b`) when one starts
 //! leading, stops the leader half way through, and shows the other take over.
 //!
+//! For each label it sets it records an Event (`events.k8s.io/v1`, reason `Labelled`,
+//! action `Label`) about the node, without ever waiting on it (see `EventRecorder`); the
+//! demo prints the Events the test API server holds at the end (`EVENT Labelled Node/gpu-3
+//! ...`).
+//!
 //! Flags: `--kubeconfig PATH`, `--context NAME`, `--demo`, `--duration SECS`,
 //! `--leader-elect`. Ctrl-C stops it.
 
@@ -24,7 +29,10 @@ use std::time::Duration;
 use kube_informer::api::{ApiResource, Object, ObjectMeta, Resource};
 use kube_informer::cache::{InformerConfig, SharedIndexInformer};
 use kube_informer::config::{Config, KubeconfigOptions};
-use kube_informer::controller::{Action, Controller, LeaderElectionConfig};
+use kube_informer::controller::{
+    Action, Controller, EventRecorder, EventRecorderConfig, EventType, LeaderElectionConfig,
+    ObjectReference,
+};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client};
 use kube_informer::{Patch, PatchParams};
@@ -34,6 +42,9 @@ const LABEL: &str = "example.com/pool";
 
 /// Who this controller is in `managedFields`.
 const FIELD_MANAGER: &str = "node-labeler";
+
+/// Who this controller is in its Events (`reportingController`).
+const REPORTING_CONTROLLER: &str = "example.com/node-labeler";
 
 #[derive(Deserialize)]
 struct Node {
@@ -94,6 +105,7 @@ fn main() {
         (None, _) => Config::infer_if_configured(&options).transpose(),
     };
     let mut demo_server = None;
+    let mut demo_api = None;
     let client = match loaded {
         Some(Ok(c)) => {
             println!("node_labeler: labelling nodes through {}", c.source);
@@ -109,12 +121,14 @@ fn main() {
             );
             let client = Client::new(server.client_config()).unwrap_or_else(|e| fail(&e));
             demo_server = Some(Demo::start(Arc::clone(&server)));
+            demo_api = Some(server);
             client
         }
     };
 
+    let mut recorders = Vec::new();
     let replicas = match (leader_elect, demo_server.is_some()) {
-        (false, _) => vec![run_replica(client, None)],
+        (false, _) => vec![run_replica(client, None, &mut recorders)],
         (true, false) => {
             let id = std::env::var("POD_NAME")
                 .or_else(|_| std::env::var("HOSTNAME"))
@@ -122,7 +136,7 @@ fn main() {
             let id = format!("{id}_{:08x}", std::process::id() ^ random_u32());
             let ns = client.default_namespace().to_owned();
             let election = LeaderElectionConfig::new(&ns, "node-labeler", &id);
-            vec![run_replica(client, Some(election))]
+            vec![run_replica(client, Some(election), &mut recorders)]
         }
         (true, true) => {
             // Two replicas in one process, each with its own cache and elector; short
@@ -134,8 +148,8 @@ fn main() {
                     .retry_period(Duration::from_millis(500))
             };
             vec![
-                run_replica(client.clone(), Some(election("replica-a"))),
-                run_replica(client, Some(election("replica-b"))),
+                run_replica(client.clone(), Some(election("replica-a")), &mut recorders),
+                run_replica(client, Some(election("replica-b")), &mut recorders),
             ]
         }
     };
@@ -175,7 +189,40 @@ fn main() {
         controller.stop();
         informer.stop();
     }
+    for r in recorders {
+        let s = r.stats();
+        r.stop();
+        println!(
+            "node_labeler: events queued={} created={} patched={} dropped={} rate_limited={} failed={}",
+            s.queued,
+            s.created,
+            s.patched,
+            s.dropped_queue_full,
+            s.rate_limited,
+            s.failed
+        );
+    }
     drop(demo_server);
+    if let Some(server) = demo_api {
+        // What a `kubectl get events` would show in the demo cluster.
+        let events = ApiResource::new("events.k8s.io", "v1", "Event", "events", true);
+        for e in server.list(&events, Some("default")) {
+            let s = |p: &str| {
+                e.pointer(p)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            println!(
+                "EVENT {} {}/{} by {}: {}",
+                s("/reason"),
+                s("/regarding/kind"),
+                s("/regarding/name"),
+                s("/reportingInstance"),
+                s("/note")
+            );
+        }
+    }
 }
 
 /// Waits (at most 30 s, or until Ctrl-C) for one of the replicas to lead; its index.
@@ -206,7 +253,17 @@ fn random_u32() -> u32 {
 fn run_replica(
     client: Client,
     election: Option<LeaderElectionConfig>,
+    recorders: &mut Vec<EventRecorder>,
 ) -> (Controller<Node>, SharedIndexInformer<Node>) {
+    let instance = election
+        .as_ref()
+        .map_or_else(|| "node-labeler".to_owned(), |e| e.identity.clone());
+    let recorder = EventRecorder::start(
+        client.clone(),
+        EventRecorderConfig::new(REPORTING_CONTROLLER, &instance),
+    )
+    .unwrap_or_else(|e| fail(&e));
+    recorders.push(recorder.clone());
     let informer: SharedIndexInformer<Node> =
         SharedIndexInformer::new(Api::all(client.clone()), InformerConfig::default());
     let lister = informer.lister();
@@ -239,6 +296,14 @@ fn run_replica(
             match nodes.patch(name, &params, &Patch::Apply(mine)) {
                 Ok(_) => {
                     println!("LABELED {name} {LABEL}=gpu");
+                    // Queued, never waited on: a slow or absent events API costs nothing here.
+                    recorder.record(
+                        &ObjectReference::from_object(&ApiResource::of::<Node>(), &*node),
+                        EventType::Normal,
+                        "Labelled",
+                        "Label",
+                        &format!("set {LABEL}=gpu (server-side apply as {FIELD_MANAGER})"),
+                    );
                     Ok(Action::Done)
                 }
                 Err(e) => {

@@ -959,6 +959,59 @@ fn two_electors_hand_over(env: &Env) {
     );
 }
 
+/// (6) The event recorder: an Event about an object the test made, then its first repeat
+/// as a series of 2 (`events.k8s.io/v1`; read back through the API).
+fn an_event_about_an_object(env: &Env) {
+    use kube_informer::controller::{
+        EventRecorder, EventRecorderConfig, EventType, ObjectReference,
+    };
+
+    let ns = TestNamespace::create(env);
+    let cms: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
+    let cm = cms
+        .create(
+            &PostParams::default(),
+            &json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "evented"}}),
+        )
+        .unwrap();
+    let about = ObjectReference::from_object(&configmaps(), &cm);
+    let recorder = EventRecorder::start(
+        env.client.clone(),
+        EventRecorderConfig::new("kube-informer.test/e2e", "e2e-0"),
+    )
+    .unwrap();
+    recorder.record(&about, EventType::Normal, "Synced", "Reconcile", "first");
+    let events = ApiResource::new("events.k8s.io", "v1", "Event", "events", true);
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &events);
+    let ours = || -> Vec<serde_json::Value> {
+        api.list(&ListParams::default())
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .filter(|e| e["regarding"]["uid"].as_str() == cm.metadata.uid.as_deref())
+            .collect()
+    };
+    wait_until("the Event", || ours().len() == 1);
+    let e = &ours()[0];
+    assert_eq!(e["reason"], "Synced");
+    assert_eq!(e["type"], "Normal");
+    assert_eq!(e["note"], "first");
+    assert_eq!(e["reportingController"], "kube-informer.test/e2e");
+    assert_eq!(e["regarding"]["name"], "evented");
+    recorder.record(&about, EventType::Normal, "Synced", "Reconcile", "again");
+    wait_until("the series count 2", || {
+        let l = ours();
+        l.len() == 1 && l[0]["series"]["count"] == 2
+    });
+    // The counter moves just after the server answered.
+    wait_until("the patch counted", || recorder.stats().patched == 1);
+    let stats = recorder.stats();
+    assert_eq!((stats.created, stats.failed), (1, 0), "{stats:?}");
+    recorder.stop();
+}
+
 // ---------------------------------------------------------------------------------------
 // Against a real cluster (opt-in).
 
@@ -1010,8 +1063,21 @@ fn real_two_electors_hand_over() {
     }
 }
 
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_an_event_about_an_object() {
+    if let Some(env) = Env::real() {
+        an_event_about_an_object(&env);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The same bodies against the test API server, in every `cargo test`.
+
+#[test]
+fn fake_an_event_about_an_object() {
+    an_event_about_an_object(&Env::fake());
+}
 
 #[test]
 fn fake_writes_a_controller_makes() {
