@@ -8,9 +8,11 @@
 //!
 //! - **API**: `events.k8s.io/v1` Events (`regarding`, `reason`, `action`, `note`,
 //!   `reportingController`, `reportingInstance`, `eventTime`). When the server does not serve
-//!   that API (a 404 on the first create), the recorder switches for good to `core/v1` Events
-//!   (`involvedObject`, `message`, `source.component`, `firstTimestamp`/`lastTimestamp`,
-//!   `count`).
+//!   that API (a 404 to a create before any succeeded, and not one naming a missing
+//!   namespace), the recorder switches for good to `core/v1` Events (`involvedObject`,
+//!   `message`, `source.component`, `reportingComponent`, `reportingInstance`,
+//!   `firstTimestamp`/`lastTimestamp`, `count`). It does not ask discovery (client-go's
+//!   adapter does).
 //! - **Series**: events with the same regarding object, reason, action, type and reporting
 //!   controller/instance are isomorphic (the note is not compared, as in client-go). The first
 //!   one creates an Event; the first repeat patches it at once with `series: {count: 2,
@@ -23,7 +25,8 @@
 //!   regarding object (kind, namespace, name, uid, apiVersion), burst 25, one token back every
 //!   5 minutes by default. An event without a token is dropped and counted; repeats of a
 //!   series take tokens too (the filter runs before aggregation, as in client-go's
-//!   correlator).
+//!   correlator). Buckets are kept for at most 4096 objects (client-go: an LRU of 4096);
+//!   past that, full buckets are forgotten first, then all.
 //! - **Visibility**: [`EventRecorder::stats`] counts what was queued, dropped (queue full,
 //!   rate limited, after stop), created, patched and failed. A failing write is logged once
 //!   per kind of failure (the HTTP reason or "transport"), with the request line only (never a
@@ -305,6 +308,7 @@ impl EventRecorder {
             config,
             counters: Arc::clone(&counters),
             core_v1: false,
+            v1_served: false,
             buckets: HashMap::new(),
             series: HashMap::new(),
             logged: HashSet::new(),
@@ -420,9 +424,49 @@ struct Series {
     created: Value,
 }
 
+/// Rate-limit buckets kept at most (client-go's spam filter keeps an LRU of 4096).
+const MAX_BUCKETS: usize = 4096;
+
+/// A token bucket: `burst` tokens, one back every `every`.
 struct Bucket {
     tokens: u32,
     last_refill: Instant,
+}
+
+impl Bucket {
+    fn full(burst: u32, now: Instant) -> Bucket {
+        Bucket {
+            tokens: burst,
+            last_refill: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant, burst: u32, every: Duration) {
+        let elapsed = now.saturating_duration_since(self.last_refill);
+        let back = elapsed.as_nanos() / every.as_nanos().max(1);
+        if back == 0 {
+            return;
+        }
+        let tokens = (u128::from(self.tokens) + back).min(u128::from(burst));
+        self.tokens = u32::try_from(tokens).unwrap_or(burst);
+        if self.tokens == burst {
+            self.last_refill = now;
+        } else {
+            // Fewer than `burst` tokens came back, so `back` fits a u32.
+            let n = u32::try_from(back).unwrap_or(burst);
+            self.last_refill += every.checked_mul(n).unwrap_or(elapsed);
+        }
+    }
+
+    /// Takes a token when there is one.
+    fn take(&mut self, now: Instant, burst: u32, every: Duration) -> bool {
+        self.refill(now, burst, every);
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
 }
 
 struct Worker {
@@ -430,6 +474,8 @@ struct Worker {
     config: EventRecorderConfig,
     counters: Arc<Counters>,
     core_v1: bool,
+    /// An `events.k8s.io/v1` create succeeded: that API is served, never fall back.
+    v1_served: bool,
     buckets: HashMap<ObjectReference, Bucket>,
     series: HashMap<SeriesKey, Series>,
     logged: HashSet<String>,
@@ -510,27 +556,22 @@ impl Worker {
         key.resource_version.clear();
         let now = Instant::now();
         let (burst, every) = (self.config.burst, self.config.refill_every);
-        let b = self.buckets.entry(key).or_insert(Bucket {
-            tokens: burst,
-            last_refill: now,
-        });
-        let elapsed = now.saturating_duration_since(b.last_refill);
-        let back = (elapsed.as_nanos() / every.as_nanos().max(1)) as u64;
-        if back > 0 {
-            b.tokens =
-                u32::try_from((u64::from(b.tokens) + back).min(u64::from(burst))).unwrap_or(burst);
-            b.last_refill += every * u32::try_from(back).unwrap_or(u32::MAX).min(burst);
-            if b.tokens == burst {
-                b.last_refill = now;
+        if self.buckets.len() >= MAX_BUCKETS && !self.buckets.contains_key(&key) {
+            // Bounded like client-go's LRU: forget the objects whose bucket is full again
+            // (forgetting them changes nothing), and if that is not enough, all of them.
+            self.buckets.retain(|_, b| {
+                b.refill(now, burst, every);
+                b.tokens < burst
+            });
+            if self.buckets.len() >= MAX_BUCKETS {
+                self.buckets.clear();
             }
         }
-        if b.tokens == 0 {
-            return false;
-        }
-        b.tokens -= 1;
-        true
+        self.buckets
+            .entry(key)
+            .or_insert_with(|| Bucket::full(burst, now))
+            .take(now, burst, every)
     }
-
     fn handle(&mut self, p: Pending) {
         if !self.allow(&p.regarding) {
             self.counters.rate_limited.fetch_add(1, Ordering::SeqCst);
@@ -608,7 +649,7 @@ impl Worker {
             .api(&namespace, self.core_v1)
             .create(&PostParams::default(), &body);
         let mut body = body;
-        if !self.core_v1 && matches!(&r, Err(e) if e.is_not_found()) {
+        if !self.core_v1 && !self.v1_served && matches!(&r, Err(e) if api_not_served(e)) {
             log::info!("events: events.k8s.io/v1 is not served; recording core/v1 Events");
             self.core_v1 = true;
             self.counters.fallback.store(1, Ordering::SeqCst);
@@ -619,6 +660,7 @@ impl Worker {
         }
         match r {
             Ok(_) => {
+                self.v1_served |= !self.core_v1;
                 self.counters.created.fetch_add(1, Ordering::SeqCst);
                 Some(Series {
                     namespace,
@@ -686,11 +728,57 @@ impl Worker {
     }
 }
 
+/// A 404 that says the resource is not served (not a missing namespace, whose 404 names
+/// `namespaces`).
+fn api_not_served(e: &Error) -> bool {
+    e.is_not_found()
+        && e.status()
+            .and_then(|s| s.details.as_ref())
+            .and_then(|d| d.kind.as_deref())
+            != Some("namespaces")
+}
+
 /// Shallow merge of the patch's top-level fields into a body.
 fn merge(body: &mut Value, patch: &Value) {
     if let (Some(b), Some(p)) = (body.as_object_mut(), patch.as_object()) {
         for (k, v) in p {
             b.insert(k.clone(), v.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_gives_its_burst_then_one_token_per_period() {
+        let t0 = Instant::now();
+        let every = Duration::from_secs(300);
+        let mut b = Bucket::full(3, t0);
+        assert!((0..3).all(|_| b.take(t0, 3, every)));
+        assert!(!b.take(t0, 3, every), "burst spent");
+        assert!(
+            !b.take(t0 + every / 2, 3, every),
+            "half a period: nothing back"
+        );
+        assert!(b.take(t0 + every, 3, every), "one period: one token");
+        assert!(!b.take(t0 + every, 3, every));
+        // A long quiet time refills to the burst, no more.
+        let later = t0 + every * 100;
+        assert!((0..3).all(|_| b.take(later, 3, every)));
+        assert!(!b.take(later, 3, every));
+        // The remainder of a period is kept: 1.5 periods, then half a period more.
+        let mut b = Bucket::full(2, t0);
+        assert!(b.take(t0, 2, every) && b.take(t0, 2, every));
+        assert!(b.take(t0 + every * 3 / 2, 2, every));
+        assert!(!b.take(t0 + every * 3 / 2, 2, every));
+        assert!(b.take(t0 + every * 2, 2, every));
+    }
+
+    #[test]
+    fn core_v1_times_are_whole_seconds() {
+        let t = MicroTime::parse("2026-11-23T04:41:05.123456Z").unwrap();
+        assert_eq!(seconds(t.to_system_time()), "2026-11-23T04:41:05Z");
     }
 }
