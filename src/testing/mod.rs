@@ -48,13 +48,13 @@
 //! let events: Vec<_> = api.watch(&WatchParams::from_version(&rv)).unwrap().collect();
 //! assert!(matches!(&events[0], Ok(WatchEvent::Added(o)) if o.metadata.name() == "a"));
 //! ```
-
 //!
 //! # Writes
 //!
 //! - **create** (201), **update** (PUT; a `metadata.resourceVersion` and a `metadata.uid`
-//!   in the body are preconditions, 409 otherwise), **patch** (the four types by `Content-Type`, 415 for others such as
-//!   `application/json`; see `patch.rs`), **delete** and **deletecollection**.
+//!   in the body are preconditions, 409 otherwise), **patch** (the four types by
+//!   `Content-Type`, 415 for others such as `application/json`; see `patch.rs`), **delete**
+//!   and **deletecollection**.
 //! - Options: `dryRun=All` answers as if written and changes nothing (a create answers 201
 //!   with a uid and creationTimestamp but no resourceVersion; no watch event);
 //!   `generateName` (prefix + 5 characters of the API server's alphabet, drawn again on a
