@@ -12,7 +12,8 @@
 //!   namespace), the recorder switches for good to `core/v1` Events (`involvedObject`,
 //!   `message`, `source.component`, `reportingComponent`, `reportingInstance`,
 //!   `firstTimestamp`/`lastTimestamp`, `count`). It does not ask discovery (client-go's
-//!   adapter does).
+//!   adapter does). An Event lives in its object's namespace (`default` for a cluster-scoped
+//!   object) and is named `<object name>.<nanoseconds, hex>`, as client-go names them.
 //! - **Series**: events with the same regarding object, reason, action, type and reporting
 //!   controller/instance are isomorphic (the note is not compared, as in client-go). The first
 //!   one creates an Event; the first repeat patches it at once with `series: {count: 2,
@@ -39,7 +40,8 @@
 //!   counted in `failed` and logged. A series patch answered 404 (the Event expired or was
 //!   deleted) creates the Event again with its count.
 //! - Counts not yet patched when the recorder stops are not written.
-//! - `related` objects and `deprecatedSource` are not set.
+//! - `related` objects and `deprecatedSource` are not set. A note longer than the server's
+//!   1024-byte limit is cut to it (at a character boundary) rather than refused.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -351,7 +353,7 @@ impl EventRecorder {
             ty,
             reason: reason.to_owned(),
             action: action.to_owned(),
-            note: note.to_owned(),
+            note: truncate(note, NOTE_LIMIT).to_owned(),
             at: SystemTime::now(),
         };
         match tx.try_send(p) {
@@ -728,6 +730,21 @@ impl Worker {
     }
 }
 
+/// The longest `note` the API server accepts, in bytes.
+const NOTE_LIMIT: usize = 1024;
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// A 404 that says the resource is not served (not a missing namespace, whose 404 names
 /// `namespaces`).
 fn api_not_served(e: &Error) -> bool {
@@ -774,6 +791,16 @@ mod tests {
         assert!(b.take(t0 + every * 3 / 2, 2, every));
         assert!(!b.take(t0 + every * 3 / 2, 2, every));
         assert!(b.take(t0 + every * 2, 2, every));
+    }
+
+    #[test]
+    fn notes_are_cut_to_the_servers_limit_at_a_character_boundary() {
+        assert_eq!(truncate("short", NOTE_LIMIT), "short");
+        let long = "é".repeat(600); // 1200 bytes
+        let cut = truncate(&long, NOTE_LIMIT);
+        assert_eq!(cut.len(), 1024);
+        assert!(cut.chars().all(|c| c == 'é'));
+        assert_eq!(truncate("aé", 2), "a");
     }
 
     #[test]
