@@ -54,6 +54,7 @@ pub mod client;
 pub mod config;
 pub mod controller;
 mod deadline;
+pub mod discovery;
 mod error;
 mod sync;
 #[cfg(feature = "testing")]
