@@ -32,7 +32,7 @@
 //! let factory = SharedInformerFactory::new(client);
 //! let informer = factory.dynamic_informer(&cms);
 //! factory.start().unwrap();
-//! assert!(informer.lister().list().is_empty());
+//! assert!(informer.lister().list_all().is_empty());
 //! factory.shutdown();
 //! ```
 

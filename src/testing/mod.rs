@@ -107,6 +107,7 @@
 
 mod apply;
 mod defaults;
+mod discovery;
 mod faults;
 mod handlers;
 mod http;
