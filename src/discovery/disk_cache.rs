@@ -202,13 +202,16 @@ fn plain_name(s: &str) -> bool {
 /// use kube_informer::discovery::host_dir_name;
 /// assert_eq!(host_dir_name("https://127.0.0.1:6443"), "127.0.0.1_6443");
 /// assert_eq!(host_dir_name("https://k8s.example.com"), "k8s.example.com");
+/// assert_eq!(host_dir_name("https://proxy:8001/../x"), "proxy_8001/_/x");
+/// assert_eq!(host_dir_name("https://127.0.0.1:6443/"), "127.0.0.1_6443");
 /// ```
 pub fn host_dir_name(server_url: &str) -> String {
     let host = server_url
         .strip_prefix("https://")
         .or_else(|| server_url.strip_prefix("http://"))
         .unwrap_or(server_url);
-    host.chars()
+    let name: String = host
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '.' | '(' | ')') {
                 c
@@ -216,5 +219,15 @@ pub fn host_dir_name(server_url: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    // Unlike kubectl, a `..` or `.` segment (a URL path such as `/../x`) cannot leave the
+    // root; empty segments (`host:6443/`) are dropped, as joining the path does for kubectl.
+    name.split('/')
+        .filter(|seg| !seg.is_empty())
+        .map(|seg| match seg {
+            "." | ".." => "_",
+            s => s,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }

@@ -13,6 +13,9 @@
 //!   closed by the `k8s.io/initial-events-end` bookmark, or refused like etcd 3.4 does;
 //! - **writes** over HTTP, as the v1.36 captures show them (see *Writes* below), and from
 //!   Rust ([`ApiServer::create`], ...);
+//! - **discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/G`, `/apis/G/V` and
+//!   aggregated discovery with ETags, for the built-ins of a real server and every registered
+//!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
 //! - **auth**: bearer tokens, basic auth, TLS with client certificates (401 with the real
 //!   Status body otherwise);
 //! - **faults** ([`Fault`], [`Target`]): error statuses (with `Retry-After`), connections
