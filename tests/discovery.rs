@@ -726,7 +726,7 @@ fn two_clients_sharing_a_cache_directory_write_it_concurrently() {
                 truth.clone(),
             );
             std::thread::spawn(move || {
-                for _ in 0..10 {
+                for _ in 0..5 {
                     assert_eq!(*d.refresh().unwrap(), *truth);
                     // A reader at the same time sees whole files (or refetches), never an error.
                     let reader = Discovery::new(client.clone())

@@ -17,7 +17,9 @@
 //!   is a miss: the caller fetches from the server and overwrites it. Never an error.
 //! - Each file is written to a temporary file in its directory and renamed over the old
 //!   one, so another process reading at the same time sees the old file or the new one,
-//!   never half of one. A failed write is logged and otherwise ignored.
+//!   never half of one. A failed write is logged and otherwise ignored. Files are not
+//!   synced to the disk (as kubectl's are not): after a power loss a file may be empty or
+//!   cut short, which is a miss.
 //!
 //! Limits: all of a server's files are read at once and a miss of any one of them refetches
 //! everything (kubectl fetches a missing group-version alone); the ETags of aggregated
@@ -177,7 +179,6 @@ fn write_atomically<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Res
     let result = (|| {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(&bytes)?;
-        f.sync_all()?;
         fs::rename(&tmp, path)
     })();
     if result.is_err() {

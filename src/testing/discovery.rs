@@ -132,10 +132,11 @@ fn write<W: Write>(
         head.push_str(&format!("content-length: {}\r\n", b.len()));
     }
     head.push_str("\r\n");
-    w.write_all(head.as_bytes())?;
+    // One write: a head and a body in two small writes wait on delayed ACKs.
     if let Some(b) = bytes {
-        w.write_all(b.as_bytes())?;
+        head.push_str(&b);
     }
+    w.write_all(head.as_bytes())?;
     w.flush()
 }
 
