@@ -833,7 +833,15 @@ fn an_informer_for_a_resource_known_only_by_its_short_name() {
         )
         .unwrap();
     let client = Client::new(server.client_config()).unwrap();
-    let mapped = RestMapper::new(client.discovery()).resolve("wdg").unwrap();
+    let mapper = RestMapper::new(client.discovery());
+    let listed = mapper
+        .api("wdg", Some("lab"))
+        .unwrap()
+        .list(&Default::default())
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(mapper.api("Widget", None).unwrap().resource(), &widgets());
+    let mapped = mapper.resolve("wdg").unwrap();
     let factory = SharedInformerFactory::new(client);
     let informer = factory.dynamic_informer(&mapped);
     factory.start().unwrap();

@@ -51,7 +51,7 @@ pub struct Discovery {
 impl std::fmt::Debug for Discovery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Discovery")
-            .field("server", &self.client.server())
+            .field("client", &self.client)
             .field("disk", &self.disk.as_ref().map(DiskCache::dir))
             .field("ttl", &self.ttl)
             .finish_non_exhaustive()

@@ -205,12 +205,19 @@ fn plain_name(s: &str) -> bool {
 /// assert_eq!(host_dir_name("https://k8s.example.com"), "k8s.example.com");
 /// assert_eq!(host_dir_name("https://proxy:8001/../x"), "proxy_8001/_/x");
 /// assert_eq!(host_dir_name("https://127.0.0.1:6443/"), "127.0.0.1_6443");
+/// assert_eq!(host_dir_name("https://me:secret@k8s:6443"), "k8s_6443");
 /// ```
 pub fn host_dir_name(server_url: &str) -> String {
     let host = server_url
         .strip_prefix("https://")
         .or_else(|| server_url.strip_prefix("http://"))
         .unwrap_or(server_url);
+    // Never a `user:password@` in a directory name.
+    let authority_end = host.find('/').unwrap_or(host.len());
+    let host = match host[..authority_end].rfind('@') {
+        Some(at) => &host[at + 1..],
+        None => host,
+    };
     let name: String = host
         .chars()
         .map(|c| {

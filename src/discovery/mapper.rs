@@ -12,8 +12,8 @@
 
 use super::client::Discovery;
 use super::types::{DiscoveryData, ServerResource};
-use crate::api::ApiResource;
-use crate::{Error, Result};
+use crate::api::{ApiResource, DynamicObject};
+use crate::{Api, Error, Result};
 
 /// Resolves names and kinds through a [`Discovery`] (its caches and its one refresh on a
 /// miss).
@@ -68,6 +68,29 @@ impl RestMapper {
     /// - `GROUP/VERSION/KIND` or `VERSION/KIND` (`apps/v1/Deployment`, `v1/Pod`): a kind.
     pub fn resolve(&self, query: &str) -> Result<ApiResource> {
         Ok(self.resolve_resource(query)?.api_resource())
+    }
+
+    /// An [`Api`] of [`DynamicObject`]s for what the user typed (see
+    /// [`resolve`](Self::resolve)): of one namespace, or of all namespaces (and for a
+    /// cluster-scoped resource) with `None`.
+    ///
+    /// ```
+    /// use kube_informer::discovery::RestMapper;
+    /// use kube_informer::testing::ApiServer;
+    /// use kube_informer::{Client, ListParams};
+    ///
+    /// let server = ApiServer::start();
+    /// let mapper = RestMapper::new(Client::new(server.client_config()).unwrap().discovery());
+    /// let config_maps = mapper.api("cm", Some("lab")).unwrap();
+    /// assert!(config_maps.list(&ListParams::default()).unwrap().items.is_empty());
+    /// ```
+    pub fn api(&self, query: &str, namespace: Option<&str>) -> Result<Api<DynamicObject>> {
+        let resource = self.resolve(query)?;
+        let client = self.discovery.client().clone();
+        Ok(match namespace {
+            Some(ns) => Api::namespaced_with(client, ns, &resource),
+            None => Api::all_with(client, &resource),
+        })
     }
 
     /// [`resolve`](Self::resolve), with everything discovery knows about the resource.
