@@ -849,3 +849,20 @@ fn an_informer_for_a_resource_known_only_by_its_short_name() {
     assert!(informer.lister().get(Some("lab"), "w1").is_some());
     factory.shutdown();
 }
+
+#[test]
+fn memory_only_discovery_keeps_answers_for_its_ttl() {
+    let server = ApiServer::start();
+    let client = Client::new(server.client_config()).unwrap();
+    let d = client.discovery();
+    assert_eq!(d.data_with_origin().unwrap().1, Origin::Server);
+    assert_eq!(d.data_with_origin().unwrap().1, Origin::Memory);
+    assert_eq!(server.requests().len(), 2);
+    // An injected TTL of zero: every call asks the server again.
+    let d = Discovery::new(client).with_ttl(Duration::ZERO);
+    assert_eq!(d.data_with_origin().unwrap().1, Origin::Server);
+    assert_eq!(d.data_with_origin().unwrap().1, Origin::Server);
+    assert_eq!(server.requests().len(), 6);
+    d.invalidate();
+    assert!(format!("{d:?}").contains("Discovery"));
+}
