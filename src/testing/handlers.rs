@@ -425,8 +425,8 @@ fn list_body(req: &Request, r: &Route, shared: &Shared, out: &mut String) -> Res
         Value::from(c.api_version.as_str()),
         serde_json::to_string(&meta).unwrap_or_else(|_| "{}".into()),
     );
-    let (core, with_type_meta) = (c.core, |json: &str| c.with_type_meta(json));
-    let typed: Vec<String> = if core {
+    let (builtin, with_type_meta) = (c.info.builtin, |json: &str| c.with_type_meta(json));
+    let typed: Vec<String> = if builtin {
         Vec::new()
     } else {
         page.iter().map(|o| with_type_meta(&o.json)).collect()
