@@ -241,7 +241,6 @@ impl ApiGroupList {
 
 impl ApiResourceList {
     /// The resources, each `plural/sub` entry folded into its parent as a subresource.
-    /// `None` when the document's group-version is not `gv`.
     pub(crate) fn to_resources(&self) -> Vec<ServerResource> {
         let (group, version) = split_group_version(&self.group_version);
         let mut out: Vec<ServerResource> = Vec::new();
