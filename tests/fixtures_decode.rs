@@ -22,8 +22,6 @@ fn every_list_capture_decodes_with_its_metadata() {
             && !n.contains("table")
             && !n.contains("patch")
             && !n.contains("410")
-            // `merge-patch-deployment-replaces-list` is a Deployment, not a list.
-            && !n.contains("patch")
     });
     assert!(lists.len() >= 15, "{lists:?}");
     for name in lists {

@@ -17,16 +17,19 @@
 //! - `fieldManager` is required (422), the body's name must be the URL's (400, checked AFTER
 //!   conflicts, as captured), and unknown fields of the kinds the server knows give the
 //!   captured HTTP 500 (kube-apiserver's bug, with or without `fieldValidation=Strict`).
+//! - keyed lists are merged element by element: the live elements in their order (merged
+//!   with the body's), then the body's new ones in its order (structured-merge-diff's rule);
+//!   an empty map or list in the body is owned as a whole;
 //! - an apply through `/status` applies only `status` and records `subresource: status`;
 //!   an apply to the main resource of a resource that serves `/status` ignores `status`.
 //!
 //! Simplifications, besides those of [`managed_fields`](super::managed_fields): unknown
 //! fields are those of the resource table (`resources.rs`, the same as for
-//! `fieldValidation`: `metadata` and the top level only); `null`
-//! values in an apply body are dropped (not "owned but unset"); a new element of a keyed
-//! list is appended after the live ones; values are not validated (labels, data keys, CRD
-//! schemas: the captured 422s of `status-422-apply-invalid` and
-//! `status-422-apply-custom-resource-schema` are not reproduced).
+//! `fieldValidation`: `metadata` and the top level only); `null` values in an apply body are
+//! dropped (not "owned but unset"); values are not validated (labels, data keys, CRD schemas:
+//! the captured 422s of `status-422-apply-invalid` and
+//! `status-422-apply-custom-resource-schema` are not reproduced); the body's `apiVersion` and
+//! `kind` are not checked against the URL; a `metadata.managedFields` in the body is ignored.
 
 use serde_json::{Map, Value};
 
