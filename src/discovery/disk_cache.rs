@@ -18,8 +18,8 @@
 //! - Each file is written to a temporary file in its directory and renamed over the old
 //!   one, so another process reading at the same time sees the old file or the new one,
 //!   never half of one. A failed write is logged and otherwise ignored. Files are not
-//!   synced to the disk (as kubectl's are not): after a power loss a file may be empty or
-//!   cut short, which is a miss.
+//!   synced to the disk: after a power loss a file may be empty or cut short, which is a
+//!   miss.
 //!
 //! Limits: all of a server's files are read at once and a miss of any one of them refetches
 //! everything (kubectl fetches a missing group-version alone); the ETags of aggregated
