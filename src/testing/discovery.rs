@@ -132,7 +132,7 @@ fn write<W: Write>(
         head.push_str(&format!("content-length: {}\r\n", b.len()));
     }
     head.push_str("\r\n");
-    // One write: a head and a body in two small writes wait on delayed ACKs.
+    // Head and body in one write (the server sets TCP_NODELAY; this is tidiness, not speed).
     if let Some(b) = bytes {
         head.push_str(&b);
     }
