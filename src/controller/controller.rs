@@ -10,6 +10,10 @@
 //! - `Err(e)` (or a panic): retry with the queue's rate limiter (per-item exponential
 //!   back-off and an overall bucket, like client-go's default).
 //!
+//! Besides the primary informer, [`ControllerBuilder::owns`] and [`ControllerBuilder::watches`]
+//! add other informers whose changes become primary keys (`triggers.rs`); every reconcile's
+//! outcome is counted (`stats.rs`, [`Controller::stats`]).
+//!
 //! Workers start only after the cache has synced, so reconcile never sees a half-filled
 //! cache. `stop` lets each worker finish the key in hand, then joins every thread.
 //!

@@ -29,6 +29,12 @@
 //! nothing is listed twice); the controller starts it if needed, waits for it to sync before
 //! its workers start, and removes its handler on stop (the informer keeps running).
 //!
+//! Limits: the owner's `uid` and `apiVersion` version are not compared (see above); a
+//! trigger's handler gets its informer's default resync period, so a resync of the owned
+//! informer reconciles every owner again; a `watches` mapper runs on that informer's handler
+//! thread (keep it to cache reads); under leader election the triggers, like the primary
+//! informer, feed the queue on every replica.
+//!
 //! # Reconcile outcomes
 //!
 //! `Ok(Action::Done)` forgets the key's retry history; `Ok(Action::RequeueAfter(d))` looks
