@@ -271,3 +271,82 @@ fn a_conflict_while_removing_the_finalizer_is_retried() {
     );
     h.stop();
 }
+
+/// `finalizer` called directly with an object read before someone else changed it.
+fn call_with_stale(
+    api: &Api<DynamicObject>,
+    stale: DynamicObject,
+) -> (Result<Action, FinalizerError<String>>, Vec<String>) {
+    let mut events = Vec::new();
+    let r = finalizer(api, FINALIZER, Arc::new(stale), |e| {
+        events.push(match e {
+            FinalizerEvent::Apply(o) => {
+                format!("apply {}", o.metadata.uid.as_deref().unwrap_or(""))
+            }
+            FinalizerEvent::Cleanup(o) => {
+                format!("cleanup {}", o.metadata.uid.as_deref().unwrap_or(""))
+            }
+        });
+        Ok(Action::Done)
+    });
+    (r, events)
+}
+
+#[test]
+fn the_guards_keep_concurrent_changes_and_leave_other_objects_alone() {
+    let server = ApiServer::builder().resource(&configmaps()).start();
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        Client::new(server.client_config()).unwrap(),
+        "lab",
+        &configmaps(),
+    );
+
+    // Another controller adds its finalizer after we read: ours is added after it, not over it.
+    create(&server, "d", &[]);
+    let stale = api.get("d").unwrap();
+    server
+        .patch(
+            &configmaps(),
+            Some("lab"),
+            "d",
+            &json!({"metadata": {"finalizers": ["example.com/other"]}}),
+        )
+        .unwrap();
+    let (r, events) = call_with_stale(&api, stale);
+    assert!(matches!(r, Ok(Action::Done)), "{r:?}");
+    assert_eq!(events.len(), 1, "{events:?}");
+    let d = server.get(&configmaps(), Some("lab"), "d").unwrap();
+    assert_eq!(
+        d["metadata"]["finalizers"],
+        json!(["example.com/other", FINALIZER])
+    );
+
+    // Deleted after we read (kept by another finalizer): ours is not added, nothing runs.
+    create(&server, "e", &["example.com/other"]);
+    let stale = api.get("e").unwrap();
+    server.delete(&configmaps(), Some("lab"), "e").unwrap();
+    let (r, events) = call_with_stale(&api, stale);
+    assert!(matches!(r, Ok(Action::Done)), "{r:?}");
+    assert!(events.is_empty(), "{events:?}");
+    let e = server.get(&configmaps(), Some("lab"), "e").unwrap();
+    assert_eq!(e["metadata"]["finalizers"], json!(["example.com/other"]));
+
+    // Deleted and created again under the same name after we read: the new object is not
+    // touched for the old one.
+    create(&server, "f", &[]);
+    let stale = api.get("f").unwrap();
+    server.delete(&configmaps(), Some("lab"), "f").unwrap();
+    create(&server, "f", &[]);
+    let (r, events) = call_with_stale(&api, stale);
+    assert!(matches!(r, Ok(Action::Done)), "{r:?}");
+    assert!(events.is_empty(), "{events:?}");
+    let f = server.get(&configmaps(), Some("lab"), "f").unwrap();
+    assert!(f["metadata"]["finalizers"].is_null(), "{f}");
+
+    // A bad name is refused before any request.
+    let obj = api.get("f").unwrap();
+    let before = server.requests().len();
+    let r = finalizer(&api, "", Arc::new(obj), |_| Ok::<_, String>(Action::Done));
+    assert!(matches!(r, Err(FinalizerError::Invalid(_))), "{r:?}");
+    assert_eq!(server.requests().len(), before, "no request made");
+}
