@@ -183,6 +183,14 @@ fn the_finalizer_is_added_before_the_first_apply_and_cleanup_runs_once_on_delete
     wait_until("the deletion reconciled", || h.idle());
     assert_eq!(h.cleanups("lab/a"), 1);
     assert_eq!(h.controller.stats().errors, 0, "{:?}", h.controller.stats());
+    // The whole life cost two writes: one PATCH adding the finalizer, one removing it.
+    let patches = h
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.starts_with("PATCH /api/v1/namespaces/lab/configmaps/a"))
+        .count();
+    assert_eq!(patches, 2, "{:?}", h.server.requests());
     h.stop();
 }
 
