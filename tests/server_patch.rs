@@ -204,6 +204,20 @@ fn server_side_apply_of_status_answers_as_captured() {
     mf[1]["fieldsV1"] = json!({"f:status": {".": {}, "f:ready": {}}});
     server.create(&widgets(), w).unwrap();
     replay(&server, "apply-widget-status");
+
+    // Through the main resource, `status` is not applied (the resource serves /status).
+    let main = send(
+        &server,
+        "PATCH",
+        "/apis/lab.example.com/v1/namespaces/fx-sub/widgets/w-status?fieldManager=tool",
+        "application/apply-patch+yaml",
+        "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata: {name: w-status}\nspec: {color: red}\nstatus: {ready: false}\n",
+    );
+    assert_eq!(main.code, 200, "{}", String::from_utf8_lossy(&main.body));
+    let v = main.json();
+    assert_eq!(v["status"], json!({"ready": true}));
+    let tool = managers(&v).into_iter().find(|m| m.0 == "tool").unwrap();
+    assert_eq!(tool.2, json!({"f:spec": {"f:color": {}}}));
 }
 
 // ---------------------------------------------------------------- managers meet
@@ -279,9 +293,13 @@ fn apply_conflicts_with_fields_other_writes_changed() {
     let refused = apply("metadata: {name: cm}\ndata: {a: '1', b: '3'}\n", "");
     assert_eq!(refused.code, 409);
     let st = refused.json();
-    assert_eq!(
-        st["message"],
-        "Apply failed with 1 conflict: conflict with \"installer\" using v1: .data.b"
+    // An Update manager is named with its apiVersion and time.
+    let message = st["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "Apply failed with 1 conflict: conflict with \"installer\" using v1 at 20"
+        ) && message.ends_with("Z: .data.b"),
+        "{message}"
     );
     assert_eq!(st["details"]["causes"][0]["field"], ".data.b");
     assert_eq!(st["details"]["causes"][0]["reason"], "FieldManagerConflict");
@@ -348,10 +366,10 @@ fn apply_conflicts_with_fields_other_writes_changed() {
     );
     assert_eq!(two.code, 409);
     let st = two.json();
-    assert!(st["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("Apply failed with 2 conflicts: "));
+    assert_eq!(
+        st["message"],
+        "Apply failed with 2 conflicts: conflicts with \"alice\":\n- .data.a\n- .data.b"
+    );
     let fields: Vec<&str> = st["details"]["causes"]
         .as_array()
         .unwrap()
@@ -397,4 +415,104 @@ fn json_patch_operations_over_http() {
         json!({"example.com/owner": "a"})
     );
     assert_eq!(v["metadata"]["finalizers"], json!(["b"]));
+}
+
+#[test]
+fn dry_run_apply_and_patches_change_nothing() {
+    let server = server();
+    let cm = "/api/v1/namespaces/default/configmaps/dry";
+    let rv = server.resource_version();
+    let created = send(
+        &server,
+        "PATCH",
+        &format!("{cm}?fieldManager=alice&dryRun=All"),
+        "application/apply-patch+yaml",
+        "metadata: {name: dry}\ndata: {a: '1'}\n",
+    );
+    assert_eq!(
+        created.code,
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    assert_eq!(created.json()["data"], json!({"a": "1"}));
+    assert!(server.get(&configmaps(), Some("default"), "dry").is_none());
+    assert_eq!(server.resource_version(), rv);
+
+    server
+        .create(
+            &configmaps(),
+            json!({"metadata": {"name": "dry", "namespace": "default"}, "data": {"a": "1"}}),
+        )
+        .unwrap();
+    let before = get(&server, &configmaps(), "default", "dry");
+    for (ct, body) in [
+        (
+            "application/apply-patch+yaml",
+            "metadata: {name: dry}\ndata: {a: '2'}\n",
+        ),
+        (
+            "application/json-patch+json",
+            r#"[{"op":"replace","path":"/data/a","value":"2"}]"#,
+        ),
+        ("application/merge-patch+json", r#"{"data":{"a":"2"}}"#),
+        (
+            "application/strategic-merge-patch+json",
+            r#"{"data":{"a":"2"}}"#,
+        ),
+    ] {
+        let answer = send(
+            &server,
+            "PATCH",
+            &format!("{cm}?fieldManager=bob&dryRun=All"),
+            ct,
+            body,
+        );
+        assert_eq!(
+            answer.code,
+            200,
+            "{ct}: {}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        assert_eq!(answer.json()["data"], json!({"a": "2"}), "{ct}");
+        assert_eq!(
+            get(&server, &configmaps(), "default", "dry"),
+            before,
+            "{ct}"
+        );
+    }
+}
+
+#[test]
+fn json_patch_of_status_changes_only_status_and_records_the_subresource() {
+    let server = server();
+    server
+        .create(
+            &pods(),
+            json!({"metadata": {"name": "p", "namespace": "default"},
+                   "spec": {"containers": [{"name": "app", "image": "x:1"}]},
+                   "status": {"phase": "Pending"}}),
+        )
+        .unwrap();
+    let answer = send(
+        &server,
+        "PATCH",
+        "/api/v1/namespaces/default/pods/p/status?fieldManager=kubelet",
+        "application/json-patch+json",
+        r#"[{"op":"replace","path":"/status/phase","value":"Running"},
+            {"op":"replace","path":"/spec/containers/0/image","value":"x:2"}]"#,
+    );
+    assert_eq!(
+        answer.code,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let v = answer.json();
+    assert_eq!(v["status"]["phase"], "Running");
+    assert_eq!(v["spec"]["containers"][0]["image"], "x:1");
+    let entry = &v["metadata"]["managedFields"][0];
+    assert_eq!(entry["manager"], "kubelet");
+    assert_eq!(entry["subresource"], "status");
+    assert_eq!(entry["fieldsV1"], json!({"f:status": {"f:phase": {}}}));
 }

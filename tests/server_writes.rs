@@ -633,28 +633,29 @@ fn status_get_returns_the_whole_object() {
     }
 }
 
-/// The captured request body with the captured resourceVersion replaced by ours.
-fn with_rv(name: &str, captured_rv: &str, ours: &str) -> Vec<u8> {
+/// The captured request body with the captured object's uid and resourceVersion replaced by
+/// those of `ours` (both are preconditions of a PUT).
+fn aimed_at(name: &str, ours: &Value) -> Vec<u8> {
     let req = capture::request(name);
-    String::from_utf8(req.body)
-        .unwrap()
-        .replace(
-            &format!("\"resourceVersion\":\"{captured_rv}\""),
-            &format!("\"resourceVersion\":\"{ours}\""),
-        )
-        .into_bytes()
+    let theirs: Value = serde_json::from_slice(&req.body).unwrap();
+    let mut body = String::from_utf8(req.body).unwrap();
+    for f in ["uid", "resourceVersion"] {
+        let (t, o) = (&theirs["metadata"][f], &ours["metadata"][f]);
+        body = body.replace(&format!("\"{f}\":{t}"), &format!("\"{f}\":{o}"));
+    }
+    body.into_bytes()
 }
 
 #[test]
 fn status_writes_change_only_status_and_main_writes_leave_it() {
     let server = server();
     let pod = seed(&server, &pods(), "get-pod-status", |_| {});
-    let body = with_rv("put-pod-status", "269", &rv_of(&pod));
+    let body = aimed_at("put-pod-status", &pod);
     let answer = capture::replay_with_body(&server, "put-pod-status", &body);
     Compare::new().assert("put-pod-status", &answer);
 
     let widget = seed(&server, &widgets(), "get-widget-status", |_| {});
-    let body = with_rv("put-widget-status", "270", &rv_of(&widget));
+    let body = aimed_at("put-widget-status", &widget);
     let answer = capture::replay_with_body(&server, "put-widget-status", &body);
     Compare::new().assert("put-widget-status", &answer);
     let answer = capture::replay(&server, "patch-widget-status-merge");
@@ -747,7 +748,7 @@ fn scale_reads_and_writes_the_replicas_of_a_deployment() {
         "the object's uid"
     );
 
-    let body = with_rv("put-deployment-scale", "271", &rv_of(&dep));
+    let body = aimed_at("put-deployment-scale", &dep);
     let put = capture::replay_with_body(&server, "put-deployment-scale", &body);
     Compare::new().assert("put-deployment-scale", &put);
     let stale = capture::replay(&server, "put-deployment-scale");
@@ -1054,4 +1055,176 @@ fn a_terminating_pod_without_finalizers_is_not_deleted_by_an_update() {
     );
     assert_eq!(status.code, 200);
     assert!(server.get(&pods(), Some("lab"), "p").is_some());
+}
+
+#[test]
+fn a_create_starts_the_status_of_a_resource_with_the_status_subresource_afresh() {
+    let server = server();
+    let w = send(
+        &server,
+        "POST",
+        "/apis/lab.example.com/v1/namespaces/lab/widgets",
+        "application/json",
+        r#"{"apiVersion":"lab.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1},"status":{"ready":true}}"#,
+    );
+    assert_eq!(w.code, 201);
+    assert!(
+        w.json().get("status").is_none(),
+        "a custom resource's status is dropped"
+    );
+    let p = send(
+        &server,
+        "POST",
+        "/api/v1/namespaces/lab/pods",
+        "application/json",
+        &common::pod("lab", "p", "Running").to_string(),
+    );
+    assert_eq!(
+        p.json()["status"],
+        json!({"phase": "Pending", "qosClass": "BestEffort"})
+    );
+    let d = send(
+        &server,
+        "POST",
+        "/apis/apps/v1/namespaces/lab/deployments",
+        "application/json",
+        r#"{"metadata":{"name":"d"},"spec":{"replicas":1},"status":{"replicas":3}}"#,
+    );
+    assert_eq!(d.json()["status"], json!({}));
+    let c = send(
+        &server,
+        "POST",
+        "/api/v1/namespaces/lab/configmaps",
+        "application/json",
+        r#"{"metadata":{"name":"c"},"data":{}}"#,
+    );
+    assert!(c.json().get("status").is_none());
+    // Rust-side creates are fixtures: status as given.
+    let fixture = server
+        .create(&pods(), common::pod("lab", "q", "Running"))
+        .unwrap();
+    assert_eq!(fixture["status"]["phase"], "Running");
+}
+
+#[test]
+fn lists_of_built_ins_carry_no_kind_on_items_and_custom_ones_do() {
+    let server = server();
+    server
+        .create(
+            &deployments(),
+            json!({"metadata": {"name": "d", "namespace": "lab"}}),
+        )
+        .unwrap();
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "w", "namespace": "lab"}}),
+        )
+        .unwrap();
+    // As `events-list-events-v1.json` shows for a built-in group other than the core one.
+    let deps = send(
+        &server,
+        "GET",
+        "/apis/apps/v1/namespaces/lab/deployments",
+        "",
+        "",
+    )
+    .json();
+    assert_eq!(deps["kind"], "DeploymentList");
+    assert!(deps["items"][0].get("kind").is_none());
+    let ws = send(
+        &server,
+        "GET",
+        "/apis/lab.example.com/v1/namespaces/lab/widgets",
+        "",
+        "",
+    )
+    .json();
+    assert_eq!(ws["items"][0]["kind"], "Widget");
+    assert_eq!(ws["items"][0]["apiVersion"], "lab.example.com/v1");
+}
+
+#[test]
+fn an_informer_sees_a_finalized_object_marked_then_deleted() {
+    use kube_informer::api::DynamicObject;
+    use kube_informer::cache::{HandlerFns, InformerConfig, SharedIndexInformer};
+    use kube_informer::{Api, Client};
+    use std::sync::{Arc, Mutex};
+
+    let server = server();
+    server
+        .create(&configmaps(), json!({"metadata": {"name": "held", "namespace": "lab", "finalizers": ["example.com/cleanup"]}}))
+        .unwrap();
+    let client = Client::new(server.client_config()).unwrap();
+    let informer: SharedIndexInformer<DynamicObject> = SharedIndexInformer::new(
+        Api::all_with(client, &configmaps()),
+        InformerConfig::default(),
+    );
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (s1, s2) = (seen.clone(), seen.clone());
+    informer
+        .add_event_handler(
+            HandlerFns::new()
+                .on_update(move |_, new: Arc<DynamicObject>| {
+                    let marked = new.metadata.deletion_timestamp.is_some();
+                    s1.lock().unwrap().push(format!("update marked={marked}"));
+                })
+                .on_delete(move |_| s2.lock().unwrap().push("delete".into())),
+        )
+        .unwrap();
+    informer.start().unwrap();
+    assert!(informer.wait_for_cache_sync(common::PATIENCE));
+    let lister = informer.lister();
+
+    let path = "/api/v1/namespaces/lab/configmaps/held";
+    assert_eq!(send(&server, "DELETE", path, "", "").code, 200);
+    common::wait_until("the cache holds the marked object", || {
+        lister
+            .get(Some("lab"), "held")
+            .is_some_and(|o| o.metadata.deletion_timestamp.is_some())
+    });
+    // What a controller does once it has cleaned up: take its finalizer off.
+    let done = send(
+        &server,
+        "PATCH",
+        path,
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":null}}"#,
+    );
+    assert_eq!(done.code, 200);
+    common::wait_until("the cache drops it", || {
+        lister.get(Some("lab"), "held").is_none()
+    });
+    common::wait_until("the handler is told", || seen.lock().unwrap().len() == 2);
+    assert_eq!(*seen.lock().unwrap(), ["update marked=true", "delete"]);
+    informer.stop();
+}
+
+#[test]
+fn a_uid_in_an_update_is_a_precondition() {
+    let server = server();
+    let created = cm(&server, "lab", "c", json!({}));
+    let mut body = created.clone();
+    body["metadata"]["uid"] = json!("00000000-0000-0000-0000-000000000000");
+    let put = send(
+        &server,
+        "PUT",
+        "/api/v1/namespaces/lab/configmaps/c",
+        "application/json",
+        &body.to_string(),
+    );
+    assert_eq!(put.code, 409);
+    let st = put.json();
+    assert_eq!(st["reason"], "Conflict");
+    assert_eq!(
+        st["message"],
+        format!(
+            "Operation cannot be fulfilled on configmaps \"c\": StorageError: invalid object, Code: 4, Key: /registry/configmaps/lab/c, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: 00000000-0000-0000-0000-000000000000, UID in object meta: {}",
+            created["metadata"]["uid"].as_str().unwrap()
+        )
+    );
+    assert_eq!(
+        server.get(&configmaps(), Some("lab"), "c").unwrap(),
+        created
+    );
 }

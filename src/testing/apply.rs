@@ -5,27 +5,31 @@
 //! into the live object (or creates the object: 201), and keeps one `Apply` entry per field
 //! manager in `metadata.managedFields` holding exactly the fields of its last intent:
 //! - a field another manager owns and this apply would set to a DIFFERENT value is a conflict:
-//!   409 `Apply failed with N conflict(s): ...`, `details.causes` one `FieldManagerConflict`
-//!   per field (and nothing else in `details`); with `force=true` the applier takes the field
-//!   over and the other manager loses it. Setting the same value shares the field.
+//!   409 `Apply failed with 1 conflict: conflict with "alice": .data.color` (several: one
+//!   `conflicts with "alice":` line per manager, then `- .data.a` per field; an `Update`
+//!   manager is named `"kubectl-create" using v1 at <time>`: the wording of kube-apiserver's
+//!   source, as only the single-conflict case is captured), `details.causes` one
+//!   `FieldManagerConflict` per field (and nothing else in `details`); with `force=true` the
+//!   applier takes the field over and the other manager loses it. Setting the same value
+//!   shares the field.
 //! - a field the applier owned and no longer mentions is removed from the object, unless
 //!   another manager owns it too;
 //! - `fieldManager` is required (422), the body's name must be the URL's (400, checked AFTER
 //!   conflicts, as captured), and unknown fields of the kinds the server knows give the
 //!   captured HTTP 500 (kube-apiserver's bug, with or without `fieldValidation=Strict`).
-//! - an apply through `/status` applies only `status` and records `subresource: status`.
+//! - keyed lists are merged element by element: the live elements in their order (merged
+//!   with the body's), then the body's new ones in its order (structured-merge-diff's rule);
+//!   an empty map or list in the body is owned as a whole;
+//! - an apply through `/status` applies only `status` and records `subresource: status`;
+//!   an apply to the main resource of a resource that serves `/status` ignores `status`.
 //!
 //! Simplifications, besides those of [`managed_fields`](super::managed_fields): unknown
-//! fields are recognised only at the top level of a few built-in kinds (`ConfigMap`,
-//! `Secret`, `Pod`, `Service`, `Deployment`, ...) and in `metadata` of every kind; `null`
-//! values in an apply body are dropped (not "owned but unset"); on the main resource
-//! `status` is applied like any field (the real server ignores it when the resource has a
-//! status subresource); a new element of a keyed list is appended after the live ones;
-//! no validation of values (labels, data keys, CRD schemas: the captured 422s are not
-//! reproduced); the name of an `Update` manager in a conflict message is printed as
-//! `"name" using apiVersion` without the time the real server adds.
-
-use std::collections::BTreeMap;
+//! fields are those of the resource table (`resources.rs`, the same as for
+//! `fieldValidation`: `metadata` and the top level only); `null` values in an apply body are
+//! dropped (not "owned but unset"); values are not validated (labels, data keys, CRD schemas:
+//! the captured 422s of `status-422-apply-invalid` and
+//! `status-422-apply-custom-resource-schema` are not reproduced); the body's `apiVersion` and
+//! `kind` are not checked against the URL; a `metadata.managedFields` in the body is ignored.
 
 use serde_json::{Map, Value};
 
@@ -45,7 +49,6 @@ pub(crate) enum Applied {
 }
 
 /// The request around an apply body.
-#[derive(Debug)]
 pub(crate) struct ApplyRequest<'a> {
     /// `fieldManager` (required).
     pub field_manager: Option<&'a str>,
@@ -53,8 +56,11 @@ pub(crate) struct ApplyRequest<'a> {
     /// Name and namespace from the URL.
     pub name: &'a str,
     pub namespace: Option<&'a str>,
-    /// The resource's kind (`ConfigMap`), for the unknown-field message.
-    pub kind: &'a str,
+    /// The fields of an object the resource does not know, as paths (`metadata.bogusMeta`,
+    /// `spec`): the resource table's rule, the same as for `fieldValidation`.
+    pub unknown_fields: &'a dyn Fn(&Map<String, Value>) -> Vec<String>,
+    /// The resource serves `/status`: an apply to the main resource leaves `status` alone.
+    pub status_subresource: bool,
     pub writer: Writer,
 }
 
@@ -101,7 +107,7 @@ pub(crate) fn apply(
         ));
     }
     drop_nulls(&mut config);
-    unknown_fields(&config, req.kind)?;
+    unknown_fields(&config, req.unknown_fields)?;
     let w = &req.writer;
     if w.subresource == "status" {
         // Only status goes through /status.
@@ -110,6 +116,11 @@ pub(crate) fn apply(
             if let Some(Value::Object(meta)) = m.get_mut("metadata") {
                 meta.retain(|k, _| k == "name" || k == "namespace");
             }
+        }
+    }
+    if w.subresource.is_empty() && req.status_subresource {
+        if let Some(m) = config.as_object_mut() {
+            m.remove("status");
         }
     }
     let applied_set = config_set(w.schema, &config);
@@ -141,13 +152,19 @@ pub(crate) fn apply(
     };
     if let Some(live) = live {
         let d = diff(w.schema, Some(live), &result);
-        let mut conflicts: Vec<(String, Vec<String>)> = Vec::new();
+        let mut conflicts: Vec<Conflict> = Vec::new();
         for e in &entries {
             if e.same_manager(manager, "Apply", &w.subresource) {
                 continue;
             }
+            let key = (
+                e.manager.clone(),
+                e.operation.clone(),
+                e.api_version.clone(),
+                e.subresource.clone(),
+            );
             for p in e.fields.intersection(&d.changed).paths() {
-                conflicts.push((print_manager(e), p));
+                conflicts.push((key.clone(), print_manager(e), p));
             }
         }
         if !conflicts.is_empty() && !req.force {
@@ -240,7 +257,8 @@ fn drop_nulls(v: &mut Value) {
     }
 }
 
-/// How the server names a manager in a conflict.
+/// How the server names a manager in a conflict: `"alice"`, `"kubelet" with subresource
+/// "status"`, and for an `Update` entry `"kubectl-create" using v1 at 2026-11-23T04:37:17Z`.
 fn print_manager(e: &Entry) -> String {
     let mut s = format!("{:?}", e.manager);
     if !e.subresource.is_empty() {
@@ -248,6 +266,9 @@ fn print_manager(e: &Entry) -> String {
     }
     if e.operation == "Update" {
         s.push_str(&format!(" using {}", e.api_version));
+        if !e.time.is_empty() {
+            s.push_str(&format!(" at {}", e.time));
+        }
     }
     s
 }
@@ -272,28 +293,39 @@ pub(crate) fn print_path(path: &[String]) -> String {
     out
 }
 
-fn conflict_status(mut conflicts: Vec<(String, Vec<String>)>) -> Status {
+/// One conflict: who owns the field (the sort key of the manager, then how it is printed)
+/// and the field.
+type Conflict = ((String, String, String, String), String, Vec<String>);
+
+/// The 409 of an apply with conflicts. One conflict is one line; several are grouped by
+/// manager (`conflicts with "alice":` then `- .data.a` per field), as the real server words it.
+fn conflict_status(mut conflicts: Vec<Conflict>) -> Status {
     conflicts.sort();
     let n = conflicts.len();
-    let lines: Vec<String> = conflicts
-        .iter()
-        .map(|(m, p)| format!("conflict with {m}: {}", print_path(p)))
-        .collect();
-    let mut st = Status::failure(
-        409,
-        "Conflict",
+    let message = if let [(_, who, path)] = conflicts.as_slice() {
         format!(
-            "Apply failed with {n} conflict{}: {}",
-            if n == 1 { "" } else { "s" },
-            lines.join("\n")
-        ),
-    );
+            "Apply failed with 1 conflict: conflict with {who}: {}",
+            print_path(path)
+        )
+    } else {
+        let mut lines: Vec<String> = Vec::new();
+        let mut last: Option<&(String, String, String, String)> = None;
+        for (key, who, path) in &conflicts {
+            if last != Some(key) {
+                lines.push(format!("conflicts with {who}:"));
+                last = Some(key);
+            }
+            lines.push(format!("- {}", print_path(path)));
+        }
+        format!("Apply failed with {n} conflicts: {}", lines.join("\n"))
+    };
+    let mut st = Status::failure(409, "Conflict", message);
     st.details = Some(StatusDetails {
         causes: conflicts
             .iter()
-            .map(|(m, p)| StatusCause {
+            .map(|(_, who, p)| StatusCause {
                 reason: "FieldManagerConflict".into(),
-                message: format!("conflict with {m}"),
+                message: format!("conflict with {who}"),
                 field: print_path(p),
             })
             .collect(),
@@ -480,73 +512,19 @@ fn matches_element(key: &str, item: &Value) -> bool {
     }
 }
 
-/// The fields `ObjectMeta` declares.
-const OBJECT_META: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
-/// The top-level fields of the built-in kinds this server knows, besides
-/// `apiVersion`/`kind`/`metadata`.
-fn known_top_level(kind: &str) -> Option<&'static [&'static str]> {
-    Some(match kind {
-        "ConfigMap" => &["data", "binaryData", "immutable"],
-        "Secret" => &["data", "stringData", "type", "immutable"],
-        "Pod"
-        | "Service"
-        | "Namespace"
-        | "Node"
-        | "PersistentVolumeClaim"
-        | "PersistentVolume"
-        | "Deployment"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "ReplicaSet"
-        | "Job"
-        | "CronJob" => &["spec", "status"],
-        "Lease" => &["spec"],
-        _ => return None,
-    })
-}
-
 /// The captured HTTP 500 for unknown fields in an apply body.
-fn unknown_fields(config: &Value, kind: &str) -> Result<(), Status> {
+fn unknown_fields(
+    config: &Value,
+    unknown: &dyn Fn(&Map<String, Value>) -> Vec<String>,
+) -> Result<(), Status> {
     let Some(m) = config.as_object() else {
         return Ok(());
     };
-    let mut errors: BTreeMap<String, ()> = BTreeMap::new();
-    if let Some(Value::Object(meta)) = m.get("metadata") {
-        for k in meta.keys() {
-            if !OBJECT_META.contains(&k.as_str()) {
-                errors.insert(format!(".metadata.{k}"), ());
-            }
-        }
-    }
-    if let Some(known) = known_top_level(kind) {
-        for k in m.keys() {
-            if !matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
-                && !known.contains(&k.as_str())
-            {
-                errors.insert(format!(".{k}"), ());
-            }
-        }
-    }
+    let mut errors = unknown(m);
     if errors.is_empty() {
         return Ok(());
     }
+    errors.sort();
     let s = |p: &str| config.pointer(p).and_then(Value::as_str).unwrap_or("");
     let api_version = s("/apiVersion");
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
@@ -556,8 +534,8 @@ fn unknown_fields(config: &Value, kind: &str) -> Result<(), Status> {
         s("/metadata/name"),
         s("/kind"),
     );
-    for e in errors.keys() {
-        message.push_str(&format!("\n  {e}: field not declared in schema"));
+    for e in &errors {
+        message.push_str(&format!("\n  .{e}: field not declared in schema"));
     }
     Err(Status::failure(500, "", message))
 }
@@ -569,13 +547,33 @@ mod tests {
 
     const CORE: Schema = Schema { builtin: true };
 
+    /// ConfigMap's fields, for the tests.
+    fn configmap_unknown(m: &Map<String, Value>) -> Vec<String> {
+        let mut out: Vec<String> = m
+            .keys()
+            .filter(|k| {
+                !["apiVersion", "kind", "metadata", "data", "binaryData"].contains(&k.as_str())
+            })
+            .cloned()
+            .collect();
+        if let Some(Value::Object(meta)) = m.get("metadata") {
+            out.extend(
+                meta.keys()
+                    .filter(|k| !["name", "namespace", "labels"].contains(&k.as_str()))
+                    .map(|k| format!("metadata.{k}")),
+            );
+        }
+        out
+    }
+
     fn req<'a>(manager: Option<&'a str>, force: bool, name: &'a str) -> ApplyRequest<'a> {
         ApplyRequest {
             field_manager: manager,
             force,
             name,
             namespace: Some("fx-writes"),
-            kind: "ConfigMap",
+            unknown_fields: &configmap_unknown,
+            status_subresource: false,
             writer: Writer {
                 manager: manager.unwrap_or("").into(),
                 subresource: String::new(),
@@ -720,7 +718,7 @@ mod tests {
              "fieldsV1": {"f:spec": {".": {}, "f:color": {}}}}]},
             "spec": {"color": "red"}});
         let mut r = req(Some("widget-controller"), true, "w");
-        r.kind = "Widget";
+        r.unknown_fields = &|_| Vec::new();
         r.writer.subresource = "status".into();
         r.writer.schema = Schema { builtin: false };
         let body = "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: blue\nstatus:\n  ready: true\n";
@@ -734,6 +732,23 @@ mod tests {
         assert_eq!(mf[0]["subresource"], "status");
         assert_eq!(mf[0]["fieldsV1"], json!({"f:status": {"f:ready": {}}}));
         assert_eq!(mf[1]["manager"], "kubectl-create");
+    }
+
+    #[test]
+    fn managers_print_like_the_server() {
+        let e = |op: &str, sub: &str| Entry {
+            manager: "m".into(),
+            operation: op.into(),
+            api_version: "apps/v1".into(),
+            time: "2026-11-23T04:37:17Z".into(),
+            subresource: sub.into(),
+            fields: FieldSet::default(),
+        };
+        assert_eq!(print_manager(&e("Apply", "")), "\"m\"");
+        assert_eq!(
+            print_manager(&e("Update", "status")),
+            "\"m\" with subresource \"status\" using apps/v1 at 2026-11-23T04:37:17Z"
+        );
     }
 
     #[test]

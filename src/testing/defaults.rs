@@ -11,6 +11,10 @@
 //! - every condition of a Pod's `status.conditions` carries `lastProbeTime` and
 //!   `lastTransitionTime`, `null` when not set (the server's types always write them).
 //!
+//! Rust-side writes store objects as given, without defaults; the managed-fields bookkeeping
+//! compares a write with the stored object as if that had its defaults, so the first HTTP
+//! write does not take ownership of defaults it did not cause.
+//!
 //! Not done (a simplification, documented): the pod-level defaults (`restartPolicy`,
 //! `dnsPolicy`, `schedulerName`, the not-ready/unreachable tolerations, `status.phase`, ...),
 //! defaults of any other kind, and container ports' `protocol: TCP`.

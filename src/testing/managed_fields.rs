@@ -22,7 +22,8 @@
 //!   (`involvedObject`, `regarding`, `related`, a label selector `selector`);
 //! - no defaulting: fields the real server fills in on a write (`imagePullPolicy`, ...) are
 //!   neither in the object nor in the entries;
-//! - `metadata.managedFields` sent in a body are taken as the starting point, as given.
+//! - `metadata.managedFields` sent in a body are taken as the starting point, as given (an
+//!   empty list keeps the stored ones).
 
 use std::collections::BTreeMap;
 
@@ -547,8 +548,9 @@ pub(crate) struct Writer {
 ///
 /// The starting entries are those `new` carries (a body may set them), else `old`'s.
 pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
+    // An empty list in the body changes nothing (the real server's rule too).
     let mut entries = match new.pointer("/metadata/managedFields") {
-        Some(Value::Array(_)) => entries_of(new),
+        Some(Value::Array(l)) if !l.is_empty() => entries_of(new),
         _ => old.map(entries_of).unwrap_or_default(),
     };
     let d = diff(w.schema, old, new);

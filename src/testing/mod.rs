@@ -13,6 +13,20 @@
 //!   closed by the `k8s.io/initial-events-end` bookmark, or refused like etcd 3.4 does;
 //! - **writes** over HTTP, as the v1.36 captures show them (see *Writes* below), and from
 //!   Rust ([`ApiServer::create`], ...);
+//! - **patches** by `Content-Type`: JSON patch (RFC 6902, every operation, with the real
+//!   server's quirks), JSON merge patch, strategic merge patch (built-in resources only; lists
+//!   merged by their merge key), and server-side apply (`application/apply-patch+yaml`:
+//!   `fieldManager` required, create on a missing object, conflicts between managers as a 409
+//!   listing the fields, `force=true`); every HTTP write records `metadata.managedFields`
+//!   (an `Update` entry for the writer, `Apply` entries for appliers) so appliers conflict
+//!   with other writers as they would on a real cluster. The test server has no OpenAPI
+//!   schema: which lists are keyed (and by what) is decided by field name for built-in
+//!   resources (`containers` by `name`, `conditions` by `type`, ...) and every list of a
+//!   custom resource is atomic; only container and pod-condition defaults are filled in;
+//!   values are not validated;
+//! - **discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/G`, `/apis/G/V` and
+//!   aggregated discovery with ETags, for the built-ins of a real server and every registered
+//!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
 //! - **auth**: bearer tokens, basic auth, TLS with client certificates (401 with the real
 //!   Status body otherwise);
 //! - **faults** ([`Fault`], [`Target`]): error statuses (with `Retry-After`), connections
@@ -37,13 +51,13 @@
 //! let events: Vec<_> = api.watch(&WatchParams::from_version(&rv)).unwrap().collect();
 //! assert!(matches!(&events[0], Ok(WatchEvent::Added(o)) if o.metadata.name() == "a"));
 //! ```
-
 //!
 //! # Writes
 //!
-//! - **create** (201), **update** (PUT; a `metadata.resourceVersion` is a precondition, 409
-//!   otherwise), **patch** (the four types by `Content-Type`, 415 for others such as
-//!   `application/json`; see `patch.rs`), **delete** and **deletecollection**.
+//! - **create** (201), **update** (PUT; a `metadata.resourceVersion` and a `metadata.uid`
+//!   in the body are preconditions, 409 otherwise), **patch** (the four types by
+//!   `Content-Type`, 415 for others such as `application/json`; see `patch.rs`), **delete**
+//!   and **deletecollection**.
 //! - Options: `dryRun=All` answers as if written and changes nothing (a create answers 201
 //!   with a uid and creationTimestamp but no resourceVersion; no watch event);
 //!   `generateName` (prefix + 5 characters of the API server's alphabet, drawn again on a
@@ -85,7 +99,9 @@
 //!   alphabetical order (the real server: in the order of the body; the captures agree).
 //! - Almost no defaulting (only the container and pod-condition defaults of `defaults.rs`)
 //!   and no validation of the objects themselves (no `Invalid` for a bad label value).
-//! - A create keeps the `status` it is given (the real server resets it for some kinds).
+//! - An HTTP create of a resource with the status subresource starts its status afresh
+//!   only for custom resources (dropped), pods (`Pending` and the QoS class) and Deployments
+//!   (empty); other kinds keep the `status` they are given.
 //! - No garbage collector: `foregroundDeletion` and `orphan` finalizers stay until an update
 //!   removes them; no kubelet: a Terminating pod stays until deleted with grace 0. A second
 //!   delete of an object being deleted changes nothing (the real server may shorten a pod's
@@ -107,6 +123,7 @@
 
 mod apply;
 mod defaults;
+mod discovery;
 mod faults;
 mod handlers;
 mod http;

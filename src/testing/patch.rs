@@ -159,17 +159,19 @@ pub(crate) fn apply_patch(
     if let Some(ns) = ns {
         namespace_exists(store, ns)?;
     }
-    let (kind, builtin) = {
+    let (info, builtin, status_subresource) = {
         let c = store.collection(tk);
-        (c.kind.clone(), c.info.builtin)
+        (c.info.clone(), c.info.builtin, c.info.subresources.status)
     };
+    let unknown_fields = |m: &Map<String, Value>| info.unknown_fields(&mut m.clone(), false);
     let field_manager = req.param("fieldManager");
     let areq = ApplyRequest {
         field_manager,
         force: req.flag("force"),
         name,
         namespace: ns,
-        kind: &kind,
+        unknown_fields: &unknown_fields,
+        status_subresource,
         writer: writer(tk, builtin, o, field_manager.unwrap_or("")),
     };
     let current = store.get(tk, ns, name).ok();

@@ -275,6 +275,76 @@ impl ResourceInfo {
     }
 }
 
+/// What an HTTP create does with the `status` of a resource that has the status
+/// subresource: status is the subresource's to write, so a create starts it afresh. A custom
+/// resource's is dropped; a pod's becomes `Pending` with its QoS class; a Deployment's is
+/// empty. Other kinds keep what they were given (a simplification: the real server resets
+/// some of them too).
+pub(crate) fn status_on_create(
+    tk: &TypeKey,
+    info: &ResourceInfo,
+    obj: &mut serde_json::Map<String, Value>,
+) {
+    if !info.subresources.status {
+        return;
+    }
+    if !info.builtin {
+        obj.remove("status");
+        return;
+    }
+    match (tk.group.as_str(), tk.plural.as_str()) {
+        ("", "pods") => {
+            let qos = qos_class(obj.get("spec"));
+            obj.insert(
+                "status".into(),
+                serde_json::json!({"phase": "Pending", "qosClass": qos}),
+            );
+        }
+        ("apps", "deployments") => {
+            obj.insert("status".into(), Value::Object(serde_json::Map::new()));
+        }
+        _ => {}
+    }
+}
+
+/// A pod's QoS class from its containers' cpu and memory requests and limits:
+/// `BestEffort` without any, `Guaranteed` when every container limits both and requests
+/// what it limits, `Burstable` otherwise.
+fn qos_class(spec: Option<&Value>) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| spec.and_then(|s| s.get(*k)).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let amount = |c: &Value, kind: &str, res: &str| -> Option<String> {
+        c.pointer(&format!("/resources/{kind}/{res}"))
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+    };
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        for res in ["cpu", "memory"] {
+            let (req, lim) = (amount(c, "requests", res), amount(c, "limits", res));
+            any |= req.is_some() || lim.is_some();
+            match (&req, &lim) {
+                (_, None) => guaranteed = false,
+                (Some(r), Some(l)) if r != l => guaranteed = false,
+                _ => {}
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +377,30 @@ mod tests {
         assert!(deps.subresources.scale.is_some());
         let widgets = ResourceInfo::defaults(&tk("lab.example.com", "widgets"));
         assert!(!widgets.builtin && widgets.generation && !widgets.subresources.status);
+    }
+
+    #[test]
+    fn qos_classes() {
+        let spec =
+            |res: Value| serde_json::json!({"containers": [{"name": "a", "resources": res}]});
+        assert_eq!(qos_class(Some(&spec(serde_json::json!({})))), "BestEffort");
+        assert_eq!(
+            qos_class(Some(&spec(serde_json::json!({"requests": {"cpu": "1"}})))),
+            "Burstable"
+        );
+        assert_eq!(
+            qos_class(Some(&spec(
+                serde_json::json!({"limits": {"cpu": "1", "memory": "1Gi"}})
+            ))),
+            "Guaranteed"
+        );
+        assert_eq!(
+            qos_class(Some(&spec(serde_json::json!({
+                "requests": {"cpu": "500m", "memory": "1Gi"},
+                "limits": {"cpu": "1", "memory": "1Gi"}
+            })))),
+            "Burstable"
+        );
     }
 
     #[test]

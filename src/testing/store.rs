@@ -17,7 +17,7 @@ use std::time::SystemTime;
 use serde_json::{Map, Value};
 
 use super::patch::merge_patch;
-use super::resources::{ResourceInfo, Subresources};
+use super::resources::{is_builtin_group, ResourceInfo, Subresources};
 use crate::api::{ApiResource, LabelSelector, Status, StatusCause, StatusDetails, StringMap};
 
 /// `namespace/name`, or `name` for cluster-scoped objects: etcd's key order.
@@ -158,8 +158,6 @@ impl TypeKey {
 pub(crate) struct Collection {
     pub kind: String,
     pub api_version: String,
-    /// Core-group list items are sent without `kind`/`apiVersion`, others with them.
-    pub core: bool,
     /// Subresources, generation, known fields.
     pub info: ResourceInfo,
     pub objects: BTreeMap<Key, Stored>,
@@ -179,7 +177,6 @@ impl Collection {
         Collection {
             kind,
             api_version: tk.api_version(),
-            core: tk.group.is_empty(),
             info: ResourceInfo::defaults(tk),
             objects: BTreeMap::new(),
             history: VecDeque::new(),
@@ -571,6 +568,9 @@ impl Store {
         let mut obj = into_object(body)?;
         self.adopt_kind(tk, &mut obj);
         let warnings = self.check_fields(tk, &mut obj, o)?;
+        if !o.fixture {
+            super::resources::status_on_create(tk, &self.collection(tk).info, &mut obj);
+        }
         let has_generation = self.collection(tk).info.generation;
         let meta = metadata_of(&mut obj);
         let given = meta
@@ -693,6 +693,29 @@ impl Store {
             if !rv.is_empty() && rv != current.rv.to_string() {
                 return Err(conflict(tk, name));
             }
+        }
+        let old_uid = serde_json::from_str::<Value>(&current.json)
+            .ok()
+            .and_then(|v| v.pointer("/metadata/uid")?.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        if let Some(uid) = metadata_of(&mut obj)
+            .get("uid")
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty() && *u != old_uid)
+        {
+            // A uid in the body is a precondition: the object may have been recreated.
+            let key = if is_builtin_group(&tk.group) {
+                format!("/registry/{}/{}", tk.plural, key)
+            } else {
+                format!("/registry/{}/{}/{}", tk.group, tk.plural, key)
+            };
+            return Err(resource_status(
+                tk,
+                409,
+                "Conflict",
+                format!("Operation cannot be fulfilled on {} \"{name}\": StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}", resource_name(tk)),
+                name,
+            ));
         }
         let warnings = self.check_fields(tk, &mut obj, o)?;
         let (has_generation, has_status) = {
@@ -1024,6 +1047,14 @@ impl Store {
             return;
         };
         let w = super::patch::writer(tk, builtin, o, manager);
+        // An object stored by a Rust-side write may lack the defaults: compared as if it had
+        // them, so filling them in is nobody's change.
+        let old_defaulted = old.filter(|_| builtin).map(|m| {
+            let mut m = m.clone();
+            super::defaults::apply(&tk.plural, &mut m);
+            m
+        });
+        let old = old_defaulted.as_ref().or(old);
         super::managed_fields::record_update_map(old, obj, &w);
     }
 

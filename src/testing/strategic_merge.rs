@@ -33,8 +33,8 @@
 //! present in the patch lands after it).
 //!
 //! Directives: `$patch: replace` and `$patch: delete` in a map or in a list element,
-//! `$deleteFromPrimitiveList/<field>`, `$retainKeys`. `$setElementOrder/<field>` is accepted
-//! and ignored (order follows the rule above).
+//! `$deleteFromPrimitiveList/<field>`, `$retainKeys`, and `$setElementOrder/<field>` (the
+//! elements it names take the patch's place in the rule above, in its order).
 //!
 //! Custom resources get HTTP 415 for this patch type (decided in [`patch`](super::patch) by
 //! [`is_builtin_group`](super::is_builtin_group), the one rule the test server uses to tell
@@ -141,9 +141,13 @@ fn merge_map(
             }
             Value::Array(pl) => {
                 let current = orig.remove(k);
+                let order = patch
+                    .get(&format!("$setElementOrder/{k}"))
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice);
                 let merged = match current {
-                    Some(Value::Array(ol)) => merge_list(k, ol, pl)?,
-                    _ => merge_list(k, Vec::new(), pl)?,
+                    Some(Value::Array(ol)) => merge_list(k, ol, pl, order)?,
+                    _ => merge_list(k, Vec::new(), pl, order)?,
                 };
                 orig.insert(k.clone(), Value::Array(merged));
             }
@@ -178,7 +182,12 @@ fn strip_value(v: &mut Value) {
     }
 }
 
-fn merge_list(field: &str, orig: Vec<Value>, patch: &[Value]) -> Result<Vec<Value>, SmpError> {
+fn merge_list(
+    field: &str,
+    orig: Vec<Value>,
+    patch: &[Value],
+    order: Option<&[Value]>,
+) -> Result<Vec<Value>, SmpError> {
     let all: Vec<&Value> = orig.iter().chain(patch.iter()).collect();
     let kind = match merge_key(field, &all) {
         Some(k)
@@ -255,12 +264,25 @@ fn merge_list(field: &str, orig: Vec<Value>, patch: &[Value]) -> Result<Vec<Valu
         };
         from_patch.push((p, value));
     }
-    let server_only: Vec<(i64, Value)> = merged
+    let mut server_only: Vec<(i64, Value)> = merged
         .into_iter()
         .enumerate()
         .filter_map(|(i, v)| v.map(|v| (i as i64, v)))
         .collect();
-    // Interleave by position in the live list; an element new to it counts as -1.
+    if let Some(order) = order {
+        // `$setElementOrder`: the elements it names, in its order, take the patch's place.
+        let wanted: Vec<Value> = order.iter().map(key_of).collect();
+        let (mut named, rest): (Vec<_>, Vec<_>) = from_patch
+            .into_iter()
+            .chain(server_only)
+            .partition(|(_, v)| wanted.contains(&key_of(v)));
+        named.sort_by_key(|(_, v)| wanted.iter().position(|w| *w == key_of(v)));
+        from_patch = named;
+        server_only = rest;
+    }
+    // Interleave by position in the live list: a live-only element goes first when the
+    // patch's next element is further down the live list; an element new to the live list
+    // (-1) never waits.
     let mut out = Vec::with_capacity(from_patch.len() + server_only.len());
     let (mut a, mut b) = (
         from_patch.into_iter().peekable(),
@@ -268,7 +290,7 @@ fn merge_list(field: &str, orig: Vec<Value>, patch: &[Value]) -> Result<Vec<Valu
     );
     loop {
         let take_patch = match (a.peek(), b.peek()) {
-            (Some((pa, _)), Some((pb, _))) => pa < pb,
+            (Some((pa, _)), Some((pb, _))) => !(*pa >= 0 && *pb >= 0 && pb < pa),
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => break,
@@ -375,6 +397,25 @@ mod tests {
             json!({"metadata": {"labels": {"$retainKeys": ["y"], "z": "3"}}}),
         );
         assert_eq!(out["metadata"]["labels"], json!({"y": "2"}));
+    }
+
+    #[test]
+    fn set_element_order_orders_the_named_elements() {
+        let doc = json!({"env": [{"name": "A"}, {"name": "B"}, {"name": "C"}]});
+        let out = smp(
+            doc,
+            json!({"$setElementOrder/env": [{"name": "C"}, {"name": "A"}, {"name": "D"}],
+                   "env": [{"name": "D", "value": "4"}]}),
+        );
+        // The named ones in the given order; B, live only, goes before C (further down the
+        // live list than B) and so first.
+        let names: Vec<&str> = out["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["B", "C", "A", "D"]);
     }
 
     #[test]

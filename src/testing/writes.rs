@@ -13,10 +13,10 @@ use super::patch;
 use super::scale;
 use super::server::Shared;
 use super::store::{
-    not_found, resource_status, DeleteOptions, Deleted, FieldValidation, Filter, Store, TypeKey,
-    WriteOptions, Written,
+    not_found, DeleteOptions, Deleted, FieldValidation, Filter, Store, TypeKey, WriteOptions,
+    Written,
 };
-use crate::api::Status;
+use crate::api::{Status, StatusDetails};
 
 /// Where a write points (the handlers' route, without its helpers).
 pub(crate) struct Address<'a> {
@@ -302,10 +302,13 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             });
-            let mut details = resource_status(t.tk, 200, "", String::new(), name)
-                .details
-                .unwrap_or_default();
-            details.uid = uid;
+            let details = StatusDetails {
+                name: Some(name.to_owned()),
+                group: Some(t.tk.group.clone()).filter(|g| !g.is_empty()),
+                kind: Some(t.tk.plural.clone()),
+                uid,
+                ..Default::default()
+            };
             format!(
                 "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"status\":\"Success\",\"details\":{}}}",
                 serde_json::to_string(&details).unwrap_or_else(|_| "{}".into())
