@@ -227,7 +227,7 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
     /// # let server = kube_informer::testing::ApiServer::start();
     /// let deployments = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
     /// let replicasets = ApiResource::new("apps", "v1", "ReplicaSet", "replicasets", true);
-    /// # server.create(&deployments, serde_json::json!({"metadata": {"name": "web", "namespace": "lab", "uid": "d-1"}})).unwrap();
+    /// # server.create(&deployments, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"}})).unwrap();
     /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
     /// let (tx, rx) = crossbeam_channel::unbounded();
     /// let controller = Controller::builder("deployments", factory.dynamic_informer(&deployments))
@@ -237,7 +237,8 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
     ///         Ok(Action::Done)
     ///     })?;
     /// assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/web"); // the initial list
-    /// // A ReplicaSet whose controller is the Deployment: its creation reconciles `lab/web`.
+    /// // A ReplicaSet whose controller is the Deployment: its creation reconciles `lab/web`
+    /// // (matched by kind, group and name; the uid is not compared).
     /// server.create(&replicasets, serde_json::json!({"metadata": {"name": "web-1", "namespace": "lab",
     ///     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
     ///                          "uid": "d-1", "controller": true}]}})).unwrap();
