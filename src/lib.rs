@@ -15,7 +15,8 @@
 //!   [`RestMapper`](discovery::RestMapper) from a kind or short name to an `ApiResource`;
 //! - [`api`]: the object model ([`api::Resource`], [`api::DynamicObject`], [`api::WatchEvent`]);
 //! - [`cache`]: store, DeltaFIFO, reflector, shared informers, listers, factory;
-//! - [`workqueue`] and [`controller`]: the controller pattern on worker threads, and leader
+//! - [`workqueue`] and [`controller`]: the controller pattern on worker threads (reacting to
+//!   the objects it owns and to other resources too), a finalizer helper, and leader
 //!   election on Leases so that one replica of many acts;
 //! - `testing` (with the `testing` feature, off by default): an API server on 127.0.0.1 for
 //!   tests and demos.

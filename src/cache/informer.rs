@@ -230,6 +230,11 @@ impl<K: Object> SharedIndexInformer<K> {
         &self.inner.name
     }
 
+    /// The resource this informer lists and watches (group, version, kind, plural, scope).
+    pub fn resource(&self) -> &crate::api::ApiResource {
+        self.inner.api.resource()
+    }
+
     /// Registers a handler with the informer's default resync period.
     pub fn add_event_handler(
         &self,

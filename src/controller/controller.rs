@@ -10,6 +10,10 @@
 //! - `Err(e)` (or a panic): retry with the queue's rate limiter (per-item exponential
 //!   back-off and an overall bucket, like client-go's default).
 //!
+//! Besides the primary informer, [`ControllerBuilder::owns`] and [`ControllerBuilder::watches`]
+//! add other informers whose changes become primary keys (`triggers.rs`); every reconcile's
+//! outcome is counted (`stats.rs`, [`Controller::stats`]).
+//!
 //! Workers start only after the cache has synced, so reconcile never sees a half-filled
 //! cache. `stop` lets each worker finish the key in hand, then joins every thread.
 //!
@@ -29,6 +33,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::leader_election::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Term};
+use super::stats::{ControllerStats, Counters, Outcome};
+use super::triggers::{Attached, Source, Trigger};
 use crate::api::Object;
 use crate::cache::{DeletedObject, EventHandler, HandlerRegistration, SharedIndexInformer};
 use crate::client::Client;
@@ -55,6 +61,7 @@ pub struct ControllerBuilder<K: Object, E> {
     rate_limiter: Option<Box<dyn RateLimiter<String>>>,
     election: Option<(Client, LeaderElectionConfig)>,
     on_leadership: Option<OnLeadership>,
+    triggers: Vec<Box<dyn Trigger>>,
     _error: std::marker::PhantomData<fn() -> E>,
 }
 
@@ -68,6 +75,8 @@ pub struct Controller<K: Object> {
     workers: Vec<JoinHandle<()>>,
     registration: Option<HandlerRegistration<K>>,
     informer: SharedIndexInformer<K>,
+    triggers: Vec<Box<dyn Attached>>,
+    counters: Arc<Counters>,
     elector: Option<LeaderElector>,
 }
 
@@ -110,6 +119,7 @@ impl<K: Object> Controller<K> {
             rate_limiter: None,
             election: None,
             on_leadership: None,
+            triggers: Vec::new(),
             _error: std::marker::PhantomData,
         }
     }
@@ -117,6 +127,11 @@ impl<K: Object> Controller<K> {
     /// The work queue (for its metrics, or to enqueue keys yourself).
     pub fn queue(&self) -> &RateLimitingQueue<String> {
         &self.queue
+    }
+
+    /// How many reconciles ended, and how: errors, panics, requeues.
+    pub fn stats(&self) -> ControllerStats {
+        self.counters.snapshot()
     }
 
     /// True when the workers may run: always without leader election, during a term with it.
@@ -143,6 +158,9 @@ impl<K: Object> Controller<K> {
         self.queue.wake_all();
         if let Some(r) = self.registration.take() {
             self.informer.remove_event_handler(r);
+        }
+        for t in self.triggers.drain(..) {
+            t.detach();
         }
         self.queue.shutdown();
         for w in self.workers.drain(..) {
@@ -190,7 +208,105 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
         self
     }
 
-    /// Starts the informer (if not yet), waits for its cache to sync, then starts the workers
+    /// Also reconciles the owner of every object of `informer` whose controller (the
+    /// `ownerReferences` entry with `controller: true`) is of the primary resource's kind and
+    /// API group: its key is `namespace/name` (the owned object's namespace) or `name` for a
+    /// cluster-scoped primary. Adds, updates (old and new owner) and deletions, tombstones
+    /// included, trigger it; see [owned objects and other triggers](crate::controller#owned-objects-and-other-triggers).
+    ///
+    /// Pass a shared informer (from the factory the rest of the program uses, so nothing is
+    /// listed twice): the controller registers a handler on it, starts it if needed, waits
+    /// for it to sync before the workers start, and removes the handler on stop.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kube_informer::api::{ApiResource, DynamicObject};
+    /// use kube_informer::cache::SharedInformerFactory;
+    /// use kube_informer::controller::{Action, Controller};
+    /// use kube_informer::Client;
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// let deployments = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+    /// let replicasets = ApiResource::new("apps", "v1", "ReplicaSet", "replicasets", true);
+    /// # server.create(&deployments, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"}})).unwrap();
+    /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// let controller = Controller::builder("deployments", factory.dynamic_informer(&deployments))
+    ///     .owns(factory.dynamic_informer(&replicasets))
+    ///     .run(move |key: &str| -> Result<Action, kube_informer::Error> {
+    ///         tx.send(key.to_owned()).ok();
+    ///         Ok(Action::Done)
+    ///     })?;
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/web"); // the initial list
+    /// // A ReplicaSet whose controller is the Deployment: its creation reconciles `lab/web`
+    /// // (matched by kind, group and name; the uid is not compared).
+    /// server.create(&replicasets, serde_json::json!({"metadata": {"name": "web-1", "namespace": "lab",
+    ///     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+    ///                          "uid": "d-1", "controller": true}]}})).unwrap();
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/web");
+    /// controller.stop();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn owns<C: Object>(mut self, informer: SharedIndexInformer<C>) -> Self {
+        let primary = self.informer.resource().clone();
+        self.triggers
+            .push(Box::new(Source::owned(informer, &primary)));
+        self
+    }
+
+    /// Also reconciles the primary keys `mapper` returns for every object of `informer` that
+    /// is added, updated (the keys of the old and of the new object) or deleted (tombstones
+    /// included). Keys are `namespace/name`, or `name` for a cluster-scoped primary. The
+    /// mapper runs on the informer's handler thread: keep it quick (read a
+    /// [`Lister`](crate::cache::Lister), not the API server); a panic in it is caught and
+    /// counted on that handler like any handler panic.
+    ///
+    /// The informer is shared, started, waited for and its handler removed as with
+    /// [`owns`](Self::owns).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kube_informer::api::{ApiResource, DynamicObject};
+    /// use kube_informer::cache::SharedInformerFactory;
+    /// use kube_informer::controller::{Action, Controller};
+    /// use kube_informer::Client;
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// let apps = ApiResource::new("example.com", "v1", "App", "apps", true);
+    /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// # server.create(&apps, serde_json::json!({"metadata": {"name": "shop", "namespace": "lab"}})).unwrap();
+    /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// let controller = Controller::builder("apps", factory.dynamic_informer(&apps))
+    ///     // A ConfigMap labelled `app=NAME` configures the App NAME of its namespace.
+    ///     .watches(factory.dynamic_informer(&cms), |cm: &DynamicObject| {
+    ///         cm.metadata.label("app").map(|app| format!("{}/{app}", cm.metadata.namespace()))
+    ///     })
+    ///     .run(move |key: &str| -> Result<Action, kube_informer::Error> {
+    ///         tx.send(key.to_owned()).ok();
+    ///         Ok(Action::Done)
+    ///     })?;
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/shop");
+    /// server.create(&cms, serde_json::json!({"metadata": {"name": "shop-settings", "namespace": "lab",
+    ///     "labels": {"app": "shop"}}})).unwrap();
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/shop");
+    /// controller.stop();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn watches<C: Object, I>(
+        mut self,
+        informer: SharedIndexInformer<C>,
+        mapper: impl Fn(&C) -> I + Send + 'static,
+    ) -> Self
+    where
+        I: IntoIterator<Item = String>,
+    {
+        let mapper = move |o: &C| mapper(o).into_iter().collect();
+        self.triggers
+            .push(Box::new(Source::new(informer, Box::new(mapper))));
+        self
+    }
+
+    /// Starts the informer (if not yet) and those of [`owns`](Self::owns) and
+    /// [`watches`](Self::watches), waits for their caches to sync, then starts the workers
     /// calling `reconcile` with each key (under leader election: starts the elector, which
     /// starts them in each term).
     pub fn run(
@@ -215,15 +331,34 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             workers: Vec::new(),
             registration: Some(registration),
             informer: self.informer.clone(),
+            triggers: Vec::new(),
+            counters: Arc::new(Counters::default()),
             elector: None,
         };
-        let synced = controller
+        for trigger in self.triggers {
+            // On an error, dropping `controller` removes the handlers registered so far.
+            controller
+                .triggers
+                .push(trigger.attach(Arc::clone(&queue))?);
+        }
+        let deadline = crate::deadline::after(self.sync_timeout);
+        let left = || deadline.saturating_duration_since(std::time::Instant::now());
+        let primary_synced = controller
             .registration
             .as_ref()
-            .is_some_and(|r| r.wait_for_sync(self.sync_timeout));
-        if !synced {
+            .is_some_and(|r| r.wait_for_sync(left()));
+        let unsynced = if primary_synced {
+            controller
+                .triggers
+                .iter()
+                .find(|t| !t.wait_for_sync(left()))
+                .map(|t| t.name().to_owned())
+        } else {
+            Some(self.informer.name().to_owned())
+        };
+        if let Some(name) = unsynced {
             return Err(Error::Config(format!(
-                "controller {}: the cache did not sync within {:?}",
+                "controller {}: the cache of {name} did not sync within {:?}",
                 self.name, self.sync_timeout
             )));
         }
@@ -233,6 +368,7 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             count: self.workers,
             queue: Arc::clone(&queue),
             reconcile,
+            counters: Arc::clone(&controller.counters),
         };
         match self.election {
             None => {
@@ -256,6 +392,7 @@ struct Workers<E> {
     count: usize,
     queue: Arc<RateLimitingQueue<String>>,
     reconcile: Reconcile<E>,
+    counters: Arc<Counters>,
 }
 
 impl<E: std::fmt::Display + 'static> Workers<E> {
@@ -263,15 +400,16 @@ impl<E: std::fmt::Display + 'static> Workers<E> {
     fn spawn(&self, stop: &Arc<AtomicBool>) -> Result<Vec<JoinHandle<()>>> {
         let mut handles = Vec::with_capacity(self.count);
         for i in 0..self.count {
-            let (queue, flag, reconcile, name) = (
+            let (queue, flag, reconcile, name, counters) = (
                 Arc::clone(&self.queue),
                 Arc::clone(stop),
                 Arc::clone(&self.reconcile),
                 self.name.clone(),
+                Arc::clone(&self.counters),
             );
             let spawned = std::thread::Builder::new()
                 .name(format!("kube-informer/controller/{}/worker-{i}", self.name))
-                .spawn(move || work(&name, &queue, &flag, &reconcile));
+                .spawn(move || work(&name, &queue, &flag, &reconcile, &counters));
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => {
@@ -317,17 +455,27 @@ fn work<E: std::fmt::Display>(
     queue: &RateLimitingQueue<String>,
     stop: &AtomicBool,
     reconcile: &Reconcile<E>,
+    counters: &Counters,
 ) {
     while !stop.load(Ordering::SeqCst) {
         let Some(key) = queue.get_unless(stop) else {
             return;
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| reconcile(&key)));
-        match outcome {
-            Ok(Ok(Action::Done)) => queue.forget(&key),
+        // The error is turned into text inside the guard too: a panicking `Display` is
+        // caught like a panicking reconcile. Whatever happens, `done` follows, so no key
+        // stays in `processing` (and one re-added meanwhile is queued again by `done`).
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            reconcile(&key).map_err(|e| e.to_string())
+        }));
+        let counted = match outcome {
+            Ok(Ok(Action::Done)) => {
+                queue.forget(&key);
+                Outcome::Done
+            }
             Ok(Ok(Action::RequeueAfter(d))) => {
                 queue.forget(&key);
                 queue.add_after(key.clone(), d);
+                Outcome::Requeue
             }
             Ok(Err(e)) => {
                 log::warn!(
@@ -335,12 +483,18 @@ fn work<E: std::fmt::Display>(
                     queue.num_requeues(&key) + 1
                 );
                 queue.add_rate_limited(key.clone());
+                Outcome::Error
             }
             Err(_) => {
-                log::error!("controller {name}: reconciling {key} panicked; retrying");
+                log::error!(
+                    "controller {name}: reconciling {key} panicked (retry {})",
+                    queue.num_requeues(&key) + 1
+                );
                 queue.add_rate_limited(key.clone());
+                Outcome::Panic
             }
-        }
+        };
+        counters.record(counted);
         queue.done(&key);
     }
 }

@@ -8,18 +8,59 @@
 //!   `coordination.k8s.io/v1` [`Lease`] (`lease.rs`, the typed record).
 //! - [`EventRecorder`] (`events.rs`): Events about the objects a controller acts on, written
 //!   by a background thread so that reconciles never wait on them.
+//! - [`finalizer()`] ([`mod@finalizer`]): clean up before an object is deleted, kube-rs's
+//!   `finalizer` made blocking.
+//! - [`ControllerStats`] (`stats.rs`): how many reconciles ended, and how.
+//!
+//! # Owned objects and other triggers
+//!
+//! Besides its primary resource, a controller reconciles a primary object when a secondary
+//! object mapped to it changes (`triggers.rs`):
+//! - [`ControllerBuilder::owns`]: objects whose controller (the `ownerReferences` entry with
+//!   `controller: true`) is of the primary resource's kind and API group (any version) are
+//!   mapped to that owner: `namespace/name` in the owned object's namespace, or `name` for a
+//!   cluster-scoped primary. Plain owner references (without `controller: true`) trigger
+//!   nothing, nor does the owner's `uid` matter (a recreated owner of the same name is
+//!   reconciled; a harmless extra reconcile).
+//! - [`ControllerBuilder::watches`]: any resource, with your function from an object to
+//!   primary keys.
+//!
+//! Adds (the initial list included), updates (the keys of the old and of the new object, so
+//! an object that changed owner triggers both) and deletions (tombstones included) trigger.
+//! Both take a shared informer you pass in (from the factory the rest of the program uses:
+//! nothing is listed twice); the controller starts it if needed, waits for it to sync before
+//! its workers start, and removes its handler on stop (the informer keeps running).
+//!
+//! Limits: the owner's `uid` and `apiVersion` version are not compared (see above); a
+//! trigger's handler gets its informer's default resync period, so a resync of the owned
+//! informer reconciles every owner again; a `watches` mapper runs on that informer's handler
+//! thread (keep it to cache reads); under leader election the triggers, like the primary
+//! informer, feed the queue on every replica.
+//!
+//! # Reconcile outcomes
+//!
+//! `Ok(Action::Done)` forgets the key's retry history; `Ok(Action::RequeueAfter(d))` looks
+//! again after `d`; an error, or a panic (caught on the worker), retries with the queue's
+//! rate limiter (per-key exponential back-off). Either way the key is marked done, so it
+//! never stays in the queue's `processing` set, and a key added again while its reconcile
+//! was running is reconciled again afterwards. [`Controller::stats`] counts them.
 
 #[allow(clippy::module_inception)]
 mod controller;
 mod events;
+pub mod finalizer;
 #[cfg(all(test, shuttle))]
 mod interleavings;
 pub mod leader_election;
 mod lease;
+mod stats;
+mod triggers;
 
 pub use controller::{Action, Controller, ControllerBuilder};
 pub use events::{
     EventRecorder, EventRecorderConfig, EventRecorderStats, EventType, ObjectReference,
 };
+pub use finalizer::{finalizer, FinalizerError, FinalizerEvent};
 pub use leader_election::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Term};
 pub use lease::{Lease, LeaseSpec, MicroTime};
+pub use stats::ControllerStats;
