@@ -179,6 +179,7 @@ impl<K: Object> Api<K> {
     pub fn get(&self, name: &str) -> Result<K> {
         self.client
             .request(Method::GET, &self.item(name)?)
+            .accept(K::ACCEPT)
             .send_json()
     }
 
@@ -188,7 +189,7 @@ impl<K: Object> Api<K> {
     pub fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let path = self.list_path(params);
         self.client
-            .list_json(&path, params.continue_token.is_some())
+            .list_json(&path, params.continue_token.is_some(), K::LIST_ACCEPT)
     }
 
     /// The path and query of a list call.
@@ -296,9 +297,9 @@ impl<K: Object> Api<K> {
             .watch_agent(params.timeout_seconds, idle, &request)?;
         // Registered before connecting: cancelling ends the wait for the headers too.
         let attached = self.client.attach(&agent, &request)?;
-        let res = self
-            .client
-            .send(&agent, &Outgoing::get(&path, Bound::Agent))?;
+        let mut out = Outgoing::get(&path, Bound::Agent);
+        out.accept = K::ACCEPT;
+        let res = self.client.send(&agent, &out)?;
         let reader = res.into_body().into_reader();
         Ok(WatchStream::new(
             reader,
@@ -721,7 +722,7 @@ impl<K: Object> Pages<K> {
                 self.api.resource.plural
             ))
             .spawn(move || {
-                let raw = client.list_raw_into(&request, continued, buffer);
+                let raw = client.list_raw_into(&request, continued, K::LIST_ACCEPT, buffer);
                 let _ = tx.send(raw.as_deref().ok().and_then(peek_continue));
                 raw.map(|raw| {
                     if K::SCANNED {
@@ -801,7 +802,7 @@ impl<K: Object> Pages<K> {
                 let raw = self
                     .api
                     .client
-                    .list_raw_into(&path, continued, Vec::new())?;
+                    .list_raw_into(&path, continued, K::LIST_ACCEPT, Vec::new())?;
                 CheckedPage::Unchecked(raw).decode(&path).0
             }
         }

@@ -125,6 +125,7 @@ mod handlers;
 mod http;
 mod json_patch;
 mod managed_fields;
+mod metadata;
 mod patch;
 mod resources;
 mod scale;
