@@ -166,7 +166,10 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
             let list = matches!(kind, Target::List);
             match metadata::negotiate(req.header("accept"), list, &go_type) {
                 Ok(form) => form,
-                Err(e) => return outcome(http::write_response(peer, 406, &[], e.body().as_bytes())),
+                Err(e) => {
+                    let body = e.body();
+                    return outcome(http::write_response_as_is(peer, 406, &[], body.as_bytes()));
+                }
             }
         }
         _ => metadata::Form::Full,
