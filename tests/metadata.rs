@@ -88,13 +88,28 @@ fn metadata_lists_and_get_answer_as_captured_for_pods() {
     capture_pods(&server);
     let page1 = capture::replay(&server, "list-pods-metadata-page1");
     compare().assert("list-pods-metadata-page1", &page1);
-    let token = page1.json()["metadata"]["continue"].as_str().unwrap().to_owned();
-    let page2 = capture::send(server.addr(), &with_continue("list-pods-metadata-page2", &token));
+    let token = page1.json()["metadata"]["continue"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page2 = capture::send(
+        server.addr(),
+        &with_continue("list-pods-metadata-page2", &token),
+    );
     compare().assert("list-pods-metadata-page2", &page2);
-    let token = page2.json()["metadata"]["continue"].as_str().unwrap().to_owned();
-    let page3 = capture::send(server.addr(), &with_continue("list-pods-metadata-page3", &token));
+    let token = page2.json()["metadata"]["continue"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page3 = capture::send(
+        server.addr(),
+        &with_continue("list-pods-metadata-page3", &token),
+    );
     compare().assert("list-pods-metadata-page3", &page3);
-    compare().assert("get-pod-metadata", &capture::replay(&server, "get-pod-metadata"));
+    compare().assert(
+        "get-pod-metadata",
+        &capture::replay(&server, "get-pod-metadata"),
+    );
     compare().assert(
         "list-pods-metadata-accept-fallback",
         &capture::replay(&server, "list-pods-metadata-accept-fallback"),
@@ -112,7 +127,11 @@ fn unknown_media_types_get_406_pretty_printed_or_the_fallback() {
         let answer = capture::replay(&server, name);
         Compare::new().assert(name, &answer);
         // Byte for byte: indented, no trailing newline.
-        assert_eq!(answer.body, common::fixture(&format!("{name}.json")), "{name}");
+        assert_eq!(
+            answer.body,
+            common::fixture(&format!("{name}.json")),
+            "{name}"
+        );
     }
     let full = capture::replay(&server, "list-pods-unknown-as-fallback");
     assert_eq!(full.code, 200);
@@ -129,8 +148,14 @@ fn metadata_lists_answer_as_captured_for_a_custom_resource() {
     capture_widgets(&server);
     let page1 = capture::replay(&server, "crd-list-metadata-page1");
     compare().assert("crd-list-metadata-page1", &page1);
-    let token = page1.json()["metadata"]["continue"].as_str().unwrap().to_owned();
-    let page2 = capture::send(server.addr(), &with_continue("crd-list-metadata-page2", &token));
+    let token = page1.json()["metadata"]["continue"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page2 = capture::send(
+        server.addr(),
+        &with_continue("crd-list-metadata-page2", &token),
+    );
     compare().assert("crd-list-metadata-page2", &page2);
 }
 
@@ -175,7 +200,10 @@ fn metadata_watch_and_streaming_list_answer_as_captured() {
         api.patch("pod-watched", &pp, &kube_informer::Patch::Merge(patch))
             .unwrap();
     };
-    patch_as("kubectl-label", json!({"metadata": {"labels": {"phase": "labelled"}}}));
+    patch_as(
+        "kubectl-label",
+        json!({"metadata": {"labels": {"phase": "labelled"}}}),
+    );
     patch_as(
         "kubectl-annotate",
         json!({"metadata": {"annotations": {"fx.example.com/note": "annotated"}}}),

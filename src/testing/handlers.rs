@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::metadata;
 use super::faults::{Fault, Target};
 use super::http::{self, ChunkedWriter, Request};
+use super::metadata;
 use super::server::{Peer, Shared};
 use super::store::{EventType, Filter, StoredObject, TypeKey};
 use super::writes;

@@ -169,7 +169,10 @@ mod tests {
     #[test]
     fn negotiates_as_the_captured_server_does() {
         assert_eq!(negotiate(None, true, "*core.Pod").ok(), Some(Form::Full));
-        assert_eq!(negotiate(Some("application/json"), true, "").ok(), Some(Form::Full));
+        assert_eq!(
+            negotiate(Some("application/json"), true, "").ok(),
+            Some(Form::Full)
+        );
         assert_eq!(negotiate(Some(META_LIST), true, "").ok(), Some(v1()));
         assert_eq!(negotiate(Some(META), false, "").ok(), Some(v1()));
         let fallback = format!("{META_LIST},application/json");
@@ -187,7 +190,10 @@ mod tests {
         let e = negotiate(Some(unknown), true, "").err().unwrap();
         assert_eq!(e.0.message, UNKNOWN_MEDIA);
         let unknown_fallback = format!("{unknown},application/json");
-        assert_eq!(negotiate(Some(&unknown_fallback), true, "").ok(), Some(Form::Full));
+        assert_eq!(
+            negotiate(Some(&unknown_fallback), true, "").ok(),
+            Some(Form::Full)
+        );
         let no_group = "application/json;as=PartialObjectMetadataList";
         assert!(negotiate(Some(no_group), true, "").is_err());
         let e = negotiate(Some(META), true, "*core.Pod").err().unwrap();
@@ -199,7 +205,8 @@ mod tests {
 
     #[test]
     fn keeps_only_the_metadata() {
-        let json = r#"{"metadata":{"name":"a","managedFields":[{"manager":"m"}]},"spec":{"x":[1]}}"#;
+        let json =
+            r#"{"metadata":{"name":"a","managedFields":[{"manager":"m"}]},"spec":{"x":[1]}}"#;
         assert_eq!(
             partial_object(json, "v1"),
             r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","managedFields":[{"manager":"m"}]}}"#
