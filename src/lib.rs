@@ -10,6 +10,9 @@
 //! - [`config`]: kubeconfig / in-cluster configuration and credentials;
 //! - [`client`]: the blocking API client ([`Api`]: paged lists, watch streams, every write
 //!   with its options; [`Client::request`]: any other request);
+//! - [`discovery`]: the server's groups, versions and resources (aggregated or legacy
+//!   discovery, cached in memory and in kubectl's disk cache), and the
+//!   [`RestMapper`](discovery::RestMapper) from a kind or short name to an `ApiResource`;
 //! - [`api`]: the object model ([`api::Resource`], [`api::DynamicObject`], [`api::WatchEvent`]);
 //! - [`cache`]: store, DeltaFIFO, reflector, shared informers, listers, factory;
 //! - [`workqueue`] and [`controller`]: the controller pattern on worker threads, and leader
@@ -54,6 +57,7 @@ pub mod client;
 pub mod config;
 pub mod controller;
 mod deadline;
+pub mod discovery;
 mod error;
 mod sync;
 #[cfg(feature = "testing")]

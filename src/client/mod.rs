@@ -70,7 +70,7 @@ pub use api::{Api, Page, Pages, DEFAULT_PAGE_SIZE};
 pub use auth::{Auth, AuthProvider, Secret};
 pub use cancel::Cancel;
 pub use client::Client;
-pub(crate) use client::{pem_certificates, pem_private_key};
+pub(crate) use client::{decode_json, pem_certificates, pem_private_key};
 pub use config::{ClientConfig, Identity};
 pub use deleted::DeleteResponse;
 pub use lines::Lines;

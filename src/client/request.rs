@@ -1,49 +1,8 @@
 //! The request builder (client-go's RESTClient): any request to the API server, for what
 //! the typed [`Api`](super::Api) does not cover.
 //!
-//! ```
-//! use kube_informer::{Client, Method};
-//! # let server = kube_informer::testing::ApiServer::start();
-//! let client = Client::new(server.client_config())?;
-//! // A POST with a body of your choosing; the raw answer with its status and warnings.
-//! let res = client
-//!     .request(Method::POST, "/api/v1/namespaces/lab/configmaps")
-//!     .content_type("application/json")
-//!     .body(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","labels":{"app":"web"}}}"#.to_vec())
-//!     .send()?;
-//! assert_eq!(res.status(), 201);
-//! assert!(res.warnings().is_empty());
-//! // A GET with a query parameter (percent-encoded by the builder), decoded.
-//! let list: serde_json::Value = client
-//!     .request(Method::GET, "/api/v1/namespaces/lab/configmaps")
-//!     .query("labelSelector", "app in (web,db)")
-//!     .send_json()?;
-//! assert_eq!(list["items"][0]["metadata"]["name"], "web");
-//! # Ok::<(), kube_informer::Error>(())
-//! ```
-//!
-//! A watch of anything, line by line (`no_run`: it runs until the server ends it):
-//!
-//! ```no_run
-//! # use kube_informer::{Client, ClientConfig, Method};
-//! # let client = Client::new(ClientConfig::new("https://127.0.0.1:6443"))?;
-//! for line in client.request(Method::GET, "/api/v1/namespaces/lab/events").query("watch", "1").lines()? {
-//!     println!("{}", String::from_utf8_lossy(&line?));
-//! }
-//! # Ok::<(), kube_informer::Error>(())
-//! ```
-//!
-//! Every request built here goes through the same transport as the typed API, lists and
-//! watches: credentials (and their refresh after a 401), impersonation, TLS, the client-side
-//! rate limit, `Retry-After` retries of 429/5xx, the server's warnings (see
-//! [`Warning`](super::Warning)), and a failure answer decoded as [`Error::Api`] with its
-//! `Status`: [`Request::send`](Request::send) returns only 2xx answers as a [`Response`].
-//!
-//! Limits: [`send`](Request::send) is bounded as a whole by the client's request timeout
-//! and reads the whole body into memory (use [`lines`](Request::lines) for a stream); a
-//! header may not be set twice by the builder except by calling [`header`](Request::header)
-//! twice; `Authorization`, `Impersonate-*` and `User-Agent` come from the client's
-//! configuration only, and the framing headers from the HTTP stack.
+//! Everything goes through the one transport path of the typed API (auth, TLS, rate limit,
+//! retries, warnings, Status errors); see [`Request`] for examples and limits.
 
 use std::time::Duration;
 

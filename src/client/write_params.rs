@@ -31,6 +31,46 @@ impl FieldValidation {
     }
 }
 
+/// The setters [`PostParams`] and [`PatchParams`] share (their fields have the same names).
+macro_rules! write_option_setters {
+    () => {
+        /// Sets `dry_run`.
+        pub fn dry_run(mut self) -> Self {
+            self.dry_run = true;
+            self
+        }
+
+        /// Sets the field manager.
+        pub fn field_manager(mut self, manager: &str) -> Self {
+            self.field_manager = Some(manager.to_owned());
+            self
+        }
+
+        /// Sets the field validation.
+        pub fn validation(mut self, v: FieldValidation) -> Self {
+            self.field_validation = Some(v);
+            self
+        }
+    };
+}
+
+/// The query parameters creates, replaces and patches share.
+fn write_common_query(
+    q: &mut Query,
+    dry_run: bool,
+    field_manager: Option<&str>,
+    field_validation: Option<FieldValidation>,
+) {
+    if dry_run {
+        q.pair("dryRun", "All");
+    }
+    q.opt("fieldManager", field_manager);
+    q.opt(
+        "fieldValidation",
+        field_validation.map(FieldValidation::as_str),
+    );
+}
+
 /// Options of a create or replace (kube-rs's `PostParams`).
 ///
 /// ```
@@ -50,32 +90,14 @@ pub struct PostParams {
 }
 
 impl PostParams {
-    /// Sets `dry_run`.
-    pub fn dry_run(mut self) -> Self {
-        self.dry_run = true;
-        self
-    }
-
-    /// Sets the field manager.
-    pub fn field_manager(mut self, manager: &str) -> Self {
-        self.field_manager = Some(manager.to_owned());
-        self
-    }
-
-    /// Sets the field validation.
-    pub fn validation(mut self, v: FieldValidation) -> Self {
-        self.field_validation = Some(v);
-        self
-    }
+    write_option_setters!();
 
     pub(crate) fn write_query(&self, q: &mut Query) {
-        if self.dry_run {
-            q.pair("dryRun", "All");
-        }
-        q.opt("fieldManager", self.field_manager.as_deref());
-        q.opt(
-            "fieldValidation",
-            self.field_validation.map(FieldValidation::as_str),
+        write_common_query(
+            q,
+            self.dry_run,
+            self.field_manager.as_deref(),
+            self.field_validation,
         );
     }
 }
@@ -117,32 +139,14 @@ impl PatchParams {
         self
     }
 
-    /// Sets `dry_run`.
-    pub fn dry_run(mut self) -> Self {
-        self.dry_run = true;
-        self
-    }
-
-    /// Sets the field manager.
-    pub fn field_manager(mut self, manager: &str) -> Self {
-        self.field_manager = Some(manager.to_owned());
-        self
-    }
-
-    /// Sets the field validation.
-    pub fn validation(mut self, v: FieldValidation) -> Self {
-        self.field_validation = Some(v);
-        self
-    }
+    write_option_setters!();
 
     pub(crate) fn write_query(&self, q: &mut Query) {
-        if self.dry_run {
-            q.pair("dryRun", "All");
-        }
-        q.opt("fieldManager", self.field_manager.as_deref());
-        q.opt(
-            "fieldValidation",
-            self.field_validation.map(FieldValidation::as_str),
+        write_common_query(
+            q,
+            self.dry_run,
+            self.field_manager.as_deref(),
+            self.field_validation,
         );
         if self.force {
             q.pair("force", "true");

@@ -133,12 +133,16 @@ fn parse_route(path: &str) -> Option<Route> {
 /// Answers one request.
 pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> Outcome {
     if req.path == "/version" {
+        // The captured fields (`version-v1.36.2.json`), pretty-printed like the real server.
         let body = format!(
-            "{{\"major\":\"1\",\"minor\":\"35\",\"gitVersion\":\"v1.35.0-kube-informer-testing\",\"platform\":\"{}/{}\"}}",
+            "{{\n  \"major\": \"1\",\n  \"minor\": \"36\",\n  \"emulationMajor\": \"1\",\n  \"emulationMinor\": \"36\",\n  \"minCompatibilityMajor\": \"1\",\n  \"minCompatibilityMinor\": \"35\",\n  \"gitVersion\": \"v1.36.2-kube-informer-testing\",\n  \"gitCommit\": \"0000000000000000000000000000000000000000\",\n  \"gitTreeState\": \"clean\",\n  \"buildDate\": \"2026-01-01T00:00:00Z\",\n  \"goVersion\": \"go1.25.0\",\n  \"compiler\": \"gc\",\n  \"platform\": \"{}/{}\"\n}}",
             std::env::consts::OS,
             std::env::consts::ARCH
         );
         return outcome(http::write_response(peer, 200, &[], body.as_bytes()));
+    }
+    if let Some(outcome) = super::discovery::handle(req, peer, shared) {
+        return outcome;
     }
     let Some(route) = parse_route(&req.path) else {
         let st = Status::failure(

@@ -24,6 +24,9 @@
 //!   resources (`containers` by `name`, `conditions` by `type`, ...) and every list of a
 //!   custom resource is atomic; only container and pod-condition defaults are filled in;
 //!   values are not validated;
+//! - **discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/G`, `/apis/G/V` and
+//!   aggregated discovery with ETags, for the built-ins of a real server and every registered
+//!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
 //! - **auth**: bearer tokens, basic auth, TLS with client certificates (401 with the real
 //!   Status body otherwise);
 //! - **faults** ([`Fault`], [`Target`]): error statuses (with `Retry-After`), connections
@@ -120,6 +123,7 @@
 
 mod apply;
 mod defaults;
+mod discovery;
 mod faults;
 mod handlers;
 mod http;

@@ -33,9 +33,10 @@ pub struct ApiServerBuilder {
     basic: Option<(String, String)>,
     history_limit: usize,
     bookmark_interval: Duration,
-    resources: Vec<ApiResource>,
+    pub(crate) resources: Vec<ApiResource>,
     subresources: Vec<(ApiResource, Subresources)>,
     schemas: Vec<(ApiResource, Vec<String>)>,
+    pub(crate) short_names: Vec<(ApiResource, Vec<String>)>,
 }
 
 impl Default for ApiServerBuilder {
@@ -50,6 +51,7 @@ impl Default for ApiServerBuilder {
             resources: Vec::new(),
             subresources: Vec::new(),
             schemas: Vec::new(),
+            short_names: Vec::new(),
         }
     }
 }
@@ -119,6 +121,16 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Declares a resource's short names for discovery (a CRD's `names.shortNames`, e.g.
+    /// `wdg`), and names its kind like [`resource`](Self::resource). Built-in resources
+    /// have the real server's.
+    pub fn short_names(mut self, ar: &ApiResource, names: &[&str]) -> Self {
+        self.resources.push(ar.clone());
+        self.short_names
+            .push((ar.clone(), names.iter().map(|n| (*n).to_owned()).collect()));
+        self
+    }
+
     /// Starts the server on `127.0.0.1` with a free port.
     pub fn start(self) -> ApiServer {
         ApiServer::start_with(self)
@@ -135,6 +147,8 @@ pub(crate) struct Shared {
     down: AtomicBool,
     pub faults: Mutex<Faults>,
     pub streaming_list_supported: AtomicBool,
+    /// Whether `/api` and `/apis` answer aggregated discovery when asked for it.
+    pub aggregated_discovery: AtomicBool,
     pub initial_events_end_bookmark: AtomicBool,
     pub bookmark_interval: Duration,
     requests: Mutex<Vec<String>>,
@@ -146,6 +160,10 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn take_fault(&self, kind: Target, continued: bool) -> Option<Fault> {
         self.faults.lock().take(kind, continued)
+    }
+
+    pub(crate) fn opts(&self) -> &ApiServerBuilder {
+        &self.opts
     }
 
     pub(crate) fn notify(&self) {
@@ -203,6 +221,7 @@ impl ApiServer {
             down: AtomicBool::new(false),
             faults: Mutex::new(Faults::default()),
             streaming_list_supported: AtomicBool::new(true),
+            aggregated_discovery: AtomicBool::new(true),
             initial_events_end_bookmark: AtomicBool::new(true),
             bookmark_interval: opts.bookmark_interval,
             requests: Mutex::new(Vec::new()),
@@ -464,6 +483,15 @@ impl ApiServer {
     pub fn restart(&self) -> std::io::Result<()> {
         self.go_down();
         self.come_back()
+    }
+
+    /// Whether `/api` and `/apis` answer aggregated discovery (`apidiscovery.k8s.io/v2`)
+    /// when the `Accept` header asks for it (default true). Off, they answer the legacy
+    /// documents, like a server older than Kubernetes 1.26.
+    pub fn set_aggregated_discovery(&self, served: bool) {
+        self.shared
+            .aggregated_discovery
+            .store(served, Ordering::SeqCst);
     }
 
     /// Every request so far, as `METHOD /path?query`.
