@@ -1,7 +1,9 @@
 //! Informer throughput and memory: time to initial sync, watch events per second through to a
 //! handler, and peak memory, for 10,000 and 100,000 realistic pods (about 4 KB of JSON each,
 //! shaped like a Deployment's pod: labels, ownerReferences, managedFields, conditions), both
-//! as `DynamicObject` (full objects) and as a slim user-defined type.
+//! as `DynamicObject` (full objects), as a slim user-defined type, and as
+//! `PartialObjectMetadata` (metadata-only lists and watches: the server sends no spec or
+//! status).
 //!
 //! The test API server runs in a child process, so the figures are the client's alone. Its
 //! objects are serialised once when created; list pages and events are byte copies; the
@@ -23,7 +25,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube_informer::api::{ApiResource, DynamicObject, Object, ObjectMeta, Resource};
+use kube_informer::api::{
+    ApiResource, DynamicObject, Object, ObjectMeta, PartialObjectMetadata, Resource,
+};
 use kube_informer::cache::{HandlerFns, InformerConfig, SharedIndexInformer};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client, ClientConfig};
@@ -466,6 +470,7 @@ fn main() {
         };
         let r = match kind.as_str() {
             "dynamic" => client::<DynamicObject>(url, n, &mut ctl),
+            "metadata" => client::<PartialObjectMetadata>(url, n, &mut ctl),
             _ => client::<SlimPod>(url, n, &mut ctl),
         };
         println!("RESULT {} {} {} {}", r.0.as_secs_f64(), r.1, r.2, r.3);
@@ -514,7 +519,7 @@ fn main() {
         let url = parts.next().unwrap().to_owned();
         let avg = parts.next().unwrap_or("?").to_owned();
         println!("         ({n} pods served, {avg} bytes of JSON each on average)");
-        for kind in ["dynamic", "slim"] {
+        for kind in ["dynamic", "slim", "metadata"] {
             writeln!(server_in, "stall-watch 4000").unwrap();
             let mut ack = String::new();
             server_out.read_line(&mut ack).unwrap();
@@ -539,10 +544,10 @@ fn main() {
                     writeln!(c_in, "{}", reply.trim()).unwrap();
                 } else if let Some(r) = line.trim().strip_prefix("RESULT ") {
                     let v: Vec<f64> = r.split_whitespace().map(|x| x.parse().unwrap()).collect();
-                    let label = if kind == "dynamic" {
-                        "DynamicObject"
-                    } else {
-                        "slim type"
+                    let label = match kind {
+                        "dynamic" => "DynamicObject",
+                        "metadata" => "metadata only",
+                        _ => "slim type",
                     };
                     println!(
                         "{n:>8} {label:>14} {:>12.3} {:>16.0} {:>18.0} {:>14.0}",

@@ -1,4 +1,5 @@
-//! The object model: metadata, the resource traits, dynamic objects, lists, watch events,
+//! The object model: metadata, the resource traits, dynamic and metadata-only objects, lists,
+//! watch events,
 //! the `Status` error body and label selectors.
 
 mod dynamic;
@@ -7,6 +8,7 @@ pub(crate) mod known_ends;
 mod list;
 mod meta;
 mod meta_scan;
+mod metadata;
 mod raw_json;
 mod resource;
 mod selector;
@@ -18,6 +20,9 @@ mod watch_event;
 pub use dynamic::DynamicObject;
 pub use list::ObjectList;
 pub use meta::{ListMeta, ObjectMeta, OwnerReference};
+pub use metadata::{
+    PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
+};
 pub use raw_json::RawJson;
 pub use resource::{ApiResource, Object, Resource};
 pub use selector::{LabelSelector, Requirement};

@@ -30,6 +30,14 @@ pub trait Object: DeserializeOwned + Send + Sync + 'static {
     #[doc(hidden)]
     const SCANNED: bool = false;
 
+    /// The `Accept` header of single GETs, watches and streaming lists of this type.
+    /// Plain JSON by default; [`PartialObjectMetadata`](super::PartialObjectMetadata) asks for
+    /// the server's metadata-only form. Every request of an [`Api`](crate::Api) reading `Self`
+    /// sends it, so the reflector's list and watch need no code of their own for it.
+    const ACCEPT: &'static str = "application/json";
+    /// The `Accept` header of lists (and list pages) of this type; see [`ACCEPT`](Self::ACCEPT).
+    const LIST_ACCEPT: &'static str = "application/json";
+
     /// Decodes one object from the start of `json` and says how many bytes it took; what
     /// follows (`,` or `]` in a list, `}` in a watch event) is left to the caller.
     ///

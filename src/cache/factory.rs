@@ -125,6 +125,34 @@ impl SharedInformerFactory {
         self.informer_for(resource)
     }
 
+    /// The shared informer for the metadata only of `resource` (built-in or custom): its
+    /// lists and watches ask the server for
+    /// [`PartialObjectMetadata`](crate::api::PartialObjectMetadata), so the cache holds no
+    /// `spec` or `status`. Listers and indexes work as for any informer.
+    ///
+    /// ```
+    /// use kube_informer::{Client, api::ApiResource, cache::SharedInformerFactory};
+    /// use std::time::Duration;
+    /// let server = kube_informer::testing::ApiServer::start();
+    /// let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+    /// server.create(&pods, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},
+    ///     "spec": {"containers": [{"name": "app", "image": "nginx"}]}})).unwrap();
+    /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let informer = factory.metadata_informer(&pods);
+    /// factory.start()?;
+    /// assert!(factory.wait_for_cache_sync(Duration::from_secs(30)).all_synced());
+    /// let web = informer.lister().get(Some("lab"), "web").expect("cached");
+    /// assert_eq!(web.kind.as_deref(), Some("PartialObjectMetadata"));
+    /// factory.shutdown();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn metadata_informer(
+        &self,
+        resource: &ApiResource,
+    ) -> SharedIndexInformer<crate::api::PartialObjectMetadata> {
+        self.informer_for(resource)
+    }
+
     /// The shared informer for objects of type `K` at `resource`.
     pub fn informer_for<K: Object>(&self, resource: &ApiResource) -> SharedIndexInformer<K> {
         let key = (std::any::TypeId::of::<K>(), resource.clone());

@@ -119,6 +119,37 @@ impl<K: Object> Api<K> {
         &self.client
     }
 
+    /// The same resource, namespace and client, reading metadata only: every get, list,
+    /// paged list and watch of the returned `Api` asks the server for
+    /// [`PartialObjectMetadata`](crate::api::PartialObjectMetadata).
+    ///
+    /// ```
+    /// # use kube_informer::{Api, Client, ListParams, api::{ApiResource, DynamicObject}};
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+    /// # server.create(&pods, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},
+    /// #     "spec": {"containers": [{"name": "app", "image": "nginx"}]}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &pods);
+    /// let names: Vec<String> = api.metadata().list_all(&ListParams::default())?
+    ///     .items.into_iter().map(|o| o.metadata.key()).collect();
+    /// assert_eq!(names, ["lab/web"]);
+    /// assert!(api.get_metadata("web")?.metadata.uid.is_some());
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn metadata(&self) -> Api<crate::api::PartialObjectMetadata> {
+        Api {
+            client: self.client.clone(),
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            _kind: PhantomData,
+        }
+    }
+
+    /// One object's metadata only; see [`metadata`](Self::metadata).
+    pub fn get_metadata(&self, name: &str) -> Result<crate::api::PartialObjectMetadata> {
+        self.metadata().get(name)
+    }
+
     /// The same requests on a client whose requests give up when `cancel` fires (see
     /// [`Client::with_cancel`]).
     pub fn with_cancel(mut self, cancel: super::Cancel) -> Self {
@@ -179,6 +210,7 @@ impl<K: Object> Api<K> {
     pub fn get(&self, name: &str) -> Result<K> {
         self.client
             .request(Method::GET, &self.item(name)?)
+            .accept(K::ACCEPT)
             .send_json()
     }
 
@@ -188,7 +220,7 @@ impl<K: Object> Api<K> {
     pub fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let path = self.list_path(params);
         self.client
-            .list_json(&path, params.continue_token.is_some())
+            .list_json(&path, params.continue_token.is_some(), K::LIST_ACCEPT)
     }
 
     /// The path and query of a list call.
@@ -296,9 +328,9 @@ impl<K: Object> Api<K> {
             .watch_agent(params.timeout_seconds, idle, &request)?;
         // Registered before connecting: cancelling ends the wait for the headers too.
         let attached = self.client.attach(&agent, &request)?;
-        let res = self
-            .client
-            .send(&agent, &Outgoing::get(&path, Bound::Agent))?;
+        let mut out = Outgoing::get(&path, Bound::Agent);
+        out.accept = K::ACCEPT;
+        let res = self.client.send(&agent, &out)?;
         let reader = res.into_body().into_reader();
         Ok(WatchStream::new(
             reader,
@@ -721,7 +753,7 @@ impl<K: Object> Pages<K> {
                 self.api.resource.plural
             ))
             .spawn(move || {
-                let raw = client.list_raw_into(&request, continued, buffer);
+                let raw = client.list_raw_into(&request, continued, K::LIST_ACCEPT, buffer);
                 let _ = tx.send(raw.as_deref().ok().and_then(peek_continue));
                 raw.map(|raw| {
                     if K::SCANNED {
@@ -798,10 +830,10 @@ impl<K: Object> Pages<K> {
             None => {
                 let path = self.api.list_path(&self.params);
                 let continued = self.params.continue_token.is_some();
-                let raw = self
-                    .api
-                    .client
-                    .list_raw_into(&path, continued, Vec::new())?;
+                let raw =
+                    self.api
+                        .client
+                        .list_raw_into(&path, continued, K::LIST_ACCEPT, Vec::new())?;
                 CheckedPage::Unchecked(raw).decode(&path).0
             }
         }

@@ -406,8 +406,10 @@ impl Client {
         &self,
         path_and_query: &str,
         continued: bool,
+        accept: &str,
     ) -> Result<T> {
-        let out = Outgoing::get(path_and_query, list_bound(continued));
+        let mut out = Outgoing::get(path_and_query, list_bound(continued));
+        out.accept = accept;
         let (_, bytes) = self.fetch(&out, Vec::new())?;
         decode_json(&describe(&Method::GET, path_and_query), &bytes, "list")
     }
@@ -419,9 +421,11 @@ impl Client {
         &self,
         path_and_query: &str,
         continued: bool,
+        accept: &str,
         bytes: Vec<u8>,
     ) -> Result<Vec<u8>> {
-        let out = Outgoing::get(path_and_query, list_bound(continued));
+        let mut out = Outgoing::get(path_and_query, list_bound(continued));
+        out.accept = accept;
         Ok(self.fetch(&out, bytes)?.1)
     }
 

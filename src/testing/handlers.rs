@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::faults::{Fault, Target};
 use super::http::{self, ChunkedWriter, Request};
+use super::metadata;
 use super::server::{Peer, Shared};
 use super::store::{EventType, Filter, StoredObject, TypeKey};
 use super::writes;
@@ -157,6 +158,26 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         ("GET", None) => Target::List,
         _ => Target::Write,
     };
+    // The media type first: a 406 is the server's answer before anything else happens.
+    let form = match kind {
+        Target::Get if route.subresource.is_some() => metadata::Form::Full,
+        Target::Get | Target::List | Target::Watch => {
+            let go_type = {
+                let mut store = shared.store.lock();
+                let c = store.collection(&route.tk);
+                metadata::go_type(&c.kind, c.info.builtin)
+            };
+            let list = matches!(kind, Target::List);
+            match metadata::negotiate(req.header("accept"), list, &go_type) {
+                Ok(form) => form,
+                Err(e) => {
+                    let body = e.body();
+                    return outcome(http::write_response_as_is(peer, 406, &[], body.as_bytes()));
+                }
+            }
+        }
+        _ => metadata::Form::Full,
+    };
     let mut fault = shared.take_fault(kind, req.param("continue").is_some());
     if let Some(Fault::Stall(d)) = fault {
         // Ends early when the server stops, so a long stall never holds up `stop`.
@@ -185,9 +206,9 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         Target::Get if route.subresource.is_some() => {
             get_subresource(&route, peer, shared, fault.as_ref())
         }
-        Target::Get => get(&route, peer, shared, fault.as_ref()),
-        Target::List => list(req, &route, peer, shared, fault.as_ref()),
-        Target::Watch => watch(req, &route, peer, shared, fault.as_ref()),
+        Target::Get => get(&route, peer, shared, fault.as_ref(), &form),
+        Target::List => list(req, &route, peer, shared, fault.as_ref(), &form),
+        Target::Watch => watch(req, &route, peer, shared, fault.as_ref(), &form),
         _ => write(req, &route, peer, shared, fault.as_ref()),
     }
 }
@@ -225,13 +246,22 @@ fn fail<S: Peer>(peer: &mut S, st: &Status) -> Outcome {
     outcome(write_status(peer, st, &[]))
 }
 
-fn get<S: Peer>(r: &Route, peer: &mut S, shared: &Shared, fault: Option<&Fault>) -> Outcome {
+fn get<S: Peer>(
+    r: &Route,
+    peer: &mut S,
+    shared: &Shared,
+    fault: Option<&Fault>,
+    form: &metadata::Form,
+) -> Outcome {
     let name = r.name.as_deref().unwrap_or("");
     let answer = {
         let mut store = shared.store.lock();
         store
             .get(&r.tk, r.namespace.as_deref(), name)
-            .map(|o| store.collection(&r.tk).with_type_meta(&o.json))
+            .map(|o| match form {
+                metadata::Form::Full => store.collection(&r.tk).with_type_meta(&o.json),
+                metadata::Form::Metadata { version } => metadata::partial_object(&o.json, version),
+            })
     };
     match answer {
         Ok(body) => send(peer, 200, body.as_bytes(), fault),
@@ -249,7 +279,9 @@ fn get_subresource<S: Peer>(
 ) -> Outcome {
     let info = shared.store.lock().collection(&r.tk).info.clone();
     let answer = match r.subresource.as_deref() {
-        Some("status") if info.subresources.status => return get(r, peer, shared, fault),
+        Some("status") if info.subresources.status => {
+            return get(r, peer, shared, fault, &metadata::Form::Full)
+        }
         Some("scale") => writes::scale_get(&r.address(), shared),
         _ => Err(Status::failure(
             404,
@@ -324,6 +356,7 @@ fn list<S: Peer>(
     peer: &mut S,
     shared: &Shared,
     fault: Option<&Fault>,
+    form: &metadata::Form,
 ) -> Outcome {
     // Pages are megabytes: each connection thread reuses one buffer for them, so serving a
     // page is a copy into memory already mapped (a fresh buffer per page cost more in page
@@ -333,7 +366,7 @@ fn list<S: Peer>(
     }
     PAGE.with_borrow_mut(|buf| {
         buf.clear();
-        let outcome = match list_body(req, r, shared, buf) {
+        let outcome = match list_body(req, r, shared, buf, form) {
             Ok(()) => send(peer, 200, buf.as_bytes(), fault),
             Err(st) => fail(peer, &st),
         };
@@ -345,7 +378,13 @@ fn list<S: Peer>(
 }
 
 /// Writes a list page into `out`.
-fn list_body(req: &Request, r: &Route, shared: &Shared, out: &mut String) -> Result<(), Status> {
+fn list_body(
+    req: &Request,
+    r: &Route,
+    shared: &Shared,
+    out: &mut String,
+    form: &metadata::Form,
+) -> Result<(), Status> {
     if req.param("sendInitialEvents").is_some() {
         let mut st = Status::failure(
             422,
@@ -419,17 +458,28 @@ fn list_body(req: &Request, r: &Route, shared: &Shared, out: &mut String) -> Res
             meta.remaining_item_count = Some(remaining as i64);
         }
     }
+    let (list_kind, list_api_version) = match form {
+        metadata::Form::Full => (
+            Value::from(format!("{}List", c.kind)).to_string(),
+            Value::from(c.api_version.as_str()).to_string(),
+        ),
+        metadata::Form::Metadata { version } => (
+            "\"PartialObjectMetadataList\"".to_owned(),
+            metadata::Form::api_version(version),
+        ),
+    };
     let head = format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
-        Value::from(format!("{}List", c.kind)),
-        Value::from(c.api_version.as_str()),
+        "{{\"kind\":{list_kind},\"apiVersion\":{list_api_version},\"metadata\":{},\"items\":[",
         serde_json::to_string(&meta).unwrap_or_else(|_| "{}".into()),
     );
     let (builtin, with_type_meta) = (c.info.builtin, |json: &str| c.with_type_meta(json));
-    let typed: Vec<String> = if builtin {
-        Vec::new()
-    } else {
-        page.iter().map(|o| with_type_meta(&o.json)).collect()
+    let typed: Vec<String> = match form {
+        metadata::Form::Metadata { version } => page
+            .iter()
+            .map(|o| metadata::partial_object(&o.json, version))
+            .collect(),
+        metadata::Form::Full if builtin => Vec::new(),
+        metadata::Form::Full => page.iter().map(|o| with_type_meta(&o.json)).collect(),
     };
     drop(store);
     out.reserve(head.len() + page.iter().map(|o| o.json.len() + 65).sum::<usize>() + 2);
@@ -484,6 +534,8 @@ struct EventSink<'a, S: Peer> {
     silence_after_events: Option<usize>,
     /// Lines not yet sent: events of one wake-up go out as one chunk.
     pending: Vec<u8>,
+    /// Metadata only: each object is cut to its `metadata` (`kind`/`apiVersion` say so).
+    metadata_only: bool,
 }
 
 /// A write fails: the client is gone or the fault cut the line.
@@ -517,6 +569,13 @@ impl<S: Peer> EventSink<'_, S> {
     }
 
     fn event(&mut self, ty: &str, json: &str) -> Result<(), Dropped> {
+        let cut;
+        let json = if self.metadata_only {
+            cut = metadata::metadata_only(json);
+            &cut
+        } else {
+            json
+        };
         let rest = json.strip_prefix('{').unwrap_or(json);
         let mut line = String::with_capacity(json.len() + self.kind.len() + 64);
         line.push_str("{\"type\":\"");
@@ -577,6 +636,7 @@ fn watch<S: Peer>(
     peer: &mut S,
     shared: &Shared,
     fault: Option<&Fault>,
+    form: &metadata::Form,
 ) -> Outcome {
     let filter = match Filter::parse(req.param("labelSelector"), req.param("fieldSelector")) {
         Ok(f) => f,
@@ -611,8 +671,16 @@ fn watch<S: Peer>(
         let mut store = shared.store.lock();
         let current = store.rv;
         let c = store.collection(&r.tk);
-        let kind = Value::from(c.kind.as_str()).to_string();
-        let api_version = Value::from(c.api_version.as_str()).to_string();
+        let (kind, api_version) = match form {
+            metadata::Form::Full => (
+                Value::from(c.kind.as_str()).to_string(),
+                Value::from(c.api_version.as_str()).to_string(),
+            ),
+            metadata::Form::Metadata { version } => (
+                "\"PartialObjectMetadata\"".to_owned(),
+                metadata::Form::api_version(version),
+            ),
+        };
         let mut initial = Vec::new();
         let mut too_old = None;
         let mut cursor = current;
@@ -648,6 +716,7 @@ fn watch<S: Peer>(
             _ => None,
         },
         pending: Vec::new(),
+        metadata_only: matches!(form, metadata::Form::Metadata { .. }),
     };
     let result = (|| -> Result<(), Dropped> {
         if initial_events && !shared.streaming_list_supported.load(Ordering::SeqCst) {

@@ -154,6 +154,20 @@ pub(crate) fn write_response(
     w.flush()
 }
 
+/// [`write_response`] without the newline after the body: for the answers the server sends
+/// pretty-printed, which end at the closing brace.
+pub(crate) fn write_response_as_is(
+    w: &mut impl Write,
+    code: u16,
+    extra: &[(&str, String)],
+    body: &[u8],
+) -> io::Result<()> {
+    write_head(w, code, extra)?;
+    write!(w, "content-length: {}\r\n\r\n", body.len())?;
+    w.write_all(body)?;
+    w.flush()
+}
+
 /// A chunked response being written.
 pub(crate) struct ChunkedWriter<'a, W: Write> {
     w: &'a mut W,

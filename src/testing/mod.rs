@@ -137,6 +137,7 @@ mod handlers;
 mod http;
 mod json_patch;
 mod managed_fields;
+mod metadata;
 mod patch;
 mod resources;
 mod scale;

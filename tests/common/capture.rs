@@ -296,6 +296,16 @@ impl Compare {
         out
     }
 
+    /// The differences between two JSON values under these rules (one line of a watch
+    /// capture against one line received).
+    pub fn value_differences(&self, want: &Value, got: &Value) -> Vec<String> {
+        let mut got = got.clone();
+        self.substitute_in(&mut got);
+        let mut out = Vec::new();
+        self.diff(&mut Vec::new(), want, &got, &mut out);
+        out
+    }
+
     /// Panics with every difference, if any.
     pub fn assert(&self, name: &str, actual: &Response) {
         let diffs = self.differences(name, actual);
