@@ -60,6 +60,7 @@ pub mod controller;
 mod deadline;
 pub mod discovery;
 mod error;
+mod json;
 mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;

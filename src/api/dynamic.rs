@@ -10,8 +10,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::json_scan::Scanner;
-use super::raw_json::RawJson;
+use crate::json::json_scan::Scanner;
+use crate::json::raw_json::RawJson;
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

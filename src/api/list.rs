@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Deserializer};
 
-use super::json_scan::Scanner;
+use crate::json::json_scan::Scanner;
 use super::meta::ListMeta;
 use super::resource::Object;
 

@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::raw_json::RawJson;
-use super::string_map::StringMap;
+use crate::json::raw_json::RawJson;
+use crate::json::string_map::StringMap;
 
 /// Metadata every persisted object has (`metadata` in the API).
 ///

@@ -1,19 +1,16 @@
 //! The object model: metadata, the resource traits, dynamic and metadata-only objects, lists,
-//! watch events,
-//! the `Status` error body and label selectors.
+//! watch events, the `Status` error body and label selectors.
+//!
+//! What an object *is* lives here; how its bytes are read fast (the scanner, the recorded
+//! container ends, raw JSON text) lives in the decoding engine, `src/json/`.
 
 mod dynamic;
-mod json_scan;
-pub(crate) mod known_ends;
 mod list;
 mod meta;
-mod meta_scan;
 mod metadata;
-mod raw_json;
 mod resource;
 mod selector;
 mod status;
-mod string_map;
 pub(crate) mod url_encoding;
 mod watch_event;
 
@@ -23,9 +20,9 @@ pub use meta::{ListMeta, ObjectMeta, OwnerReference};
 pub use metadata::{
     PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
 };
-pub use raw_json::RawJson;
+pub use crate::json::raw_json::RawJson;
 pub use resource::{ApiResource, Object, Resource};
 pub use selector::{LabelSelector, Requirement};
 pub use status::{Status, StatusCause, StatusDetails};
-pub use string_map::StringMap;
+pub use crate::json::string_map::StringMap;
 pub use watch_event::{Bookmark, WatchEvent, INITIAL_EVENTS_END_ANNOTATION};

@@ -3,7 +3,7 @@
 //! Parsed once into requirements so that matching is a walk over a few strings; the same type
 //! renders back to the query-string form the API server accepts.
 
-use super::string_map::StringMap;
+use crate::json::string_map::StringMap;
 use std::fmt;
 
 use crate::error::Error;

@@ -12,7 +12,7 @@ use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::json_scan::Scanner;
+use crate::json::json_scan::Scanner;
 use super::resource::Object;
 use super::status::Status;
 

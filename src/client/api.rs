@@ -15,7 +15,7 @@ use super::request::Request;
 use super::scale::Scale;
 use super::watch::WatchStream;
 use super::write_params::{DeleteParams, PatchParams, PostParams};
-use crate::api::known_ends::{with_known_ends, KnownEnds};
+use crate::json::known_ends::{with_known_ends, KnownEnds};
 use crate::api::url_encoding::path_segment;
 use crate::api::{ApiResource, Object, ObjectList, Resource};
 use crate::error::{Error, Result};

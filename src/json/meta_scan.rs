@@ -9,7 +9,7 @@
 use serde::de::DeserializeOwned;
 
 use super::json_scan::{Result as ScanResult, Scanner};
-use super::meta::ObjectMeta;
+use crate::api::ObjectMeta;
 #[cfg(test)]
 use super::raw_json::RawJson;
 use super::string_map::StringMap;
