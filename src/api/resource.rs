@@ -25,10 +25,12 @@ pub trait Object: DeserializeOwned + Send + Sync + 'static {
 
     /// Whether [`from_json_prefix`](Self::from_json_prefix) decodes with the library's
     /// scanner, which can jump over the containers a list page's early check recorded. When
-    /// true, list pages are checked on the thread that fetched them; serde's decoders cannot
-    /// use the record, so for them the check would be work done twice.
+    /// true, list pages are checked on the thread that fetched them. True by default, because
+    /// the default `from_json_prefix` is the scanner's; set it to false only with an override
+    /// of `from_json_prefix` that reads through some other decoder (which could not use the
+    /// record, so the check would be work done twice).
     #[doc(hidden)]
-    const SCANNED: bool = false;
+    const SCANNED: bool = true;
 
     /// The `Accept` header of single GETs, watches and streaming lists of this type.
     /// Plain JSON by default; [`PartialObjectMetadata`](super::PartialObjectMetadata) asks for
@@ -41,21 +43,17 @@ pub trait Object: DeserializeOwned + Send + Sync + 'static {
     /// Decodes one object from the start of `json` and says how many bytes it took; what
     /// follows (`,` or `]` in a list, `}` in a watch event) is left to the caller.
     ///
-    /// Lists and watch events are decoded through this. The default is serde's, in one pass;
-    /// [`DynamicObject`](super::DynamicObject) overrides it with the library's scanner. Override
+    /// Lists and watch events are decoded through this. The default runs `Self`'s
+    /// `Deserialize` on the library's own serde deserializer: exactly what serde_json would
+    /// give, but the members `Self` does not declare are skipped by the scanner's tight loop
+    /// (or jumped over, in a checked list page), and raw values are taken as slices.
+    /// [`DynamicObject`](super::DynamicObject) overrides it with a decoder of its own. Override
     /// it only with a decoder that gives the same result as `Deserialize`.
     fn from_json_prefix(json: &str) -> serde_json::Result<(Self, usize)>
     where
         Self: Sized,
     {
-        let mut stream = serde_json::Deserializer::from_str(json).into_iter::<Self>();
-        match stream.next() {
-            Some(Ok(object)) => Ok((object, stream.byte_offset())),
-            Some(Err(e)) => Err(e),
-            None => Err(serde::de::Error::custom(
-                "expected an object, found the end of the input",
-            )),
-        }
+        crate::json::deserializer::from_prefix(json)
     }
 }
 

@@ -105,6 +105,16 @@ impl<'a> Key<'a> {
             Ok(Cow::Borrowed(self.raw))
         }
     }
+
+    /// The name as written between its quotes, escapes not undone.
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// Byte offset of the name's opening quote.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
 }
 
 impl<'a> Scanner<'a> {
@@ -119,6 +129,11 @@ impl<'a> Scanner<'a> {
     /// Byte offset of the cursor.
     pub fn pos(&self) -> usize {
         self.pos
+    }
+
+    /// The whole text the scanner reads.
+    pub fn text(&self) -> &'a str {
+        self.text
     }
 
     /// Moves the cursor forward by `n` bytes (after a value decoded elsewhere).
@@ -158,7 +173,8 @@ impl<'a> Scanner<'a> {
         self.bytes.get(self.pos).copied()
     }
 
-    fn expect(&mut self, b: u8, what: &'static str) -> Result<()> {
+    /// Consumes `b` if it is next (after whitespace); otherwise fails with `what`.
+    pub fn expect(&mut self, b: u8, what: &'static str) -> Result<()> {
         if self.peek() == Some(b) {
             self.pos += 1;
             Ok(())

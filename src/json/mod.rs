@@ -12,6 +12,7 @@
 //! - `string_map`: [`StringMap`](crate::api::StringMap), the compact map labels and
 //!   annotations decode into.
 
+pub(crate) mod deserializer;
 pub(crate) mod json_scan;
 pub(crate) mod known_ends;
 mod meta_scan;
