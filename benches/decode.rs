@@ -2,7 +2,7 @@
 //! line: the library's scanner path against serde_json's derive path, as `DynamicObject` and
 //! as a slim typed struct. Prints MB/s and µs per object (best of five runs); asserts nothing about time.
 //!
-//! Run: `cargo bench --bench decode`.
+//! Run: `cargo bench --bench decode` (`BENCH_ONLY=slim` for the cases whose label has it).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -29,6 +29,12 @@ impl Object for SlimPod {
 /// Best of five runs of 20,000 decodes (the machine is shared; the best run is the least
 /// disturbed one).
 fn measure(label: &str, line: &[u8], mut decode: impl FnMut(&[u8])) {
+    // `BENCH_ONLY=slim` measures only the cases whose label contains it (for a profiler).
+    if let Ok(only) = std::env::var("BENCH_ONLY") {
+        if !label.contains(&only) {
+            return;
+        }
+    }
     let rounds = 20_000;
     for _ in 0..1_000 {
         decode(line);
@@ -62,7 +68,7 @@ fn main() {
     measure("DynamicObject, serde_json derive", line, |l| {
         black_box(serde_json::from_slice::<WatchEvent<DynamicObject>>(l).unwrap());
     });
-    measure("slim type, serde in one pass (from_json)", line, |l| {
+    measure("slim type, library deserializer (from_json)", line, |l| {
         black_box(WatchEvent::<SlimPod>::from_json(l).unwrap());
     });
     measure("slim type, serde_json derive", line, |l| {

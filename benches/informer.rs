@@ -17,6 +17,7 @@
 //! (`BENCH_QPS=5 BENCH_BURST=10`: client-go's historical defaults). Each sync prints how many
 //! requests it took against the limiter's burst (the bucket starts full, so a sync within the
 //! burst waited for no token).
+//! `BENCH_KINDS=slim` (a comma-separated subset of `dynamic,slim,metadata`) runs only those.
 //! This prints figures; it asserts nothing about time.
 
 use std::io::{BufRead, BufReader, Write};
@@ -519,7 +520,9 @@ fn main() {
         let url = parts.next().unwrap().to_owned();
         let avg = parts.next().unwrap_or("?").to_owned();
         println!("         ({n} pods served, {avg} bytes of JSON each on average)");
-        for kind in ["dynamic", "slim", "metadata"] {
+        // `BENCH_KINDS=slim,dynamic` runs some of them (for a profiler, say).
+        let kinds = std::env::var("BENCH_KINDS").unwrap_or_else(|_| "dynamic,slim,metadata".into());
+        for kind in kinds.split(',') {
             writeln!(server_in, "stall-watch 4000").unwrap();
             let mut ack = String::new();
             server_out.read_line(&mut ack).unwrap();

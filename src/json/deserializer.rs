@@ -41,7 +41,7 @@ use super::json_scan::{Key, Scanner};
 type Result<T> = std::result::Result<T, Error>;
 
 /// The name serde_json's `RawValue` asks `deserialize_newtype_struct` for.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// serde_json's nesting limit: the 128th nested container is an error.
 const RECURSION_LIMIT: u8 = 128;

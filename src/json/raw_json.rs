@@ -10,11 +10,13 @@ use std::hash::{Hash, Hasher};
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use super::deserializer::RAW_VALUE_TOKEN;
 use super::json_scan::Scanner;
+use super::lent_str::LentStr;
 
 /// One JSON value as text; always valid JSON. Cloning is cheap: the text is shared. The raw
 /// parts of one decoded object share one buffer (one allocation instead of one per part);
@@ -102,9 +104,47 @@ impl Serialize for RawJson {
 }
 
 impl<'de> Deserialize<'de> for RawJson {
+    /// Asks for the value's text as serde_json's `RawValue` does (serde_json and the library's
+    /// deserializer both answer), and copies it once, lent from the input when it can be.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = Box::<RawValue>::deserialize(deserializer)?;
-        Ok(RawJson::from_checked(raw.get()))
+        struct RawVisitor;
+        impl<'de> Visitor<'de> for RawVisitor {
+            type Value = RawJson;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any valid JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawJson, A::Error> {
+                if map.next_key::<RawMarker>()?.is_none() {
+                    return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
+                }
+                let text: LentStr<'de> = map.next_value()?;
+                Ok(RawJson::from_checked(&text.0))
+            }
+        }
+        deserializer.deserialize_newtype_struct(RAW_VALUE_TOKEN, RawVisitor)
+    }
+}
+
+/// The one key of the map a raw value arrives as: serde_json's marker, nothing else.
+struct RawMarker;
+
+impl<'de> Deserialize<'de> for RawMarker {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MarkerVisitor;
+        impl Visitor<'_> for MarkerVisitor {
+            type Value = RawMarker;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a raw value")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawMarker, E> {
+                if v == RAW_VALUE_TOKEN {
+                    Ok(RawMarker)
+                } else {
+                    Err(E::custom("unexpected raw value"))
+                }
+            }
+        }
+        deserializer.deserialize_identifier(MarkerVisitor)
     }
 }
 
@@ -124,6 +164,12 @@ mod tests {
         assert_eq!(v["a"][1], 2.5);
         let back: RawJson = serde_json::from_str(r#" {"b":true} "#).unwrap();
         assert_eq!(back.get(), r#"{"b":true}"#);
+        // serde_json still calls its raw value what the decoder expects.
+        let inside: Vec<RawJson> = serde_json::from_str(r#"[ 1 , "\u00e9" ,{}]"#).unwrap();
+        let texts: Vec<&str> = inside.iter().map(RawJson::get).collect();
+        assert_eq!(texts, ["1", r#""\u00e9""#, "{}"]);
+        assert!(serde_json::from_str::<RawJson>("[1,]").is_err());
+        assert!(serde_yaml::from_str::<RawJson>("a: 1").is_err());
         let err = RawJson::from_string("{\"a\": }".into()).unwrap_err();
         assert!(err.to_string().contains("expected a JSON value"), "{err}");
         assert!(RawJson::from_string("1 2".into()).is_err());

@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{MapAccess, Visitor};
+
+use super::lent_str::LentStr;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -251,7 +253,8 @@ impl<'de> Deserialize<'de> for StringMap {
                 f.write_str("a map of strings to strings")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StringMap, A::Error> {
-                let mut entries: Vec<(std::borrow::Cow<'de, str>, std::borrow::Cow<'de, str>)> =
+                // Lent, not copied: the map copies them into its one buffer anyway.
+                let mut entries: Vec<(LentStr<'de>, LentStr<'de>)> =
                     Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
                 while let Some(entry) = map.next_entry()? {
                     entries.push(entry);
