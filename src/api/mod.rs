@@ -7,6 +7,7 @@
 mod dynamic;
 mod list;
 mod meta;
+mod meta_trait;
 mod metadata;
 mod resource;
 mod selector;
@@ -17,6 +18,8 @@ mod watch_event;
 pub use dynamic::DynamicObject;
 pub use list::ObjectList;
 pub use meta::{ListMeta, ObjectMeta, OwnerReference};
+pub(crate) use meta_trait::key_of as meta_key;
+pub use meta_trait::{Meta, OwnerRef};
 pub use metadata::{
     PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
 };

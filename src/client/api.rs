@@ -17,7 +17,7 @@ use super::watch::WatchStream;
 use super::write_params::{DeleteParams, PatchParams, PostParams};
 use crate::json::known_ends::{with_known_ends, KnownEnds};
 use crate::api::url_encoding::path_segment;
-use crate::api::{ApiResource, Object, ObjectList, Resource};
+use crate::api::{ApiResource, Meta, Object, ObjectList, Resource};
 use crate::error::{Error, Result};
 
 /// Page size the pager uses when none is given (client-go's default).
