@@ -26,9 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube_informer::api::{
-    ApiResource, DynamicObject, Object, ObjectMeta, PartialObjectMetadata, Resource,
-};
+use kube_informer::api::{ApiResource, DynamicObject, Object, PartialObjectMetadata};
 use kube_informer::cache::{HandlerFns, InformerConfig, SharedIndexInformer};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client, ClientConfig};
@@ -155,37 +153,19 @@ fn realistic_pod(i: usize) -> serde_json::Value {
     })
 }
 
-/// The slim type: what a pod-watching tool typically reads.
-#[derive(Deserialize)]
-struct SlimPod {
-    metadata: ObjectMeta,
-    #[serde(default)]
-    #[allow(dead_code)] // decoded like a real tool would, not read by the benchmark
-    status: SlimStatus,
+kube_informer::resource! {
+    /// The slim type: what a pod-watching tool typically reads.
+    #[resource(group = "", version = "v1", kind = "Pod", plural = "pods", namespaced)]
+    struct SlimPod {
+        #[allow(dead_code)] // decoded like a real tool would, not read by the benchmark
+        status: SlimStatus,
+    }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Clone, Debug, Default)]
 struct SlimStatus {
     #[allow(dead_code)]
     phase: Option<String>,
-}
-
-impl Object for SlimPod {
-    type Meta = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl Resource for SlimPod {
-    const GROUP: &'static str = "";
-    const VERSION: &'static str = "v1";
-    const KIND: &'static str = "Pod";
-    const PLURAL: &'static str = "pods";
-    const NAMESPACED: bool = true;
 }
 
 /// Peak resident memory of this process (VmHWM), in MiB.

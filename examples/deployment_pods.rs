@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_informer::api::{ApiResource, Meta, Object, ObjectMeta, Resource};
+use kube_informer::api::{ApiResource, Meta, Object};
 use kube_informer::cache::{FactoryOptions, HandlerFns, IndexFn, Lister, SharedInformerFactory};
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::ApiServer;
@@ -25,90 +25,64 @@ const REVISION: &str = "deployment.kubernetes.io/revision";
 const BY_OWNER: &str = "by-controller-uid";
 const BY_OBJECT: &str = "by-involved-object-uid";
 
-macro_rules! resource {
-    ($t:ident, $group:expr, $version:expr, $kind:expr, $plural:expr) => {
-        impl Object for $t {
-            type Meta = ObjectMeta;
-            fn metadata(&self) -> &ObjectMeta {
-                &self.metadata
-            }
-            fn metadata_mut(&mut self) -> &mut ObjectMeta {
-                &mut self.metadata
-            }
-        }
-        impl Resource for $t {
-            const GROUP: &'static str = $group;
-            const VERSION: &'static str = $version;
-            const KIND: &'static str = $kind;
-            const PLURAL: &'static str = $plural;
-            const NAMESPACED: bool = true;
-        }
-    };
+// Each kind is declared with `kube_informer::resource!`: metadata plus the fields this tool
+// reads. Everything else in the objects is skipped while decoding and never stored.
+kube_informer::resource! {
+    #[resource(group = "apps", version = "v1", kind = "Deployment", plural = "deployments", namespaced)]
+    struct Deployment {}
 }
 
-#[derive(Deserialize)]
-struct Deployment {
-    metadata: ObjectMeta,
+kube_informer::resource! {
+    #[resource(group = "apps", version = "v1", kind = "ReplicaSet", plural = "replicasets", namespaced)]
+    struct ReplicaSet {}
 }
-resource!(Deployment, "apps", "v1", "Deployment", "deployments");
 
-#[derive(Deserialize)]
-struct ReplicaSet {
-    metadata: ObjectMeta,
+kube_informer::resource! {
+    #[resource(group = "", version = "v1", kind = "Pod", plural = "pods", namespaced)]
+    struct Pod {
+        spec: PodSpec,
+        status: PodStatus,
+    }
 }
-resource!(ReplicaSet, "apps", "v1", "ReplicaSet", "replicasets");
 
-#[derive(Deserialize)]
-struct Pod {
-    metadata: ObjectMeta,
-    #[serde(default)]
-    spec: PodSpec,
-    #[serde(default)]
-    status: PodStatus,
-}
-resource!(Pod, "", "v1", "Pod", "pods");
-
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Clone, Debug, Default)]
 #[serde(rename_all = "camelCase")]
 struct PodSpec {
     #[serde(default)]
     readiness_gates: Vec<ReadinessGate>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 struct ReadinessGate {
     condition_type: String,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Clone, Debug, Default)]
 struct PodStatus {
     phase: Option<String>,
     #[serde(default)]
     conditions: Vec<Condition>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone, Debug)]
 struct Condition {
     #[serde(rename = "type")]
     type_: String,
     status: String,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Event {
-    metadata: ObjectMeta,
-    #[serde(default)]
-    involved_object: ObjectRef,
-    #[serde(default)]
-    message: String,
-    last_timestamp: Option<String>,
-    event_time: Option<String>,
+kube_informer::resource! {
+    #[resource(group = "", version = "v1", kind = "Event", plural = "events", namespaced)]
+    struct Event {
+        involved_object: ObjectRef,
+        message: String,
+        last_timestamp: Option<String>,
+        event_time: Option<String>,
+    }
 }
-resource!(Event, "", "v1", "Event", "events");
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Clone, Debug, Default)]
 struct ObjectRef {
     uid: Option<String>,
 }

@@ -10,11 +10,14 @@ mod meta;
 mod meta_trait;
 mod metadata;
 mod resource;
+mod resource_macro;
 mod selector;
 mod status;
 pub(crate) mod url_encoding;
 mod watch_event;
 
+pub use crate::json::raw_json::RawJson;
+pub use crate::json::string_map::StringMap;
 pub use dynamic::DynamicObject;
 pub use list::ObjectList;
 pub use meta::{ListMeta, ObjectMeta, OwnerReference};
@@ -23,9 +26,7 @@ pub use meta_trait::{Meta, OwnerRef};
 pub use metadata::{
     PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
 };
-pub use crate::json::raw_json::RawJson;
 pub use resource::{ApiResource, Object, Resource};
 pub use selector::{LabelSelector, Requirement};
 pub use status::{Status, StatusCause, StatusDetails};
-pub use crate::json::string_map::StringMap;
 pub use watch_event::{Bookmark, WatchEvent, INITIAL_EVENTS_END_ANNOTATION};

@@ -292,7 +292,8 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
                 let ret = visitor.visit_enum(VariantAcc { de: &mut *self });
                 self.leave();
                 let value = ret?;
-                self.s.expect(b'}', "expected '}' after the one member of an enum")?;
+                self.s
+                    .expect(b'}', "expected '}' after the one member of an enum")?;
                 Ok(value)
             }
             Some(b'"') => visitor.visit_enum(UnitVariant(self)),
@@ -363,7 +364,9 @@ impl<'de> de::MapAccess<'de> for MapAcc<'_, 'de> {
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
         if !self.pending {
-            return Err(de::Error::custom("a member's value was read before its name"));
+            return Err(de::Error::custom(
+                "a member's value was read before its name",
+            ));
         }
         self.pending = false;
         seed.deserialize(&mut *self.de)
@@ -511,7 +514,9 @@ impl<'de> de::Deserializer<'de> for KeyDe<'de> {
     }
 
     fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        serde_json_reads(self.quoted(), |de| de::Deserializer::deserialize_bytes(de, visitor))
+        serde_json_reads(self.quoted(), |de| {
+            de::Deserializer::deserialize_bytes(de, visitor)
+        })
     }
 
     fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {

@@ -401,12 +401,10 @@ fn recursion_limit_is_serde_json_s() {
         same::<Value>(&text);
         let objects = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
         same::<Value>(&objects);
-        same::<serde::de::IgnoredAny>(&objects).map(|_| ()).unwrap_or(());
-        let nested = format!(
-            "{}null{}",
-            r#"{"inner":"#.repeat(depth),
-            "}".repeat(depth)
-        );
+        same::<serde::de::IgnoredAny>(&objects)
+            .map(|_| ())
+            .unwrap_or(());
+        let nested = format!("{}null{}", r#"{"inner":"#.repeat(depth), "}".repeat(depth));
         same::<Slim>(&nested);
         // Skipped values have no limit, in either.
         same::<IgnoredWrap>(&format!("[{text}]"));
@@ -537,7 +535,10 @@ fn generated_documents_decode_as_serde_json_decodes_them() {
         same::<BTreeMap<String, Kind>>(&doc);
         compared += 1;
     }
-    assert!(accepted > 1000, "only {accepted} documents decoded as Model");
+    assert!(
+        accepted > 1000,
+        "only {accepted} documents decoded as Model"
+    );
     assert_eq!(compared, 20_000);
 }
 
