@@ -9,13 +9,19 @@
 //! it, with no separate code path.
 //!
 //! Both headers end with the fallback `,application/json`: a server that cannot transform
-//! sends the full object, which decodes to the same type (the other fields are dropped).
+//! sends the full object, which decodes to the same type: the other members are checked and
+//! skipped by the library's scanner (jumped over in a checked list page), never copied.
 //!
 //! Limits: `kind` and `apiVersion` of a decoded object are the server's
 //! (`PartialObjectMetadata`, `meta.k8s.io/v1`), not the resource's: use the `ApiResource` the
 //! informer was built from to know which resource an object belongs to.
 
+use std::fmt;
+
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::json::lent_str::LentStr;
 
 use super::dynamic::DynamicObject;
 use super::list::ObjectList;
@@ -65,26 +71,45 @@ pub struct PartialObjectMetadata {
 /// A metadata-only list, as the server sends it (`PartialObjectMetadataList`).
 pub type PartialObjectMetadataList = ObjectList<PartialObjectMetadata>;
 
-impl PartialObjectMetadata {
-    /// Keeps the type and metadata of a decoded object; moves `managedFields` out of a shared
-    /// buffer that also held the dropped fields (the full-object fallback).
-    fn from_dynamic(obj: DynamicObject) -> Self {
-        let mut obj = DynamicObject {
-            fields: Vec::new(),
-            ..obj
-        };
-        obj.compact();
-        PartialObjectMetadata {
-            api_version: obj.api_version,
-            kind: obj.kind,
-            metadata: obj.metadata,
-        }
+/// Reads `apiVersion`, `kind` and `metadata`; every other member (the full object's `spec`
+/// and `status`, when the server could not send the metadata-only form) is checked and
+/// skipped, never kept. The rules are `DynamicObject`'s: the last `apiVersion` or `kind` wins,
+/// a second `metadata` is an error.
+impl<'de> Deserialize<'de> for PartialObjectMetadata {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(PartialVisitor)
     }
 }
 
-impl<'de> Deserialize<'de> for PartialObjectMetadata {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        DynamicObject::deserialize(deserializer).map(Self::from_dynamic)
+struct PartialVisitor;
+
+impl<'de> Visitor<'de> for PartialVisitor {
+    type Value = PartialObjectMetadata;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Kubernetes object (a JSON map)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PartialObjectMetadata, A::Error> {
+        let mut obj = PartialObjectMetadata::default();
+        let mut seen_metadata = false;
+        while let Some(key) = map.next_key::<LentStr<'de>>()? {
+            match &*key.0 {
+                "apiVersion" => obj.api_version = map.next_value()?,
+                "kind" => obj.kind = map.next_value()?,
+                "metadata" => {
+                    if seen_metadata {
+                        return Err(de::Error::duplicate_field("metadata"));
+                    }
+                    seen_metadata = true;
+                    obj.metadata = map.next_value()?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(obj)
     }
 }
 
@@ -96,14 +121,10 @@ impl Object for PartialObjectMetadata {
     fn metadata_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
     }
-    const SCANNED: bool = true;
     const ACCEPT: &'static str = METADATA_ACCEPT;
     const LIST_ACCEPT: &'static str = METADATA_LIST_ACCEPT;
-
-    fn from_json_prefix(json: &str) -> serde_json::Result<(Self, usize)> {
-        let (obj, used) = DynamicObject::from_json_prefix(json)?;
-        Ok((Self::from_dynamic(obj), used))
-    }
+    // `from_json_prefix` is the default: the library's serde deserializer runs the impl above,
+    // skipping the members it does not keep with the scanner.
 
     fn compact(&mut self) {
         if let Some(raw) = self.metadata.managed_fields.take() {
@@ -137,5 +158,38 @@ mod tests {
             serde_json::to_value(&by_serde).unwrap(),
             serde_json::to_value(&obj).unwrap()
         );
+    }
+
+    #[test]
+    fn reads_as_dynamic_object_then_trimmed_did() {
+        // The former decoder: the whole object as a DynamicObject, then kept its metadata.
+        fn old(json: &str) -> Option<String> {
+            let d: DynamicObject = serde_json::from_str(json).ok()?;
+            let p = PartialObjectMetadata {
+                api_version: d.api_version,
+                kind: d.kind,
+                metadata: d.metadata,
+            };
+            Some(serde_json::to_string(&p).unwrap())
+        }
+        for json in [
+            r#"{"kind":"Pod","kind":"X","apiVersion":null,"metadata":{"name":"a"},"spec":[1,{"y":"\u00e9"}]}"#,
+            r#"{"metadata":{"name":"a"},"metadata":{"name":"b"}}"#,
+            r#"{"metadata":{"labels":{"a":"b"}},"status":{"bad":tru}}"#,
+            r#"{"metadata":{},"\ud800":1}"#,
+            r#"{"kind":1,"metadata":{}}"#,
+            r#"{}"#,
+            r#"[]"#,
+            r#"{"metadata":{},"spec":{"a":1},}"#,
+        ] {
+            let fast = PartialObjectMetadata::from_json_prefix(json)
+                .ok()
+                .map(|(p, _)| serde_json::to_string(&p).unwrap());
+            let by_serde = serde_json::from_str::<PartialObjectMetadata>(json)
+                .ok()
+                .map(|p| serde_json::to_string(&p).unwrap());
+            assert_eq!(fast, old(json), "{json}");
+            assert_eq!(by_serde, old(json), "{json}");
+        }
     }
 }

@@ -15,7 +15,7 @@
 pub(crate) mod deserializer;
 pub(crate) mod json_scan;
 pub(crate) mod known_ends;
-mod lent_str;
+pub(crate) mod lent_str;
 mod meta_scan;
 pub(crate) mod raw_json;
 pub(crate) mod string_map;
