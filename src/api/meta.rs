@@ -13,7 +13,9 @@ use crate::json::string_map::StringMap;
 /// Metadata every persisted object has (`metadata` in the API).
 ///
 /// Every field of the Kubernetes `ObjectMeta` is here; `managed_fields` is kept as raw JSON.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// (`Deserialize` is implemented in the decoding engine, `src/json/meta_scan.rs`: serde's
+/// derive for every decoder, the scanner's fast path for the library's own.)
+#[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
     /// Unique name within the namespace (or cluster, for cluster-scoped kinds).

@@ -1,5 +1,6 @@
-//! The object model: metadata, the resource traits, dynamic and metadata-only objects, lists,
-//! watch events, the `Status` error body and label selectors.
+//! The object model: metadata, the resource traits (and the `resource!` macro that implements
+//! them for a slim type), dynamic and metadata-only objects, lists, watch events, the `Status`
+//! error body and label selectors.
 //!
 //! What an object *is* lives here; how its bytes are read fast (the scanner, the recorded
 //! container ends, raw JSON text) lives in the decoding engine, `src/json/`.

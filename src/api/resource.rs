@@ -73,7 +73,8 @@ pub trait Object: DeserializeOwned + Send + Sync + 'static {
 /// An [`Object`] whose place in the API is fixed at compile time.
 ///
 /// Implement it for your own `#[derive(Deserialize)]` type, declaring only the fields you read;
-/// the rest of each object is skipped while decoding and never stored:
+/// the rest of each object is skipped while decoding and never stored. The
+/// [`resource!`](crate::resource) macro writes all of this for the common shape; by hand:
 ///
 /// ```
 /// use kube_informer::api::{Object, ObjectMeta, Resource};

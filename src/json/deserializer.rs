@@ -37,6 +37,8 @@ use serde::forward_to_deserialize_any;
 use serde_json::Error;
 
 use super::json_scan::{Key, Scanner};
+use super::meta_scan::{hand_over, META_TOKEN};
+use crate::api::ObjectMeta;
 
 type Result<T> = std::result::Result<T, Error>;
 
@@ -228,6 +230,14 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         if name == RAW_VALUE_TOKEN {
             let raw = self.value_text()?;
             return visitor.visit_map(RawMap { raw: Some(raw) });
+        }
+        if name == META_TOKEN && self.s.peek() == Some(b'{') {
+            // serde_json counts the metadata object against its nesting limit; nothing inside
+            // it is decoded deeper than its members, so only the object itself is counted.
+            self.enter()?;
+            let meta = ObjectMeta::scan(&mut self.s);
+            self.leave();
+            return hand_over(meta?, visitor);
         }
         visitor.visit_newtype_struct(self)
     }

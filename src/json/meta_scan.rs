@@ -5,14 +5,28 @@
 //! keys; the scanner checks them in a tight loop and keeps their text. The result is the same
 //! `ObjectMeta` serde's derive makes (same fields, `null` read as absent, unknown members
 //! checked and ignored); serde's own `Deserialize` stays for every other source.
+//!
+//! `ObjectMeta`'s `Deserialize` lives here too, so that every type holding an `ObjectMeta`
+//! (slim user types, `PartialObjectMetadata`) gets the fast path when the library's own
+//! deserializer ([`deserializer`](super::deserializer)) reads it: the impl asks for a newtype
+//! struct with a private marker name; the library's deserializer answers by scanning the
+//! metadata object and handing the result over through a thread-local slot (serde has no way
+//! to pass a concrete value through a generic visitor), every other decoder answers with the
+//! newtype itself and gets serde's derive (`ObjectMetaDef`, a `remote` mirror that fails to
+//! compile if it and `ObjectMeta` ever disagree). An array where the object should be (serde
+//! accepts a struct as one) also goes the derive's way.
 
-use serde::de::DeserializeOwned;
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, DeserializeOwned, MapAccess, SeqAccess, Unexpected, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use super::json_scan::{Result as ScanResult, Scanner};
-#[cfg(test)]
 use super::raw_json::RawJson;
 use super::string_map::StringMap;
-use crate::api::ObjectMeta;
+use crate::api::{ObjectMeta, OwnerReference};
 
 /// The members `ObjectMeta` decodes, in the order `scan` matches them by position.
 const FIELDS: [&str; 15] = [
@@ -35,7 +49,6 @@ const FIELDS: [&str; 15] = [
 
 impl ObjectMeta {
     /// Decodes the metadata object at the scanner's cursor.
-    #[cfg(test)]
     pub(crate) fn scan(s: &mut Scanner<'_>) -> serde_json::Result<ObjectMeta> {
         let (mut m, managed) = ObjectMeta::scan_parts(s)?;
         m.managed_fields = managed.map(RawJson::from_checked);
@@ -110,6 +123,100 @@ fn opt_string_map(s: &mut Scanner<'_>) -> ScanResult<Option<StringMap>> {
 /// A small value of any other type, decoded by serde from its checked text.
 fn serde_value<T: DeserializeOwned>(s: &mut Scanner<'_>) -> serde_json::Result<T> {
     serde_json::from_str(s.value()?)
+}
+
+/// The name `ObjectMeta`'s `Deserialize` asks `deserialize_newtype_struct` for.
+pub(crate) const META_TOKEN: &str = "$kube_informer::private::ObjectMeta";
+
+thread_local! {
+    /// An `ObjectMeta` the library's deserializer scanned, on its way to the visitor.
+    static SCANNED: RefCell<Option<ObjectMeta>> = const { RefCell::new(None) };
+}
+
+/// For the library's deserializer: hands `meta` to `ObjectMeta`'s visitor through
+/// `visit_unit`. The slot is emptied afterwards whatever the visitor did.
+pub(crate) fn hand_over<'de, V: Visitor<'de>>(
+    meta: ObjectMeta,
+    visitor: V,
+) -> serde_json::Result<V::Value> {
+    SCANNED.with(|slot| *slot.borrow_mut() = Some(meta));
+    let result = visitor.visit_unit();
+    SCANNED.with(|slot| slot.borrow_mut().take());
+    result
+}
+
+impl<'de> Deserialize<'de> for ObjectMeta {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_newtype_struct(META_TOKEN, MetaVisitor)
+    }
+}
+
+struct MetaVisitor;
+
+impl<'de> Visitor<'de> for MetaVisitor {
+    type Value = ObjectMeta;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct ObjectMeta")
+    }
+
+    /// Every decoder but the library's: serde's derive.
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<ObjectMeta, D::Error> {
+        ObjectMetaDef::deserialize(d)
+    }
+
+    /// The library's deserializer, which scanned the object already.
+    fn visit_unit<E: de::Error>(self) -> Result<ObjectMeta, E> {
+        SCANNED
+            .with(|slot| slot.borrow_mut().take())
+            .ok_or_else(|| E::invalid_type(Unexpected::Unit, &self))
+    }
+
+    /// Decoders that answer any request with what they hold (serde's `value` module).
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjectMeta, A::Error> {
+        ObjectMetaDef::deserialize(MapAccessDeserializer::new(map))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ObjectMeta, A::Error> {
+        ObjectMetaDef::deserialize(SeqAccessDeserializer::new(seq))
+    }
+}
+
+/// serde's derive for `ObjectMeta`, field for field (a `remote` mirror: if the two ever
+/// differ, this does not compile).
+#[derive(Deserialize)]
+#[serde(remote = "ObjectMeta", rename_all = "camelCase")]
+struct ObjectMetaDef {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    generate_name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    self_link: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(default)]
+    resource_version: Option<String>,
+    #[serde(default)]
+    generation: Option<i64>,
+    #[serde(default)]
+    creation_timestamp: Option<String>,
+    #[serde(default)]
+    deletion_timestamp: Option<String>,
+    #[serde(default)]
+    deletion_grace_period_seconds: Option<i64>,
+    #[serde(default)]
+    labels: Option<StringMap>,
+    #[serde(default)]
+    annotations: Option<StringMap>,
+    #[serde(default)]
+    owner_references: Option<Vec<OwnerReference>>,
+    #[serde(default)]
+    finalizers: Option<Vec<String>>,
+    #[serde(default)]
+    managed_fields: Option<RawJson>,
 }
 
 #[cfg(test)]

@@ -6,8 +6,16 @@
 //!   building a tree;
 //! - `known_ends`: the container ends a list page's early check recorded, so later passes jump
 //!   over whole objects instead of rescanning them;
-//! - `meta_scan`: `ObjectMeta` decoded with the scanner (its serde derive stays for every
-//!   other source);
+//! - `deserializer`: a serde `Deserializer` driven by the scanner. Every `Deserialize` type
+//!   decodes with it through the default `Object::from_json_prefix` (slim user types,
+//!   `PartialObjectMetadata`, k8s-openapi's types): serde_json's results call for call, with
+//!   the members a type does not declare skipped by the scanner's loop (jumped over in a
+//!   checked list page) and strings lent from the input; its module docs list which serde
+//!   requests it answers itself and which it hands to serde_json (numbers, booleans, chars,
+//!   bytes, values of the wrong type);
+//! - `lent_str`: strings lent from the input while decoding, where `Cow`'s own impl copies;
+//! - `meta_scan`: `ObjectMeta` decoded with the scanner for `DynamicObject`, whose raw parts
+//!   share one buffer (its serde derive, through `deserializer`, serves every other type);
 //! - `raw_json`: [`RawJson`](crate::api::RawJson), a value kept as checked text;
 //! - `string_map`: [`StringMap`](crate::api::StringMap), the compact map labels and
 //!   annotations decode into.

@@ -395,6 +395,62 @@ fn object_meta_decodes_as_serde_json_decodes_it() {
 }
 
 #[test]
+fn object_meta_reads_the_same_from_every_decoder() {
+    let text = r#"{"metadata":{"name":"a","labels":{"k":"v"},"managedFields":[{"m":1}]}}"#;
+    #[derive(Deserialize)]
+    struct Holder {
+        metadata: ObjectMeta,
+    }
+    let show = |h: &Holder| serde_json::to_string(&h.metadata).unwrap();
+    let ours: Holder = from_str(text).unwrap();
+    let expected = show(&ours);
+    let theirs: Holder = serde_json::from_str(text).unwrap();
+    assert_eq!(show(&theirs), expected);
+    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        show(&serde_json::from_value::<Holder>(value).unwrap()),
+        expected
+    );
+    // (RawJson, so managedFields, has never read from YAML.)
+    let yaml: Holder = serde_yaml::from_str("metadata: {name: a, labels: {k: v}}").unwrap();
+    assert_eq!(
+        serde_json::to_string(&yaml.metadata.name).unwrap(),
+        "\"a\"",
+        "yaml reads it by serde's derive"
+    );
+    // Buffered by serde (flatten, untagged) before it reaches ObjectMeta's impl.
+    #[derive(Deserialize)]
+    struct Flat {
+        #[serde(flatten)]
+        holder: Holder,
+    }
+    // (A raw value cannot come out of serde's buffer, with serde_json either.)
+    assert!(serde_json::from_str::<Flat>(text).is_err());
+    assert!(from_str::<Flat>(text).is_err());
+    let text = r#"{"metadata":{"name":"a","labels":{"k":"v"},"finalizers":["f"]}}"#;
+    let expected = show(&serde_json::from_str::<Holder>(text).unwrap());
+    let flat: Flat = from_str(text).unwrap();
+    assert_eq!(show(&flat.holder), expected);
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        H(Holder),
+    }
+    let Either::H(h) = from_str::<Either>(text).unwrap();
+    assert_eq!(show(&h), expected);
+    // serde takes a struct from an array too; the scanner's path is for objects only.
+    let arr = r#"{"metadata":["a",null,"ns"]}"#;
+    let ours: Holder = from_str(arr).unwrap();
+    let theirs: Holder = serde_json::from_str(arr).unwrap();
+    assert_eq!(show(&ours), show(&theirs));
+    assert_eq!(ours.metadata.namespace.as_deref(), Some("ns"));
+    // Nothing is left behind on the thread for another decoder to pick up.
+    assert!(from_str::<()>("{}").is_err());
+    let theirs: Holder = serde_json::from_str(r#"{"metadata":{}}"#).unwrap();
+    assert!(theirs.metadata.name.is_none());
+}
+
+#[test]
 fn recursion_limit_is_serde_json_s() {
     for depth in [1, 100, 126, 127, 128, 129, 300] {
         let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
@@ -519,8 +575,20 @@ fn generated_documents_decode_as_serde_json_decodes_them() {
         seed ^= seed << 17;
         seed
     };
+    /// Holds `ObjectMeta`s (the scanner's fast path), compared by their `Debug` text.
+    #[derive(Debug, Deserialize)]
+    struct MetaHolder {
+        metadata: Option<ObjectMeta>,
+        inner: Option<Vec<ObjectMeta>>,
+    }
+    impl PartialEq for MetaHolder {
+        fn eq(&self, other: &Self) -> bool {
+            format!("{self:?}") == format!("{other:?}")
+        }
+    }
     let mut compared = 0;
     let mut accepted = 0;
+    let mut metas = 0;
     for round in 0..20_000 {
         let mut doc = String::new();
         gen_value(&mut rng, &mut doc, 0, round % 3 == 0);
@@ -533,6 +601,7 @@ fn generated_documents_decode_as_serde_json_decodes_them() {
         same::<Either>(&doc);
         same::<Vec<Model>>(&format!("[{doc}]"));
         same::<BTreeMap<String, Kind>>(&doc);
+        metas += usize::from(same::<MetaHolder>(&doc).is_some_and(|m| m.metadata.is_some()));
         compared += 1;
     }
     assert!(
@@ -540,10 +609,28 @@ fn generated_documents_decode_as_serde_json_decodes_them() {
         "only {accepted} documents decoded as Model"
     );
     assert_eq!(compared, 20_000);
+    assert!(metas > 100, "only {metas} documents had an ObjectMeta");
 }
 
-const NAMES: [&str; 12] = [
-    "name", "count", "ratio", "flag", "items", "inner", "map", "kind", "big", "other", "A", "C",
+const NAMES: [&str; 18] = [
+    "name",
+    "count",
+    "ratio",
+    "flag",
+    "items",
+    "inner",
+    "map",
+    "kind",
+    "big",
+    "other",
+    "A",
+    "C",
+    "metadata",
+    "labels",
+    "generation",
+    "finalizers",
+    "managedFields",
+    "uid",
 ];
 
 fn gen_value(rng: &mut impl FnMut() -> u64, out: &mut String, depth: usize, object: bool) {
