@@ -579,6 +579,7 @@ fn generated_documents_decode_as_serde_json_decodes_them() {
     #[derive(Debug, Deserialize)]
     struct MetaHolder {
         metadata: Option<ObjectMeta>,
+        #[allow(dead_code)] // compared through Debug
         inner: Option<Vec<ObjectMeta>>,
     }
     impl PartialEq for MetaHolder {
