@@ -245,7 +245,10 @@ mod tests {
         assert_eq!(Meta::annotation(&m, "note"), Some("x"));
         assert_eq!(Meta::annotations(&m).count(), 1);
         let owner = m.controller().unwrap();
-        assert_eq!((owner.name, owner.uid, owner.block_owner_deletion), ("web-1", "r1", true));
+        assert_eq!(
+            (owner.name, owner.uid, owner.block_owner_deletion),
+            ("web-1", "r1", true)
+        );
         assert_eq!(Meta::owner_references(&m).count(), 2);
         assert_eq!(Meta::finalizers(&m), Some(&["f".to_owned()][..]));
         Meta::strip_managed_fields(&mut m);

@@ -5,6 +5,8 @@
 //! container ends, raw JSON text) lives in the decoding engine, `src/json/`.
 
 mod dynamic;
+#[cfg(feature = "k8s-openapi")]
+mod k8s_types;
 mod list;
 mod meta;
 mod meta_trait;
@@ -15,7 +17,11 @@ mod status;
 pub(crate) mod url_encoding;
 mod watch_event;
 
+pub use crate::json::raw_json::RawJson;
+pub use crate::json::string_map::StringMap;
 pub use dynamic::DynamicObject;
+#[cfg(feature = "k8s-openapi")]
+pub use k8s_types::ScopeKind;
 pub use list::ObjectList;
 pub use meta::{ListMeta, ObjectMeta, OwnerReference};
 pub(crate) use meta_trait::key_of as meta_key;
@@ -23,9 +29,7 @@ pub use meta_trait::{Meta, OwnerRef};
 pub use metadata::{
     PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
 };
-pub use crate::json::raw_json::RawJson;
 pub use resource::{ApiResource, Object, Resource};
 pub use selector::{LabelSelector, Requirement};
 pub use status::{Status, StatusCause, StatusDetails};
-pub use crate::json::string_map::StringMap;
 pub use watch_event::{Bookmark, WatchEvent, INITIAL_EVENTS_END_ANNOTATION};

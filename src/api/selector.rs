@@ -69,13 +69,17 @@ impl LabelSelector {
 
     /// True when `labels` satisfy every requirement.
     pub fn matches(&self, labels: &StringMap) -> bool {
-        self.requirements.iter().all(|r| r.matches(|k| labels.get(k)))
+        self.requirements
+            .iter()
+            .all(|r| r.matches(|k| labels.get(k)))
     }
 
     /// True when the labels of an object's metadata (any [`Meta`] type) satisfy every
     /// requirement; an object without labels matches as one with an empty map.
     pub fn matches_meta<M: Meta + ?Sized>(&self, meta: &M) -> bool {
-        self.requirements.iter().all(|r| r.matches(|k| meta.label(k)))
+        self.requirements
+            .iter()
+            .all(|r| r.matches(|k| meta.label(k)))
     }
 
     /// Like [`matches`](Self::matches), for objects with no labels map at all.

@@ -219,9 +219,7 @@ fn narrowed<K: Object>(api: &Api<K>, meta: &K::Meta) -> Api<K> {
 }
 
 fn position<M: Meta>(meta: &M, finalizer: &str) -> Option<usize> {
-    meta.finalizers()?
-        .iter()
-        .position(|f| f == finalizer)
+    meta.finalizers()?.iter().position(|f| f == finalizer)
 }
 
 /// The object as it is now: the one given for the first attempt, then read again.
