@@ -6,6 +6,8 @@
 //! container ends, raw JSON text) lives in the decoding engine, `src/json/`.
 
 mod dynamic;
+#[cfg(feature = "k8s-openapi")]
+mod k8s_types;
 mod list;
 mod meta;
 mod meta_trait;
@@ -20,6 +22,8 @@ mod watch_event;
 pub use crate::json::raw_json::RawJson;
 pub use crate::json::string_map::StringMap;
 pub use dynamic::DynamicObject;
+#[cfg(feature = "k8s-openapi")]
+pub use k8s_types::ScopeKind;
 pub use list::ObjectList;
 pub use meta::{ListMeta, ObjectMeta, OwnerReference};
 pub(crate) use meta_trait::key_of as meta_key;
