@@ -21,9 +21,10 @@
 //! This crate does not choose k8s-openapi's Kubernetes version: exactly one `v1_*` feature
 //! of `k8s-openapi` must be enabled by the final binary (see the README), as with kube-rs.
 //!
-//! Limits: k8s-openapi's types decode through serde's derive (not the library's scanner),
-//! and their `ObjectMeta` keeps `managedFields` decoded into entries (our own `ObjectMeta`
-//! keeps it as raw text): strip it with the reflector's
+//! Limits: k8s-openapi's types decode with their own `Deserialize` impls (run on the library's
+//! serde deserializer, so members they do not declare are skipped by the scanner, but their
+//! `ObjectMeta` has no fast path), and their `ObjectMeta` keeps `managedFields` decoded into
+//! entries (our own `ObjectMeta` keeps it as raw text): strip it with the reflector's
 //! [`strip_managed_fields`](crate::cache::strip_managed_fields) transform when you do not read it.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as K8sObjectMeta;

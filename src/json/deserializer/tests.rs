@@ -726,3 +726,45 @@ fn damage(rng: &mut impl FnMut() -> u64, doc: &mut String) {
         *doc = text;
     }
 }
+
+/// k8s-openapi's types (hand-written `Deserialize` impls: `apiVersion`/`kind` checks,
+/// `IntOrString` through `deserialize_any`, `Quantity` newtypes, `Time` strings, `FieldsV1`
+/// values) decode through the library's deserializer exactly as through serde_json.
+#[cfg(feature = "k8s-openapi")]
+#[test]
+fn k8s_openapi_types_decode_as_serde_json_decodes_them() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+    let pod = include_str!("../../../benches/realistic-pod.json");
+    let decoded = ok::<Pod>(pod);
+    assert!(decoded.metadata.managed_fields.is_some());
+    let mut broken = 0;
+    for (from, to) in [
+        (r#""Pod""#, r#""Service""#),
+        (r#""v1""#, r#""v2""#),
+        (r#""containerPort":"#, r#""containerPort":"x","y":"#),
+        ("{", "["),
+        ("}", "},"),
+        ("\"", "\\\""),
+    ] {
+        let text = pod.replacen(from, to, 1);
+        broken += usize::from(same::<Pod>(&text).is_none());
+    }
+    assert!(broken >= 4, "only {broken} damaged pods were refused");
+    ok::<Service>(
+        r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},
+            "spec":{"ports":[{"port":80,"targetPort":"http"},{"port":81,"targetPort":8081}]}}"#,
+    );
+    ok::<ConfigMap>(
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
+            "data":{"a":"b"},"binaryData":{"k":"aGVsbG8="}}"#,
+    );
+    err::<ConfigMap>(r#"{"apiVersion":"v1","kind":"ConfigMap","binaryData":{"k":"!!"}}"#);
+    ok::<Deployment>(
+        r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d",
+            "creationTimestamp":"2026-11-20T10:00:00Z"},"spec":{"replicas":3,"selector":{},
+            "strategy":{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":1}},
+            "template":{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"500m"}}}]}}}}"#,
+    );
+    err::<Deployment>(r#"{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":1.5}}"#);
+}
