@@ -1,13 +1,13 @@
 //! Decoding speed of one realistic pod (4.7 KB, managedFields included) as a watch event
 //! line: the library's scanner path against serde_json's derive path, as `DynamicObject` and
-//! as a slim typed struct. Prints MB/s and µs per object (best of five runs); asserts nothing about time.
+//! as a slim typed struct, and a metadata-only line. Prints MB/s and µs per object (best of five runs); asserts nothing about time.
 //!
 //! Run: `cargo bench --bench decode` (`BENCH_ONLY=slim` for the cases whose label has it).
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use kube_informer::api::{DynamicObject, Object, ObjectMeta, WatchEvent};
+use kube_informer::api::{DynamicObject, Object, ObjectMeta, PartialObjectMetadata, WatchEvent};
 use serde::Deserialize;
 
 const POD: &str = include_str!("realistic-pod.json");
@@ -74,5 +74,20 @@ fn main() {
     });
     measure("slim type, serde_json derive", line, |l| {
         black_box(serde_json::from_slice::<WatchEvent<SlimPod>>(l).unwrap());
+    });
+    // What a metadata-only watch sends: the object without spec and status.
+    let full: serde_json::Value = serde_json::from_str(POD).unwrap();
+    let meta_only = serde_json::json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": full["metadata"],
+    });
+    let meta_line = format!("{{\"type\":\"MODIFIED\",\"object\":{meta_only}}}");
+    let meta_line = meta_line.as_bytes();
+    measure("metadata only, PartialObjectMetadata", meta_line, |l| {
+        black_box(WatchEvent::<PartialObjectMetadata>::from_json(l).unwrap());
+    });
+    measure("metadata only, as DynamicObject", meta_line, |l| {
+        black_box(WatchEvent::<DynamicObject>::from_json(l).unwrap());
     });
 }

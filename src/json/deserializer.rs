@@ -18,7 +18,9 @@
 //!   unit variant, a one-member object otherwise), `deserialize_any` on containers and strings
 //!   (so `flatten`, untagged and internally tagged enums, which buffer through it, run here
 //!   too), `IgnoredAny`, strings, map keys (also numeric and boolean ones), serde_json's
-//!   `RawValue`.
+//!   `RawValue` (so [`RawJson`](crate::api::RawJson)), and our
+//!   [`ObjectMeta`](crate::api::ObjectMeta), read by the scanner's own decoder
+//!   ([`meta_scan`](super::meta_scan)) when it is an object.
 //! - Handed to serde_json, on the exact text of the one value (checked first by the scanner):
 //!   numbers, booleans, `null` as unit, chars, bytes, and any value of the wrong type (so the
 //!   error is serde_json's own). Numbers keep serde_json's precision rules exactly: `u64`,
@@ -26,8 +28,11 @@
 //!
 //! Limits: a value handed to serde_json starts its own nesting count; only bytes read from an
 //! array and values of the wrong type are handed over in a container, so the 128 limit could
-//! differ only for a byte array nested 128 deep. `RawValue` is recognised by serde_json's
-//! private marker name; a test fails if serde_json ever changes it.
+//! differ only for a byte array nested 128 deep; likewise `ObjectMeta`'s `ownerReferences`
+//! (read by serde_json inside `meta_scan`) for a metadata object nested ~125 deep. `RawValue`
+//! is recognised by serde_json's private marker name; a test fails if serde_json ever
+//! changes it. Error messages are the scanner's or serde_json's, with byte offsets, not
+//! serde_json's line and column.
 
 use std::borrow::Cow;
 

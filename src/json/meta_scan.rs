@@ -130,7 +130,7 @@ pub(crate) const META_TOKEN: &str = "$kube_informer::private::ObjectMeta";
 
 thread_local! {
     /// An `ObjectMeta` the library's deserializer scanned, on its way to the visitor.
-    static SCANNED: RefCell<Option<ObjectMeta>> = const { RefCell::new(None) };
+    static HANDED_OVER: RefCell<Option<ObjectMeta>> = const { RefCell::new(None) };
 }
 
 /// For the library's deserializer: hands `meta` to `ObjectMeta`'s visitor through
@@ -139,9 +139,9 @@ pub(crate) fn hand_over<'de, V: Visitor<'de>>(
     meta: ObjectMeta,
     visitor: V,
 ) -> serde_json::Result<V::Value> {
-    SCANNED.with(|slot| *slot.borrow_mut() = Some(meta));
+    HANDED_OVER.with(|slot| *slot.borrow_mut() = Some(meta));
     let result = visitor.visit_unit();
-    SCANNED.with(|slot| slot.borrow_mut().take());
+    HANDED_OVER.with(|slot| slot.borrow_mut().take());
     result
 }
 
@@ -167,7 +167,7 @@ impl<'de> Visitor<'de> for MetaVisitor {
 
     /// The library's deserializer, which scanned the object already.
     fn visit_unit<E: de::Error>(self) -> Result<ObjectMeta, E> {
-        SCANNED
+        HANDED_OVER
             .with(|slot| slot.borrow_mut().take())
             .ok_or_else(|| E::invalid_type(Unexpected::Unit, &self))
     }
