@@ -10,6 +10,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::json::deserializer::from_prefix;
 use crate::json::json_scan::Scanner;
 use crate::json::raw_json::RawJson;
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
@@ -94,13 +95,22 @@ impl DynamicObject {
                         return Err(de::Error::duplicate_field("metadata"));
                     }
                     seen_metadata = true;
-                    (obj.metadata, managed) = ObjectMeta::scan_parts(s)?;
+                    if s.peek() == Some(b'{') {
+                        (obj.metadata, managed) = ObjectMeta::scan_parts(s)?;
+                    } else {
+                        // serde reads a struct from an array too (as `Deserialize` does).
+                        let (meta, used) = from_prefix::<ObjectMeta>(s.rest())?;
+                        s.advance(used);
+                        obj.metadata = meta;
+                    }
                 }
                 _ => fields.push((key.into_owned(), s.value()?)),
             }
         }
         let mut parts = RawParts::new(text, managed.iter().chain(fields.iter().map(|(_, v)| v)));
-        obj.metadata.managed_fields = managed.map(|m| parts.keep(m));
+        if let Some(m) = managed {
+            obj.metadata.managed_fields = Some(parts.keep(m));
+        }
         obj.fields = fields
             .into_iter()
             .map(|(key, value)| (key, parts.keep(value)))
@@ -303,6 +313,22 @@ mod tests {
         assert_eq!(status.get(), r#"{"phase":"Running","podIP":"10.0.0.7"}"#);
         let used = managed.get().len() + spec.get().len() + status.get().len();
         assert!(held(&fast) < used + 40, "only separators in between");
+    }
+
+    #[test]
+    fn metadata_as_an_array_reads_as_serde_reads_it() {
+        for text in [
+            r#"{"metadata":["a",null,"ns"],"spec":{"x":1}}"#,
+            r#"{"metadata":["a",null,null,null,null,null,null,null,null,null,null,null,null,null,[{"m":1}]]}"#,
+            r#"{"metadata":[1]}"#,
+            r#"{"metadata":"x"}"#,
+        ] {
+            let fast = DynamicObject::from_json_prefix(text)
+                .map(|(o, _)| serde_json::to_string(&o).unwrap());
+            let slow = serde_json::from_str::<DynamicObject>(text)
+                .map(|o| serde_json::to_string(&o).unwrap());
+            assert_eq!(fast.ok(), slow.ok(), "{text}");
+        }
     }
 
     #[test]
