@@ -3,7 +3,7 @@
 //! shaped like a Deployment's pod: labels, ownerReferences, managedFields, conditions), both
 //! as `DynamicObject` (full objects), as a slim user-defined type, and as
 //! `PartialObjectMetadata` (metadata-only lists and watches: the server sends no spec or
-//! status).
+//! status), and with the `k8s-openapi` feature as k8s-openapi's `Pod`.
 //!
 //! The test API server runs in a child process, so the figures are the client's alone. Its
 //! objects are serialised once when created; list pages and events are byte copies; the
@@ -453,6 +453,8 @@ fn main() {
         let r = match kind.as_str() {
             "dynamic" => client::<DynamicObject>(url, n, &mut ctl),
             "metadata" => client::<PartialObjectMetadata>(url, n, &mut ctl),
+            #[cfg(feature = "k8s-openapi")]
+            "k8s-openapi" => client::<k8s_openapi::api::core::v1::Pod>(url, n, &mut ctl),
             _ => client::<SlimPod>(url, n, &mut ctl),
         };
         println!("RESULT {} {} {} {}", r.0.as_secs_f64(), r.1, r.2, r.3);
@@ -501,8 +503,15 @@ fn main() {
         let url = parts.next().unwrap().to_owned();
         let avg = parts.next().unwrap_or("?").to_owned();
         println!("         ({n} pods served, {avg} bytes of JSON each on average)");
-        // `BENCH_KINDS=slim,dynamic` runs some of them (for a profiler, say).
-        let kinds = std::env::var("BENCH_KINDS").unwrap_or_else(|_| "dynamic,slim,metadata".into());
+        // k8s-openapi's `Pod` too when built with the feature (`cargo bench --bench informer
+        // --features k8s-openapi,k8s-openapi/v1_35`). `BENCH_KINDS=slim,dynamic` runs some of
+        // them (for a profiler, say).
+        let all = if cfg!(feature = "k8s-openapi") {
+            "dynamic,slim,metadata,k8s-openapi"
+        } else {
+            "dynamic,slim,metadata"
+        };
+        let kinds = std::env::var("BENCH_KINDS").unwrap_or_else(|_| all.into());
         for kind in kinds.split(',') {
             writeln!(server_in, "stall-watch 4000").unwrap();
             let mut ack = String::new();
@@ -531,6 +540,7 @@ fn main() {
                     let label = match kind {
                         "dynamic" => "DynamicObject",
                         "metadata" => "metadata only",
+                        "k8s-openapi" => "k8s-openapi Pod",
                         _ => "slim type",
                     };
                     println!(

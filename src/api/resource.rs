@@ -20,6 +20,10 @@ use super::meta_trait::Meta;
 /// Generic code is monomorphised per type: reading metadata through the trait costs what
 /// reading the fields costs.
 ///
+/// Generic code (`fn f<K: Object>(o: &K)`) reads metadata through [`Meta`]'s methods
+/// (`use kube_informer::api::Meta;`), or asks for our type with `K: Object<Meta = ObjectMeta>`
+/// to read its fields.
+///
 /// With both this trait and `k8s_openapi::Metadata` in scope, `pod.metadata()` is ambiguous
 /// for a k8s-openapi type; write `Object::metadata(&pod)` or read the field `pod.metadata`.
 pub trait Object: DeserializeOwned + Send + Sync + 'static {
