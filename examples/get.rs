@@ -435,6 +435,13 @@ impl Printer {
         cells
     }
 
+    /// Columns only grow, so that later lines stay aligned with earlier ones where they can.
+    fn widen(&mut self, cells: &[String]) {
+        for (w, c) in self.widths.iter_mut().zip(cells) {
+            *w = (*w).max(c.len());
+        }
+    }
+
     fn line(&self, cells: &[String]) -> String {
         let mut out = String::new();
         for (i, c) in cells.iter().enumerate() {
@@ -458,7 +465,8 @@ impl Printer {
         }
     }
 
-    fn print_list(&mut self, rows: &[Row], where_: &str) {
+    /// The table (or names, or documents) of a list; `single`: one object asked for by name.
+    fn print_list(&mut self, rows: &[Row], where_: &str, single: bool) {
         if rows.is_empty() && self.output != Output::Json && self.output != Output::Yaml {
             eprintln!("No resources found{where_}.");
             return;
@@ -468,9 +476,7 @@ impl Printer {
                 let now = SystemTime::now();
                 let lines: Vec<Vec<String>> = rows.iter().map(|r| self.cells(r, now)).collect();
                 for cells in &lines {
-                    for (w, c) in self.widths.iter_mut().zip(cells) {
-                        *w = (*w).max(c.len());
-                    }
+                    self.widen(cells);
                 }
                 let header: Vec<String> = self.headers.iter().map(|h| (*h).to_owned()).collect();
                 println!("{}", self.line(&header));
@@ -485,7 +491,7 @@ impl Printer {
             }
             Output::Json | Output::Yaml => {
                 let items: Vec<Value> = rows.iter().filter_map(|r| r.object.clone()).collect();
-                let doc = if items.len() == 1 && rows.len() == 1 && where_.is_empty() {
+                let doc = if single && items.len() == 1 {
                     items.into_iter().next().unwrap_or(Value::Null)
                 } else {
                     json!({"apiVersion": "v1", "kind": "List", "items": items,
@@ -498,10 +504,11 @@ impl Printer {
 
     /// One watch line: `ADDED   lab   web-4   0/1   Pending   0   0s` (the table's columns
     /// after the event), or `ADDED pod/web-4`, or the event as one JSON line / YAML document.
-    fn print_event(&self, event: &str, row: &Row) {
+    fn print_event(&mut self, event: &str, row: &Row) {
         match self.output {
             Output::Table => {
                 let cells = self.cells(row, SystemTime::now());
+                self.widen(&cells);
                 println!("{event:<9}{}", self.line(&cells));
             }
             Output::Name => println!("{event} {}", self.name_of(row)),
@@ -624,7 +631,7 @@ type Event = (&'static str, Row);
 fn watch<K>(
     informer: SharedIndexInformer<K>,
     factory: &SharedInformerFactory,
-    printer: &Printer,
+    printer: &mut Printer,
     listed: &[Row],
     with_object: bool,
     until: Option<WatchFor>,
@@ -847,7 +854,7 @@ fn run(args: &Args) -> Result<(), String> {
                 )?
             };
             let where_ = if name.is_some() { "" } else { where_.as_str() };
-            printer.print_list(&rows, where_);
+            printer.print_list(&rows, where_, name.is_some());
             rows
         }
     };
@@ -885,7 +892,7 @@ fn run(args: &Args) -> Result<(), String> {
         watch(
             informer,
             &factory,
-            &printer,
+            &mut printer,
             &rows,
             with_object,
             args.watch_for,
@@ -898,7 +905,7 @@ fn run(args: &Args) -> Result<(), String> {
         watch(
             informer,
             &factory,
-            &printer,
+            &mut printer,
             &rows,
             with_object,
             args.watch_for,
