@@ -543,6 +543,15 @@ fn the_disk_cache_is_kubectls_layout_and_a_second_client_reads_it_without_a_requ
         "lab.example.com/v1/serverresources.json",
     ] {
         assert!(dir.join(f).is_file(), "{f}");
+        // kubectl's permissions: no access for others (0660 files, 0750 directories).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join(f)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o007, 0, "{f}: mode {mode:o}");
+            let parent = std::fs::metadata(dir.join(f).parent().unwrap()).unwrap();
+            assert_eq!(parent.permissions().mode() & 0o007, 0, "{f}'s directory");
+        }
     }
     let groups: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("servergroups.json")).unwrap()).unwrap();

@@ -11,7 +11,8 @@
 //! They touch only what they create: a namespace `kube-informer-e2e-<random>` (deleted at the
 //! end, also when a test fails, by a guard), the objects inside it, and for the custom
 //! resource test a CRD `widgets.e2e-<random>.kube-informer.test` (deleted the same way). The
-//! 403 test only reads, as a user with no rights (impersonation).
+//! 403 test only reads, as a user with no rights (impersonation). The discovery test writes
+//! its disk cache into a temporary directory, never into `~/.kube/cache`.
 //!
 //! The same test bodies run in `cargo test` against `testing::ApiServer` over TLS (the
 //! `fake_*` tests), so this code cannot rot unseen; there the server is told to answer what a
@@ -27,10 +28,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use kube_informer::api::{ApiResource, DynamicObject};
-use kube_informer::cache::{DeletedObject, EventHandler, InformerConfig, SharedIndexInformer};
+use kube_informer::api::{ApiResource, DynamicObject, PartialObjectMetadata};
+use kube_informer::cache::{
+    DeletedObject, EventHandler, HandlerFns, InformerConfig, SharedIndexInformer,
+};
 use kube_informer::client::PatchOperation;
 use kube_informer::config::{Config, KubeconfigOptions};
+use kube_informer::discovery::{Discovery, DiskCache, Origin, RestMapper};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{
     Api, Client, ClientConfig, DeleteParams, Error, ListParams, Patch, PatchParams, PostParams,
@@ -1012,6 +1016,86 @@ fn an_event_about_an_object(env: &Env) {
     recorder.stop();
 }
 
+/// (8) Discovery and a metadata-only informer: the mapper finds ConfigMaps by short name and
+/// kind; kubectl's disk cache is written and read back by a second client without a request;
+/// an informer of `PartialObjectMetadata` sees a ConfigMap's labels change and its delete.
+fn discovery_and_a_metadata_only_informer(env: &Env) {
+    let cache_root = tempfile::tempdir().unwrap();
+    let disk = || DiskCache::new(cache_root.path(), &env.config.server);
+    let first = Discovery::new(env.client.clone()).with_disk_cache(disk());
+    let mapper = RestMapper::new(first);
+    for q in ["cm", "configmaps", "ConfigMap", "v1/ConfigMap"] {
+        assert_eq!(mapper.resolve(q).unwrap(), configmaps(), "{q}");
+    }
+    let deployments = mapper.resolve("deploy").unwrap();
+    assert_eq!(
+        (deployments.group.as_str(), deployments.plural.as_str()),
+        ("apps", "deployments")
+    );
+    let err = mapper.resolve("configmapz").unwrap_err().to_string();
+    assert!(err.contains("configmaps"), "a close match is named: {err}");
+    let second = Discovery::new(env.client.clone()).with_disk_cache(disk());
+    let (_, origin) = second.data_with_origin().unwrap();
+    assert_eq!(
+        origin,
+        Origin::Disk,
+        "the second client reads the first one's files"
+    );
+
+    let ns = TestNamespace::create(env);
+    let api: Api<PartialObjectMetadata> =
+        Api::namespaced_with(env.client.clone(), &ns.name, &mapper.resolve("cm").unwrap());
+    let inf = SharedIndexInformer::new(api.clone(), InformerConfig::default());
+    let deleted = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = deleted.clone();
+    inf.add_event_handler(HandlerFns::new().on_delete(
+        move |gone: DeletedObject<PartialObjectMetadata>| {
+            seen.lock().push(gone.object().metadata.name().to_owned());
+        },
+    ))
+    .unwrap();
+    inf.start().unwrap();
+    assert!(inf.wait_for_cache_sync(PATIENCE), "initial sync");
+    let writer: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
+    writer
+        .create(
+            &PostParams::default(),
+            &json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "meta", "namespace": ns.name, "labels": {"stage": "one"}},
+            "data": {"big": "x".repeat(1000)}}),
+        )
+        .unwrap();
+    let key = format!("{}/meta", ns.name);
+    let label = |stage: &str| {
+        inf.store()
+            .get(&key)
+            .and_then(|o| o.metadata.label("stage").map(|l| l == stage))
+            == Some(true)
+    };
+    wait_until("the metadata of meta", || label("one"));
+    let cached = inf.store().get(&key).unwrap();
+    assert_eq!(
+        cached.kind.as_deref(),
+        Some("PartialObjectMetadata"),
+        "only metadata was asked for and kept"
+    );
+    writer
+        .patch(
+            "meta",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"stage": "two"}}})),
+        )
+        .unwrap();
+    wait_until("the label change of meta", || label("two"));
+    writer.delete("meta", &DeleteParams::default()).unwrap();
+    wait_until("the delete of meta", || {
+        deleted.lock().contains(&"meta".to_owned())
+    });
+    assert!(inf.store().get(&key).is_none());
+    inf.stop();
+}
+
 // ---------------------------------------------------------------------------------------
 // Against a real cluster (opt-in).
 
@@ -1071,8 +1155,21 @@ fn real_an_event_about_an_object() {
     }
 }
 
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_discovery_and_a_metadata_only_informer() {
+    if let Some(env) = Env::real() {
+        discovery_and_a_metadata_only_informer(&env);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The same bodies against the test API server, in every `cargo test`.
+
+#[test]
+fn fake_discovery_and_a_metadata_only_informer() {
+    discovery_and_a_metadata_only_informer(&Env::fake());
+}
 
 #[test]
 fn fake_an_event_about_an_object() {

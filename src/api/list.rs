@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Deserializer};
 
-use crate::json::json_scan::Scanner;
 use super::meta::ListMeta;
 use super::resource::Object;
+use crate::json::json_scan::Scanner;
 
 /// A list response: list metadata and the items of this page.
 #[derive(Clone, Debug, Deserialize)]

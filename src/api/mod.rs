@@ -14,15 +14,15 @@ mod status;
 pub(crate) mod url_encoding;
 mod watch_event;
 
+pub use crate::json::raw_json::RawJson;
+pub use crate::json::string_map::StringMap;
 pub use dynamic::DynamicObject;
 pub use list::ObjectList;
 pub use meta::{ListMeta, ObjectMeta, OwnerReference};
 pub use metadata::{
     PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
 };
-pub use crate::json::raw_json::RawJson;
 pub use resource::{ApiResource, Object, Resource};
 pub use selector::{LabelSelector, Requirement};
 pub use status::{Status, StatusCause, StatusDetails};
-pub use crate::json::string_map::StringMap;
 pub use watch_event::{Bookmark, WatchEvent, INITIAL_EVENTS_END_ANNOTATION};

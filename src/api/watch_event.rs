@@ -12,9 +12,9 @@ use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::json::json_scan::Scanner;
 use super::resource::Object;
 use super::status::Status;
+use crate::json::json_scan::Scanner;
 
 /// The annotation a streaming list's closing bookmark carries.
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";

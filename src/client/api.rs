@@ -15,10 +15,10 @@ use super::request::Request;
 use super::scale::Scale;
 use super::watch::WatchStream;
 use super::write_params::{DeleteParams, PatchParams, PostParams};
-use crate::json::known_ends::{with_known_ends, KnownEnds};
 use crate::api::url_encoding::path_segment;
 use crate::api::{ApiResource, Object, ObjectList, Resource};
 use crate::error::{Error, Result};
+use crate::json::known_ends::{with_known_ends, KnownEnds};
 
 /// Page size the pager uses when none is given (client-go's default).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;

@@ -33,9 +33,10 @@ use super::auth::Auth;
 use super::cancel::{Attached, Cancel};
 use super::config::ClientConfig;
 use super::rate_limit::{RateLimiter, RateLimiterStats};
-use super::server_name::{split_server, PinnedResolver};
+use super::server_name::PinnedResolver;
 use super::warning::WarningSink;
 use crate::api::Status;
+use crate::config::server_url::ServerUrl;
 use crate::error::{Error, Result};
 
 /// At most this much is reserved ahead from a response's `Content-Length` (a server's claim,
@@ -248,15 +249,16 @@ impl Client {
                     }
                 )));
             }
-            let (scheme, host, rest) = split_server(&base)
+            let url = ServerUrl::parse(&base)
                 .ok_or_else(|| Error::Config(format!("server {shown:?}: cannot find its host")))?;
-            if scheme != "https" {
+            if !url.scheme.eq_ignore_ascii_case("https") {
                 return Err(Error::Config(format!(
                     "tls-server-name {name:?} needs an https:// server, not {shown:?}"
                 )));
             }
-            resolver = Some(PinnedResolver::new(name, host));
-            base = format!("https://{name}{rest}");
+            resolver = Some(PinnedResolver::new(name, url.host));
+            let port = url.port.map(|p| format!(":{p}")).unwrap_or_default();
+            base = format!("https://{name}{port}{}", url.path);
         }
         let agent_settings = AgentSettings {
             tls: tls_config(&config)?,
@@ -801,20 +803,9 @@ pub(crate) fn pem_private_key(pem: &[u8], what: &str) -> Result<PrivateKey<'stat
 /// `scheme://host:port` of a server URL, the port spelled out (443 or 80 when the URL has
 /// none) and any `user:password@` left out: how connection errors name the server.
 fn server_origin(server: &str) -> String {
-    let Some((scheme, rest)) = server.split_once("://") else {
-        return "<server with no scheme>".into();
-    };
-    let authority = rest.split('/').next().unwrap_or("");
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
-    let has_port = match host_port.rfind(']') {
-        Some(end) => host_port[end..].contains(':'),
-        None => host_port.contains(':'),
-    };
-    if has_port {
-        format!("{scheme}://{host_port}")
-    } else {
-        let port = if scheme == "http" { 80 } else { 443 };
-        format!("{scheme}://{host_port}:{port}")
+    match ServerUrl::parse(server) {
+        Some(u) => format!("{}://{}:{}", u.scheme, u.host, u.port_or_default()),
+        None => "<server with no scheme>".into(),
     }
 }
 

@@ -59,38 +59,3 @@ impl Resolver for PinnedResolver {
         Ok(out)
     }
 }
-
-/// Splits `https://host:port/prefix` into (scheme://, host, rest) for re-addressing.
-pub(crate) fn split_server(server: &str) -> Option<(&str, &str, &str)> {
-    let (scheme, rest) = server.split_once("://")?;
-    let end = rest.find('/').unwrap_or(rest.len());
-    let authority = &rest[..end];
-    let host_end = if authority.starts_with('[') {
-        authority.find(']')? + 1
-    } else {
-        authority.rfind(':').unwrap_or(authority.len())
-    };
-    Some((scheme, &authority[..host_end], &rest[host_end..]))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_servers() {
-        assert_eq!(
-            split_server("https://10.0.0.1:6443"),
-            Some(("https", "10.0.0.1", ":6443"))
-        );
-        assert_eq!(
-            split_server("https://[::1]:6443/k8s"),
-            Some(("https", "[::1]", ":6443/k8s"))
-        );
-        assert_eq!(
-            split_server("https://api.example.com"),
-            Some(("https", "api.example.com", ""))
-        );
-        assert_eq!(split_server("nonsense"), None);
-    }
-}

@@ -71,6 +71,7 @@ mod kubeconfig;
 mod logging;
 mod proxy;
 mod redact;
+pub(crate) mod server_url;
 mod time;
 mod token_file;
 

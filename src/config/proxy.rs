@@ -18,6 +18,8 @@
 
 use std::net::IpAddr;
 
+use super::server_url::{split_host_port, ServerUrl};
+
 /// The proxy URL the environment gives for requests to `server`, if any.
 pub(crate) fn proxy_from_env(server: &str) -> Option<(String, &'static str)> {
     proxy_for(server, |name| {
@@ -33,38 +35,16 @@ fn proxy_for(server: &str, env: impl Fn(&str) -> Option<String>) -> Option<(Stri
             .map(|v| (v, upper))
             .or_else(|| env(lower).map(|v| (v, lower)))
     };
-    let (scheme, rest) = server.split_once("://")?;
-    let (proxy, var) = match scheme.to_ascii_lowercase().as_str() {
+    let url = ServerUrl::parse(server)?;
+    let (proxy, var) = match url.scheme.to_ascii_lowercase().as_str() {
         "https" => pick("HTTPS_PROXY", "https_proxy")?,
         "http" => pick("HTTP_PROXY", "http_proxy")?,
         _ => return None,
     };
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
-    let (host, port) = split_host_port(authority);
-    let port = port.unwrap_or(if scheme.eq_ignore_ascii_case("https") {
-        "443"
-    } else {
-        "80"
-    });
+    let (host, port) = (url.bare_host(), url.port_or_default());
     let host = host.to_ascii_lowercase();
     let no_proxy = pick("NO_PROXY", "no_proxy").map(|(v, _)| v);
     use_proxy(&host, port, no_proxy.as_deref().unwrap_or("")).then_some((proxy, var))
-}
-
-/// `host[:port]` or `[v6][:port]`, split.
-fn split_host_port(s: &str) -> (&str, Option<&str>) {
-    if let Some(rest) = s.strip_prefix('[') {
-        return match rest.split_once(']') {
-            Some((host, tail)) => (host, tail.strip_prefix(':').filter(|p| !p.is_empty())),
-            None => (s, None),
-        };
-    }
-    match s.rsplit_once(':') {
-        // A bare IPv6 address has several colons and no port.
-        Some((host, port)) if !host.contains(':') => (host, Some(port).filter(|p| !p.is_empty())),
-        _ => (s, None),
-    }
 }
 
 /// Whether a request to `host:port` goes through the proxy, given `NO_PROXY`.

@@ -23,8 +23,8 @@
 //!
 //! Limits: all of a server's files are read at once and a miss of any one of them refetches
 //! everything (kubectl fetches a missing group-version alone); the ETags of aggregated
-//! discovery are kept in memory only (kubectl keeps an HTTP cache beside this one); files and
-//! directories get the process's default permissions.
+//! discovery are kept in memory only (kubectl keeps an HTTP cache beside this one). Files and
+//! directories get kubectl's permissions (0660 and 0750 on Unix, before the umask).
 
 use std::fs;
 use std::io::Write;
@@ -168,7 +168,7 @@ impl DiskCache {
 fn write_atomically<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
+    create_private_dirs(dir)?;
     let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(
@@ -177,7 +177,7 @@ fn write_atomically<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Res
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
+        let mut f = create_private_file(&tmp)?;
         f.write_all(&bytes)?;
         fs::rename(&tmp, path)
     })();
@@ -185,6 +185,26 @@ fn write_atomically<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Res
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Creates `dir` and its missing parents as kubectl does: readable by owner and group only
+/// (0750 on Unix, before the umask).
+fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o750);
+    builder.create(dir)
+}
+
+/// Creates a new file as kubectl does: read-write for owner and group only (0660 on Unix,
+/// before the umask).
+fn create_private_file(path: &Path) -> std::io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o660);
+    options.open(path)
 }
 
 /// A group or version name that is safe as a path segment: DNS-like characters only.

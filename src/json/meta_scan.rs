@@ -9,10 +9,10 @@
 use serde::de::DeserializeOwned;
 
 use super::json_scan::{Result as ScanResult, Scanner};
-use crate::api::ObjectMeta;
 #[cfg(test)]
 use super::raw_json::RawJson;
 use super::string_map::StringMap;
+use crate::api::ObjectMeta;
 
 /// The members `ObjectMeta` decodes, in the order `scan` matches them by position.
 const FIELDS: [&str; 15] = [
