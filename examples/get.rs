@@ -147,12 +147,10 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
             "-w" | "--watch" => args.watch = true,
             "--watch-for" => {
                 let v = value("--watch-for")?;
+                let positive = |n: &str| n.parse::<u64>().ok().filter(|&n| n > 0);
                 let parsed = match v.strip_suffix('s') {
-                    Some(secs) => secs
-                        .parse()
-                        .ok()
-                        .map(|s| WatchFor::Time(Duration::from_secs(s))),
-                    None => v.parse().ok().map(WatchFor::Events),
+                    Some(secs) => positive(secs).map(|s| WatchFor::Time(Duration::from_secs(s))),
+                    None => positive(&v).map(WatchFor::Events),
                 };
                 args.watch_for = Some(parsed.ok_or_else(|| {
                     format!("--watch-for {v:?}: expected a number of events (3) or seconds (10s)")
@@ -1184,6 +1182,7 @@ mod tests {
             ("po -l a=(", "--selector \"a=(\""),
             ("po --watch-for x", "--watch-for \"x\""),
             ("po --watch-for 3m", "--watch-for \"3m\""),
+            ("po --watch-for 0", "--watch-for \"0\""),
         ] {
             let err = args(line).err().unwrap_or_default();
             assert!(err.contains(says), "{line:?}: {err:?}");
