@@ -1,20 +1,21 @@
 //! A tiny `kubectl get`, built from the four client kinds of client-go:
 //!
-//! - **discovery** ([`Discovery`], [`RestMapper`]): `RESOURCE` may be a plural (`pods`), a
+//! - **discovery** (`Discovery`, `RestMapper`): `RESOURCE` may be a plural (`pods`), a
 //!   singular (`pod`), a short name (`po`, `deploy`, or a custom resource's own, `wdg`), a kind
 //!   (`Deployment`), `resource.group` (`deployments.apps`) or `GROUP/VERSION/KIND`; it is
 //!   resolved against the server's discovery documents, cached on disk where kubectl keeps
 //!   them (`~/.kube/cache/discovery/<host>/`, `$KUBECACHEDIR`, or `--cache-dir DIR` as
 //!   kubectl's flag: `DIR/discovery/<host>/`) for 10 minutes. A name the server does not have
 //!   is an error naming the close matches;
-//! - the **RESTClient** ([`Client::request`]): `get RESOURCE NAME -o json|yaml` fetches the one
-//!   object with a raw GET and prints what the server sent;
+//! - the **RESTClient** (`Client::request`): `get RESOURCE NAME -o json|yaml` fetches the one
+//!   object with a raw GET and prints what the server sent (keys sorted and `managedFields`
+//!   hidden, like kubectl);
 //! - the **dynamic client** (`Api<DynamicObject>` for the mapped `ApiResource`): lists, page by
 //!   page (500 a page), for any resource, custom ones included; with `--metadata-only`,
 //!   `Api<PartialObjectMetadata>` (the server sends metadata only);
 //! - the **typed clients**: with the `k8s-openapi` cargo feature, pods, configmaps,
 //!   namespaces, nodes and deployments are listed through `Api<k8s_openapi::...>` (see
-//!   `typed::list`); every other resource through the dynamic client.
+//!   `typed_list`); every other resource through the dynamic client.
 //!
 //! `--watch` (`-w`) then prints each change through a shared informer (dynamic, or metadata
 //! only) as `ADDED`, `MODIFIED` or `DELETED` lines, until Ctrl-C or `--watch-for N` events
@@ -23,10 +24,16 @@
 //! ```text
 //! $ cargo run --example get -- po -A
 //! get: no cluster configured; running against the embedded test API server (demo)
-//! NAMESPACE   NAME      READY   STATUS    RESTARTS   AGE
-//! default     web-0     1/1     Running   0          0s
-//! lab         web-1     1/1     Running   2          0s
+//! NAMESPACE   NAME     READY   STATUS              RESTARTS   AGE
+//! default     web-0    1/1     Running             0          0s
+//! lab         web-1    1/1     Running             2          0s
+//! lab         web-2    0/1     ContainerCreating   0          0s
+//! shop        cart-0   2/2     Running             0          0s
+//! $ cargo run --example get -- po -w --watch-for 3
 //! ...
+//! ADDED    demo-watch   0/1     ContainerCreating   0          0s
+//! MODIFIED demo-watch   1/1     Running             0          0s
+//! DELETED  demo-watch   1/1     Running             0          1s
 //! ```
 //!
 //! Flags: `-n NS`, `-A` (all namespaces), `-l SELECTOR`, `-o name|json|yaml`,
@@ -36,7 +43,7 @@
 //! code 1.
 //!
 //! With a kubeconfig (`$KUBECONFIG`, `~/.kube/config`) or inside a pod it reads that
-//! cluster. With none (or `--demo`) it says so on its first line and runs against the
+//! cluster. With none (or `--demo`) it says so on stderr and runs against the
 //! embedded `testing::ApiServer`, seeded with pods, deployments, configmaps, nodes,
 //! namespaces and a custom resource (`widgets.lab.example.com`, short name `wdg`); in demo
 //! mode the discovery cache goes to a temporary directory unless `--cache-dir` is given, and
