@@ -59,7 +59,7 @@
 //! informer's first list), so none is lost, but a create and delete both in that gap shows
 //! nothing; `--watch-for` counts those lines.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -696,14 +696,17 @@ where
         printed += 1;
         matches!(until, Some(WatchFor::Events(n)) if printed >= n)
     };
-    // Gone between the table's list and the informer's.
-    let cached: std::collections::HashSet<String> = informer
+    // Gone between the table's list and the informer's: said here, once (the informer may
+    // also have seen it go, right after its list).
+    let cached: HashSet<String> = informer
         .lister()
         .list_all()
         .iter()
         .map(|o| o.row(&ar, false).key())
         .collect();
+    let mut gone = HashSet::new();
     for row in listed.iter().filter(|r| !cached.contains(&r.key())) {
+        gone.insert(row.key());
         if done("DELETED", row) {
             return Ok(());
         }
@@ -721,7 +724,15 @@ where
         };
         crossbeam_channel::select! {
             recv(rx) -> event => match event {
-                Ok((event, row)) => if done(event, &row) { return Ok(()) },
+                Ok((event, row)) => {
+                    let said = match event {
+                        "DELETED" => gone.remove(&row.key()),
+                        _ => { gone.remove(&row.key()); false }
+                    };
+                    if !said && done(event, &row) {
+                        return Ok(());
+                    }
+                }
                 Err(_) => return Ok(()),
             },
             recv(stop) -> _ => return Ok(()),
