@@ -838,6 +838,9 @@ fn run(args: &Args) -> Result<(), String> {
     let rows = match name {
         Some(name) if with_object => {
             let object = get_raw(&client, &ar, namespace.as_deref(), name, args.metadata_only)?;
+            if args.verbose {
+                eprintln!("get: got {} through the RESTClient", plural_group(&found));
+            }
             let mut row = Row {
                 namespace: namespace.clone().unwrap_or_default(),
                 name: name.to_owned(),
@@ -855,18 +858,27 @@ fn run(args: &Args) -> Result<(), String> {
         }
         _ => {
             let ns = namespace.as_deref();
-            let rows = if args.metadata_only {
+            let (rows, via) = if args.metadata_only {
                 let api = api_for::<PartialObjectMetadata>(&client, &ar, ns);
-                list_rows(&api, &ar, name, &params, with_object)?
+                let rows = list_rows(&api, &ar, name, &params, with_object)?;
+                (rows, "Api<PartialObjectMetadata>")
             } else {
                 match typed_list(&client, &ar, ns, name, &params, with_object) {
-                    Some(rows) => rows?,
+                    Some(rows) => (rows?, "the typed client (k8s-openapi)"),
                     None => {
                         let api = api_for::<DynamicObject>(&client, &ar, ns);
-                        list_rows(&api, &ar, name, &params, with_object)?
+                        let rows = list_rows(&api, &ar, name, &params, with_object)?;
+                        (rows, "Api<DynamicObject>")
                     }
                 }
             };
+            if args.verbose {
+                eprintln!(
+                    "get: {} {} through {via}",
+                    if name.is_some() { "got" } else { "listed" },
+                    plural_group(&found)
+                );
+            }
             let where_ = if name.is_some() { "" } else { where_.as_str() };
             printer.print_list(&rows, where_, name.is_some());
             rows
