@@ -18,6 +18,7 @@ struct SlimPod {
 }
 
 impl Object for SlimPod {
+    type Meta = ObjectMeta;
     fn metadata(&self) -> &ObjectMeta {
         &self.metadata
     }

@@ -170,6 +170,7 @@ struct SlimStatus {
 }
 
 impl Object for SlimPod {
+    type Meta = ObjectMeta;
     fn metadata(&self) -> &ObjectMeta {
         &self.metadata
     }

@@ -67,6 +67,7 @@ struct ReadyReplicas {
 macro_rules! resource {
     ($t:ident, $kind:expr, $plural:expr) => {
         impl Object for $t {
+            type Meta = ObjectMeta;
             fn metadata(&self) -> &ObjectMeta {
                 &self.metadata
             }

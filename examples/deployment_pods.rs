@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_informer::api::{ApiResource, Object, ObjectMeta, Resource};
+use kube_informer::api::{ApiResource, Meta, Object, ObjectMeta, Resource};
 use kube_informer::cache::{FactoryOptions, HandlerFns, IndexFn, Lister, SharedInformerFactory};
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::ApiServer;
@@ -28,6 +28,7 @@ const BY_OBJECT: &str = "by-involved-object-uid";
 macro_rules! resource {
     ($t:ident, $group:expr, $version:expr, $kind:expr, $plural:expr) => {
         impl Object for $t {
+            type Meta = ObjectMeta;
             fn metadata(&self) -> &ObjectMeta {
                 &self.metadata
             }
@@ -145,11 +146,9 @@ impl Event {
 fn by_controller_uid<K: Object>() -> IndexFn<K> {
     Arc::new(|o: &K| {
         Ok(o.metadata()
-            .owner_references
-            .iter()
-            .flatten()
-            .filter(|r| r.controller == Some(true))
-            .map(|r| r.uid.clone())
+            .controller()
+            .map(|r| r.uid.to_owned())
+            .into_iter()
             .collect())
     })
 }

@@ -52,6 +52,7 @@ struct Node {
 }
 
 impl Object for Node {
+    type Meta = ObjectMeta;
     fn metadata(&self) -> &ObjectMeta {
         &self.metadata
     }

@@ -72,6 +72,7 @@ struct ContainerStatus {
 }
 
 impl Object for Pod {
+    type Meta = ObjectMeta;
     fn metadata(&self) -> &ObjectMeta {
         &self.metadata
     }

@@ -257,6 +257,7 @@ fn typed_resources_and_custom_resources_share_one_client() {
         color: String,
     }
     impl kube_informer::api::Object for Widget {
+        type Meta = kube_informer::api::ObjectMeta;
         fn metadata(&self) -> &kube_informer::api::ObjectMeta {
             &self.metadata
         }

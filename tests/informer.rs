@@ -410,6 +410,7 @@ fn the_factory_shares_informers_and_starts_and_stops_them_together() {
         metadata: kube_informer::api::ObjectMeta,
     }
     impl kube_informer::api::Object for SlimPod {
+        type Meta = kube_informer::api::ObjectMeta;
         fn metadata(&self) -> &kube_informer::api::ObjectMeta {
             &self.metadata
         }

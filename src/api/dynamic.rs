@@ -52,6 +52,7 @@ impl DynamicObject {
 }
 
 impl Object for DynamicObject {
+    type Meta = ObjectMeta;
     fn metadata(&self) -> &ObjectMeta {
         &self.metadata
     }

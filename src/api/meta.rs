@@ -92,18 +92,7 @@ impl ObjectMeta {
 
     /// The cache key client-go uses: `namespace/name`, or `name` when cluster-scoped.
     pub fn key(&self) -> String {
-        match self.namespace.as_deref() {
-            Some(ns) if !ns.is_empty() => {
-                // Sized up front: `format!` grows its buffer, two allocations per key.
-                let name = self.name();
-                let mut key = String::with_capacity(ns.len() + 1 + name.len());
-                key.push_str(ns);
-                key.push('/');
-                key.push_str(name);
-                key
-            }
-            _ => self.name().to_owned(),
-        }
+        super::meta_trait::key_of(self.namespace(), self.name())
     }
 
     /// Drops `managedFields`, which most programs never read and which is often the largest

@@ -89,6 +89,7 @@ impl<'de> Deserialize<'de> for PartialObjectMetadata {
 }
 
 impl Object for PartialObjectMetadata {
+    type Meta = ObjectMeta;
     fn metadata(&self) -> &ObjectMeta {
         &self.metadata
     }

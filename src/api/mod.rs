@@ -5,8 +5,11 @@
 //! container ends, raw JSON text) lives in the decoding engine, `src/json/`.
 
 mod dynamic;
+#[cfg(feature = "k8s-openapi")]
+mod k8s_types;
 mod list;
 mod meta;
+mod meta_trait;
 mod metadata;
 mod resource;
 mod selector;
@@ -17,8 +20,12 @@ mod watch_event;
 pub use crate::json::raw_json::RawJson;
 pub use crate::json::string_map::StringMap;
 pub use dynamic::DynamicObject;
+#[cfg(feature = "k8s-openapi")]
+pub use k8s_types::ScopeKind;
 pub use list::ObjectList;
 pub use meta::{ListMeta, ObjectMeta, OwnerReference};
+pub(crate) use meta_trait::key_of as meta_key;
+pub use meta_trait::{Meta, OwnerRef};
 pub use metadata::{
     PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
 };

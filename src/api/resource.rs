@@ -1,22 +1,35 @@
 //! Where a kind lives in the API, and how the library reaches an object's metadata.
 //!
 //! Two traits, so that one generic cache serves both kinds of types:
-//! - [`Object`]: anything decoded from the API that has an [`ObjectMeta`]. The cache, the FIFO
-//!   and the handlers need only this.
+//! - [`Object`]: anything decoded from the API that has metadata, of any type implementing
+//!   [`Meta`] (our [`ObjectMeta`](super::ObjectMeta), or k8s-openapi's with the `k8s-openapi`
+//!   feature). The cache, the FIFO and the handlers need only this.
 //! - [`Resource`]: an `Object` whose place in the API (group, version, kind, plural, scope) is
 //!   known at compile time. [`DynamicObject`](super::DynamicObject) is an `Object` only: its place
 //!   comes at run time as an [`ApiResource`].
 
 use serde::de::DeserializeOwned;
 
-use super::meta::ObjectMeta;
+use super::meta_trait::Meta;
 
 /// An API object the library can decode and cache: it has metadata.
+///
+/// The metadata type is the implementor's choice, read through [`Meta`]: your own types use
+/// our [`ObjectMeta`](super::ObjectMeta) (`type Meta = ObjectMeta;`), k8s-openapi's types
+/// (feature `k8s-openapi`) get this trait from a blanket impl with their own `ObjectMeta`.
+/// Generic code is monomorphised per type: reading metadata through the trait costs what
+/// reading the fields costs.
+///
+/// With both this trait and `k8s_openapi::Metadata` in scope, `pod.metadata()` is ambiguous
+/// for a k8s-openapi type; write `Object::metadata(&pod)` or read the field `pod.metadata`.
 pub trait Object: DeserializeOwned + Send + Sync + 'static {
+    /// The metadata type.
+    type Meta: Meta;
+
     /// The object's metadata.
-    fn metadata(&self) -> &ObjectMeta;
+    fn metadata(&self) -> &Self::Meta;
     /// The object's metadata, mutably (for transforms such as stripping managed fields).
-    fn metadata_mut(&mut self) -> &mut ObjectMeta;
+    fn metadata_mut(&mut self) -> &mut Self::Meta;
 
     /// Releases memory the object holds but no longer uses, after a transform dropped parts
     /// of it. The default does nothing; [`DynamicObject`](super::DynamicObject) moves its raw
@@ -81,6 +94,7 @@ pub trait Object: DeserializeOwned + Send + Sync + 'static {
 /// }
 ///
 /// impl Object for Pod {
+///     type Meta = ObjectMeta;
 ///     fn metadata(&self) -> &ObjectMeta { &self.metadata }
 ///     fn metadata_mut(&mut self) -> &mut ObjectMeta { &mut self.metadata }
 /// }

@@ -3,6 +3,7 @@
 //! Parsed once into requirements so that matching is a walk over a few strings; the same type
 //! renders back to the query-string form the API server accepts.
 
+use super::meta_trait::Meta;
 use crate::json::string_map::StringMap;
 use std::fmt;
 
@@ -32,14 +33,15 @@ pub enum Requirement {
 }
 
 impl Requirement {
-    fn matches(&self, labels: &StringMap) -> bool {
+    /// Whether the labels `get` looks up satisfy this requirement.
+    fn matches<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         match self {
-            Requirement::Equals(k, v) => labels.get(k) == Some(v.as_str()),
-            Requirement::NotEquals(k, v) => labels.get(k) != Some(v.as_str()),
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|l| vs.iter().any(|v| v == l)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.iter().any(|v| v == l)),
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::DoesNotExist(k) => !labels.contains_key(k),
+            Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
+            Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
+            Requirement::In(k, vs) => get(k).is_some_and(|l| vs.iter().any(|v| v == l)),
+            Requirement::NotIn(k, vs) => get(k).is_none_or(|l| !vs.iter().any(|v| v == l)),
+            Requirement::Exists(k) => get(k).is_some(),
+            Requirement::DoesNotExist(k) => get(k).is_none(),
         }
     }
 }
@@ -67,7 +69,17 @@ impl LabelSelector {
 
     /// True when `labels` satisfy every requirement.
     pub fn matches(&self, labels: &StringMap) -> bool {
-        self.requirements.iter().all(|r| r.matches(labels))
+        self.requirements
+            .iter()
+            .all(|r| r.matches(|k| labels.get(k)))
+    }
+
+    /// True when the labels of an object's metadata (any [`Meta`] type) satisfy every
+    /// requirement; an object without labels matches as one with an empty map.
+    pub fn matches_meta<M: Meta + ?Sized>(&self, meta: &M) -> bool {
+        self.requirements
+            .iter()
+            .all(|r| r.matches(|k| meta.label(k)))
     }
 
     /// Like [`matches`](Self::matches), for objects with no labels map at all.

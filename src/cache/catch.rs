@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::listener::PanicHandler;
 use super::reflector::Transform;
-use crate::api::Object;
+use crate::api::{Meta, Object};
 
 /// What a panic said: its message when it was a string, a placeholder otherwise.
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::api::Object;
+use crate::api::{Meta, Object};
 
 /// The last known state of an object whose deletion was missed (client-go's
 /// `DeletedFinalStateUnknown`): a relist no longer contained it.

@@ -30,7 +30,7 @@ use super::lister::Lister;
 use super::reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
 use super::stop::StopSignal;
 use super::store::{IndexFn, Store};
-use crate::api::Object;
+use crate::api::{Meta, Object};
 use crate::client::Api;
 use crate::error::{Error, Result};
 use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};

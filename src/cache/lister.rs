@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::store::{Store, NAMESPACE_INDEX};
-use crate::api::{LabelSelector, Object};
+use crate::api::{LabelSelector, Meta, Object};
 use crate::error::Result;
 
 /// Reads from a cache: get by name, list by label selector, per namespace, by index.
@@ -51,7 +51,7 @@ impl<K: Object> Lister<K> {
             .store
             .list()
             .into_iter()
-            .filter(|o| selector.matches_opt(o.metadata().labels.as_ref()))
+            .filter(|o| selector.matches_meta(o.metadata()))
             .collect();
         sort_by_key_order(&mut v);
         v
@@ -70,7 +70,7 @@ impl<K: Object> Lister<K> {
             .by_index(NAMESPACE_INDEX, namespace)
             .unwrap_or_default()
             .into_iter()
-            .filter(|o| selector.matches_opt(o.metadata().labels.as_ref()))
+            .filter(|o| selector.matches_meta(o.metadata()))
             .collect()
     }
 

@@ -56,7 +56,7 @@ use super::delta_fifo::{Closed, DeltaFifo, WatchChange};
 use super::health::{error_kind, HealthRecord, LastError, ReflectorStats, RelistCause};
 use super::listener::PanicHandler;
 use super::stop::StopSignal;
-use crate::api::{Object, WatchEvent};
+use crate::api::{Meta, Object, WatchEvent};
 use crate::client::{Api, Cancel, ListParams, WatchParams, WatchStream};
 use crate::error::Error;
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use super::catch::catch;
 use super::delta::key_of;
-use crate::api::Object;
+use crate::api::{Meta, Object};
 use crate::error::{Error, Result};
 use crate::sync::RwLock;
 
@@ -28,12 +28,10 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 /// The namespace index function: an object's namespace (none for cluster-scoped ones).
 pub fn namespace_index<K: Object>() -> IndexFn<K> {
     Arc::new(|o: &K| {
-        Ok(o.metadata()
-            .namespace
-            .iter()
-            .filter(|n| !n.is_empty())
-            .cloned()
-            .collect())
+        Ok(match o.metadata().namespace() {
+            "" => Vec::new(),
+            ns => vec![ns.to_owned()],
+        })
     })
 }
 

@@ -16,7 +16,7 @@ use super::scale::Scale;
 use super::watch::WatchStream;
 use super::write_params::{DeleteParams, PatchParams, PostParams};
 use crate::api::url_encoding::path_segment;
-use crate::api::{ApiResource, Object, ObjectList, Resource};
+use crate::api::{ApiResource, Meta, Object, ObjectList, Resource};
 use crate::error::{Error, Result};
 use crate::json::known_ends::{with_known_ends, KnownEnds};
 

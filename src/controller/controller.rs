@@ -35,7 +35,7 @@ use std::time::Duration;
 use super::leader_election::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Term};
 use super::stats::{ControllerStats, Counters, Outcome};
 use super::triggers::{Attached, Source, Trigger};
-use crate::api::Object;
+use crate::api::{Meta, Object};
 use crate::cache::{DeletedObject, EventHandler, HandlerRegistration, SharedIndexInformer};
 use crate::client::Client;
 use crate::error::{Error, Result};

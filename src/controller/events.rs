@@ -55,7 +55,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::lease::MicroTime;
-use crate::api::{ApiResource, DynamicObject, Object};
+use crate::api::{ApiResource, DynamicObject, Meta, Object};
 use crate::client::{Cancel, Patch, PatchParams, PostParams};
 use crate::{Api, Client, Error, Result};
 
@@ -113,7 +113,7 @@ impl ObjectReference {
             kind: ar.kind.clone(),
             namespace: m.namespace().to_owned(),
             name: m.name().to_owned(),
-            uid: m.uid.clone().unwrap_or_default(),
+            uid: m.uid().unwrap_or_default().to_owned(),
             resource_version: m.resource_version().to_owned(),
         }
     }

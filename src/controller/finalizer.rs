@@ -64,7 +64,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::controller::Action;
-use crate::api::{Object, ObjectMeta, Status};
+use crate::api::{Meta, Object, Status};
 use crate::client::{Api, Patch, PatchOperation, PatchParams, RetryBackoff};
 use crate::error::Error;
 
@@ -175,7 +175,7 @@ where
     }
     let api = narrowed(api, meta);
     let ours = position(meta, finalizer_name).is_some();
-    match (meta.deletion_timestamp.is_some(), ours) {
+    match (meta.is_being_deleted(), ours) {
         (false, true) => reconcile(FinalizerEvent::Apply(obj)).map_err(FinalizerError::Apply),
         (false, false) => match add(&api, finalizer_name, obj) {
             Ok(Some(live)) => reconcile(FinalizerEvent::Apply(live)).map_err(FinalizerError::Apply),
@@ -190,8 +190,8 @@ where
                 Err(e) => return Err(FinalizerError::ReadObject(e)),
             };
             let m = live.metadata();
-            if m.uid != meta.uid
-                || m.deletion_timestamp.is_none()
+            if m.uid() != meta.uid()
+                || !m.is_being_deleted()
                 || position(m, finalizer_name).is_none()
             {
                 // Our finalizer is already gone (a stale cache), or this is a new object of
@@ -209,20 +209,17 @@ where
 }
 
 /// `api`, narrowed to the object's namespace when it spans all of them.
-fn narrowed<K: Object>(api: &Api<K>, meta: &ObjectMeta) -> Api<K> {
-    match (api.namespace(), meta.namespace.as_deref()) {
-        (None, Some(ns)) if api.resource().namespaced && !ns.is_empty() => {
+fn narrowed<K: Object>(api: &Api<K>, meta: &K::Meta) -> Api<K> {
+    match (api.namespace(), meta.namespace()) {
+        (None, ns) if api.resource().namespaced && !ns.is_empty() => {
             Api::namespaced_with(api.client().clone(), ns, api.resource())
         }
         _ => api.clone(),
     }
 }
 
-fn position(meta: &ObjectMeta, finalizer: &str) -> Option<usize> {
-    meta.finalizers
-        .as_deref()?
-        .iter()
-        .position(|f| f == finalizer)
+fn position<M: Meta>(meta: &M, finalizer: &str) -> Option<usize> {
+    meta.finalizers()?.iter().position(|f| f == finalizer)
 }
 
 /// The object as it is now: the one given for the first attempt, then read again.
@@ -241,13 +238,12 @@ fn current<K: Object>(
             Err(e) => return Err(e),
         },
     };
-    Ok((obj.metadata().uid.as_deref() == uid).then_some(obj))
+    Ok((obj.metadata().uid() == uid).then_some(obj))
 }
 
 /// A `test` of the uid, when the object has one.
-fn uid_guard(meta: &ObjectMeta) -> Option<PatchOperation> {
-    meta.uid
-        .as_deref()
+fn uid_guard<M: Meta>(meta: &M) -> Option<PatchOperation> {
+    meta.uid()
         .map(|uid| PatchOperation::test("/metadata/uid", uid))
 }
 
@@ -255,7 +251,7 @@ fn uid_guard(meta: &ObjectMeta) -> Option<PatchOperation> {
 /// being deleted, gone or replaced (nothing to apply).
 fn add<K: Object>(api: &Api<K>, finalizer: &str, obj: Arc<K>) -> crate::Result<Option<Arc<K>>> {
     let name = obj.metadata().name().to_owned();
-    let uid = obj.metadata().uid.clone();
+    let uid = obj.metadata().uid().map(str::to_owned);
     let mut given = Some(obj);
     api.client()
         .retry_on_conflict(&RetryBackoff::default(), || {
@@ -263,14 +259,14 @@ fn add<K: Object>(api: &Api<K>, finalizer: &str, obj: Arc<K>) -> crate::Result<O
                 return Ok(None);
             };
             let meta = obj.metadata();
-            if meta.deletion_timestamp.is_some() {
+            if meta.is_being_deleted() {
                 return Ok(None);
             }
             if position(meta, finalizer).is_some() {
                 return Ok(Some(obj));
             }
             let mut ops: Vec<PatchOperation> = uid_guard(meta).into_iter().collect();
-            match meta.finalizers.as_deref() {
+            match meta.finalizers() {
                 None => ops.extend([
                     PatchOperation::test("/metadata/finalizers", serde_json::Value::Null),
                     PatchOperation::add("/metadata/finalizers", vec![finalizer]),
@@ -291,7 +287,7 @@ fn add<K: Object>(api: &Api<K>, finalizer: &str, obj: Arc<K>) -> crate::Result<O
 /// Removes the finalizer from the object (already cleaned up); done when it is gone.
 fn remove<K: Object>(api: &Api<K>, finalizer: &str, obj: Arc<K>) -> crate::Result<()> {
     let name = obj.metadata().name().to_owned();
-    let uid = obj.metadata().uid.clone();
+    let uid = obj.metadata().uid().map(str::to_owned);
     let mut given = Some(obj);
     api.client()
         .retry_on_conflict(&RetryBackoff::default(), || {

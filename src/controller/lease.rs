@@ -116,6 +116,7 @@ impl Lease {
 }
 
 impl Object for Lease {
+    type Meta = ObjectMeta;
     fn metadata(&self) -> &ObjectMeta {
         &self.metadata
     }

@@ -40,7 +40,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::{ApiResource, Object, ObjectMeta};
+use crate::api::{ApiResource, Meta, Object};
 use crate::cache::{DeletedObject, EventHandler, HandlerRegistration, SharedIndexInformer};
 use crate::error::Result;
 use crate::workqueue::RateLimitingQueue;
@@ -175,22 +175,18 @@ impl OwnerKind {
     }
 
     /// The key of the object's controller when it is of this kind (see the module docs).
-    pub(super) fn key_of_owner(&self, meta: &ObjectMeta) -> Option<String> {
-        let owner = meta
-            .owner_references
-            .as_deref()?
-            .iter()
-            .find(|r| r.controller == Some(true))?;
+    pub(super) fn key_of_owner<M: Meta>(&self, meta: &M) -> Option<String> {
+        let owner = meta.controller()?;
         let group = owner.api_version.rsplit_once('/').map_or("", |(g, _)| g);
         if owner.kind != self.kind || group != self.group || owner.name.is_empty() {
             return None;
         }
         if !self.namespaced {
-            return Some(owner.name.clone());
+            return Some(owner.name.to_owned());
         }
-        match meta.namespace.as_deref() {
-            Some(ns) if !ns.is_empty() => Some(format!("{ns}/{}", owner.name)),
-            _ => None,
+        match meta.namespace() {
+            "" => None,
+            ns => Some(crate::api::meta_key(ns, owner.name)),
         }
     }
 }
@@ -198,7 +194,7 @@ impl OwnerKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::OwnerReference;
+    use crate::api::{ObjectMeta, OwnerReference};
 
     fn meta(ns: Option<&str>, refs: Vec<OwnerReference>) -> ObjectMeta {
         ObjectMeta {
