@@ -15,7 +15,8 @@
 //!   `Api<PartialObjectMetadata>` (the server sends metadata only);
 //! - the **typed clients**: with the `k8s-openapi` cargo feature, pods, configmaps,
 //!   namespaces, nodes and deployments are listed through `Api<k8s_openapi::...>` (see
-//!   `typed_list`); every other resource through the dynamic client.
+//!   `typed_list`; `cargo run --example get --features k8s-openapi,k8s-openapi/v1_35 -- po`);
+//!   every other resource through the dynamic client.
 //!
 //! `--watch` (`-w`) then prints each change through a shared informer (dynamic, or metadata
 //! only) as `ADDED`, `MODIFIED` or `DELETED` lines, until Ctrl-C or `--watch-for N` events
