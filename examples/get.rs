@@ -58,7 +58,9 @@
 //! it sees after the table: a change made between the table's list and the informer's own
 //! list shows as `ADDED` / `MODIFIED` (by resourceVersion) or `DELETED` (gone from the
 //! informer's first list), so none is lost, but a create and delete both in that gap shows
-//! nothing; `--watch-for` counts those lines.
+//! nothing; `--watch-for` counts those lines. The watch goes through the dynamic (or
+//! metadata-only) informer also when the table came from a typed client. With `-w`, Ctrl-C
+//! is handled once the table is printed (before that it ends the program at once, as usual).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
