@@ -824,6 +824,14 @@ fn the_mapper_resolves_kinds_names_and_short_names() {
     );
     let err = mapper.resolve("widg").unwrap_err().to_string();
     assert!(err.contains("widgets"), "{err}");
+    // Each close resource once, by its plural (and group): not Pod, pod, pods.
+    let err = mapper.resolve("podz").unwrap_err().to_string();
+    assert!(
+        err.contains(r#"the server has no resource type "podz"; did you mean pods, nodes"#),
+        "{err}"
+    );
+    let err = mapper.resolve("deploymnet").unwrap_err().to_string();
+    assert!(err.ends_with("did you mean deployments.apps?"), "{err}");
     let err = mapper.resolve("zzzzzzzz").unwrap_err().to_string();
     assert!(
         err.contains("zzzzzzzz") && !err.contains("did you mean"),

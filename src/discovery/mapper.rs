@@ -5,7 +5,8 @@
 //! Names are matched like kubectl: case-insensitively, against the plural, the singular, the
 //! short names and the kind, in the preferred version of each group unless a version is
 //! given, the core group first (then the server's order of groups). A miss is an error that
-//! names the closest names the server has (edit distance at most 2, or a prefix).
+//! names the closest resources the server has (one of their names at edit distance at most
+//! 2, or a prefix), each once, as `plural` or `plural.group`.
 //!
 //! Limits: no category expansion (`all`), no resource with a group that is ambiguous between
 //! two groups' suffixes (the first group in the server's order wins, kubectl warns).
@@ -227,18 +228,32 @@ fn find(data: &DiscoveryData, q: &Query<'_>) -> Option<ServerResource> {
 
 fn not_found(shown: &str, data: &DiscoveryData, needle: &str) -> Error {
     let needle = needle.split('.').next().unwrap_or(needle);
+    // Each close resource once, by the name that reaches it (`pods`, `deployments.apps`),
+    // however many of its names (plural, singular, kind, short names, versions) are close.
     let mut close: Vec<(usize, String)> = Vec::new();
     for r in data.resources.values().flatten() {
-        let mut names = vec![r.plural.clone(), r.singular.clone(), r.kind.clone()];
-        names.extend(r.short_names.iter().cloned());
-        for n in names {
-            let lower = n.to_ascii_lowercase();
-            let d = edit_distance(needle, &lower);
-            let prefix = needle.len() >= 3
-                && (lower.starts_with(needle) || needle.starts_with(&lower) && lower.len() >= 3);
-            if (d <= 2 || prefix) && !close.iter().any(|(_, c)| *c == n) {
-                close.push((d, n));
-            }
+        let mut names = vec![r.plural.as_str(), r.singular.as_str(), r.kind.as_str()];
+        names.extend(r.short_names.iter().map(String::as_str));
+        let best = names
+            .into_iter()
+            .filter_map(|n| {
+                let lower = n.to_ascii_lowercase();
+                let d = edit_distance(needle, &lower);
+                let prefix = needle.len() >= 3
+                    && (lower.starts_with(needle)
+                        || needle.starts_with(&lower) && lower.len() >= 3);
+                (d <= 2 || prefix).then_some(d)
+            })
+            .min();
+        let Some(d) = best else { continue };
+        let shown = if r.group.is_empty() {
+            r.plural.clone()
+        } else {
+            format!("{}.{}", r.plural, r.group)
+        };
+        match close.iter_mut().find(|(_, c)| *c == shown) {
+            Some(seen) => seen.0 = seen.0.min(d),
+            None => close.push((d, shown)),
         }
     }
     close.sort();

@@ -278,6 +278,27 @@ fn resource_list(shared: &Shared, group: &str, version: &str) -> Answer {
     Answer::Json(doc)
 }
 
+/// The kind of a built-in resource as the captured discovery documents name it
+/// (`configmaps` -> `ConfigMap`), for objects of a resource nobody registered.
+pub(crate) fn builtin_kind(tk: &TypeKey) -> Option<String> {
+    static BUILTIN: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let builtins = BUILTIN.get_or_init(|| serde_json::from_str(BUILTINS).unwrap_or(Value::Null));
+    let doc = if tk.group.is_empty() { "api" } else { "apis" };
+    let group = builtins[doc]["items"]
+        .as_array()?
+        .iter()
+        .find(|g| g["metadata"]["name"].as_str().unwrap_or("") == tk.group)?;
+    let version = group["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["version"] == tk.version.as_str())?;
+    let resource = version["resources"]
+        .as_array()?
+        .iter()
+        .find(|r| r["resource"] == tk.plural.as_str())?;
+    resource["responseKind"]["kind"].as_str().map(str::to_owned)
+}
+
 struct Group {
     name: String,
     /// Versions (preferred first) and their aggregated resource entries.

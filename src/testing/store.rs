@@ -173,6 +173,7 @@ impl Collection {
     fn new(tk: &TypeKey, kind: Option<&str>) -> Self {
         let kind = kind
             .map(str::to_owned)
+            .or_else(|| super::discovery::builtin_kind(tk))
             .unwrap_or_else(|| guess_kind(&tk.plural));
         Collection {
             kind,
@@ -333,7 +334,8 @@ impl Collection {
     }
 }
 
-/// `pods` -> `Pod`, `networkpolicies` -> `Networkpolicy`: only for resources nobody named.
+/// `pods` -> `Pod`, `networkpolicies` -> `Networkpolicy`: only for resources nobody named
+/// that are not built-in ones.
 fn guess_kind(plural: &str) -> String {
     let singular = plural
         .strip_suffix("ies")
@@ -1506,6 +1508,20 @@ mod tests {
     fn kinds_and_dates() {
         assert_eq!(guess_kind("pods"), "Pod");
         assert_eq!(guess_kind("networkpolicies"), "Networkpolicy");
+        // Built-ins nobody registered get their real kind from the captured discovery.
+        let mut s = Store::new(10);
+        for (group, plural, kind) in [
+            ("", "configmaps", "ConfigMap"),
+            ("networking.k8s.io", "networkpolicies", "NetworkPolicy"),
+            ("lab.example.com", "networkpolicies", "Networkpolicy"),
+        ] {
+            let tk = TypeKey {
+                group: group.into(),
+                version: "v1".into(),
+                plural: plural.into(),
+            };
+            assert_eq!(s.collection(&tk).kind, kind);
+        }
         let now = rfc3339_now();
         assert_eq!(now.len(), 20, "{now}");
     }
