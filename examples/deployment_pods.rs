@@ -202,13 +202,14 @@ fn main() {
         }
     }
     let options = KubeconfigOptions {
+        kubeconfig: kubeconfig.map(Into::into),
         context,
         ..Default::default()
     };
-    let loaded = match (&kubeconfig, demo) {
-        (_, true) => None,
-        (Some(p), _) => Some(Config::from_kubeconfig_with(p, &options)),
-        (None, _) => Config::infer_if_configured(&options).transpose(),
+    let loaded = if demo {
+        None
+    } else {
+        Config::infer_if_configured(&options).transpose()
     };
     let mut _demo_server = None;
     let client = match loaded {

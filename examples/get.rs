@@ -763,14 +763,13 @@ fn main() {
 
 fn run(args: &Args) -> Result<(), String> {
     let options = KubeconfigOptions {
+        kubeconfig: args.kubeconfig.clone().map(Into::into),
         context: args.context.clone(),
         namespace: args.namespace.clone(),
         ..Default::default()
     };
     let loaded = if args.demo {
         None
-    } else if let Some(path) = &args.kubeconfig {
-        Some(Config::from_kubeconfig_with(path, &options).map_err(|e| e.to_string())?)
     } else {
         Config::infer_if_configured(&options).map_err(|e| e.to_string())?
     };

@@ -97,13 +97,14 @@ fn main() {
         }
     }
     let options = KubeconfigOptions {
+        kubeconfig: kubeconfig.map(Into::into),
         context,
         ..Default::default()
     };
-    let loaded = match (&kubeconfig, demo) {
-        (_, true) => None,
-        (Some(p), _) => Some(Config::from_kubeconfig_with(p, &options)),
-        (None, _) => Config::infer_if_configured(&options).transpose(),
+    let loaded = if demo {
+        None
+    } else {
+        Config::infer_if_configured(&options).transpose()
     };
     let mut demo_server = None;
     let mut demo_api = None;

@@ -265,14 +265,13 @@ fn main() {
         }
     };
     let options = KubeconfigOptions {
+        kubeconfig: args.kubeconfig.clone().map(Into::into),
         context: args.context.clone(),
         namespace: args.namespace.clone(),
         ..Default::default()
     };
     let loaded = if args.demo {
         None
-    } else if let Some(path) = &args.kubeconfig {
-        Some(Config::from_kubeconfig_with(path, &options))
     } else {
         Config::infer_if_configured(&options).transpose()
     };

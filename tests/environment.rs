@@ -276,6 +276,42 @@ fn kubeconfig_naming_no_existing_file_is_an_error_never_a_fall_back() {
 }
 
 #[test]
+fn an_explicit_kubeconfig_file_wins_over_kubeconfig_and_home_like_kubectl_s_flag() {
+    let env = Env::new();
+    let f = files();
+    write(&f.home, ".kube/config", SECOND);
+    env.set("HOME", &f.home);
+    env.set("KUBECONFIG", &f.second);
+    let options = KubeconfigOptions {
+        kubeconfig: Some(f.first.clone()),
+        ..Default::default()
+    };
+    let config = Config::infer_if_configured(&options)
+        .unwrap()
+        .expect("configured");
+    assert_eq!(config.client_config.server, "http://one.invalid");
+    assert_eq!(bearer(&config), "Bearer t1");
+    // The other options still apply to that file.
+    let config = Config::infer_with(&KubeconfigOptions {
+        context: Some("file-one".into()),
+        ..options.clone()
+    })
+    .unwrap();
+    assert_eq!(bearer(&config), "Bearer tok-one");
+    // A missing file is an error naming it, never "nothing configured" or a fall back.
+    env.unset("KUBECONFIG");
+    let missing = KubeconfigOptions {
+        kubeconfig: Some(f.missing.clone()),
+        ..Default::default()
+    };
+    let e = Config::infer_if_configured(&missing).expect_err("a missing --kubeconfig file");
+    assert!(
+        e.to_string().contains(&f.missing.display().to_string()),
+        "{e}"
+    );
+}
+
+#[test]
 fn without_kubeconfig_home_then_in_cluster_and_the_message_says_so() {
     let env = Env::new();
     let f = files();

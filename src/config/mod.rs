@@ -103,6 +103,10 @@ pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceacc
 /// Choices overriding a kubeconfig's current context.
 #[derive(Clone, Debug, Default)]
 pub struct KubeconfigOptions {
+    /// Load this kubeconfig file instead of `KUBECONFIG` or `~/.kube/config`, like kubectl's
+    /// `--kubeconfig` flag: the file must exist (a missing one is an error, never "nothing
+    /// configured").
+    pub kubeconfig: Option<PathBuf>,
     /// Use this context instead of `current-context`.
     pub context: Option<String>,
     /// Use this cluster instead of the context's.
@@ -161,8 +165,12 @@ impl Config {
         }
     }
 
-    /// [`infer`](Self::infer) with a chosen context, cluster, user or namespace.
+    /// [`infer`](Self::infer) with a chosen kubeconfig file, context, cluster, user or
+    /// namespace.
     pub fn infer_with(options: &KubeconfigOptions) -> Result<Config> {
+        if let Some(path) = &options.kubeconfig {
+            return Self::from_kubeconfig_paths(std::slice::from_ref(path), options);
+        }
         if let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
             let mut named: Vec<PathBuf> = Vec::new();
             for p in std::env::split_paths(&list) {
