@@ -32,7 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference as K8sOwnerRe
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use serde::de::DeserializeOwned;
 
-use super::meta_trait::{key_of, Meta, OwnerRef};
+use super::meta_trait::{Meta, OwnerRef};
 use super::resource::{Object, Resource};
 
 impl Meta for K8sObjectMeta {
@@ -99,11 +99,6 @@ impl Meta for K8sObjectMeta {
 
     fn strip_managed_fields(&mut self) {
         self.managed_fields = None;
-    }
-
-    #[inline]
-    fn key(&self) -> String {
-        key_of(self.namespace(), self.name())
     }
 }
 

@@ -188,11 +188,6 @@ impl Meta for ObjectMeta {
     fn strip_managed_fields(&mut self) {
         ObjectMeta::strip_managed_fields(self)
     }
-
-    #[inline]
-    fn key(&self) -> String {
-        ObjectMeta::key(self)
-    }
 }
 
 #[cfg(test)]
