@@ -178,7 +178,16 @@ fn counters_count_lists_events_bookmarks_relists_and_handler_work() {
         view.snapshot() == server.keys_and_versions(&pods())
     });
     wait_until("a bookmark", || inf.health().reflector.bookmarks > 0);
-    // A 410 on the next watch: relist from the last version.
+    // A 410 on the next watch: relist from the last version. A real server says 410 only
+    // once it has moved past that version (a write elsewhere stands for it): otherwise a
+    // list at least as fresh answers the same version and a consistent list follows.
+    let cms = kube_informer::api::ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    server
+        .create(
+            &cms,
+            serde_json::json!({"metadata": {"name": "elsewhere", "namespace": "lab"}}),
+        )
+        .unwrap();
     server.inject(Target::Watch, Fault::status(410));
     server.disconnect_all();
     wait_until("a relist", || {

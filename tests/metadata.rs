@@ -209,11 +209,11 @@ fn metadata_watch_and_streaming_list_answer_as_captured() {
         json!({"metadata": {"annotations": {"fx.example.com/note": "annotated"}}}),
     );
 
-    // The events from the list's version, replayed from history; the stream ends at its
-    // timeout with a bookmark.
+    // The events from the list's version, replayed from history; a bookmark two seconds
+    // before the timeout (as kube-apiserver sends it), then the stream ends.
     let mut req = capture::request("watch-pods-metadata");
     req.target = format!(
-        "/api/v1/namespaces/{NS}/pods?watch=1&allowWatchBookmarks=true&resourceVersion={from}&timeoutSeconds=1"
+        "/api/v1/namespaces/{NS}/pods?watch=1&allowWatchBookmarks=true&resourceVersion={from}&timeoutSeconds=3"
     );
     let answer = capture::send(server.addr(), &req);
     assert_eq!(answer.code, 200);

@@ -21,6 +21,9 @@ pub enum RelistCause {
     Expired,
     /// The watch failed in a way that may have lost an event (a bad line, a refused watch).
     WatchError,
+    /// A list "at least as fresh as" the version whose watch had just failed answered a
+    /// version no newer than it (a watch from there would fail again): listed consistently.
+    StaleList,
 }
 
 impl RelistCause {
@@ -29,6 +32,7 @@ impl RelistCause {
         match self {
             RelistCause::Expired => "expired",
             RelistCause::WatchError => "watch_error",
+            RelistCause::StaleList => "stale_list",
         }
     }
 }

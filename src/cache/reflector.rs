@@ -7,9 +7,21 @@
 //! version, and the next list reconciles them) — then watches from the list's resourceVersion with bookmarks and a random server timeout of 5–10
 //! minutes, feeding every event to the FIFO. On failure it does what client-go does:
 //! - the watch ended normally (server timeout): watch again from the last version, no relist;
-//! - 410 Gone / Expired (HTTP 410 or an ERROR event), or a version the server cannot serve
-//!   yet ("too large resource version"): relist, first at the last version — paged like
-//!   every list — and if that version is too old or too new, a fresh consistent paged list;
+//! - 410 Gone / Expired (HTTP 410 or an ERROR event): relist "at least as fresh as" the last
+//!   version — paged like every list, with `resourceVersionMatch=NotOlderThan`. Without the
+//!   match a paged list at a version is an *Exact* read: after a kube-apiserver restart
+//!   (etcd kept) it answers the OLD state at the OLD version, whose watch the new watch
+//!   cache refuses with 410 again, for ever (captured: `relist-paged-old-rv-after-restart`).
+//!   client-go gets freshness by not paging such a relist; we keep pages (the informer
+//!   applies them while later ones are read, and neither side holds a whole large list)
+//!   and ask for freshness by name, which every server since 1.19 honours, from its watch
+//!   cache or from etcd, in every phase of the captured table (`rv-matrix.json`).
+//!   If that list answers 410 or "too large", or a version no newer than the one whose
+//!   watch failed (a watch from there would fail again), a consistent list follows at once
+//!   (resourceVersion unset). A watch the server cannot serve yet ("too large resource
+//!   version") relists consistently too. A relist that comes less than two minutes after
+//!   the previous list first waits on its own back-off (0.8 s doubling to 30 s): no
+//!   sequence of answers makes list → watch → 410 a loop;
 //! - connection refused or dropped, 429, 5xx: back off (0.8 s doubling to 30 s, with jitter,
 //!   reset after 2 minutes of health) and watch again from the last version;
 //! - anything else (a garbage line, a forbidden watch): back off and relist, since an event
@@ -315,11 +327,27 @@ impl Drop for Reflector {
 /// Where the next list reads from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ListFrom {
-    /// A consistent, paged list (the first list, and the fallback after a 410).
+    /// A consistent, paged list (resourceVersion unset): the first list, and the fallback
+    /// when a list at the last version cannot get back to the present.
     Fresh,
-    /// A paged list at the last version seen (served from the API server's cache, or from
-    /// storage at that version).
-    LastVersion,
+    /// A paged list "at least as fresh as" the last version seen
+    /// (`resourceVersionMatch=NotOlderThan`): after a watch that failed.
+    NotOlderThanLast,
+}
+
+/// A list or watch at a version older than this one is "recent": a relist that follows a
+/// list this recent waits its turn on the relist back-off, so that no sequence of answers
+/// (a watch that fails at once after every list, say) makes the reflector loop.
+const RELIST_CALM: Duration = Duration::from_secs(120);
+
+/// Whether version `a` is newer than `b`. Versions are opaque to clients, but every
+/// kube-apiserver writes them as decimal numbers; two that are not are compared for
+/// equality only (a different one counts as newer).
+fn newer(a: &str, b: &str) -> bool {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(a), Ok(b)) => a > b,
+        _ => a != b,
+    }
 }
 
 /// The newest version of a run: an event or bookmark without one (a broken server or proxy)
@@ -408,7 +436,7 @@ impl<K: Object> Run<K> {
     }
 
     /// Logs and counts a relist.
-    fn relist(&self, cause: RelistCause, why: &Error) -> Next {
+    fn relist(&self, cause: RelistCause, why: &Error, from: ListFrom) -> Next {
         log::info!(
             "kube-informer/{}: relisting ({cause}: {})",
             self.name,
@@ -416,7 +444,7 @@ impl<K: Object> Run<K> {
                 .map_or_else(|| error_kind(why), |c| format!("HTTP {c}"))
         );
         self.record(|h| *h.stats.relists.entry(cause).or_default() += 1);
-        Next::List(ListFrom::LastVersion)
+        Next::List(from)
     }
 
     fn set_rv(&self, rv: &str) {
@@ -433,32 +461,59 @@ impl<K: Object> Run<K> {
     }
 
     fn run(self) {
-        let mut backoff = Backoff::new(
-            self.config.backoff_initial,
-            self.config.backoff_max,
-            Duration::from_secs(120),
-        );
+        let new_backoff = || {
+            Backoff::new(
+                self.config.backoff_initial,
+                self.config.backoff_max,
+                RELIST_CALM,
+            )
+        };
+        let mut backoff = new_backoff();
+        // Spaces relists that follow a recent list (see `RELIST_CALM`).
+        let mut relist_backoff = new_backoff();
+        let mut last_list: Option<Instant> = None;
         let mut next = Next::List(ListFrom::Fresh);
         while !self.stopped() {
             next = match next {
-                Next::List(from) => match self.list(from) {
-                    Ok(()) => Next::Watch,
-                    Err(ListError::Closed) => return,
-                    Err(ListError::Api(_) | ListError::Unsupported(_)) if self.stopped() => return,
-                    Err(ListError::Api(e) | ListError::Unsupported(e)) => {
-                        self.report(&e);
-                        self.record(|h| h.stats.list_failures += 1);
-                        // A version the server cannot serve: at once, a consistent list.
-                        if version_unavailable(&e) && from == ListFrom::LastVersion {
-                            Next::List(ListFrom::Fresh)
-                        } else {
-                            if self.shared.stop.sleep(backoff.next_delay()) {
-                                return;
+                Next::List(from) => {
+                    let failed_at = self.rv();
+                    match self.list(from) {
+                        Ok(listed) => {
+                            last_list = Some(Instant::now());
+                            if from == ListFrom::NotOlderThanLast && !newer(&listed, &failed_at) {
+                                // A watch from there would fail again: list consistently.
+                                log::info!(
+                                    "kube-informer/{}: relisting ({}: the list at least as fresh as {failed_at} answered {listed})",
+                                    self.name,
+                                    RelistCause::StaleList
+                                );
+                                self.record(|h| {
+                                    *h.stats.relists.entry(RelistCause::StaleList).or_default() += 1
+                                });
+                                Next::List(ListFrom::Fresh)
+                            } else {
+                                Next::Watch
                             }
-                            Next::List(from)
+                        }
+                        Err(ListError::Closed) => return,
+                        Err(ListError::Api(_) | ListError::Unsupported(_)) if self.stopped() => {
+                            return
+                        }
+                        Err(ListError::Api(e) | ListError::Unsupported(e)) => {
+                            self.report(&e);
+                            self.record(|h| h.stats.list_failures += 1);
+                            // A version the server cannot serve: at once, a consistent list.
+                            if version_unavailable(&e) && from == ListFrom::NotOlderThanLast {
+                                Next::List(ListFrom::Fresh)
+                            } else {
+                                if self.shared.stop.sleep(backoff.next_delay()) {
+                                    return;
+                                }
+                                Next::List(from)
+                            }
                         }
                     }
-                },
+                }
                 Next::Watch => {
                     let started = Instant::now();
                     match self.watch() {
@@ -479,7 +534,25 @@ impl<K: Object> Run<K> {
                         Err(e) => {
                             self.report(&e);
                             if version_unavailable(&e) {
-                                self.relist(RelistCause::Expired, &e)
+                                // A list shortly after the last one waits its turn: a server
+                                // that refuses every watch after a list does not get a loop.
+                                if last_list.is_some_and(|t| t.elapsed() < RELIST_CALM) {
+                                    log::debug!(
+                                        "kube-informer/{}: backing off before relisting",
+                                        self.name
+                                    );
+                                    if self.shared.stop.sleep(relist_backoff.next_delay()) {
+                                        return;
+                                    }
+                                }
+                                // Too old: a list at least as fresh as the last version gets
+                                // back to the present. Too new: only a consistent list can.
+                                let from = if e.is_gone() {
+                                    ListFrom::NotOlderThanLast
+                                } else {
+                                    ListFrom::Fresh
+                                };
+                                self.relist(RelistCause::Expired, &e, from)
                             } else {
                                 log::debug!(
                                     "kube-informer/{}: backing off before watching again",
@@ -491,7 +564,11 @@ impl<K: Object> Run<K> {
                                 if e.is_transient() {
                                     Next::Watch
                                 } else {
-                                    self.relist(RelistCause::WatchError, &e)
+                                    self.relist(
+                                        RelistCause::WatchError,
+                                        &e,
+                                        ListFrom::NotOlderThanLast,
+                                    )
                                 }
                             }
                         }
@@ -518,10 +595,11 @@ impl<K: Object> Run<K> {
         p
     }
 
-    fn list(&self, from: ListFrom) -> Result<(), ListError> {
+    /// Lists into the FIFO; the list's version.
+    fn list(&self, from: ListFrom) -> Result<String, ListError> {
         if from == ListFrom::Fresh && self.shared.streaming_supported.load(Ordering::SeqCst) {
             let (e, unsupported) = match self.streaming_list() {
-                Ok(()) => return Ok(()),
+                Ok(rv) => return Ok(rv),
                 Err(ListError::Closed) => return Err(ListError::Closed),
                 Err(_) if self.stopped() => return Err(ListError::Closed),
                 Err(ListError::Unsupported(e)) => (e, true),
@@ -543,8 +621,12 @@ impl<K: Object> Run<K> {
         }
         let mut params = self.list_params();
         params.limit = Some(self.config.page_size);
-        if from == ListFrom::LastVersion {
-            params.resource_version = Some(self.rv()).filter(|rv| !rv.is_empty());
+        if from == ListFrom::NotOlderThanLast {
+            let rv = self.rv();
+            if !rv.is_empty() {
+                params.resource_version = Some(rv);
+                params.resource_version_match = Some("NotOlderThan".into());
+            }
         }
         self.paged_list(&params)
     }
@@ -641,7 +723,7 @@ impl<K: Object> Run<K> {
 
     /// A paged list handed to the FIFO page by page, so the informer applies the first pages
     /// while later ones are read and decoded; deletions and sync wait for the last page.
-    fn paged_list(&self, params: &ListParams) -> Result<(), ListError> {
+    fn paged_list(&self, params: &ListParams) -> Result<String, ListError> {
         self.fifo.begin_replace()?;
         let mut rv = String::new();
         let outcome = (|| -> Result<(), ListError> {
@@ -668,7 +750,7 @@ impl<K: Object> Run<K> {
         self.set_rv(&rv);
         self.fifo.finish_replace()?;
         self.listed();
-        Ok(())
+        Ok(rv)
     }
 
     /// Counts a list that completed.
@@ -681,7 +763,7 @@ impl<K: Object> Run<K> {
 
     /// A streaming list: the initial events up to the closing bookmark become one `replace`;
     /// the same connection then goes on as the watch.
-    fn streaming_list(&self) -> Result<(), ListError> {
+    fn streaming_list(&self) -> Result<String, ListError> {
         let mut params = self.watch_params("");
         params.send_initial_events = true;
         params.resource_version_match = Some("NotOlderThan".into());
@@ -739,11 +821,12 @@ impl<K: Object> Run<K> {
         self.shared.watching.store(false, Ordering::SeqCst);
         match result {
             Ok(WatchEnd::Closed) => Err(ListError::Closed),
-            Ok(WatchEnd::Ended(_)) => Ok(()),
+            Ok(WatchEnd::Ended(_)) => Ok(rv),
             Err(e) => {
-                // The list itself succeeded; the watch part failed like any watch.
+                // The list itself succeeded; the watch part failed like any watch (the next
+                // watch from the last version tells what to do about it).
                 self.report(&e);
-                Ok(())
+                Ok(rv)
             }
         }
     }

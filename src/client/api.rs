@@ -793,8 +793,7 @@ impl<K: Object> Pages<K> {
             let Ok(Some(token)) = last.token.recv() else {
                 return;
             };
-            let mut params = last.params.clone();
-            params.continue_token = Some(token);
+            let params = last.params.following(token);
             match self.spawn(params) {
                 Some(task) => self.in_flight.push_back(task),
                 None => return,
@@ -849,12 +848,15 @@ impl<K: Object> Iterator for Pages<K> {
         }
         match self.take_current() {
             Ok(list) => {
-                self.params.continue_token = list
+                match list
                     .metadata
                     .continue_token
                     .clone()
-                    .filter(|c| !c.is_empty());
-                self.done = self.params.continue_token.is_none();
+                    .filter(|c| !c.is_empty())
+                {
+                    Some(token) => self.params = self.params.following(token),
+                    None => self.done = true,
+                }
                 // A page started from a peeked token that is not the decoded one (it cannot
                 // happen with a well-formed page) is dropped and the right one fetched.
                 if self.done || self.in_flight.front().map(|t| &t.params) != Some(&self.params) {

@@ -44,6 +44,19 @@ impl ListParams {
         self
     }
 
+    /// The parameters of the page after one whose continue token is `token`. The token
+    /// carries the list's version, so `resourceVersion` and `resourceVersionMatch` are
+    /// dropped: kube-apiserver refuses a continue page that names a version (400) or a
+    /// match (422), as client-go's pager knows.
+    pub(crate) fn following(&self, token: String) -> ListParams {
+        ListParams {
+            continue_token: Some(token),
+            resource_version: None,
+            resource_version_match: None,
+            ..self.clone()
+        }
+    }
+
     pub(crate) fn write_query(&self, q: &mut Query) {
         q.opt("labelSelector", self.label_selector.as_deref());
         q.opt("fieldSelector", self.field_selector.as_deref());

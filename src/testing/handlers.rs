@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::faults::{Fault, Target};
 use super::http::{self, ChunkedWriter, Request};
 use super::metadata;
+use super::read_versions::{self, ListAt};
 use super::server::{Peer, Shared};
 use super::store::{EventType, Filter, StoredObject, TypeKey};
 use super::writes;
@@ -385,22 +386,17 @@ fn list_body(
     out: &mut String,
     form: &metadata::Form,
 ) -> Result<(), Status> {
-    if req.param("sendInitialEvents").is_some() {
-        let mut st = Status::failure(
-            422,
-            "Invalid",
-            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list",
-        );
-        st.details = Some(crate::api::StatusDetails {
-            group: Some("meta.k8s.io".into()),
-            kind: Some("ListOptions".into()),
-            ..Default::default()
-        });
-        return Err(st);
-    }
+    let rv_text = req.param("resourceVersion").unwrap_or("");
+    let rv_match = req.param("resourceVersionMatch").unwrap_or("");
+    let token = req.param("continue").filter(|t| !t.is_empty());
+    read_versions::validate_list(
+        rv_text,
+        rv_match,
+        token.is_some(),
+        req.param("sendInitialEvents").is_some(),
+    )?;
     let filter = Filter::parse(req.param("labelSelector"), req.param("fieldSelector"))?;
     let rv = parse_rv(req.param("resourceVersion"))?;
-    let rv_match = req.param("resourceVersionMatch").unwrap_or("");
     let limit: Option<usize> = match req.param("limit") {
         None | Some("") | Some("0") => None,
         Some(l) => Some(
@@ -412,8 +408,9 @@ fn list_body(
     let mut store = shared.store.lock();
     let current = store.rv;
     let c = store.collection(&r.tk);
-    let (at, after, limit) = if let Some(token) = req.param("continue").filter(|t| !t.is_empty()) {
+    let (at, after, limit) = if let Some(token) = token {
         let tok = decode_continue(token)?;
+        read_versions::check_continue_version(rv_text)?;
         let after = tok.start.trim_end_matches('\0').to_owned();
         if tok.rv < 0 || (tok.rv as u64) < c.compacted {
             let mut st = Status::failure(410, "Expired", CONTINUE_EXPIRED);
@@ -421,30 +418,18 @@ fn list_body(
             return Err(st);
         }
         (tok.rv as u64, Some(after), limit)
-    } else if rv_match == "Exact" {
-        let Some(at) = rv else {
-            return Err(Status::failure(
-                422,
-                "Invalid",
-                "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
-        };
-        (at, None, limit)
-    } else if rv == Some(0) {
-        // "Any" version: served whole from the cache; the limit is ignored.
-        (current, None, None)
     } else {
-        (current, None, limit)
+        match read_versions::list_at(rv, rv_match, limit.is_some(), current)? {
+            ListAt::Present { paged: true } => (current, None, limit),
+            ListAt::Present { paged: false } => (current, None, None),
+            ListAt::Exact(at) => (at, None, limit),
+        }
     };
     let keep = |o: &StoredObject| filter.matches(o);
     let count_rest = filter.is_empty();
     let Some((page, remaining)) = c.list_page(at, after.as_deref(), ns, &keep, limit, count_rest)
     else {
-        return Err(Status::failure(
-            410,
-            "Expired",
-            "The resourceVersion for the provided list is too old.",
-        ));
+        return Err(read_versions::list_expired());
     };
     let last_key = page.last().filter(|_| remaining > 0).map(|o| key_of(o));
     let mut meta = ListMeta {
@@ -622,11 +607,22 @@ impl<S: Peer> EventSink<'_, S> {
     }
 }
 
+/// When a watch sends its next bookmark, as kube-apiserver's watch cache decides it: every
+/// `interval`, and once two seconds before the watch's deadline so that the client resumes
+/// from the newest version; never when that moment has already passed (a watch of a second
+/// or two gets no bookmark at all, as the captured table shows), and none at the deadline.
+fn next_bookmark_time(now: Instant, interval: Duration, deadline: Instant) -> Option<Instant> {
+    let periodic = now + interval;
+    let before_deadline = deadline.checked_sub(Duration::from_secs(2))?;
+    let next = periodic.min(before_deadline);
+    (next >= now).then_some(next)
+}
+
 enum Wake {
     Events(Vec<std::sync::Arc<super::store::Event>>),
     Expired(u64),
     Bookmark(u64),
-    Timeout(u64),
+    Timeout,
     Stopped,
 }
 
@@ -647,15 +643,15 @@ fn watch<S: Peer>(
         Err(st) => return fail(peer, &st),
     };
     let bookmarks = req.flag("allowWatchBookmarks");
-    let initial_events = req.flag("sendInitialEvents");
-    if initial_events && req.param("resourceVersionMatch") != Some("NotOlderThan") {
-        let st = Status::failure(
-            422,
-            "Invalid",
-            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-        );
+    // Given at all (`Some`), `sendInitialEvents` turns the version into a lower bound.
+    let send_initial_events = req.param("sendInitialEvents").map(|v| v == "true");
+    if let Err(st) = read_versions::validate_watch(
+        req.param("resourceVersionMatch").unwrap_or(""),
+        send_initial_events,
+    ) {
         return fail(peer, &st);
     }
+    let initial_events = send_initial_events == Some(true);
     let timeout = req
         .param("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -667,9 +663,10 @@ fn watch<S: Peer>(
         |o: &StoredObject| ns.as_deref().is_none_or(|n| o.namespace == n) && filter.matches(o);
 
     // Where the watch starts, and the synthetic ADDED events it opens with.
-    let (mut cursor, initial, kind, api_version, too_old) = {
+    let (mut cursor, initial, kind, api_version, refused) = {
         let mut store = shared.store.lock();
         let current = store.rv;
+        let watch_cache_start = store.watch_cache_start;
         let c = store.collection(&r.tk);
         let (kind, api_version) = match form {
             metadata::Form::Full => (
@@ -682,17 +679,24 @@ fn watch<S: Peer>(
             ),
         };
         let mut initial = Vec::new();
-        let mut too_old = None;
+        let mut refused = None;
         let mut cursor = current;
-        if initial_events || matches!(rv, None | Some(0)) {
+        let from_present = matches!(rv, None | Some(0));
+        if initial_events && rv.is_some_and(|rv| rv > current) {
+            // The version is a lower bound the server has not reached.
+            refused = rv.map(|rv| read_versions::too_large(rv, current));
+        } else if initial_events || (from_present && send_initial_events.is_none()) {
             initial = c.snapshot(current, None, ns.as_deref()).unwrap_or_default();
-        } else if let Some(rv) = rv {
+        } else if let Some(rv) = rv.filter(|rv| *rv > 0) {
+            let window_start = watch_cache_start.max(c.compacted);
             match c.events_after(rv) {
-                Ok(_) => cursor = rv,
-                Err(oldest) => too_old = Some((rv, oldest)),
+                Ok(_) if rv >= watch_cache_start => cursor = rv,
+                Ok(_) | Err(_) => {
+                    refused = Some(read_versions::watch_too_old(rv, window_start + 1));
+                }
             }
         }
-        (cursor, initial, kind, api_version, too_old)
+        (cursor, initial, kind, api_version, refused)
     };
     let out = match ChunkedWriter::start(peer, 200) {
         Ok(o) => o,
@@ -727,12 +731,7 @@ fn watch<S: Peer>(
             );
             return sink.error(&st);
         }
-        if let Some((rv, oldest)) = too_old {
-            let st = Status::failure(
-                410,
-                "Expired",
-                format!("too old resource version: {rv} ({oldest})"),
-            );
+        if let Some(st) = refused {
             return sink.error(&st);
         }
         if sink.close_after_events == Some(0) || sink.silence_after_events == Some(0) {
@@ -744,11 +743,18 @@ fn watch<S: Peer>(
         for o in initial.iter().filter(|o| in_scope(o)) {
             sink.event("ADDED", &o.json)?;
         }
-        if initial_events && bookmarks && shared.initial_events_end_bookmark.load(Ordering::SeqCst)
+        // The initial events (asked for, or those of a watch from the present) end with the
+        // annotated bookmark, when bookmarks are allowed.
+        let opened_with_state =
+            initial_events || (matches!(rv, None | Some(0)) && send_initial_events.is_none());
+        if opened_with_state
+            && bookmarks
+            && shared.initial_events_end_bookmark.load(Ordering::SeqCst)
         {
             sink.bookmark(cursor, true)?;
         }
-        let mut next_bookmark = Instant::now() + shared.bookmark_interval;
+        let mut next_bookmark =
+            next_bookmark_time(Instant::now(), shared.bookmark_interval, deadline);
         loop {
             sink.flush()?;
             let wake = {
@@ -765,15 +771,16 @@ fn watch<S: Peer>(
                     }
                     let now = Instant::now();
                     if now >= deadline {
-                        break Wake::Timeout(cursor);
+                        break Wake::Timeout;
                     }
-                    if bookmarks && now >= next_bookmark {
+                    // No bookmark at a version the server has not reached (a watch from
+                    // the future waits for it).
+                    if bookmarks && next_bookmark.is_some_and(|t| now >= t) && cursor <= current {
                         break Wake::Bookmark(cursor);
                     }
-                    let until = if bookmarks {
-                        deadline.min(next_bookmark)
-                    } else {
-                        deadline
+                    let until = match next_bookmark {
+                        Some(t) if bookmarks => deadline.min(t),
+                        _ => deadline,
                     };
                     shared.changed.wait_until(&mut store, until);
                 }
@@ -788,15 +795,11 @@ fn watch<S: Peer>(
                     );
                     return sink.error(&st);
                 }
-                Wake::Timeout(rv) => {
-                    if bookmarks {
-                        sink.bookmark(rv, false)?;
-                    }
-                    return Ok(());
-                }
+                Wake::Timeout => return Ok(()),
                 Wake::Bookmark(rv) => {
                     sink.bookmark(rv, false)?;
-                    next_bookmark = Instant::now() + shared.bookmark_interval;
+                    next_bookmark =
+                        next_bookmark_time(Instant::now(), shared.bookmark_interval, deadline);
                 }
                 Wake::Events(evs) => {
                     for ev in evs {

@@ -139,6 +139,7 @@ mod json_patch;
 mod managed_fields;
 mod metadata;
 mod patch;
+mod read_versions;
 mod resources;
 mod scale;
 mod server;

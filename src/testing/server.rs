@@ -384,7 +384,9 @@ impl ApiServer {
     }
 
     /// Forgets all change history: every older resourceVersion and continue token now gets
-    /// 410 Expired (what etcd compaction does).
+    /// 410 Expired, for lists (what etcd compaction does) and watches alike (a real watch
+    /// cache keeps serving its own window for a while after a compaction; this one models
+    /// the moment that window has moved on too).
     pub fn compact(&self) {
         self.shared.store.lock().compact();
         self.shared.notify();
@@ -460,6 +462,13 @@ impl ApiServer {
 
     /// Listens again on the same address after [`go_down`](Self::go_down) (nothing to do if
     /// the server is up). Fails if the port was taken meanwhile, or after [`stop`](Self::stop).
+    ///
+    /// Like a real kube-apiserver that restarts with its etcd kept, it comes back with a new
+    /// watch cache: the resourceVersion moves on (the server's own first write) and watches
+    /// from any older version get an ERROR event with 410 `Expired`, while Exact lists (and
+    /// paged lists at a version) still answer older states from the history, and lists with
+    /// `resourceVersionMatch=NotOlderThan`, unpaged lists at a version and consistent lists
+    /// answer the present. Add [`compact`](Self::compact) for a restart after etcd compaction.
     pub fn come_back(&self) -> std::io::Result<()> {
         let mut accept = self.accept.lock();
         if accept.is_some() {
@@ -469,6 +478,8 @@ impl ApiServer {
             return Err(std::io::Error::other("the test API server is stopped"));
         }
         let listener = TcpListener::bind(self.addr)?;
+        // A new process: its watch cache starts now (see `Store::restart_watch_cache`).
+        self.shared.store.lock().restart_watch_cache();
         self.shared.down.store(false, Ordering::SeqCst);
         *accept = Some(spawn_accept(
             listener,

@@ -417,6 +417,9 @@ impl Filter {
 #[derive(Debug)]
 pub(crate) struct Store {
     pub rv: u64,
+    /// Where the watch cache's window starts: watches from an older version get 410, while
+    /// Exact lists still read older versions from the history (etcd). Moved by a restart.
+    pub watch_cache_start: u64,
     pub collections: HashMap<TypeKey, Collection>,
     pub history_limit: usize,
     uid_seq: u64,
@@ -454,6 +457,7 @@ impl Store {
             .unwrap_or(0);
         Store {
             rv: 1,
+            watch_cache_start: 0,
             collections: HashMap::new(),
             history_limit: history_limit.max(1),
             uid_seq: 0,
@@ -498,6 +502,15 @@ impl Store {
             c.history.clear();
             c.compacted = rv;
         }
+    }
+
+    /// What a kube-apiserver restart with etcd kept does to versions: the server writes
+    /// something of its own as it starts (the version moves on), and its new watch cache
+    /// starts there. Watches from any older version now get 410; lists at older versions
+    /// that the history still holds answer them as before (Exact reads go to etcd).
+    pub fn restart_watch_cache(&mut self) {
+        self.rv += 1;
+        self.watch_cache_start = self.rv;
     }
 
     fn new_uid(&mut self) -> String {
