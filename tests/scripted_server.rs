@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use kube_informer::api::DynamicObject;
-use kube_informer::cache::{DeltaFifo, Reflector, ReflectorConfig};
+use kube_informer::cache::{DeltaFifo, Reflector, ReflectorConfig, RelistCause};
 use kube_informer::{Api, Client, ClientConfig, ListParams};
 use parking_lot::Mutex;
 
@@ -304,5 +304,85 @@ fn too_large_resource_version_relists_consistently() {
         !lists[2].contains("resourceVersion="),
         "then a consistent list (resourceVersion \"\"), not the same version again: {requests:?}"
     );
+    r.stop();
+}
+
+fn gone(rv: &str) -> String {
+    format!(
+        r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"too old resource version: {rv} ({rv}1)","reason":"Expired","code":410}}"#
+    )
+}
+
+#[test]
+fn a_relist_no_newer_than_the_failed_watch_is_followed_by_a_consistent_list() {
+    let lists = Arc::new(Mutex::new(0usize));
+    let server = Scripted::start(move |_, path| {
+        if is_watch(path) {
+            if path.contains("resourceVersion=10&") {
+                return Reply::WatchEnd(vec![event("ERROR", &gone("10"))]);
+            }
+            return Reply::WatchHold(Vec::new());
+        }
+        let n = {
+            let mut l = lists.lock();
+            *l += 1;
+            *l
+        };
+        match n {
+            // The first list, then the relist "at least as fresh as 10", which answers 10
+            // again (a server that has not moved on, or a proxy's cache).
+            1 | 2 => Reply::Full(200, list_json("10", &[pod_json("a", "10")], None)),
+            _ => Reply::Full(200, list_json("12", &[pod_json("a", "12")], None)),
+        }
+    });
+    let r = reflector(&server);
+    let requests = server.wait_for_requests(5);
+    let lists: Vec<&String> = requests.iter().filter(|p| !is_watch(p)).collect();
+    assert!(
+        lists[1].contains("resourceVersion=10")
+            && lists[1].contains("resourceVersionMatch=NotOlderThan"),
+        "the relist is at least as fresh as the failed version: {requests:?}"
+    );
+    assert!(
+        !lists[2].contains("resourceVersion"),
+        "then a consistent list, not a watch from the same version: {requests:?}"
+    );
+    assert!(
+        requests[4].contains("watch=1") && requests[4].contains("resourceVersion=12&"),
+        "and a watch from the consistent list's version: {requests:?}"
+    );
+    assert_eq!(r.stats().relists.get(&RelistCause::StaleList), Some(&1));
+    r.stop();
+}
+
+/// A server that refuses every watch with 410 right after every list: the relist that
+/// follows a list this recent waits on the back-off (here an hour: nothing more comes).
+#[test]
+fn list_watch_410_cycles_back_off_instead_of_looping() {
+    let server = Scripted::start(|_, path| {
+        if is_watch(path) {
+            Reply::WatchEnd(vec![event("ERROR", &gone("10"))])
+        } else {
+            Reply::Full(200, list_json("10", &[pod_json("a", "10")], None))
+        }
+    });
+    let api: Api<DynamicObject> =
+        Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
+    let fifo = Arc::new(DeltaFifo::new(None));
+    let config = ReflectorConfig {
+        backoff_initial: Duration::from_secs(3600),
+        backoff_max: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    let r = Reflector::start(api, fifo, config).unwrap();
+    let requests = server.wait_for_requests(2);
+    assert!(
+        !is_watch(&requests[0]) && is_watch(&requests[1]),
+        "{requests:?}"
+    );
+    // Without the back-off the next list and watch would follow at once, and again.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(server.requests().len(), 2, "{:?}", server.requests());
+    assert_eq!(r.consecutive_failures(), 1);
     r.stop();
 }

@@ -19,13 +19,17 @@
 //!   closed after N events or gone silent, 410 on watch, list and continued list, 429 and
 //!   5xx with `Retry-After: 1`, a garbage line, a stalled answer, a list answer cut short,
 //!   compaction of the history, every connection dropped, the server down for a while
-//!   (connections refused) and restarted on the same port;
+//!   (connections refused) and restarted on the same port, a restart with the history kept
+//!   (a new watch cache: watches from older versions get 410, paged lists at them answer the
+//!   old state), a restart after compaction;
 //! - **a quiet period**: churn stops, pending faults are cleared, connections are dropped if
 //!   a watch may have been left silent, then it waits (bounded) until the cache and every
 //!   handler's view equal the server, keys and resourceVersions, and the namespace index
 //!   agrees; it also checks what each handler was told along the way: no add of a key it
 //!   holds, no update or delete of a key it does not hold (a double delete), no version going
-//!   backwards for a key (even across a delete), an update's old object is the one it holds.
+//!   backwards for a key (even across a delete), an update's old object is the one it holds;
+//!   then, settled, it watches the request rate for a second: a reflector that keeps listing
+//!   and watching (a list → watch → 410 loop) is a failure even when the data converged.
 //!
 //! Handlers: a plain one, a slow one (sleeps per event; the informer's small backlog makes
 //! its listener coalesce), one that panics on some events (after recording them), one with a
@@ -352,6 +356,31 @@ struct Counts {
     faults: BTreeMap<&'static str, u64>,
     checks: u64,
     failures: Vec<String>,
+    /// The highest rate of list and watch requests (continue pages not counted) in a churn
+    /// phase with faults, and in a settled window after convergence.
+    max_rate_faults: f64,
+    max_settled_requests: usize,
+}
+
+/// After convergence nothing is left to do but watch: in this window a reflector makes a
+/// watch or two (they time out every 1–4 s), perhaps a late relist from a fault's back-off.
+/// A list → watch → 410 loop makes dozens of requests, or relists again and again on a
+/// capped back-off: either is a failure.
+const SETTLED_WINDOW: Duration = Duration::from_secs(1);
+const SETTLED_MAX_REQUESTS: usize = 8;
+const SETTLED_MAX_RELISTS: u64 = 2;
+
+/// List and watch requests so far: continue pages are part of their list.
+fn list_and_watch_requests(server: &ApiServer) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| !r.contains("continue="))
+        .count()
+}
+
+fn relists(informer: &SharedIndexInformer<DynamicObject>) -> u64 {
+    informer.health().reflector.relists.values().sum()
 }
 
 /// Differences between what the server holds and what a view holds, at most `max`.
@@ -490,6 +519,7 @@ fn run_soak(seed: u64, duration: Duration) {
     'soak: while Instant::now() < deadline {
         round += 1;
         // Churn with faults for a random while.
+        let phase_start = (Instant::now(), list_and_watch_requests(&server));
         let phase_end = Instant::now() + Duration::from_millis(rng.range(300, 2_500));
         let mut next_fault = Instant::now() + Duration::from_millis(rng.range(10, 200));
         while Instant::now() < phase_end.min(deadline) {
@@ -548,6 +578,9 @@ fn run_soak(seed: u64, duration: Duration) {
                 std::thread::sleep(Duration::from_millis(rng.range(1, 5)));
             }
         }
+        let phase_secs = phase_start.0.elapsed().as_secs_f64().max(0.001);
+        let phase_rate = (list_and_watch_requests(&server) - phase_start.1) as f64 / phase_secs;
+        counts.max_rate_faults = counts.max_rate_faults.max(phase_rate);
         if !late_added {
             let late = Tracker::new(Duration::ZERO, 0);
             informer.add_event_handler(late.clone()).unwrap();
@@ -587,6 +620,22 @@ fn run_soak(seed: u64, duration: Duration) {
             }
         }
         if !counts.failures.is_empty() {
+            break 'soak;
+        }
+        // Settled: the request rate tells a loop that converged on data but never stops.
+        let (requests_before, relists_before) =
+            (list_and_watch_requests(&server), relists(&informer));
+        std::thread::sleep(SETTLED_WINDOW);
+        let requests = list_and_watch_requests(&server) - requests_before;
+        let relisted = relists(&informer) - relists_before;
+        counts.max_settled_requests = counts.max_settled_requests.max(requests);
+        if requests > SETTLED_MAX_REQUESTS || relisted > SETTLED_MAX_RELISTS {
+            let recent = server.requests();
+            let tail = &recent[recent.len().saturating_sub(20)..];
+            counts.failures.push(format!(
+                "seed {seed}, quiet period {round}: settled, yet {requests} list and watch requests and {relisted} relists in {SETTLED_WINDOW:?} (a loop); the last requests: {tail:#?}\n--- last events ---\n{}",
+                journal.dump()
+            ));
             break 'soak;
         }
     }
@@ -630,6 +679,10 @@ fn run_soak(seed: u64, duration: Duration) {
         panics.load(Ordering::Relaxed)
     );
     println!(
+        "soak: requests per second (lists and watches) during faults: at most {:.0}; settled: at most {} in {SETTLED_WINDOW:?}",
+        counts.max_rate_faults, counts.max_settled_requests
+    );
+    println!(
         "soak: quiet-period checks {}, failures {}",
         counts.checks,
         counts.failures.len()
@@ -663,7 +716,7 @@ fn inject_random_fault(
     down_until: &mut Option<Instant>,
 ) -> &'static str {
     let any_target = |rng: &mut Rng| rng.pick(&[Target::Any, Target::List, Target::Watch]);
-    match rng.below(15) {
+    match rng.below(16) {
         0 => {
             server.inject(
                 Target::Watch,
@@ -724,7 +777,15 @@ fn inject_random_fault(
         }
         11 => {
             server.disconnect_all();
-            "restart (all connections dropped)"
+            "all connections dropped"
+        }
+        14 => {
+            // kube-apiserver restarted with etcd kept: a new watch cache (watches from older
+            // versions get 410) while paged lists at older versions still answer old states.
+            server
+                .restart()
+                .unwrap_or_else(|e| panic!("the test API server cannot restart: {e}"));
+            "restart with history kept"
         }
         13 if down_until.is_none() => {
             // Away for a while (connections refused, changes go on), then back on the same
@@ -743,7 +804,9 @@ fn inject_random_fault(
         }
         _ => {
             server.compact();
-            server.disconnect_all();
+            server
+                .restart()
+                .unwrap_or_else(|e| panic!("the test API server cannot restart: {e}"));
             "restart with compaction"
         }
     }

@@ -510,6 +510,12 @@ impl ApiServer {
         self.shared.requests.lock().clone()
     }
 
+    /// How many requests came so far (cheaper than [`requests`](Self::requests)`.len()`:
+    /// for watching a client's request rate).
+    pub fn request_count(&self) -> usize {
+        self.shared.requests.lock().len()
+    }
+
     /// Stops accepting, drops every connection and joins every thread.
     pub fn stop(mut self) {
         self.shutdown();
