@@ -8,6 +8,12 @@
 //! `skipped: ...` unless `KUBE_E2E=1` is set and a kubeconfig (or an in-cluster service
 //! account) is found the way kubectl finds one (`KUBECONFIG`, `~/.kube/config`).
 //!
+//! One scenario needs an API server it may restart (a lab or kind cluster, never a shared
+//! one): `real_informer_recovers_after_an_apiserver_restart` runs only when
+//! `KUBE_E2E_RESTART` names a shell command that restarts kube-apiserver with etcd kept,
+//! and otherwise prints `skipped: needs a restartable API server`. Every other scenario
+//! needs only the rights to create a namespace (and, for one, a CRD).
+//!
 //! They touch only what they create: a namespace `kube-informer-e2e-<random>` (deleted at the
 //! end, also when a test fails, by a guard), the objects inside it, and for the custom
 //! resource test a CRD `widgets.e2e-<random>.kube-informer.test` (deleted the same way). The
@@ -292,6 +298,74 @@ fn informer_config() -> InformerConfig<DynamicObject> {
 
 // ---------------------------------------------------------------------------------------
 // The test bodies.
+
+/// (9) kube-apiserver restarts with its etcd kept (what a control plane's rolling upgrade
+/// does): the informer's watch gets 410, and it must get back to the present — every change
+/// made after the restart reaches the handler once, nothing deleted comes back — in a few
+/// lists, not a list → watch → 410 loop. `restart` restarts the API server and returns once
+/// it is asked to (the body waits until the server answers again).
+fn informer_recovers_after_an_apiserver_restart(env: &Env, restart: &dyn Fn()) {
+    let ns = TestNamespace::create(env);
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
+    let cm = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": ns.name}, "data": {"v": "0"}})
+    };
+    for name in ["kept", "doomed"] {
+        api.create(&PostParams::default(), &cm(name)).unwrap();
+    }
+    let inf = SharedIndexInformer::new(api.clone(), informer_config());
+    let rec = Recorder::default();
+    inf.add_event_handler(rec.clone()).unwrap();
+    inf.start().unwrap();
+    assert!(inf.wait_for_cache_sync(PATIENCE), "initial sync");
+    wait_until("watching", || inf.is_watching());
+    let lists_before = inf.health().reflector.lists;
+
+    restart();
+    wait_until("the API server answering again", || {
+        api.list(&ListParams::default()).is_ok()
+    });
+    let after = api.create(&PostParams::default(), &cm("after")).unwrap();
+    let kept = api
+        .patch(
+            "kept",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "1"}})),
+        )
+        .unwrap();
+    api.delete("doomed", &DeleteParams::default()).unwrap();
+    wait_until("the changes made after the restart", || {
+        rec.saw(&Seen::Add("after".into(), rv(&after))) && rec.saw_delete_of("doomed")
+    });
+    wait_converged(&api, &inf, &rec);
+    assert_eq!(rec.view().get("kept"), Some(&rv(&kept)));
+    let events = rec.events();
+    let count = |s: &Seen| events.iter().filter(|e| *e == s).count();
+    assert_eq!(
+        count(&Seen::Add("after".into(), rv(&after))),
+        1,
+        "{events:?}"
+    );
+    assert_eq!(count(&Seen::Delete("doomed".into())), 1, "{events:?}");
+    let gone_at = events
+        .iter()
+        .position(|e| *e == Seen::Delete("doomed".into()))
+        .unwrap();
+    assert!(
+        !events[gone_at + 1..].iter().any(|e| matches!(e,
+            Seen::Add(n, _) | Seen::Update(n, _, _) if n == "doomed")),
+        "the deleted object came back: {events:?}"
+    );
+    let health = inf.health().reflector;
+    let lists = health.lists - lists_before;
+    assert!(lists <= 3, "{lists} lists after the restart: {health:?}");
+    println!(
+        "e2e: back to the present after the restart in {lists} list(s), relists {:?}",
+        health.relists
+    );
+    inf.stop();
+}
 
 /// (1) ConfigMaps created, updated and deleted: the handler sees each, the cache converges.
 fn configmaps_seen_by_an_informer(env: &Env) {
@@ -1163,6 +1237,28 @@ fn real_discovery_and_a_metadata_only_informer() {
     }
 }
 
+/// Needs a kube-apiserver the suite may restart: `KUBE_E2E_RESTART` is a shell command that
+/// restarts it with etcd kept (for a kind cluster, for example
+/// `docker exec kind-control-plane sh -c 'crictl stop $(crictl ps -q --name kube-apiserver)'`).
+/// Skipped, saying so, without one.
+#[test]
+#[ignore = "needs a cluster whose API server it may restart: KUBE_E2E=1 KUBE_E2E_RESTART='...' cargo test --test e2e -- --ignored"]
+fn real_informer_recovers_after_an_apiserver_restart() {
+    let Some(env) = Env::real() else { return };
+    let Ok(command) = std::env::var("KUBE_E2E_RESTART") else {
+        println!("skipped: needs a restartable API server: set KUBE_E2E_RESTART to a shell command that restarts kube-apiserver (etcd kept)");
+        return;
+    };
+    informer_recovers_after_an_apiserver_restart(&env, &|| {
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .status()
+            .unwrap_or_else(|e| panic!("KUBE_E2E_RESTART could not run: {e}"));
+        assert!(status.success(), "KUBE_E2E_RESTART failed: {status}");
+    });
+}
+
 // ---------------------------------------------------------------------------------------
 // The same bodies against the test API server, in every `cargo test`.
 
@@ -1199,6 +1295,13 @@ fn fake_forbidden_is_an_error_with_its_status() {
 #[test]
 fn fake_two_electors_hand_over() {
     two_electors_hand_over(&Env::fake());
+}
+
+#[test]
+fn fake_informer_recovers_after_an_apiserver_restart() {
+    let env = Env::fake();
+    let server = env.fake.as_ref().expect("the test API server");
+    informer_recovers_after_an_apiserver_restart(&env, &|| server.restart().unwrap());
 }
 
 #[test]
