@@ -20,7 +20,7 @@ use super::lent_str::LentStr;
 
 /// One JSON value as text; always valid JSON. Cloning is cheap: the text is shared. The raw
 /// parts of one decoded object share one buffer (one allocation instead of one per part);
-/// see [`DynamicObject::compact`](super::DynamicObject::compact).
+/// see [`DynamicObject::compact`](crate::api::DynamicObject::compact).
 #[derive(Clone)]
 pub struct RawJson {
     buffer: Arc<str>,

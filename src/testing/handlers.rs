@@ -243,8 +243,16 @@ fn send_with<S: Peer>(
     outcome(http::write_response(peer, code, extra, body))
 }
 
+/// A failure Status; one that says when to retry carries it as `Retry-After` too, as
+/// kube-apiserver's error writer does.
 fn fail<S: Peer>(peer: &mut S, st: &Status) -> Outcome {
-    outcome(write_status(peer, st, &[]))
+    let retry_after = st
+        .details
+        .as_ref()
+        .and_then(|d| d.retry_after_seconds)
+        .filter(|s| *s > 0)
+        .map(|s| ("retry-after", s.to_string()));
+    outcome(write_status(peer, st, retry_after.as_slice()))
 }
 
 fn get<S: Peer>(

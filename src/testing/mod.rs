@@ -4,13 +4,22 @@
 //! It keeps objects of any resource path in memory under one increasing resourceVersion and
 //! serves them the way the captures of a real API server show:
 //! - **list** with `limit`/`continue` over a consistent snapshot, `remainingItemCount`,
-//!   `resourceVersion=0` served whole (limit ignored), `resourceVersionMatch=Exact`, and
-//!   continue tokens that expire (HTTP 410 with a fresh token) once the history has moved on;
-//! - **watch** from a resourceVersion, replaying the bounded event history; a version older
-//!   than the history gets HTTP 200 and one `ERROR` event with a 410 `Expired` Status;
-//!   bookmarks on request; `timeoutSeconds`; label and field selectors (objects moving in or
-//!   out of the selection come as ADDED/DELETED); streaming lists (`sendInitialEvents=true`)
-//!   closed by the `k8s.io/initial-events-end` bookmark, or refused like etcd 3.4 does;
+//!   and kube-apiserver's resourceVersion rules (see `read_versions.rs`, replayed against
+//!   the captured table in `tests/rv_matrix.rs`): `resourceVersion=0` served whole (limit
+//!   ignored); a paged list at a version, or `resourceVersionMatch=Exact`, is the state at
+//!   that version rebuilt from the history (410 once compacted); `NotOlderThan` and unpaged
+//!   lists at a version answer the present; a future version is 504 `Timeout`
+//!   (`ResourceVersionTooLarge`, `Retry-After: 1`); refused combinations are 422 and 400 as
+//!   the real server words them; continue tokens expire (HTTP 410 with a fresh token) once
+//!   the history has moved on;
+//! - **watch** from a resourceVersion inside the watch cache's window, replaying the event
+//!   history; an older version gets HTTP 200 and one `ERROR` event with a 410 `Expired`
+//!   Status; a watch from `0` or no version opens with the current state (closed by the
+//!   `k8s.io/initial-events-end` bookmark when bookmarks are allowed); bookmarks every
+//!   `bookmark_interval` and two seconds before `timeoutSeconds` runs out (none for shorter
+//!   watches); label and field selectors (objects moving in or out of the selection come as
+//!   ADDED/DELETED); streaming lists (`sendInitialEvents=true`) closed by the
+//!   initial-events-end bookmark, or refused like etcd 3.4 does;
 //! - **writes** over HTTP, as the v1.36 captures show them (see *Writes* below), and from
 //!   Rust ([`ApiServer::create`], ...);
 //! - **patches** by `Content-Type`: JSON patch (RFC 6902, every operation, with the real
@@ -31,7 +40,9 @@
 //!   Status body otherwise);
 //! - **faults** ([`Fault`], [`Target`]): error statuses (with `Retry-After`), connections
 //!   dropped after N events or bytes, garbage lines, stalls; [`ApiServer::compact`] for
-//!   expiry, [`ApiServer::disconnect_all`] for dropped connections, and
+//!   expiry, [`ApiServer::disconnect_all`] for dropped connections,
+//!   [`ApiServer::restart`] for a kube-apiserver restart with etcd kept (a new watch cache:
+//!   older watches get 410, Exact lists still read the history), and
 //!   [`ApiServer::go_down`] / [`ApiServer::come_back`] for a server that is away for a while
 //!   (connections refused) and restarts on the same port with the same objects.
 //!

@@ -419,7 +419,9 @@ impl ApiServer {
             .store(send, Ordering::SeqCst);
     }
 
-    /// Drops every open connection, as a server restart would; the objects stay.
+    /// Drops every open connection (a network blip, a load balancer or proxy restarting);
+    /// the objects, the history and the watch cache stay. For a restart of the API server
+    /// itself, see [`restart`](Self::restart).
     pub fn disconnect_all(&self) {
         for (_, s) in self.shared.conns.lock().drain() {
             let _ = s.shutdown(Shutdown::Both);
