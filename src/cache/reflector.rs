@@ -335,9 +335,10 @@ enum ListFrom {
     NotOlderThanLast,
 }
 
-/// A list or watch at a version older than this one is "recent": a relist that follows a
-/// list this recent waits its turn on the relist back-off, so that no sequence of answers
-/// (a watch that fails at once after every list, say) makes the reflector loop.
+/// A relist after a watch 410 that comes less than this long after the previous list first
+/// waits on the relist back-off, so that no sequence of answers (a watch that fails at once
+/// after every list, say) makes the reflector loop; after a longer healthy watch it comes at
+/// once.
 const RELIST_CALM: Duration = Duration::from_secs(120);
 
 /// Whether version `a` is newer than `b`. Versions are opaque to clients, but every
