@@ -129,6 +129,7 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
+mod crd;
 mod defaults;
 mod discovery;
 mod events;
@@ -141,10 +142,12 @@ mod metadata;
 mod patch;
 mod resources;
 mod scale;
+mod schema;
 mod server;
 mod store;
 mod strategic_merge;
 mod tls;
+mod validation;
 mod writes;
 
 pub use faults::{Fault, Target};

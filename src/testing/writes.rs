@@ -16,7 +16,7 @@ use super::store::{
     not_found, DeleteOptions, Deleted, FieldValidation, Filter, Store, TypeKey, WriteOptions,
     Written,
 };
-use crate::api::{Status, StatusDetails};
+use crate::api::{Status, StatusCause, StatusDetails};
 
 /// Where a write points (the handlers' route, without its helpers).
 pub(crate) struct Address<'a> {
@@ -120,6 +120,7 @@ fn delete_options(req: &Request) -> Result<DeleteOptions, Status> {
             .pointer("/preconditions/resourceVersion")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        d.orphan_dependents = v.get("orphanDependents").and_then(Value::as_bool);
         d.dry_run = v
             .get("dryRun")
             .and_then(Value::as_array)
@@ -134,13 +135,28 @@ fn delete_options(req: &Request) -> Result<DeleteOptions, Status> {
     if let Some(p) = req.param("propagationPolicy") {
         d.propagation = Some(p.to_owned());
     }
+    if let Some(o) = req.param("orphanDependents") {
+        d.orphan_dependents = Some(o == "true");
+    }
     if let Some(p) = d.propagation.as_deref() {
         if !matches!(p, "Foreground" | "Background" | "Orphan") {
-            return Err(Status::failure(
+            let why = format!("Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"");
+            let mut st = Status::failure(
                 422,
                 "Invalid",
-                format!("DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
-            ));
+                format!("DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: {why}"),
+            );
+            st.details = Some(StatusDetails {
+                group: Some("meta.k8s.io".into()),
+                kind: Some("DeleteOptions".into()),
+                causes: vec![StatusCause {
+                    reason: "FieldValueNotSupported".into(),
+                    message: why,
+                    field: "propagationPolicy".into(),
+                }],
+                ..Default::default()
+            });
+            return Err(st);
         }
     }
     d.dry_run |= dry_run(req.param("dryRun"))?;
@@ -296,6 +312,12 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
     let mut store = shared.store.lock();
     let deleted = store.delete_with(t.tk, t.namespace, name, &d)?;
     let is_pod = t.tk.group.is_empty() && t.tk.plural == "pods";
+    // An object that stays answers 202 when the (deprecated) orphanDependents=false asked
+    // for its dependents to go: the real handler's rule, kept for old clients.
+    let code = match deleted {
+        Deleted::Pending(_) if d.orphan_dependents == Some(false) => 202,
+        _ => 200,
+    };
     let body = match deleted {
         Deleted::Pending(s) => store.collection(t.tk).with_type_meta(&s.json),
         Deleted::Gone(s) if is_pod => store.collection(t.tk).with_type_meta(&s.json),
@@ -319,7 +341,7 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
         }
     };
     Ok(Answer {
-        code: 200,
+        code,
         body,
         warnings: Vec::new(),
     })
