@@ -82,7 +82,7 @@ impl FieldSet {
         node.member = true;
     }
 
-    #[cfg(test)]
+    /// Whether the field at `path` is owned.
     pub fn contains(&self, path: &[String]) -> bool {
         let mut node = self;
         for p in path {
