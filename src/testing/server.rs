@@ -332,7 +332,9 @@ impl ApiServer {
         Ok(stored)
     }
 
-    /// Replaces an object, as `PUT` would (a `metadata.resourceVersion` must be current).
+    /// Replaces an object, as `PUT` would (a `metadata.resourceVersion` must be current). An
+    /// update that changes nothing keeps the object's resourceVersion and sends no event, as
+    /// on a real server ([`touch`](Self::touch) makes an event without a change).
     pub fn update(&self, ar: &ApiResource, object: Value) -> Result<Value, Status> {
         let ns = self.namespace_of(ar, &object);
         let name = object
@@ -343,7 +345,8 @@ impl ApiServer {
         self.write(|s| s.update(&TypeKey::of(ar), ns.as_deref(), &name, object))
     }
 
-    /// Applies a JSON merge patch to an object.
+    /// Applies a JSON merge patch to an object (one that changes nothing: no new version,
+    /// no event).
     pub fn patch(
         &self,
         ar: &ApiResource,
