@@ -446,7 +446,9 @@ fn a_bound_pod_stays_terminating_for_its_grace_period() {
         "no kubelet: it stays"
     );
 
-    // A second delete with grace 0 finishes it (what `kubectl delete --force` does).
+    // A second delete with grace 0 finishes it (what `kubectl delete --force` does): marked
+    // again with grace 0 (MODIFIED), then gone (DELETED), as v1.36 does it
+    // (`tests/fixtures/semantics/write-matrix.json`, step `pod-delete-bound-grace0`).
     let rv = server.resource_version();
     let force = send(
         &server,
@@ -459,7 +461,7 @@ fn a_bound_pod_stays_terminating_for_its_grace_period() {
     assert!(server.get(&pods(), Some("fx-del"), "pod-bound").is_none());
     assert_eq!(
         types(&events_after(&server, "/api/v1/pods", rv)),
-        ["DELETED"]
+        ["MODIFIED", "DELETED"]
     );
 }
 

@@ -65,7 +65,7 @@ pub(crate) struct ApplyRequest<'a> {
 }
 
 /// The 422 for an apply without `fieldManager`.
-fn field_manager_required() -> Status {
+pub(crate) fn field_manager_required() -> Status {
     let mut st = Status::failure(
         422,
         "Invalid",
@@ -259,7 +259,7 @@ fn drop_nulls(v: &mut Value) {
 
 /// How the server names a manager in a conflict: `"alice"`, `"kubelet" with subresource
 /// "status"`, and for an `Update` entry `"kubectl-create" using v1 at 2026-11-23T04:37:17Z`.
-fn print_manager(e: &Entry) -> String {
+pub(crate) fn print_manager(e: &Entry) -> String {
     let mut s = format!("{:?}", e.manager);
     if !e.subresource.is_empty() {
         s.push_str(&format!(" with subresource {:?}", e.subresource));
@@ -295,11 +295,11 @@ pub(crate) fn print_path(path: &[String]) -> String {
 
 /// One conflict: who owns the field (the sort key of the manager, then how it is printed)
 /// and the field.
-type Conflict = ((String, String, String, String), String, Vec<String>);
+pub(crate) type Conflict = ((String, String, String, String), String, Vec<String>);
 
 /// The 409 of an apply with conflicts. One conflict is one line; several are grouped by
 /// manager (`conflicts with "alice":` then `- .data.a` per field), as the real server words it.
-fn conflict_status(mut conflicts: Vec<Conflict>) -> Status {
+pub(crate) fn conflict_status(mut conflicts: Vec<Conflict>) -> Status {
     conflicts.sort();
     let n = conflicts.len();
     let message = if let [(_, who, path)] = conflicts.as_slice() {

@@ -20,8 +20,8 @@
 //!   always-present structs of the built-in types, recognised by name (`metadata`, `spec`,
 //!   `status`, `template`, `strategy`); a few atomic structs are recognised by name
 //!   (`involvedObject`, `regarding`, `related`, a label selector `selector`);
-//! - no defaulting: fields the real server fills in on a write (`imagePullPolicy`, ...) are
-//!   neither in the object nor in the entries;
+//! - only the defaults of `defaults.rs` are filled in, owned by the writer that caused them
+//!   as on a real server;
 //! - `metadata.managedFields` sent in a body are taken as the starting point, as given (an
 //!   empty list keeps the stored ones).
 
@@ -82,7 +82,7 @@ impl FieldSet {
         node.member = true;
     }
 
-    #[cfg(test)]
+    /// Whether the field at `path` is owned.
     pub fn contains(&self, path: &[String]) -> bool {
         let mut node = self;
         for p in path {

@@ -31,8 +31,7 @@
 //!   with other writers as they would on a real cluster. The test server has no OpenAPI
 //!   schema: which lists are keyed (and by what) is decided by field name for built-in
 //!   resources (`containers` by `name`, `conditions` by `type`, ...) and every list of a
-//!   custom resource is atomic; only container and pod-condition defaults are filled in;
-//!   values are not validated;
+//!   custom resource is atomic; a few defaults are filled in (see `defaults.rs`);
 //! - **discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/G`, `/apis/G/V` and
 //!   aggregated discovery with ETags, for the built-ins of a real server and every registered
 //!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
@@ -65,39 +64,65 @@
 //!
 //! # Writes
 //!
+//! As kube-apiserver v1.36.2 answers them: `tests/write_matrix.rs` replays the 179 steps of
+//! `tests/fixtures/semantics/write-matrix.json` over HTTP and compares every answer, warning,
+//! stored object and watch event.
+//!
 //! - **create** (201), **update** (PUT; a `metadata.resourceVersion` and a `metadata.uid`
-//!   in the body are preconditions, 409 otherwise), **patch** (the four types by
+//!   in the body are preconditions, 409 otherwise; a custom resource cannot be updated
+//!   without a resourceVersion, 422, while a built-in can), **patch** (the four types by
 //!   `Content-Type`, 415 for others such as `application/json`; see `patch.rs`), **delete**
 //!   and **deletecollection**.
+//! - A write that changes nothing (the same PUT, patch or apply again, a `/status` write of
+//!   what `/status` does not take, a main-resource write of only `status` when the status
+//!   subresource exists, a `/scale` write of the current replicas) answers 200 with the
+//!   object at its SAME resourceVersion and sends no watch event (Rust-side writes too).
+//! - **Validation** (422 `Invalid`, a cause per problem; see `validation.rs`): names (a
+//!   DNS-1123 subdomain for built-ins, a path segment for custom resources; name or
+//!   generateName required), label keys and values, a `/scale` write's replicas (>= 0), and
+//!   a custom resource against its CRD's schema (`schema.rs`: types, bounds, lengths,
+//!   `enum`, `required`). The CRD comes from
+//!   [`ApiServerBuilder::custom_resource_definition`], which also declares its scope and
+//!   subresources.
 //! - Options: `dryRun=All` answers as if written and changes nothing (a create answers 201
 //!   with a uid and creationTimestamp but no resourceVersion; no watch event);
 //!   `generateName` (prefix + 5 characters of the API server's alphabet, drawn again on a
 //!   clash); `fieldValidation` `Strict` (400 listing every unknown field), `Warn` (the
 //!   default: the fields are dropped and each gets a `Warning: 299 - "unknown field \"f\""`
-//!   response header) or `Ignore` (dropped silently); `fieldManager` (managed fields).
+//!   response header) or `Ignore` (dropped silently); a custom resource with a schema is
+//!   pruned below the top level too (`unknown field "spec.bogus"`), and an apply carrying
+//!   unknown fields is the real server's HTTP 500, whatever `fieldValidation` says;
+//!   `fieldManager` (managed fields).
 //! - `metadata.generation` for pods, the workloads and custom resources only: 1 on create,
 //!   +1 when `spec` changes and when a deletion marks the object.
-//! - Deletes read `DeleteOptions` from a JSON body and `gracePeriodSeconds`,
+//! - Deletes read `DeleteOptions` from a JSON body and `gracePeriodSeconds`, `orphanDependents`,
 //!   `propagationPolicy`, `dryRun` from the query. Preconditions (uid, resourceVersion) fail
 //!   with the captured 409 (whose `details.kind` is the Kind). An object with finalizers, or
 //!   deleted with `Foreground` / `Orphan` (finalizer `foregroundDeletion` / `orphan` added),
 //!   stays with `deletionTimestamp` and `deletionGracePeriodSeconds: 0` and is answered as
-//!   it is (a MODIFIED event); deleting it again answers the same object unchanged. A pod
-//!   with `spec.nodeName` and no grace given stays Terminating with its grace period
-//!   (`spec.terminationGracePeriodSeconds`, default 30); with grace 0, or unscheduled, a pod
-//!   is marked (MODIFIED) then removed (DELETED), and the answer is the pod as deleted.
+//!   it is (a MODIFIED event; 202 instead of 200 when `orphanDependents: false` was given).
+//!   Deleting it again answers the same object unchanged, unless a propagation policy
+//!   changes the garbage collector's finalizers (`Background` drops `foregroundDeletion` and
+//!   `orphan`; an object left without finalizers is deleted at once). A pod with
+//!   `spec.nodeName` and no grace given stays Terminating with its grace period
+//!   (`spec.terminationGracePeriodSeconds`, default 30); with grace 0 (also when already
+//!   Terminating), or unscheduled, a pod is marked (MODIFIED) then removed (DELETED), and the
+//!   answer is the pod as deleted.
 //!   Anything else is removed (DELETED) and answered with a `Status` of `Success` naming it.
 //!   An update or patch that removes the last finalizer of an object being deleted (with no
-//!   grace period left: `deletionGracePeriodSeconds: 0`) deletes it (DELETED); one that adds
+//!   grace period left: `deletionGracePeriodSeconds: 0`) deletes it (one DELETED event) and
+//!   answers the object as that write left it at its PREVIOUS resourceVersion; one that adds
 //!   a finalizer to it is refused (422, as the real server).
 //! - `deletecollection` (DELETE on a collection, label and field selectors): every selected
 //!   object deleted as above; the answer is a `<Kind>List` of them as they were, at the
 //!   version after the deletions.
 //! - Subresources ([`Subresources`], declared with [`ApiServerBuilder::subresources`];
 //!   defaults follow the real built-ins, none for custom resources): `status` (GET: the
-//!   whole object; PUT/PATCH change only `status`, for pods also labels and annotations;
-//!   writes to the main resource keep the stored `status`) and `scale` (an `autoscaling/v1`
-//!   `Scale` from the object's replicas and selector; PUT/PATCH set the object's replicas).
+//!   whole object; PUT/PATCH change only `status`, and of the metadata a built-in's take the
+//!   annotations (not the labels; pods: both), a custom resource's nothing; writes to the
+//!   main resource keep the stored `status`) and `scale` (an `autoscaling/v1` `Scale` from
+//!   the object's replicas and selector; PUT/PATCH/apply set the object's replicas, with the
+//!   Scale's managed fields as the real server keeps them: see `scale.rs`).
 //!   Other subresources are 404.
 //! - Events (`events.rs`): an `events.k8s.io/v1` Event written without `eventTime` is
 //!   refused with the captured 422; written Events get the fields the real server adds
@@ -108,12 +133,18 @@
 //! - Built-in or custom is decided by the group ([`is_builtin_group`]), not by discovery.
 //! - Known fields (for `fieldValidation`): `ObjectMeta`'s fields for every resource, plus a
 //!   table of top-level fields for ConfigMap, Secret, Pod, the workloads, Service, Node,
-//!   Namespace, Lease and both Events; `spec` and `status` for a custom resource unless
-//!   [`ApiServerBuilder::schema_fields`] declares others; other built-ins are not checked.
-//!   Nothing below the top level is checked (no schema), and unknown fields are reported in
+//!   Namespace, Lease and both Events; a custom resource's CRD schema, else `spec` and
+//!   `status` unless [`ApiServerBuilder::schema_fields`] declares others; other built-ins
+//!   are not checked, and no built-in below its top level. Unknown fields are reported in
 //!   alphabetical order (the real server: in the order of the body; the captures agree).
-//! - Almost no defaulting (only the container and pod-condition defaults of `defaults.rs`)
-//!   and no validation of the objects themselves (no `Invalid` for a bad label value).
+//! - The built-in types are not modelled: only the defaults of `defaults.rs` (containers,
+//!   pod specs, Deployments) are filled in, and a built-in object's own fields are not
+//!   validated (only its metadata and, through `/scale`, its replicas): a Deployment whose
+//!   selector does not match its template is accepted. Schema keywords `pattern`, `format`,
+//!   CEL rules and `oneOf`/`anyOf` are not checked. How often an update reports a bad
+//!   label (four causes) is taken from the capture of an apply.
+//! - No admission: nothing of what admission plugins add (a pod's service account,
+//!   tolerations, priority) and no quota or policy checks.
 //! - An HTTP create of a resource with the status subresource starts its status afresh
 //!   only for custom resources (dropped), pods (`Pending` and the QoS class) and Deployments
 //!   (empty); other kinds keep the `status` they are given.
@@ -121,11 +152,9 @@
 //!   removes them; no kubelet: a Terminating pod stays until deleted with grace 0. A second
 //!   delete of an object being deleted changes nothing (the real server may shorten a pod's
 //!   grace period; here only grace 0 does, removing it).
-//! - A write that removes the last finalizer sends one DELETED event carrying the object as
-//!   that write left it.
 //! - The `Scale` view: `spec.replicas` left out when 0 (`omitempty`), `status.replicas` 0
 //!   when the object has none, the selector made of `matchLabels` only (`matchExpressions`
-//!   are left out); apply on `/scale` is not supported.
+//!   are left out).
 //! - Rust-side writes ([`ApiServer::create`], [`ApiServer::update`], [`ApiServer::patch`])
 //!   set the whole object as given (status included, no field validation, no managed
 //!   fields), like a test fixture; [`ApiServer::delete`] removes an object at once with one
@@ -140,6 +169,7 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
+mod crd;
 mod defaults;
 mod discovery;
 mod events;
@@ -153,10 +183,12 @@ mod patch;
 mod read_versions;
 mod resources;
 mod scale;
+mod schema;
 mod server;
 mod store;
 mod strategic_merge;
 mod tls;
+mod validation;
 mod writes;
 
 pub use faults::{Fault, Target};

@@ -204,6 +204,8 @@ pub(crate) struct ResourceInfo {
     pub generation: bool,
     /// Known top-level fields; `None`: anything goes (no unknown-field checks).
     pub fields: Option<Vec<String>>,
+    /// A structural schema (a CRD's `openAPIV3Schema`): validation and pruning.
+    pub schema: Option<Value>,
 }
 
 impl ResourceInfo {
@@ -229,6 +231,7 @@ impl ResourceInfo {
             subresources,
             generation: !builtin || WITH_GENERATION.contains(&p),
             fields,
+            schema: None,
         }
     }
 
@@ -239,9 +242,9 @@ impl ResourceInfo {
         obj: &mut serde_json::Map<String, Value>,
         drop: bool,
     ) -> Vec<String> {
-        let Some(fields) = &self.fields else {
+        if self.schema.is_none() && self.fields.is_none() {
             return Vec::new();
-        };
+        }
         let mut unknown = Vec::new();
         if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
             let extra: Vec<String> = meta
@@ -256,6 +259,12 @@ impl ResourceInfo {
                 unknown.push(format!("metadata.{k}"));
             }
         }
+        if let Some(schema) = &self.schema {
+            unknown.extend(super::schema::unknown_fields(schema, obj, drop));
+            unknown.sort();
+            return unknown;
+        }
+        let fields = self.fields.as_deref().unwrap_or_default();
         let extra: Vec<String> = obj
             .keys()
             .filter(|k| {

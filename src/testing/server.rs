@@ -36,6 +36,8 @@ pub struct ApiServerBuilder {
     pub(crate) resources: Vec<ApiResource>,
     subresources: Vec<(ApiResource, Subresources)>,
     schemas: Vec<(ApiResource, Vec<String>)>,
+    /// Structural schemas (a CRD's `openAPIV3Schema`) by resource.
+    openapi_schemas: Vec<(ApiResource, Value)>,
     pub(crate) short_names: Vec<(ApiResource, Vec<String>)>,
 }
 
@@ -51,6 +53,7 @@ impl Default for ApiServerBuilder {
             resources: Vec::new(),
             subresources: Vec::new(),
             schemas: Vec::new(),
+            openapi_schemas: Vec::new(),
             short_names: Vec::new(),
         }
     }
@@ -129,6 +132,37 @@ impl ApiServerBuilder {
         self.short_names
             .push((ar.clone(), names.iter().map(|n| (*n).to_owned()).collect()));
         self
+    }
+
+    /// Serves a custom resource as its `apiextensions.k8s.io/v1` CustomResourceDefinition
+    /// describes it: names and scope, the `status` and `scale` subresources, and the storage
+    /// version's `openAPIV3Schema` (objects are validated against it and its undeclared
+    /// fields pruned; see `schema.rs`). An error names what the definition lacks.
+    ///
+    /// ```
+    /// use kube_informer::testing::ApiServer;
+    /// let crd = serde_json::json!({"spec": {"group": "lab.example.com", "scope": "Namespaced",
+    ///     "names": {"plural": "widgets", "kind": "Widget"},
+    ///     "versions": [{"name": "v1", "served": true, "storage": true,
+    ///         "subresources": {"status": {}},
+    ///         "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+    ///             "spec": {"type": "object", "properties": {"size": {"type": "integer", "minimum": 0}}}}}}}]}});
+    /// let server = ApiServer::builder().custom_resource_definition(&crd).unwrap().start();
+    /// # drop(server);
+    /// ```
+    pub fn custom_resource_definition(mut self, crd: &Value) -> Result<Self, String> {
+        let d = super::crd::parse(crd)?;
+        self.resources.push(d.resource.clone());
+        self.subresources
+            .push((d.resource.clone(), d.subresources.clone()));
+        if !d.short_names.is_empty() {
+            self.short_names
+                .push((d.resource.clone(), d.short_names.clone()));
+        }
+        if let Some(schema) = d.schema {
+            self.openapi_schemas.push((d.resource, schema));
+        }
+        Ok(self)
     }
 
     /// Starts the server on `127.0.0.1` with a free port.
@@ -214,6 +248,9 @@ impl ApiServer {
         for (ar, f) in &opts.schemas {
             store.configure(&TypeKey::of(ar), None, Some(f));
         }
+        for (ar, schema) in &opts.openapi_schemas {
+            store.collection(&TypeKey::of(ar)).info.schema = Some(schema.clone());
+        }
         let shared = Arc::new(Shared {
             store: Mutex::new(store),
             changed: Condvar::new(),
@@ -295,7 +332,9 @@ impl ApiServer {
         Ok(stored)
     }
 
-    /// Replaces an object, as `PUT` would (a `metadata.resourceVersion` must be current).
+    /// Replaces an object, as `PUT` would (a `metadata.resourceVersion` must be current). An
+    /// update that changes nothing keeps the object's resourceVersion and sends no event, as
+    /// on a real server ([`touch`](Self::touch) makes an event without a change).
     pub fn update(&self, ar: &ApiResource, object: Value) -> Result<Value, Status> {
         let ns = self.namespace_of(ar, &object);
         let name = object
@@ -306,7 +345,8 @@ impl ApiServer {
         self.write(|s| s.update(&TypeKey::of(ar), ns.as_deref(), &name, object))
     }
 
-    /// Applies a JSON merge patch to an object.
+    /// Applies a JSON merge patch to an object (one that changes nothing: no new version,
+    /// no event).
     pub fn patch(
         &self,
         ar: &ApiResource,

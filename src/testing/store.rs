@@ -18,7 +18,8 @@ use serde_json::{Map, Value};
 
 use super::patch::merge_patch;
 use super::resources::{is_builtin_group, ResourceInfo, Subresources};
-use crate::api::{ApiResource, LabelSelector, Status, StatusCause, StatusDetails, StringMap};
+use super::validation::{self, FieldError, Write};
+use crate::api::{ApiResource, LabelSelector, Status, StatusDetails, StringMap};
 
 /// `namespace/name`, or `name` for cluster-scoped objects: etcd's key order.
 pub(crate) type Key = String;
@@ -113,6 +114,9 @@ pub(crate) struct DeleteOptions {
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
     pub dry_run: bool,
+    /// `orphanDependents` (deprecated, still honoured for the answer's code: `false` on an
+    /// object that stays answers 202 Accepted).
+    pub orphan_dependents: Option<bool>,
     /// A Rust-side delete ([`ApiServer::delete`](super::ApiServer::delete)): an object no
     /// finalizer holds goes with one DELETED event, pods too (no marking first).
     pub fixture: bool,
@@ -618,13 +622,15 @@ impl Store {
                 name
             }
             (None, None) => {
-                return Err(Status::failure(
-                    422,
-                    "Invalid",
-                    format!("{} \"\" is invalid: metadata.name: Required value: name or generateName is required", self.collection(tk).kind),
-                ))
+                let e = FieldError::required("metadata.name", "name or generateName is required");
+                return Err(self.invalid(tk, "", &[e]));
             }
         };
+        if !o.fixture {
+            let mut named = metadata_of(&mut obj).clone();
+            named.insert("name".into(), name.clone().into());
+            self.validate(tk, &obj, &named, Write::Create, &name)?;
+        }
         let key = make_key(&namespace, &name);
         if self.collection(tk).objects.contains_key(&key) {
             return Err(resource_status(
@@ -704,8 +710,27 @@ impl Store {
             }
         }
         check_namespace(meta, ns)?;
-        if let Some(rv) = meta.get("resourceVersion").and_then(Value::as_str) {
-            if !rv.is_empty() && rv != current.rv.to_string() {
+        let body_rv = meta
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .filter(|rv| !rv.is_empty());
+        if body_rv.is_none() && !o.fixture && !self.collection(tk).info.builtin {
+            // Custom resources do not allow unconditional updates.
+            let e = FieldError::invalid(
+                "metadata.resourceVersion",
+                &Value::from(0),
+                "must be specified for an update",
+            );
+            return Err(validation::invalid(
+                &resource_name(tk),
+                &tk.plural,
+                &tk.group,
+                name,
+                &[e],
+            ));
+        }
+        if let Some(rv) = body_rv {
+            if rv != current.rv.to_string() {
                 return Err(conflict(tk, name));
             }
         }
@@ -805,9 +830,22 @@ impl Store {
                 ));
             }
         }
+        if !o.fixture {
+            let meta = metadata_of(&mut obj).clone();
+            self.validate(tk, &obj, &meta, Write::Update, name)?;
+        }
         self.record_managed_fields(tk, Some(&old), &mut obj, o);
         if finishes_deletion {
-            let stored = self.commit(
+            // The answer is the object as this write left it, at the version it had before
+            // (the real server answers with what it read before the deletion; the watch sees
+            // one DELETED).
+            let answer = seal(
+                obj.clone(),
+                Some(current.rv),
+                namespace.clone(),
+                name.to_owned(),
+            );
+            self.commit(
                 tk,
                 EventType::Deleted,
                 key,
@@ -817,7 +855,17 @@ impl Store {
                 name.to_owned(),
                 o.dry_run,
             );
-            return Ok(Written { stored, warnings });
+            return Ok(Written {
+                stored: answer,
+                warnings,
+            });
+        }
+        if unchanged(&old, &obj) {
+            // Nothing to write: etcd is not touched, so no new version and no event.
+            return Ok(Written {
+                stored: current,
+                warnings,
+            });
         }
         let stored = self.commit(
             tk,
@@ -909,21 +957,7 @@ impl Store {
         let is_pod = tk.group.is_empty() && tk.plural == "pods";
         let mut finalizers = string_list(meta.get("finalizers"));
         if meta.contains_key("deletionTimestamp") {
-            // Deleted before: the same object, unchanged, unless a pod's grace is cut to 0.
-            if !(is_pod && d.grace_period == Some(0) && finalizers.is_empty()) {
-                return Ok(Deleted::Pending(current));
-            }
-            let stored = self.commit(
-                tk,
-                EventType::Deleted,
-                key,
-                obj,
-                Some(current),
-                namespace,
-                name.to_owned(),
-                d.dry_run,
-            );
-            return Ok(Deleted::Gone(stored));
+            return Ok(self.delete_again(tk, key, current, obj, d, finalizers));
         }
         let grace = if is_pod {
             let spec = obj.get("spec");
@@ -1002,6 +1036,98 @@ impl Store {
             d.dry_run,
         );
         Ok(Deleted::Gone(stored))
+    }
+
+    /// A delete of an object already being deleted. A propagation policy sets the garbage
+    /// collector's finalizers as a first delete would (`Background` takes `orphan` and
+    /// `foregroundDeletion` off, `Foreground` and `Orphan` put theirs on instead of the
+    /// other's), and an object left without finalizers goes. A pod in its grace period
+    /// deleted with grace 0 is marked again (MODIFIED) and goes (DELETED). Anything else
+    /// answers the object as it is, unchanged.
+    fn delete_again(
+        &mut self,
+        tk: &TypeKey,
+        key: Key,
+        current: Stored,
+        mut obj: Map<String, Value>,
+        d: &DeleteOptions,
+        finalizers: Vec<String>,
+    ) -> Deleted {
+        let (namespace, name) = (current.namespace.clone(), current.name.clone());
+        let is_pod = tk.group.is_empty() && tk.plural == "pods";
+        let mut wanted = finalizers.clone();
+        match d.propagation.as_deref() {
+            Some("Background") => wanted.retain(|f| f != "orphan" && f != "foregroundDeletion"),
+            Some("Foreground") => {
+                wanted.retain(|f| f != "orphan");
+                if !wanted.iter().any(|f| f == "foregroundDeletion") {
+                    wanted.push("foregroundDeletion".into());
+                }
+            }
+            Some("Orphan") => {
+                wanted.retain(|f| f != "foregroundDeletion");
+                if !wanted.iter().any(|f| f == "orphan") {
+                    wanted.push("orphan".into());
+                }
+            }
+            _ => {}
+        }
+        if wanted != finalizers {
+            let meta = metadata_of(&mut obj);
+            if wanted.is_empty() {
+                meta.remove("finalizers");
+                let stored = self.commit(
+                    tk,
+                    EventType::Deleted,
+                    key,
+                    obj,
+                    Some(current),
+                    namespace,
+                    name,
+                    d.dry_run,
+                );
+                return Deleted::Gone(stored);
+            }
+            meta.insert("finalizers".into(), wanted.into());
+            let stored = self.commit(
+                tk,
+                EventType::Modified,
+                key,
+                obj,
+                Some(current),
+                namespace,
+                name,
+                d.dry_run,
+            );
+            return Deleted::Pending(stored);
+        }
+        if !(is_pod && d.grace_period == Some(0) && finalizers.is_empty()) {
+            return Deleted::Pending(current);
+        }
+        let meta = metadata_of(&mut obj);
+        meta.insert("deletionTimestamp".into(), rfc3339_now().into());
+        meta.insert("deletionGracePeriodSeconds".into(), 0.into());
+        let marked = self.commit(
+            tk,
+            EventType::Modified,
+            key.clone(),
+            obj.clone(),
+            Some(current),
+            namespace.clone(),
+            name.clone(),
+            d.dry_run,
+        );
+        let stored = self.commit(
+            tk,
+            EventType::Deleted,
+            key,
+            obj,
+            Some(marked),
+            namespace,
+            name,
+            d.dry_run,
+        );
+        Deleted::Gone(stored)
     }
 
     /// `deletecollection`: deletes every object of `ns` (all namespaces when `None`) that
@@ -1083,6 +1209,39 @@ impl Store {
         });
         let old = old_defaulted.as_ref().or(old);
         super::managed_fields::record_update_map(old, obj, &w);
+    }
+
+    /// The 422 for `errors` of an object of `tk` named `name`.
+    fn invalid(&mut self, tk: &TypeKey, name: &str, errors: &[FieldError]) -> Status {
+        let kind = self.collection(tk).kind.clone();
+        validation::invalid(
+            &validation::qualified(&kind, &tk.group),
+            &kind,
+            &tk.group,
+            name,
+            errors,
+        )
+    }
+
+    /// Validates an HTTP write's object: its metadata `meta` (see `validation`) and, for a
+    /// custom resource with a schema, its values (see `schema`).
+    fn validate(
+        &mut self,
+        tk: &TypeKey,
+        obj: &Map<String, Value>,
+        meta: &Map<String, Value>,
+        write: Write,
+        name: &str,
+    ) -> Result<(), Status> {
+        let info = &self.collection(tk).info;
+        let mut errors = validation::object_meta(info.builtin, meta, write);
+        if let Some(schema) = &info.schema {
+            errors.extend(super::schema::validate(schema, obj));
+        }
+        if errors.is_empty() {
+            return Ok(());
+        }
+        Err(self.invalid(tk, name, &errors))
     }
 
     /// Unknown fields of a write: refused (`Strict`), dropped with one warning each (`Warn`),
@@ -1271,30 +1430,24 @@ fn precondition_failed(kind: &str, name: &str, why: String) -> Status {
     )
 }
 
-/// The 422 for finalizers added to an object that is being deleted.
+/// The 422 for finalizers added to an object that is being deleted: reported by both of an
+/// update's metadata checks (see `validation`).
 fn new_finalizers_forbidden(tk: &TypeKey, kind: &str, name: &str, added: &[&String]) -> Status {
     let list: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
-    let why = format!(
-        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-        list.join(", ")
+    let e = FieldError::forbidden(
+        "metadata.finalizers",
+        &format!(
+            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+            list.join(", ")
+        ),
     );
-    let mut st = Status::failure(
-        422,
-        "Invalid",
-        format!("{kind} \"{name}\" is invalid: metadata.finalizers: {why}"),
-    );
-    st.details = Some(StatusDetails {
-        name: Some(name.to_owned()),
-        group: Some(tk.group.clone()).filter(|g| !g.is_empty()),
-        kind: Some(kind.to_owned()),
-        causes: vec![StatusCause {
-            reason: "FieldValueForbidden".into(),
-            message: why,
-            field: "metadata.finalizers".into(),
-        }],
-        ..Default::default()
-    });
-    st
+    validation::invalid(
+        &validation::qualified(kind, &tk.group),
+        kind,
+        &tk.group,
+        name,
+        &[e.clone(), e],
+    )
 }
 
 /// The strings of a JSON list (finalizers); anything else is empty.
@@ -1308,9 +1461,10 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A write through `/status`: the stored object with the body's `status` (and, for pods, its
-/// labels and annotations, as the real pod status strategy allows); the rest of the body is
-/// ignored.
+/// A write through `/status`: the stored object with the body's `status`; of the body's
+/// metadata, built-ins take the annotations (the real status strategies reset everything
+/// else of the metadata), pods also the labels, custom resources nothing. The rest of the
+/// body is ignored.
 fn status_write(
     tk: &TypeKey,
     old: &Map<String, Value>,
@@ -1326,15 +1480,39 @@ fn status_write(
     if let Some(rv) = body_meta.get("resourceVersion") {
         meta.insert("resourceVersion".into(), rv.clone());
     }
-    if tk.group.is_empty() && tk.plural == "pods" {
-        for f in ["labels", "annotations"] {
-            match body_meta.get(f) {
-                Some(v) => meta.insert(f.into(), v.clone()),
-                None => meta.remove(f),
-            };
-        }
+    let taken: &[&str] = if tk.group.is_empty() && tk.plural == "pods" {
+        &["labels", "annotations"]
+    } else if is_builtin_group(&tk.group) {
+        &["annotations"]
+    } else {
+        &[]
+    };
+    for f in taken {
+        match body_meta.get(*f) {
+            Some(v) => meta.insert((*f).into(), v.clone()),
+            None => meta.remove(*f),
+        };
     }
     next
+}
+
+/// Whether a write leaves an object as it was: equal but for its resourceVersion and the
+/// times of its managed fields (which the real server does not bump for a write that changes
+/// nothing).
+fn unchanged(old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
+    fn comparable(o: &Map<String, Value>) -> Map<String, Value> {
+        let mut o = o.clone();
+        if let Some(Value::Object(meta)) = o.get_mut("metadata") {
+            meta.remove("resourceVersion");
+            if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
+                for e in entries.iter_mut().filter_map(Value::as_object_mut) {
+                    e.remove("time");
+                }
+            }
+        }
+        o
+    }
+    comparable(old) == comparable(new)
 }
 
 fn make_key(namespace: &str, name: &str) -> Key {

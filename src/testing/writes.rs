@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use super::http::Request;
+use super::managed_fields;
 use super::patch;
 use super::scale;
 use super::server::Shared;
@@ -16,7 +17,7 @@ use super::store::{
     not_found, DeleteOptions, Deleted, FieldValidation, Filter, Store, TypeKey, WriteOptions,
     Written,
 };
-use crate::api::{Status, StatusDetails};
+use crate::api::{Status, StatusCause, StatusDetails};
 
 /// Where a write points (the handlers' route, without its helpers).
 pub(crate) struct Address<'a> {
@@ -120,6 +121,7 @@ fn delete_options(req: &Request) -> Result<DeleteOptions, Status> {
             .pointer("/preconditions/resourceVersion")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        d.orphan_dependents = v.get("orphanDependents").and_then(Value::as_bool);
         d.dry_run = v
             .get("dryRun")
             .and_then(Value::as_array)
@@ -134,13 +136,28 @@ fn delete_options(req: &Request) -> Result<DeleteOptions, Status> {
     if let Some(p) = req.param("propagationPolicy") {
         d.propagation = Some(p.to_owned());
     }
+    if let Some(o) = req.param("orphanDependents") {
+        d.orphan_dependents = Some(o == "true");
+    }
     if let Some(p) = d.propagation.as_deref() {
         if !matches!(p, "Foreground" | "Background" | "Orphan") {
-            return Err(Status::failure(
+            let why = format!("Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"");
+            let mut st = Status::failure(
                 422,
                 "Invalid",
-                format!("DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
-            ));
+                format!("DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: {why}"),
+            );
+            st.details = Some(StatusDetails {
+                group: Some("meta.k8s.io".into()),
+                kind: Some("DeleteOptions".into()),
+                causes: vec![StatusCause {
+                    reason: "FieldValueNotSupported".into(),
+                    message: why,
+                    field: "propagationPolicy".into(),
+                }],
+                ..Default::default()
+            });
+            return Err(st);
         }
     }
     d.dry_run |= dry_run(req.param("dryRun"))?;
@@ -222,29 +239,43 @@ fn patch_object(
     Ok(Answer::object(&mut store, t.tk, 200, w))
 }
 
-/// PUT or PATCH of `/scale` (GET is [`scale_get`]).
+/// PUT or PATCH of `/scale` (GET is [`scale_get`]): the Scale's replicas written into the
+/// object, with the Scale's managed fields (see `scale.rs`); apply included.
 fn scale_write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
     let name = t.name.unwrap_or("");
-    let o = write_options(req, Some("scale"))?;
+    let mut o = write_options(req, Some("scale"))?;
     let mut store = shared.store.lock();
-    let Some(paths) = store.collection(t.tk).info.subresources.scale.clone() else {
-        return Err(no_such_path());
+    let (paths, builtin) = {
+        let info = &store.collection(t.tk).info;
+        let Some(paths) = info.subresources.scale.clone() else {
+            return Err(no_such_path());
+        };
+        (paths, info.builtin)
     };
     let current = store.get(t.tk, t.namespace, name)?;
     let mut obj: Value = serde_json::from_str(&current.json).unwrap_or_default();
     let view = scale::scale_view(&paths, &obj);
+    let old = view.pointer("/spec/replicas").and_then(Value::as_i64);
+    let parent = managed_fields::entries_of(&obj);
+    let mut owners = scale::to_subresource(&paths, &parent);
+    let apply = req.method == "PATCH"
+        && patch::patch_type(req.header("content-type").unwrap_or(""), true)?
+            == patch::PatchType::Apply;
+    let manager = if apply {
+        match req.param("fieldManager").filter(|m| !m.is_empty()) {
+            Some(m) => m.to_owned(),
+            None => return Err(super::apply::field_manager_required()),
+        }
+    } else {
+        o.field_manager.clone().unwrap_or_default()
+    };
+    let w = patch::writer(t.tk, builtin, &o, &manager);
     let wanted = match req.method.as_str() {
         "PUT" => json_body(req)?,
+        "PATCH" if apply => serde_yaml::from_slice(&req.body)
+            .map_err(|e| Status::failure(400, "BadRequest", format!("error decoding YAML: {e}")))?,
         "PATCH" => {
             let ty = patch::patch_type(req.header("content-type").unwrap_or(""), true)?;
-            if ty == patch::PatchType::Apply {
-                // A simplification (module docs): the real server applies to a Scale too.
-                return Err(Status::failure(
-                    415,
-                    "UnsupportedMediaType",
-                    "the test API server does not support server-side apply on /scale",
-                ));
-            }
             patch::patched(ty, &view, &req.body)?
         }
         m => {
@@ -264,11 +295,29 @@ fn scale_write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer
             return Err(super::store::conflict(t.tk, name));
         }
     }
-    let replicas = wanted
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+    let replicas = if apply {
+        if let Some(n) = wanted.pointer("/spec/replicas").and_then(Value::as_i64) {
+            scale::check_replicas(name, n)?;
+        }
+        scale::apply(&mut owners, old, &wanted, req.flag("force"), &w)?.unwrap_or(0)
+    } else {
+        let n = wanted
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        scale::check_replicas(name, n)?;
+        scale::record_update(&mut owners, old, Some(n).filter(|n| *n != 0), &w);
+        n
+    };
     scale::set_replicas(&paths, &mut obj, replicas);
+    let entries = scale::to_parent(&paths, &parent, &owners, &t.tk.api_version());
+    managed_fields::store_entries(&mut obj, entries);
+    o.field_manager = None;
+    o.managed_fields = Some(
+        obj.pointer("/metadata/managedFields")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+    );
     let w = store.update_with(t.tk, t.namespace, name, obj, &o)?;
     let stored: Value = serde_json::from_str(&w.stored.json).unwrap_or_default();
     Ok(Answer {
@@ -296,6 +345,12 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
     let mut store = shared.store.lock();
     let deleted = store.delete_with(t.tk, t.namespace, name, &d)?;
     let is_pod = t.tk.group.is_empty() && t.tk.plural == "pods";
+    // An object that stays answers 202 when the (deprecated) orphanDependents=false asked
+    // for its dependents to go: the real handler's rule, kept for old clients.
+    let code = match deleted {
+        Deleted::Pending(_) if d.orphan_dependents == Some(false) => 202,
+        _ => 200,
+    };
     let body = match deleted {
         Deleted::Pending(s) => store.collection(t.tk).with_type_meta(&s.json),
         Deleted::Gone(s) if is_pod => store.collection(t.tk).with_type_meta(&s.json),
@@ -319,7 +374,7 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
         }
     };
     Ok(Answer {
-        code: 200,
+        code,
         body,
         warnings: Vec::new(),
     })

@@ -1,0 +1,129 @@
+//! CustomResourceDefinitions: what the test server learns from one, the way a real server
+//! does when the CRD is created.
+//!
+//! A real kube-apiserver serves a custom resource from its CRD: the names, the scope, the
+//! subresources (`status`, `scale` with its three paths) and the structural schema that
+//! validates objects and prunes the fields it does not declare. The test server reads the
+//! same document ([`ApiServerBuilder::custom_resource_definition`]) so that a test can
+//! declare a custom resource exactly as its cluster would, instead of piecing it together.
+//! Only the storage version is served (no conversion between versions).
+//!
+//! [`ApiServerBuilder::custom_resource_definition`]: super::ApiServerBuilder::custom_resource_definition
+
+use serde_json::Value;
+
+use super::resources::{ScaleSubresource, Subresources};
+use crate::api::ApiResource;
+
+/// What the server takes from a CRD.
+#[derive(Clone, Debug)]
+pub(crate) struct Definition {
+    pub resource: ApiResource,
+    pub subresources: Subresources,
+    /// The served version's `openAPIV3Schema`, if it has one.
+    pub schema: Option<Value>,
+    pub short_names: Vec<String>,
+}
+
+fn text<'a>(v: &'a Value, pointer: &str) -> Result<&'a str, String> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| format!("the CustomResourceDefinition has no {pointer}"))
+}
+
+/// `.spec.replicas` (a CRD's JSON path) as the JSON pointer `/spec/replicas`.
+fn pointer_of(path: &str) -> Result<String, String> {
+    let rest = path
+        .strip_prefix('.')
+        .filter(|r| !r.is_empty() && !r.contains(['[', ']']))
+        .ok_or_else(|| format!("unsupported scale path {path:?}"))?;
+    Ok(format!("/{}", rest.replace('.', "/")))
+}
+
+/// Reads an `apiextensions.k8s.io/v1` CustomResourceDefinition.
+pub(crate) fn parse(crd: &Value) -> Result<Definition, String> {
+    let group = text(crd, "/spec/group")?;
+    let plural = text(crd, "/spec/names/plural")?;
+    let kind = text(crd, "/spec/names/kind")?;
+    let namespaced = match crd.pointer("/spec/scope").and_then(Value::as_str) {
+        Some("Namespaced") => true,
+        Some("Cluster") => false,
+        other => return Err(format!("unsupported scope {other:?}")),
+    };
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .ok_or("the CustomResourceDefinition has no /spec/versions")?;
+    let version = versions
+        .iter()
+        .find(|v| v["storage"] == true)
+        .or_else(|| versions.iter().find(|v| v["served"] == true))
+        .ok_or("the CustomResourceDefinition serves no version")?;
+    let name = text(version, "/name")?;
+    let mut subresources = Subresources::none();
+    if version.pointer("/subresources/status").is_some() {
+        subresources = subresources.with_status();
+    }
+    if let Some(s) = version.pointer("/subresources/scale") {
+        subresources = subresources.with_scale(ScaleSubresource {
+            spec_replicas: pointer_of(text(s, "/specReplicasPath")?)?,
+            status_replicas: pointer_of(text(s, "/statusReplicasPath")?)?,
+            label_selector: match s.get("labelSelectorPath").and_then(Value::as_str) {
+                Some(p) => Some(pointer_of(p)?),
+                None => None,
+            },
+        });
+    }
+    let short_names = crd
+        .pointer("/spec/names/shortNames")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Definition {
+        resource: ApiResource::new(group, name, kind, plural, namespaced),
+        subresources,
+        schema: version.pointer("/schema/openAPIV3Schema").cloned(),
+        short_names,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_names_subresources_and_schema() {
+        let crd = json!({"spec": {"group": "g.example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "kind": "Gadget", "shortNames": ["gd"]},
+            "versions": [{"name": "v1beta1", "served": true, "storage": false},
+                {"name": "v1", "served": true, "storage": true,
+                 "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                    "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}},
+                 "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+        let d = parse(&crd).unwrap();
+        assert_eq!(d.resource.version, "v1");
+        assert_eq!(d.resource.plural, "gadgets");
+        assert!(d.subresources.status);
+        let scale = d.subresources.scale.unwrap();
+        assert_eq!(scale.spec_replicas, "/spec/replicas");
+        assert_eq!(scale.label_selector.as_deref(), Some("/status/selector"));
+        assert_eq!(d.schema, Some(json!({"type": "object"})));
+        assert_eq!(d.short_names, ["gd"]);
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_read() {
+        assert!(parse(&json!({})).is_err());
+        assert!(parse(
+            &json!({"spec": {"group": "g", "names": {"plural": "p", "kind": "K"},
+            "scope": "Somewhere", "versions": []}})
+        )
+        .is_err());
+    }
+}
