@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, DynamicObject, PartialObjectMetadata};
 use kube_informer::cache::{
-    DeletedObject, EventHandler, HandlerFns, InformerConfig, SharedIndexInformer,
+    DeletedObject, EventHandler, HandlerFns, InformerConfig, RelistCause, SharedIndexInformer,
 };
 use kube_informer::client::PatchOperation;
 use kube_informer::config::{Config, KubeconfigOptions};
@@ -358,6 +358,10 @@ fn informer_recovers_after_an_apiserver_restart(env: &Env, restart: &dyn Fn()) {
         "the deleted object came back: {events:?}"
     );
     let health = inf.health().reflector;
+    assert!(
+        health.relists.get(&RelistCause::Expired).is_some_and(|n| *n >= 1),
+        "the restart was not seen (no 410 on the watch: did the restart command restart kube-apiserver?): {health:?}"
+    );
     let lists = health.lists - lists_before;
     assert!(lists <= 3, "{lists} lists after the restart: {health:?}");
     println!(

@@ -16,6 +16,7 @@ use crate::error::Error;
 
 /// Why a reflector listed again after its first list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum RelistCause {
     /// The version to resume from is gone (410 Expired) or not yet served (too large).
     Expired,

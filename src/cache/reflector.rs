@@ -14,14 +14,20 @@
 //!   cache refuses with 410 again, for ever (captured: `relist-paged-old-rv-after-restart`).
 //!   client-go gets freshness by not paging such a relist; we keep pages (the informer
 //!   applies them while later ones are read, and neither side holds a whole large list)
-//!   and ask for freshness by name, which every server since 1.19 honours, from its watch
-//!   cache or from etcd, in every phase of the captured table (`rv-matrix.json`).
-//!   If that list answers 410 or "too large", or a version no newer than the one whose
-//!   watch failed (a watch from there would fail again), a consistent list follows at once
-//!   (resourceVersion unset). A watch the server cannot serve yet ("too large resource
-//!   version") relists consistently too. A relist that comes less than two minutes after
-//!   the previous list first waits on its own back-off (0.8 s doubling to 30 s): no
-//!   sequence of answers makes list → watch → 410 a loop;
+//!   and ask for freshness by name, which every server since 1.19 honours in every phase of
+//!   the captured table (`rv-matrix.json`) — from the watch cache on recent servers, from
+//!   etcd on 1.32 and older (there, like the old Exact relist, a control-plane upgrade
+//!   sends every informer's relist to etcd at once, where client-go's unpaged relist is
+//!   served by the watch cache).
+//!   If that list answers a version no newer than the one whose watch got 410 (a watch from
+//!   there would fail again: seen on its first page, before anything of it reaches the
+//!   FIFO), or answers 410, "too large", or refuses the parameters (400, 422: a proxy or
+//!   an old aggregated server), a consistent list follows at once (resourceVersion unset).
+//!   A watch the server cannot serve yet ("too large resource version") relists
+//!   consistently too (after the client's own `Retry-After` retries of the 504). A relist
+//!   after a 410 that comes less than two minutes after the previous list first waits on its
+//!   own back-off (0.8 s doubling to 30 s): no sequence of answers makes list → watch → 410
+//!   a loop;
 //! - connection refused or dropped, 429, 5xx: back off (0.8 s doubling to 30 s, with jitter,
 //!   reset after 2 minutes of health) and watch again from the last version;
 //! - anything else (a garbage line, a forbidden watch): back off and relist, since an event
@@ -254,6 +260,7 @@ impl Reflector {
             config,
             shared: Arc::clone(&shared),
             name: name.clone(),
+            last_list: std::cell::Cell::new(None),
         };
         threads.push(
             std::thread::Builder::new()
@@ -331,8 +338,10 @@ enum ListFrom {
     /// when a list at the last version cannot get back to the present.
     Fresh,
     /// A paged list "at least as fresh as" the last version seen
-    /// (`resourceVersionMatch=NotOlderThan`): after a watch that failed.
-    NotOlderThanLast,
+    /// (`resourceVersionMatch=NotOlderThan`): after a watch that failed. After a 410
+    /// (`after_gone`), a list whose version is not newer than that one would lead to the same
+    /// 410: its first page is checked before anything of it reaches the FIFO.
+    NotOlderThanLast { after_gone: bool },
 }
 
 /// A relist after a watch 410 that comes less than this long after the previous list first
@@ -362,6 +371,11 @@ fn keep_version(newest: &mut String, rv: &str) {
 /// A version the server cannot serve: too old (410) or too new: list consistently.
 fn version_unavailable(e: &Error) -> bool {
     e.is_gone() || e.is_resource_version_too_large()
+}
+
+/// A request the server refuses as such (400, 422): asking again the same way is pointless.
+fn refused(e: &Error) -> bool {
+    e.status().is_some_and(|st| matches!(st.code, 400 | 422))
 }
 
 /// True when a streaming list failed because the server does not support one (so asking
@@ -403,6 +417,8 @@ struct Run<K> {
     config: ReflectorConfig,
     shared: Arc<Shared>,
     name: String,
+    /// When the last list completed (a streaming list: its initial events), for `RELIST_CALM`.
+    last_list: std::cell::Cell<Option<Instant>>,
 }
 
 impl<K: Object> Run<K> {
@@ -472,49 +488,42 @@ impl<K: Object> Run<K> {
         let mut backoff = new_backoff();
         // Spaces relists that follow a recent list (see `RELIST_CALM`).
         let mut relist_backoff = new_backoff();
-        let mut last_list: Option<Instant> = None;
         let mut next = Next::List(ListFrom::Fresh);
         while !self.stopped() {
             next = match next {
-                Next::List(from) => {
-                    let failed_at = self.rv();
-                    match self.list(from) {
-                        Ok(listed) => {
-                            last_list = Some(Instant::now());
-                            if from == ListFrom::NotOlderThanLast && !newer(&listed, &failed_at) {
-                                // A watch from there would fail again: list consistently.
-                                log::info!(
-                                    "kube-informer/{}: relisting ({}: the list at least as fresh as {failed_at} answered {listed})",
-                                    self.name,
-                                    RelistCause::StaleList
-                                );
-                                self.record(|h| {
-                                    *h.stats.relists.entry(RelistCause::StaleList).or_default() += 1
-                                });
-                                Next::List(ListFrom::Fresh)
-                            } else {
-                                Next::Watch
+                Next::List(from) => match self.list(from) {
+                    Ok(()) => Next::Watch,
+                    Err(ListError::Closed) => return,
+                    Err(ListError::Stale { failed_at, listed }) => {
+                        // A watch from there would fail again: list consistently, at once.
+                        log::info!(
+                            "kube-informer/{}: relisting ({}: the list at least as fresh as {failed_at} answered {listed})",
+                            self.name,
+                            RelistCause::StaleList
+                        );
+                        self.record(|h| {
+                            *h.stats.relists.entry(RelistCause::StaleList).or_default() += 1
+                        });
+                        Next::List(ListFrom::Fresh)
+                    }
+                    Err(ListError::Api(_) | ListError::Unsupported(_)) if self.stopped() => return,
+                    Err(ListError::Api(e) | ListError::Unsupported(e)) => {
+                        self.report(&e);
+                        self.record(|h| h.stats.list_failures += 1);
+                        // A version the server cannot serve, or a `resourceVersionMatch` it
+                        // refuses (a proxy, an old aggregated server): at once, a consistent
+                        // list, which every server answers.
+                        let at_version = matches!(from, ListFrom::NotOlderThanLast { .. });
+                        if at_version && (version_unavailable(&e) || refused(&e)) {
+                            Next::List(ListFrom::Fresh)
+                        } else {
+                            if self.shared.stop.sleep(backoff.next_delay()) {
+                                return;
                             }
-                        }
-                        Err(ListError::Closed) => return,
-                        Err(ListError::Api(_) | ListError::Unsupported(_)) if self.stopped() => {
-                            return
-                        }
-                        Err(ListError::Api(e) | ListError::Unsupported(e)) => {
-                            self.report(&e);
-                            self.record(|h| h.stats.list_failures += 1);
-                            // A version the server cannot serve: at once, a consistent list.
-                            if version_unavailable(&e) && from == ListFrom::NotOlderThanLast {
-                                Next::List(ListFrom::Fresh)
-                            } else {
-                                if self.shared.stop.sleep(backoff.next_delay()) {
-                                    return;
-                                }
-                                Next::List(from)
-                            }
+                            Next::List(from)
                         }
                     }
-                }
+                },
                 Next::Watch => {
                     let started = Instant::now();
                     match self.watch() {
@@ -537,7 +546,11 @@ impl<K: Object> Run<K> {
                             if version_unavailable(&e) {
                                 // A list shortly after the last one waits its turn: a server
                                 // that refuses every watch after a list does not get a loop.
-                                if last_list.is_some_and(|t| t.elapsed() < RELIST_CALM) {
+                                if self
+                                    .last_list
+                                    .get()
+                                    .is_some_and(|t| t.elapsed() < RELIST_CALM)
+                                {
                                     log::debug!(
                                         "kube-informer/{}: backing off before relisting",
                                         self.name
@@ -549,7 +562,7 @@ impl<K: Object> Run<K> {
                                 // Too old: a list at least as fresh as the last version gets
                                 // back to the present. Too new: only a consistent list can.
                                 let from = if e.is_gone() {
-                                    ListFrom::NotOlderThanLast
+                                    ListFrom::NotOlderThanLast { after_gone: true }
                                 } else {
                                     ListFrom::Fresh
                                 };
@@ -568,7 +581,7 @@ impl<K: Object> Run<K> {
                                     self.relist(
                                         RelistCause::WatchError,
                                         &e,
-                                        ListFrom::NotOlderThanLast,
+                                        ListFrom::NotOlderThanLast { after_gone: false },
                                     )
                                 }
                             }
@@ -596,12 +609,12 @@ impl<K: Object> Run<K> {
         p
     }
 
-    /// Lists into the FIFO; the list's version.
-    fn list(&self, from: ListFrom) -> Result<String, ListError> {
+    fn list(&self, from: ListFrom) -> Result<(), ListError> {
         if from == ListFrom::Fresh && self.shared.streaming_supported.load(Ordering::SeqCst) {
             let (e, unsupported) = match self.streaming_list() {
-                Ok(rv) => return Ok(rv),
-                Err(ListError::Closed) => return Err(ListError::Closed),
+                Ok(()) => return Ok(()),
+                // A streaming list is never checked for staleness (it is not at a version).
+                Err(e @ (ListError::Closed | ListError::Stale { .. })) => return Err(e),
                 Err(_) if self.stopped() => return Err(ListError::Closed),
                 Err(ListError::Unsupported(e)) => (e, true),
                 Err(ListError::Api(e)) => {
@@ -622,14 +635,16 @@ impl<K: Object> Run<K> {
         }
         let mut params = self.list_params();
         params.limit = Some(self.config.page_size);
-        if from == ListFrom::NotOlderThanLast {
+        let mut must_pass = None;
+        if let ListFrom::NotOlderThanLast { after_gone } = from {
             let rv = self.rv();
             if !rv.is_empty() {
-                params.resource_version = Some(rv);
+                params.resource_version = Some(rv.clone());
                 params.resource_version_match = Some("NotOlderThan".into());
+                must_pass = after_gone.then_some(rv);
             }
         }
-        self.paged_list(&params)
+        self.paged_list(&params, must_pass)
     }
 
     /// Starts a watch whose connection counts as dead after `watch_idle_timeout` of silence.
@@ -724,11 +739,13 @@ impl<K: Object> Run<K> {
 
     /// A paged list handed to the FIFO page by page, so the informer applies the first pages
     /// while later ones are read and decoded; deletions and sync wait for the last page.
-    fn paged_list(&self, params: &ListParams) -> Result<String, ListError> {
+    /// With `must_pass`, the list's version must be newer than it (checked on the first
+    /// page, before any of it reaches the FIFO): else `ListError::Stale`.
+    fn paged_list(&self, params: &ListParams, must_pass: Option<String>) -> Result<(), ListError> {
         self.fifo.begin_replace()?;
         let mut rv = String::new();
         let outcome = (|| -> Result<(), ListError> {
-            for page in self.api.pages(params) {
+            for (n, page) in self.api.pages(params).enumerate() {
                 let page = page?;
                 if self.stopped() {
                     return Err(ListError::Closed);
@@ -737,6 +754,14 @@ impl<K: Object> Run<K> {
                     self.fifo.restart_replace();
                 }
                 rv = page.list.metadata.resource_version.unwrap_or_default();
+                if let Some(failed_at) = must_pass.as_deref().filter(|_| n == 0) {
+                    if !newer(&rv, failed_at) {
+                        return Err(ListError::Stale {
+                            failed_at: failed_at.to_owned(),
+                            listed: rv.clone(),
+                        });
+                    }
+                }
                 let items: Vec<Arc<K>> =
                     page.list.items.into_iter().map(|o| self.share(o)).collect();
                 self.fifo.replace_page(items)?;
@@ -751,11 +776,12 @@ impl<K: Object> Run<K> {
         self.set_rv(&rv);
         self.fifo.finish_replace()?;
         self.listed();
-        Ok(rv)
+        Ok(())
     }
 
     /// Counts a list that completed.
     fn listed(&self) {
+        self.last_list.set(Some(Instant::now()));
         self.record(|h| {
             h.stats.lists += 1;
             h.succeeded();
@@ -764,7 +790,7 @@ impl<K: Object> Run<K> {
 
     /// A streaming list: the initial events up to the closing bookmark become one `replace`;
     /// the same connection then goes on as the watch.
-    fn streaming_list(&self) -> Result<String, ListError> {
+    fn streaming_list(&self) -> Result<(), ListError> {
         let mut params = self.watch_params("");
         params.send_initial_events = true;
         params.resource_version_match = Some("NotOlderThan".into());
@@ -822,12 +848,12 @@ impl<K: Object> Run<K> {
         self.shared.watching.store(false, Ordering::SeqCst);
         match result {
             Ok(WatchEnd::Closed) => Err(ListError::Closed),
-            Ok(WatchEnd::Ended(_)) => Ok(rv),
+            Ok(WatchEnd::Ended(_)) => Ok(()),
             Err(e) => {
                 // The list itself succeeded; the watch part failed like any watch (the next
                 // watch from the last version tells what to do about it).
                 self.report(&e);
-                Ok(rv)
+                Ok(())
             }
         }
     }
@@ -835,6 +861,12 @@ impl<K: Object> Run<K> {
 
 enum ListError {
     Api(Error),
+    /// A list "at least as fresh as" the version whose watch got 410 answered a version no
+    /// newer than it; nothing of it was handed over.
+    Stale {
+        failed_at: String,
+        listed: String,
+    },
     /// A streaming list the server does not support (it ended without its closing bookmark,
     /// or sent something a streaming list cannot contain).
     Unsupported(Error),

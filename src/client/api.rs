@@ -231,6 +231,13 @@ impl<K: Object> Api<K> {
     }
 
     /// Pages of a list, `limit` (default 500) items at a time. See [`Pages`].
+    ///
+    /// Mind kube-apiserver's rules for versions: a paged list at a `resource_version`
+    /// without `resource_version_match` is an *Exact* read (the state at that version, 410
+    /// once etcd compacted it), not "at least as fresh"; ask for `NotOlderThan` by name for
+    /// that. The version goes with the first page only (the continue token carries it), and
+    /// if a continue token expires the rest is one consistent list of the present (marked
+    /// [`Page::restarted`]), as client-go's pager does.
     pub fn pages(&self, params: &ListParams) -> Pages<K> {
         let mut params = params.clone();
         params.limit.get_or_insert(DEFAULT_PAGE_SIZE);
@@ -245,8 +252,9 @@ impl<K: Object> Api<K> {
     }
 
     /// The whole list, read page by page, as one `ObjectList` whose metadata is the last
-    /// page's. An expired continue token restarts it as one full list (items are not mixed
-    /// from two snapshots).
+    /// page's. An expired continue token restarts it as one full, consistent list of the
+    /// present (items are not mixed from two snapshots). A `resource_version` is read as
+    /// [`pages`](Self::pages) says.
     pub fn list_all(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let mut items = Vec::new();
         let mut last = None;

@@ -696,11 +696,12 @@ fn watch<S: Peer>(
         } else if initial_events || (from_present && send_initial_events.is_none()) {
             initial = c.snapshot(current, None, ns.as_deref()).unwrap_or_default();
         } else if let Some(rv) = rv.filter(|rv| *rv > 0) {
+            // The message names the oldest version the window serves, as the real one does.
             let window_start = watch_cache_start.max(c.compacted);
             match c.events_after(rv) {
                 Ok(_) if rv >= watch_cache_start => cursor = rv,
                 Ok(_) | Err(_) => {
-                    refused = Some(read_versions::watch_too_old(rv, window_start + 1));
+                    refused = Some(read_versions::watch_too_old(rv, window_start));
                 }
             }
         }
@@ -778,13 +779,14 @@ fn watch<S: Peer>(
                         Ok(_) => cursor = cursor.max(current),
                     }
                     let now = Instant::now();
-                    if now >= deadline {
-                        break Wake::Timeout;
-                    }
-                    // No bookmark at a version the server has not reached (a watch from
-                    // the future waits for it).
+                    // A bookmark that fell due goes out even when this thread wakes after
+                    // the deadline (a loaded machine); none at a version the server has not
+                    // reached (a watch from the future waits for it).
                     if bookmarks && next_bookmark.is_some_and(|t| now >= t) && cursor <= current {
                         break Wake::Bookmark(cursor);
+                    }
+                    if now >= deadline {
+                        break Wake::Timeout;
                     }
                     let until = match next_bookmark {
                         Some(t) if bookmarks => deadline.min(t),
