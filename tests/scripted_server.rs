@@ -293,18 +293,23 @@ fn too_large_resource_version_relists_consistently() {
         }
     });
     let r = reflector(&server);
-    let requests = server.wait_for_requests(4);
+    assert_relist_then_consistent(&server.wait_for_requests(4), "resourceVersion=100");
+    r.stop();
+}
+
+/// The second list of `requests` carries `relist_has`; the third is a consistent list (no
+/// version), not the same request again.
+fn assert_relist_then_consistent(requests: &[String], relist_has: &str) {
     let lists: Vec<&String> = requests.iter().filter(|p| !is_watch(p)).collect();
     assert!(lists.len() >= 3, "{requests:?}");
     assert!(
-        lists[1].contains("resourceVersion=100"),
-        "first the last version: {requests:?}"
+        lists[1].contains(relist_has),
+        "first {relist_has}: {requests:?}"
     );
     assert!(
-        !lists[2].contains("resourceVersion="),
-        "then a consistent list (resourceVersion \"\"), not the same version again: {requests:?}"
+        !lists[2].contains("resourceVersion"),
+        "then a consistent list (resourceVersion \"\"): {requests:?}"
     );
-    r.stop();
 }
 
 fn gone(rv: &str) -> String {
@@ -417,19 +422,12 @@ fn a_refused_not_older_than_list_falls_back_to_a_consistent_list() {
         if path.contains("resourceVersion=") {
             return Reply::Full(500, "{}".to_owned());
         }
-        let rv = if path.contains("limit=") { "10" } else { "11" };
-        Reply::Full(200, list_json(rv, &[pod_json("a", rv)], None))
+        Reply::Full(200, list_json("10", &[pod_json("a", "10")], None))
     });
     let r = reflector(&server);
-    let requests = server.wait_for_requests(4);
-    let lists: Vec<&String> = requests.iter().filter(|p| !is_watch(p)).collect();
-    assert!(
-        lists[1].contains("resourceVersionMatch=NotOlderThan"),
-        "{requests:?}"
-    );
-    assert!(
-        !lists[2].contains("resourceVersion"),
-        "the refusal is followed by a consistent list: {requests:?}"
+    assert_relist_then_consistent(
+        &server.wait_for_requests(4),
+        "resourceVersionMatch=NotOlderThan",
     );
     r.stop();
 }
