@@ -122,6 +122,7 @@ pub struct SharderConfig {
     owned: Vec<ApiResource>,
     hash_key: HashKey,
     namespace: Option<String>,
+    selector: Option<String>,
     election: LeaderElectionConfig,
     fence_duration: Duration,
     resync: Duration,
@@ -153,6 +154,7 @@ impl SharderConfig {
             owned: Vec::new(),
             hash_key: HashKey::Object,
             namespace: None,
+            selector: None,
             election,
             fence_duration: Duration::from_secs(15),
             resync: Duration::from_secs(10),
@@ -177,6 +179,13 @@ impl SharderConfig {
     /// Shards only the objects of one namespace (default: all namespaces).
     pub fn namespace(mut self, namespace: &str) -> Self {
         self.namespace = Some(namespace.to_owned());
+        self
+    }
+
+    /// Shards only the objects matching a label selector (default: all); owned objects are
+    /// labelled whatever their labels.
+    pub fn selector(mut self, label_selector: &str) -> Self {
+        self.selector = Some(label_selector.to_owned());
         self
     }
 
@@ -390,7 +399,7 @@ impl<'t> Leader<'t> {
             tx,
         });
         let ring = config.ring.clone();
-        let metadata_informer = |resource: &ApiResource, role: &str| {
+        let metadata_informer = |resource: &ApiResource, role: &str, selector: Option<String>| {
             let api = match (&config.namespace, resource.namespaced) {
                 (Some(ns), true) => Api::namespaced_with(client.clone(), ns, resource),
                 _ => Api::all_with(client.clone(), resource),
@@ -400,18 +409,23 @@ impl<'t> Leader<'t> {
                 InformerConfig {
                     reflector: ReflectorConfig {
                         name: Some(format!("{}-sharder-{role}", ring.name())),
+                        label_selector: selector,
                         ..Default::default()
                     },
                     ..Default::default()
                 },
             )
         };
-        let objects = metadata_informer(&config.resource, &config.resource.plural);
+        let objects = metadata_informer(
+            &config.resource,
+            &config.resource.plural,
+            config.selector.clone(),
+        );
         let owner = OwnerKind::of(&config.resource);
         let owned = config
             .owned
             .iter()
-            .map(|r| (metadata_informer(r, &r.plural), owner.clone()))
+            .map(|r| (metadata_informer(r, &r.plural, None), owner.clone()))
             .collect();
         let leases = SharedIndexInformer::new(
             Api::namespaced(client.clone(), ring.namespace()),
