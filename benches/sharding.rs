@@ -143,19 +143,21 @@ fn sharder_child(config: ClientConfig, n: usize) {
 
 fn run_child(args: &[String]) -> Vec<f64> {
     let exe = std::env::current_exe().unwrap();
-    let child = Command::new(exe)
+    let mut child = Command::new(exe)
         .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = BufReader::new(child.stdout.unwrap());
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let mut result = None;
     for line in out.lines() {
         let line = line.unwrap();
         if let Some(r) = line.strip_prefix("RESULT ") {
-            return r.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            result = Some(r.split_whitespace().map(|x| x.parse().unwrap()).collect());
         }
     }
-    panic!("the child exited without a result");
+    let _ = child.wait();
+    result.expect("the child exited without a result")
 }
 
 fn memory(n: usize) {
