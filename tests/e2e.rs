@@ -1041,6 +1041,140 @@ fn two_electors_hand_over(env: &Env) {
     );
 }
 
+/// (5b) A sharded controller: ConfigMaps of the test's namespace spread over two shards,
+/// one stopping cleanly and a third joining; labels converge to the rendezvous assignment
+/// over the live shards, every shard caches exactly its objects, its Lease is released on
+/// stop, and no ConfigMap is ever inside two shards' reconciles at once.
+fn sharded_controller_moves_objects_between_shards(env: &Env) {
+    use kube_informer::cache::SharedInformerFactory;
+    use kube_informer::controller::sharding::{
+        shard_for, Ring, ShardConfig, Sharder, SharderConfig,
+    };
+    use kube_informer::controller::{Action, Controller, LeaderElectionConfig, Lease};
+
+    let ns = TestNamespace::create(env);
+    let ring = Ring::new("e2e-shards", &ns.name).unwrap();
+    let cms: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
+    for i in 0..12 {
+        cms.create(
+            &PostParams::default(),
+            &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("item-{i:02}"), "labels": {"e2e/sharded": "true"}}}),
+        )
+        .unwrap();
+    }
+    let inside: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
+    let overlaps: Arc<Mutex<Vec<String>>> = Arc::default();
+    let timings = |c: LeaderElectionConfig| {
+        c.lease_duration(Duration::from_secs(6))
+            .renew_deadline(Duration::from_secs(4))
+            .retry_period(Duration::from_millis(500))
+    };
+    struct Replica {
+        id: String,
+        sharder: Sharder,
+        controller: Controller<DynamicObject>,
+        factory: SharedInformerFactory,
+        informer: SharedIndexInformer<DynamicObject>,
+    }
+    let start = |id: &str| {
+        let sharder = Sharder::start(
+            env.client.clone(),
+            SharderConfig::new(ring.clone(), &configmaps(), id)
+                .namespace(&ns.name)
+                .selector("e2e/sharded=true")
+                .fence_duration(Duration::from_secs(6))
+                .resync(Duration::from_secs(3))
+                .leader_election(timings(LeaderElectionConfig::new(
+                    &ns.name,
+                    &ring.sharder_lease(),
+                    id,
+                ))),
+        )
+        .unwrap();
+        let shard = ShardConfig::new(ring.clone(), id)
+            .unwrap()
+            .lease_duration(Duration::from_secs(6))
+            .renew_deadline(Duration::from_secs(4))
+            .retry_period(Duration::from_millis(500));
+        let mut options = shard.factory_options();
+        options.namespace = Some(ns.name.clone());
+        let factory = SharedInformerFactory::with_options(env.client.clone(), options);
+        let informer = factory.dynamic_informer(&configmaps());
+        let (inside, overlaps, me) = (Arc::clone(&inside), Arc::clone(&overlaps), id.to_owned());
+        let controller = Controller::builder(&format!("e2e-{id}"), informer.clone())
+            .sharded(env.client.clone(), shard)
+            .run(move |key: &str| -> Result<Action, Error> {
+                if let Some(other) = inside.lock().insert(key.to_owned(), me.clone()) {
+                    overlaps.lock().push(format!("{key}: {me} while {other}"));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+                inside.lock().remove(key);
+                Ok(Action::Done)
+            })
+            .unwrap();
+        Replica {
+            id: id.to_owned(),
+            sharder,
+            controller,
+            factory,
+            informer,
+        }
+    };
+    let shard_label = ring.shard_label();
+    let converged = |live: &[&str], replicas: &[&Replica]| {
+        let Ok(list) = cms.list_all(&ListParams::default().labels("e2e/sharded=true")) else {
+            return false;
+        };
+        let mut per: BTreeMap<String, usize> = BTreeMap::new();
+        for cm in &list.items {
+            let want = shard_for(&cm.metadata.key(), live);
+            if cm.metadata.label(&shard_label) != want
+                || cm.metadata.label(&ring.drain_label()).is_some()
+            {
+                return false;
+            }
+            *per.entry(want.unwrap_or("").to_owned()).or_default() += 1;
+        }
+        replicas
+            .iter()
+            .all(|r| r.informer.store().len() == per.get(&r.id).copied().unwrap_or(0))
+    };
+    let a = start("shard-a");
+    let b = start("shard-b");
+    wait_until("the ConfigMaps spread over shard-a and shard-b", || {
+        converged(&["shard-a", "shard-b"], &[&a, &b])
+    });
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), &ns.name);
+    let holder = |name: &str| leases.get(name).ok().and_then(|l| l.spec?.holder_identity);
+    assert_eq!(holder("shard-a").as_deref(), Some("shard-a"));
+    a.controller.stop();
+    assert_ne!(
+        holder("shard-a").as_deref(),
+        Some("shard-a"),
+        "stop released the shard Lease"
+    );
+    a.sharder.stop();
+    a.factory.shutdown();
+    wait_until("every ConfigMap on shard-b", || {
+        converged(&["shard-b"], &[&b])
+    });
+    let c = start("shard-c");
+    wait_until("the ConfigMaps spread over shard-b and shard-c", || {
+        converged(&["shard-b", "shard-c"], &[&b, &c])
+    });
+    for r in [b, c] {
+        r.controller.stop();
+        r.sharder.stop();
+        r.factory.shutdown();
+    }
+    assert!(
+        overlaps.lock().is_empty(),
+        "reconciled by two shards at once: {:?}",
+        overlaps.lock()
+    );
+}
+
 /// (6) The event recorder: an Event about an object the test made, then its first repeat
 /// as a series of 2 (`events.k8s.io/v1`; read back through the API).
 fn an_event_about_an_object(env: &Env) {
@@ -1219,6 +1353,14 @@ fn real_writes_a_controller_makes() {
 
 #[test]
 #[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
+fn real_sharded_controller_moves_objects_between_shards() {
+    if let Some(env) = Env::real() {
+        sharded_controller_moves_objects_between_shards(&env);
+    }
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e -- --ignored"]
 fn real_two_electors_hand_over() {
     if let Some(env) = Env::real() {
         two_electors_hand_over(&env);
@@ -1294,6 +1436,11 @@ fn fake_custom_resource_via_dynamic_object() {
 #[test]
 fn fake_forbidden_is_an_error_with_its_status() {
     forbidden_is_an_error_with_its_status(&Env::fake());
+}
+
+#[test]
+fn fake_sharded_controller_moves_objects_between_shards() {
+    sharded_controller_moves_objects_between_shards(&Env::fake());
 }
 
 #[test]

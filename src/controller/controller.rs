@@ -50,7 +50,7 @@ pub enum Action {
     RequeueAfter(Duration),
 }
 
-type Reconcile<E> = Arc<dyn Fn(&str) -> std::result::Result<Action, E> + Send + Sync>;
+pub(super) type Reconcile<E> = Arc<dyn Fn(&str) -> std::result::Result<Action, E> + Send + Sync>;
 
 /// Options for a [`Controller`].
 pub struct ControllerBuilder<K: Object, E> {
@@ -62,10 +62,11 @@ pub struct ControllerBuilder<K: Object, E> {
     election: Option<(Client, LeaderElectionConfig)>,
     on_leadership: Option<OnLeadership>,
     triggers: Vec<Box<dyn Trigger>>,
+    sharding: Option<(Client, super::sharding::ShardConfig)>,
     _error: std::marker::PhantomData<fn() -> E>,
 }
 
-type OnLeadership = Arc<dyn Fn(bool) + Send + Sync>;
+pub(super) type OnLeadership = Arc<dyn Fn(bool) + Send + Sync>;
 
 /// A running controller; dropping it stops it.
 pub struct Controller<K: Object> {
@@ -120,6 +121,7 @@ impl<K: Object> Controller<K> {
             election: None,
             on_leadership: None,
             triggers: Vec::new(),
+            sharding: None,
             _error: std::marker::PhantomData,
         }
     }
@@ -205,6 +207,18 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
     /// start) and with `false` when it ends (after its workers stopped and were joined).
     pub fn on_leadership(mut self, f: impl Fn(bool) + Send + Sync + 'static) -> Self {
         self.on_leadership = Some(Arc::new(f));
+        self
+    }
+
+    /// Runs the controller as one shard of a ring (see [`sharding`](super::sharding)): its
+    /// workers run only while this replica holds its shard Lease (taken through `client`),
+    /// and each key is reconciled only when the object is labelled with this shard (drained
+    /// objects are handed back, not reconciled). Build the informers with
+    /// [`ShardConfig::factory_options`](super::sharding::ShardConfig::factory_options) so
+    /// that they cache only this shard's objects. Not combinable with
+    /// [`leader_election`](Self::leader_election).
+    pub fn sharded(mut self, client: Client, shard: super::sharding::ShardConfig) -> Self {
+        self.sharding = Some((client, shard));
         self
     }
 
@@ -362,7 +376,25 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
                 self.name, self.sync_timeout
             )));
         }
-        let reconcile: Reconcile<E> = Arc::new(reconcile);
+        let mut reconcile: Reconcile<E> = Arc::new(reconcile);
+        let (mut election, mut on_leadership) = (self.election, self.on_leadership);
+        if let Some((client, shard)) = self.sharding {
+            if election.is_some() {
+                return Err(Error::InvalidInput(format!(
+                    "controller {}: sharded and leader_election cannot be combined",
+                    self.name
+                )));
+            }
+            let (gated, leadership, config) = super::sharding::bind(
+                client.clone(),
+                &shard,
+                &self.informer,
+                reconcile,
+                on_leadership,
+            )?;
+            (reconcile, on_leadership) = (gated, Some(leadership));
+            election = Some((client, config));
+        }
         let workers = Workers {
             name: self.name.clone(),
             count: self.workers,
@@ -370,12 +402,11 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             reconcile,
             counters: Arc::clone(&controller.counters),
         };
-        match self.election {
+        match election {
             None => {
                 controller.workers = workers.spawn(&controller.stop)?;
             }
             Some((client, config)) => {
-                let on_leadership = self.on_leadership;
                 let callbacks = LeaderCallbacks::new(move |term: &Term| {
                     workers.run_term(term, on_leadership.as_ref());
                 });

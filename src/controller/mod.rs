@@ -11,6 +11,9 @@
 //! - [`finalizer()`] ([`mod@finalizer`]): clean up before an object is deleted, kube-rs's
 //!   `finalizer` made blocking.
 //! - [`ControllerStats`] (`stats.rs`): how many reconciles ended, and how.
+//! - [`sharding`]: a controller's objects spread over its live replicas (shard Leases,
+//!   consistent hashing, a sharder writing shard labels, a drain hand-over);
+//!   [`ControllerBuilder::sharded`].
 //!
 //! # Owned objects and other triggers
 //!
@@ -53,6 +56,7 @@ pub mod finalizer;
 mod interleavings;
 pub mod leader_election;
 mod lease;
+pub mod sharding;
 mod stats;
 mod triggers;
 

@@ -1,0 +1,129 @@
+//! Sharded controllers: one controller's objects spread over its live replicas, each replica
+//! caching and reconciling only its part, coordinated through Leases and labels.
+//!
+//! Why: with leader election one replica works and the others wait; when a controller's
+//! objects outgrow one process (the memory of its caches, its reconcile throughput) there is
+//! nowhere to go. Sharding splits the objects: each replica (a *shard*) watches only the
+//! objects labelled with its name, so its caches and its work shrink as replicas are added.
+//! The design follows timebertt/kubernetes-controller-sharding (a Lease per shard, a
+//! sharder that writes each object's shard into a label, a drain label as the hand-over
+//! handshake), built on what Kubernetes already gives: Leases, labels, and the
+//! compare-and-swap of every write. There is no consensus of our own and no channel between
+//! replicas.
+//!
+//! # The pieces (one file each)
+//!
+//! - [`Ring`] (`ring.rs`): the ring's name and the label keys derived from it.
+//! - membership (`membership.rs`): each shard holds its own Lease, labelled with the ring;
+//!   the sharder judges which shards are live ([`ShardState`]).
+//! - assignment (`assignment.rs`): rendezvous hashing of a stable key ([`HashKey`]) over the
+//!   live shards ([`shard_for`], [`score`]); a join or a leave moves about 1/N of the objects.
+//! - [`Sharder`] (`sharder.rs`): one replica at a time (leader election) watches the
+//!   metadata of the sharded resource, of the objects it owns, and the shard Leases, and
+//!   writes each object's shard label.
+//! - the hand-over (`handover.rs`): drain, acknowledge, assign; fence a dead shard's Lease
+//!   before moving its objects. Its rules and why they are safe are in its docs.
+//! - [`ShardConfig`] (`shard.rs`): what [`ControllerBuilder::sharded`] takes; it holds the
+//!   shard's Lease, runs the workers only during its terms, and gates every key.
+//!
+//! # Labels
+//!
+//! | label | on | value |
+//! |---|---|---|
+//! | `sharding.kube-informer.io/ring` | shard Leases | the ring's name |
+//! | `shard.sharding.kube-informer.io/<ring>` | sharded and owned objects | the shard's id |
+//! | `drain.sharding.kube-informer.io/<ring>` | an object being handed over | `"true"` |
+//!
+//! # Sharding a controller
+//!
+//! ```
+//! use std::time::Duration;
+//! use kube_informer::api::ApiResource;
+//! use kube_informer::cache::SharedInformerFactory;
+//! use kube_informer::controller::sharding::{Ring, ShardConfig, Sharder, SharderConfig};
+//! use kube_informer::controller::{Action, Controller, LeaderElectionConfig};
+//! use kube_informer::Client;
+//! # let server = kube_informer::testing::ApiServer::start();
+//! let client = Client::new(server.client_config())?;
+//! let widgets = ApiResource::new("example.com", "v1", "Widget", "widgets", true);
+//! # server.create(&widgets, serde_json::json!({"metadata": {"name": "w1", "namespace": "lab"}})).unwrap();
+//! let ring = Ring::new("widgets", "default")?;
+//!
+//! // Every replica runs the sharder; one at a time (the leader) acts.
+//! let sharder = Sharder::start(client.clone(), SharderConfig::new(ring.clone(), &widgets, "replica-a"))?;
+//!
+//! // The controller, sharded: its informers see only this shard's objects.
+//! let shard = ShardConfig::new(ring, "replica-a")?;
+//! let factory = SharedInformerFactory::with_options(client.clone(), shard.factory_options());
+//! let (tx, rx) = crossbeam_channel::unbounded();
+//! let controller = Controller::builder("widgets", factory.dynamic_informer(&widgets))
+//!     .sharded(client, shard)
+//!     .run(move |key: &str| -> Result<Action, kube_informer::Error> {
+//!         tx.send(key.to_owned()).ok();
+//!         Ok(Action::Done)
+//!     })?;
+//! assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/w1");
+//! controller.stop(); // releases the shard Lease
+//! sharder.stop();
+//! # Ok::<(), kube_informer::Error>(())
+//! ```
+//!
+//! # RBAC
+//!
+//! - The sharder: `list`, `watch` and `patch` on the sharded resource and on every owned
+//!   resource it labels; `get`, `list`, `watch`, `create` and `update` on `leases`
+//!   (`coordination.k8s.io`) in the ring's namespace (the shard Leases it fences, and its
+//!   own leader Lease).
+//! - A shard: `list`, `watch` (with its label selector) and `get` (confirmations) on the
+//!   sharded resource, `patch` on it (acknowledgements), `list`/`watch` on owned resources,
+//!   and `get`, `create`, `update`, `patch` on its own Lease (`leases`, `coordination.k8s.io`)
+//!   in the ring's namespace — plus whatever its reconcile does.
+//!
+//! # Failure modes
+//!
+//! - **The sharder's leader goes away**: another replica's sharder takes over after the
+//!   leader election's lease duration; meanwhile nothing moves, new objects stay unassigned
+//!   (no shard reconciles them), and every shard keeps reconciling what it has. The new
+//!   leader lists everything afresh and waits one shard lease duration before calling any
+//!   shard dead (it judges expiry by its own clock, from when it first saw each record).
+//! - **A shard crashes or hangs** (no release): its workers stop at its renew deadline; one
+//!   lease duration after its last renewal the sharder fences its Lease and moves its
+//!   objects straight to the others. The objects are not reconciled in between: about one
+//!   lease duration plus the sharder's reaction.
+//! - **A shard stops cleanly**: its workers finish the keys in hand, then it releases its
+//!   Lease; the sharder fences it and moves its objects at once.
+//! - **A shard joins**: the sharder drains the objects it should now have from their
+//!   shards; each is reconciled by its old shard until that shard acknowledges, then by the
+//!   new one, never by both.
+//! - **The API server goes away**: shards cannot renew, so they stop reconciling at their
+//!   renew deadline (like a leader), and the sharder cannot write. When it comes back the
+//!   shards renew (or re-acquire) their Leases and go on: their objects did not move unless
+//!   the sharder saw their Leases expire, fenced them and moved the objects first.
+//! - **A shard's cache is stale when it comes back** (same id, new process, or cut off from
+//!   the server): it reconciles nothing it has not confirmed in its new term (a fresh list
+//!   at the term's start, or a GET), see [`handover`](self#the-pieces-one-file-each).
+//!
+//! The safety argument rests on the leader election's assumptions (see
+//! [`membership`](self#the-pieces-one-file-each) and the [`leader_election`]
+//! docs): clocks that run at the same rate within `lease_duration - renew_deadline` over a
+//! lease duration (their wall-clock skew does not matter: no timestamps are compared), a
+//! reconcile that returns within that margin once its shard's term ends, and requests that
+//! land within it.
+//!
+//! [`ControllerBuilder::sharded`]: crate::controller::ControllerBuilder::sharded
+//! [`leader_election`]: crate::controller::leader_election
+
+mod assignment;
+mod handover;
+mod membership;
+mod ring;
+mod shard;
+mod sharder;
+
+pub use assignment::{score, shard_for, HashKey};
+pub use membership::ShardState;
+pub use ring::{Ring, DRAIN_LABEL_PREFIX, RING_LABEL, SHARD_LABEL_PREFIX};
+pub use shard::ShardConfig;
+pub use sharder::{Sharder, SharderConfig, ShardingEvent};
+
+pub(crate) use shard::bind;

@@ -1,0 +1,289 @@
+//! The shard side: what [`ControllerBuilder::sharded`](crate::controller::ControllerBuilder::sharded)
+//! does to a controller.
+//!
+//! A sharded controller is a controller under leader election on a Lease of its own (the
+//! shard Lease, named after the shard): its workers run only during the terms of that Lease,
+//! exactly as a leader's do, which gives the "stop before anyone may call you dead" rule of
+//! [`membership`](super::membership) for free. Two things are added:
+//! - its informers select the objects labelled with the shard
+//!   ([`ShardConfig::factory_options`], or [`ShardConfig::selector`] for informers made
+//!   otherwise), so the shard caches only its part;
+//! - every key goes through a gate before the user's reconcile (the shard's rule of
+//!   [`handover`](super::handover)): objects not labelled with the shard are skipped,
+//!   drained ones acknowledged, the others reconciled once confirmed for the term.
+//!
+//! Keys of objects that are not (or no longer) in the shard's cache are skipped: a sharded
+//! controller does not see deletions as reconciles of missing objects; use a finalizer
+//! ([`finalizer()`](crate::controller::finalizer())) for clean-up, which keeps the object
+//! (and so its shard) until the clean-up is done.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::handover::{self, Gate};
+use super::membership;
+use super::ring::{validate_shard_id, Ring};
+use crate::api::{ApiResource, Meta, Object, PartialObjectMetadata};
+use crate::cache::{FactoryOptions, SharedIndexInformer, Store};
+use crate::client::{Api, Client, ListParams, Patch, PatchParams};
+use crate::controller::controller::{OnLeadership, Reconcile};
+use crate::controller::{Action, LeaderElectionConfig};
+use crate::error::Result;
+
+/// One shard of a ring: its id and the timings of its Lease.
+///
+/// ```
+/// use std::time::Duration;
+/// use kube_informer::controller::sharding::{Ring, ShardConfig};
+/// let ring = Ring::new("widgets", "operators")?;
+/// let shard = ShardConfig::new(ring, "widgets-0")?.lease_duration(Duration::from_secs(20));
+/// assert_eq!(shard.selector(), "shard.sharding.kube-informer.io/widgets=widgets-0");
+/// assert_eq!(shard.factory_options().label_selector.as_deref(), Some(shard.selector().as_str()));
+/// assert_eq!(shard.label(), ("shard.sharding.kube-informer.io/widgets".to_owned(), "widgets-0".to_owned()));
+/// assert!(ShardConfig::new(Ring::new("widgets", "operators")?, "Not_A_Name").is_err());
+/// # Ok::<(), kube_informer::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    ring: Ring,
+    id: String,
+    lease_duration: Duration,
+    renew_deadline: Duration,
+    retry_period: Duration,
+    release_on_stop: bool,
+}
+
+impl ShardConfig {
+    /// The shard `id` of `ring` (unique among the ring's replicas, e.g. the pod name: it
+    /// names the shard's Lease and is the value of the shard label), with client-go's leader
+    /// election timings for its Lease (15 s, renew deadline 10 s, retry 2 s).
+    pub fn new(ring: Ring, id: &str) -> Result<ShardConfig> {
+        validate_shard_id(id)?;
+        Ok(ShardConfig {
+            ring,
+            id: id.to_owned(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            release_on_stop: true,
+        })
+    }
+
+    /// The ring.
+    pub fn ring(&self) -> &Ring {
+        &self.ring
+    }
+
+    /// The shard's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The label selector of this shard's objects.
+    pub fn selector(&self) -> String {
+        self.ring.shard_selector(&self.id)
+    }
+
+    /// The shard label as (key, value): put it on the objects the shard creates for an
+    /// object it reconciles, so they are in its cache at once (the sharder would label them
+    /// soon anyway).
+    pub fn label(&self) -> (String, String) {
+        (self.ring.shard_label(), self.id.clone())
+    }
+
+    /// Factory options whose informers watch only this shard's objects.
+    pub fn factory_options(&self) -> FactoryOptions {
+        FactoryOptions {
+            label_selector: Some(self.selector()),
+            ..Default::default()
+        }
+    }
+
+    /// How long the sharder waits after the shard's last renewal before calling it dead.
+    pub fn lease_duration(mut self, d: Duration) -> Self {
+        self.lease_duration = d;
+        self
+    }
+
+    /// How long the shard keeps working without a successful renewal (must be shorter
+    /// than the lease duration: the difference is the safety margin).
+    pub fn renew_deadline(mut self, d: Duration) -> Self {
+        self.renew_deadline = d;
+        self
+    }
+
+    /// How often the shard renews its Lease.
+    pub fn retry_period(mut self, d: Duration) -> Self {
+        self.retry_period = d;
+        self
+    }
+
+    /// Whether a clean stop releases the Lease (default true: the sharder then moves the
+    /// shard's objects at once instead of after a lease duration).
+    pub fn release_on_stop(mut self, release: bool) -> Self {
+        self.release_on_stop = release;
+        self
+    }
+
+    /// The leader election on the shard's own Lease.
+    pub(crate) fn election(&self) -> LeaderElectionConfig {
+        LeaderElectionConfig::new(self.ring.namespace(), &self.id, &self.id)
+            .lease_duration(self.lease_duration)
+            .renew_deadline(self.renew_deadline)
+            .retry_period(self.retry_period)
+            .release_on_cancel(self.release_on_stop)
+    }
+}
+
+/// What the gate decided for one key.
+enum Decision {
+    Reconcile,
+    Done,
+    Retry,
+}
+
+/// The shard's gate in front of the user's reconcile (see the module docs).
+pub(crate) struct ShardGate<K: Object> {
+    ring: Ring,
+    id: String,
+    shard_label: String,
+    drain_label: String,
+    resource: ApiResource,
+    client: Client,
+    store: Arc<Store<K>>,
+    /// Keys confirmed as this shard's in the current term.
+    confirmed: Mutex<HashSet<String>>,
+}
+
+impl<K: Object> ShardGate<K> {
+    fn new(client: Client, shard: &ShardConfig, informer: &SharedIndexInformer<K>) -> Self {
+        ShardGate {
+            ring: shard.ring.clone(),
+            id: shard.id.clone(),
+            shard_label: shard.ring.shard_label(),
+            drain_label: shard.ring.drain_label(),
+            resource: informer.resource().clone(),
+            client,
+            store: informer.store(),
+            confirmed: Mutex::new(HashSet::new()),
+        }
+    }
+
+    fn api(&self, namespace: Option<&str>) -> Api<PartialObjectMetadata> {
+        match namespace {
+            Some(ns) if self.resource.namespaced => {
+                Api::namespaced_with(self.client.clone(), ns, &self.resource)
+            }
+            _ => Api::all_with(self.client.clone(), &self.resource),
+        }
+    }
+
+    /// A term starts: forget every confirmation, then confirm what a fresh (quorum) list
+    /// says is this shard's.
+    fn term_started(&self) {
+        self.confirmed.lock().clear();
+        let params = ListParams::default().labels(&self.ring.shard_selector(&self.id));
+        match self.api(None).list_all(&params) {
+            Ok(list) => {
+                let drain = &self.drain_label;
+                let keys = list
+                    .items
+                    .iter()
+                    .filter(|o| o.metadata.label(drain).is_none())
+                    .map(|o| o.metadata.key());
+                self.confirmed.lock().extend(keys);
+            }
+            Err(e) => log::warn!(
+                "shard {}: listing its objects at the start of a term (each will be confirmed by a GET): {e}",
+                self.id
+            ),
+        }
+    }
+
+    fn check(&self, key: &str) -> Decision {
+        let Some(obj) = self.store.get(key) else {
+            return Decision::Done;
+        };
+        let meta = obj.metadata();
+        let shard = meta.label(&self.shard_label);
+        let drain = meta.label(&self.drain_label);
+        match handover::gate(shard, drain.is_some(), &self.id) {
+            Gate::Skip => Decision::Done,
+            Gate::Acknowledge => {
+                let ops = handover::acknowledge_ops(&self.ring, &self.id, drain.unwrap_or("true"));
+                let (ns, name) = (meta.namespace(), meta.name());
+                match self
+                    .api(Some(ns))
+                    .patch(name, &PatchParams::default(), &Patch::json(ops))
+                {
+                    Ok(_) => {
+                        log::info!("shard {}: let go of {key}", self.id);
+                        Decision::Done
+                    }
+                    // The labels changed meanwhile (acknowledged before, moved): nothing to do.
+                    Err(e) if e.is_invalid() || e.is_not_found() => Decision::Done,
+                    Err(e) => {
+                        log::warn!("shard {}: acknowledging the drain of {key}: {e}", self.id);
+                        Decision::Retry
+                    }
+                }
+            }
+            Gate::Reconcile => {
+                if self.confirmed.lock().contains(key) {
+                    return Decision::Reconcile;
+                }
+                match self.api(Some(meta.namespace())).get(meta.name()) {
+                    Ok(now) => {
+                        let mine = now.metadata.label(&self.shard_label) == Some(self.id.as_str())
+                            && now.metadata.label(&self.drain_label).is_none();
+                        if mine {
+                            self.confirmed.lock().insert(key.to_owned());
+                            Decision::Reconcile
+                        } else {
+                            Decision::Done
+                        }
+                    }
+                    Err(e) if e.is_not_found() => Decision::Done,
+                    Err(e) => {
+                        log::warn!("shard {}: confirming {key}: {e}", self.id);
+                        Decision::Retry
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Binds a controller to its shard: prepares the shard Lease, wraps `reconcile` in the gate
+/// and `on_leadership` in the term's confirmation, and returns the leader election to run
+/// under.
+pub(crate) fn bind<K: Object, E: 'static>(
+    client: Client,
+    shard: &ShardConfig,
+    informer: &SharedIndexInformer<K>,
+    reconcile: Reconcile<E>,
+    on_leadership: Option<OnLeadership>,
+) -> Result<(Reconcile<E>, OnLeadership, LeaderElectionConfig)> {
+    let election = shard.election();
+    election.validate()?;
+    membership::prepare_lease(&client, &shard.ring, &shard.id)?;
+    let gate = Arc::new(ShardGate::new(client, shard, informer));
+    let g = Arc::clone(&gate);
+    let wrapped: Reconcile<E> = Arc::new(move |key: &str| match g.check(key) {
+        Decision::Reconcile => reconcile(key),
+        Decision::Done => Ok(Action::Done),
+        Decision::Retry => Ok(Action::RequeueAfter(Duration::from_secs(1))),
+    });
+    let leadership: OnLeadership = Arc::new(move |leading: bool| {
+        if leading {
+            gate.term_started();
+        }
+        if let Some(f) = &on_leadership {
+            f(leading);
+        }
+    });
+    Ok((wrapped, leadership, election))
+}

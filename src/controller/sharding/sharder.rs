@@ -1,0 +1,948 @@
+//! `Sharder`: decides which shard each object belongs to and writes it into the object's
+//! shard label, one replica at a time.
+//!
+//! Why a separate role: shards must never decide about each other's objects (two deciders
+//! would need a consensus of their own). One decider, elected with the crate's leader
+//! election on the Lease `<ring>-sharder`, watches the shard Leases (to know who is live)
+//! and the metadata of the sharded objects and of the objects they own (to know where each
+//! one is), and acts by the rules of [`handover`](super::handover). Every replica of a
+//! sharded controller runs a `Sharder`; only the leader's acts, so the sharder fails over
+//! with the leader election.
+//!
+//! # What it watches, and what that costs
+//!
+//! Its informers exist only during its leader's terms (started when a term starts, stopped
+//! when it ends), so only one replica pays for them: a metadata-only informer
+//! ([`PartialObjectMetadata`]) of the sharded resource and of each owned resource, and an
+//! informer of the ring's shard Leases. (timebertt's design replaced the sharder's watches
+//! of the objects by a mutating webhook in its second iteration, to make its cost
+//! independent of the number of objects; a library without a webhook server of its own
+//! keeps the metadata-only watch, as that design's first iteration did.)
+//!
+//! # When it acts
+//!
+//! - On every change of a sharded or owned object (new objects are assigned within the
+//!   time it takes its watch to deliver the event and one PATCH to land).
+//! - When the set of live shards changes (a Lease acquired, released, or expired by its own
+//!   clock): every object is looked at again.
+//! - Every [`SharderConfig::resync`] (default 10 s), every object again, so that writes that
+//!   failed (a stale cache, a network error) are retried.
+//!
+//! Writes that fail are retried after a second. Objects owned by a sharded object (the
+//! `ownerReferences` entry with `controller: true` naming the sharded resource's kind) get
+//! their owner's shard label: before their owner when it is assigned or moved, so that its
+//! new shard usually has them cached when it first reconciles the owner. Owned objects are
+//! not handed over (shards do not reconcile them, they only cache them).
+//!
+//! # Limits
+//!
+//! - The sharder makes one PATCH per assignment and two per hand-over (plus the shard's
+//!   acknowledgement), one at a time: give its client a rate limit that suits the size of
+//!   the ring (`ClientConfig::qps`).
+//! - An object created without the shard label is not reconciled until the sharder labels
+//!   it (a shard cannot see it). Objects a shard creates (owned objects) should carry the
+//!   shard's label ([`ShardConfig::label`](super::ShardConfig::label)) so that they are in
+//!   its cache at once.
+//! - A deleted shard Lease whose shard is gone leaves that shard's objects to be fenced
+//!   through a Lease the sharder creates.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::assignment::{shard_for, HashKey};
+use super::handover::{self, Step};
+use super::membership::{in_ring, Observations, ShardState};
+use super::ring::Ring;
+use crate::api::{ApiResource, PartialObjectMetadata};
+use crate::cache::{
+    DeletedObject, EventHandler, IndexFn, InformerConfig, ReflectorConfig, SharedIndexInformer,
+};
+use crate::client::{Api, Client, Patch, PatchOperation, PatchParams, PostParams};
+use crate::controller::triggers::OwnerKind;
+use crate::controller::{
+    LeaderCallbacks, LeaderElectionConfig, LeaderElector, Lease, LeaseSpec, MicroTime, Term,
+};
+use crate::error::{Error, Result};
+
+/// Something the sharder did, for logs and demos ([`SharderConfig::on_event`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShardingEvent {
+    /// The live shards changed (sorted).
+    Membership {
+        /// The live shards now.
+        live: Vec<String>,
+    },
+    /// An unassigned object was assigned.
+    Assigned {
+        /// `namespace/name`.
+        key: String,
+        /// Its shard.
+        shard: String,
+    },
+    /// An object on a live shard was asked to move: its shard must acknowledge first.
+    Draining {
+        /// `namespace/name`.
+        key: String,
+        /// The shard it is on.
+        from: String,
+        /// Where it will go once acknowledged (if that is still its target then).
+        to: String,
+    },
+    /// An object was moved off a shard that is not live (fenced).
+    Moved {
+        /// `namespace/name`.
+        key: String,
+        /// The dead or departed shard.
+        from: String,
+        /// Its new shard (`None`: no shard is live; it is unassigned).
+        to: Option<String>,
+    },
+    /// A shard's Lease was fenced: it cannot come back until released.
+    Fenced {
+        /// The shard.
+        shard: String,
+    },
+    /// A fence was released: the shard has no objects left.
+    Unfenced {
+        /// The shard.
+        shard: String,
+    },
+}
+
+type OnEvent = Arc<dyn Fn(&ShardingEvent) + Send + Sync>;
+
+/// What a [`Sharder`] shards, and how.
+#[derive(Clone)]
+pub struct SharderConfig {
+    ring: Ring,
+    resource: ApiResource,
+    owned: Vec<ApiResource>,
+    hash_key: HashKey,
+    namespace: Option<String>,
+    selector: Option<String>,
+    election: LeaderElectionConfig,
+    fence_duration: Duration,
+    resync: Duration,
+    on_event: Option<OnEvent>,
+}
+
+impl std::fmt::Debug for SharderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharderConfig")
+            .field("ring", &self.ring)
+            .field("resource", &self.resource.plural)
+            .field("owned", &self.owned.len())
+            .field("hash_key", &self.hash_key)
+            .field("election", &self.election)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharderConfig {
+    /// Shards `resource` over the live shards of `ring`; this replica contends for the
+    /// sharder's leadership (the Lease `<ring>-sharder` in the ring's namespace) as
+    /// `identity` (unique among the replicas, e.g. the pod name), with client-go's
+    /// timings.
+    pub fn new(ring: Ring, resource: &ApiResource, identity: &str) -> Self {
+        let election = LeaderElectionConfig::new(ring.namespace(), &ring.sharder_lease(), identity);
+        SharderConfig {
+            ring,
+            resource: resource.clone(),
+            owned: Vec::new(),
+            hash_key: HashKey::Object,
+            namespace: None,
+            selector: None,
+            election,
+            fence_duration: Duration::from_secs(15),
+            resync: Duration::from_secs(10),
+            on_event: None,
+        }
+    }
+
+    /// Also labels the objects of `resource` whose controller is a sharded object, with
+    /// their owner's shard (what [`ControllerBuilder::owns`](crate::controller::ControllerBuilder::owns)
+    /// watches).
+    pub fn owns(mut self, resource: &ApiResource) -> Self {
+        self.owned.push(resource.clone());
+        self
+    }
+
+    /// What objects are hashed by (default [`HashKey::Object`]).
+    pub fn hash_key(mut self, key: HashKey) -> Self {
+        self.hash_key = key;
+        self
+    }
+
+    /// Shards only the objects of one namespace (default: all namespaces).
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_owned());
+        self
+    }
+
+    /// Shards only the objects matching a label selector (default: all); owned objects are
+    /// labelled whatever their labels.
+    pub fn selector(mut self, label_selector: &str) -> Self {
+        self.selector = Some(label_selector.to_owned());
+        self
+    }
+
+    /// Replaces the sharder's leader election settings (Lease, identity, timings).
+    pub fn leader_election(mut self, config: LeaderElectionConfig) -> Self {
+        self.election = config;
+        self
+    }
+
+    /// How long a fence keeps a shard out (default 15 s); the sharder moves objects during
+    /// its first half and renews it if it needs longer.
+    pub fn fence_duration(mut self, d: Duration) -> Self {
+        self.fence_duration = d;
+        self
+    }
+
+    /// How often every object is looked at again (default 10 s).
+    pub fn resync(mut self, d: Duration) -> Self {
+        self.resync = d;
+        self
+    }
+
+    /// Called (on the sharder's thread: keep it quick) with everything the sharder does.
+    pub fn on_event(mut self, f: impl Fn(&ShardingEvent) + Send + Sync + 'static) -> Self {
+        self.on_event = Some(Arc::new(f));
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.fence_duration < Duration::from_secs(1) || self.resync.is_zero() {
+            return Err(Error::InvalidInput(
+                "sharder: the fence duration must be at least 1 s and the resync positive".into(),
+            ));
+        }
+        self.election.validate()
+    }
+}
+
+/// A running sharder (see the module docs); [`stop`](Self::stop) or dropping it ends it.
+pub struct Sharder {
+    elector: LeaderElector,
+}
+
+impl std::fmt::Debug for Sharder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sharder")
+            .field("elector", &self.elector)
+            .finish()
+    }
+}
+
+impl Sharder {
+    /// Starts contending for the sharder's leadership; while this replica leads, it shards.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kube_informer::api::ApiResource;
+    /// use kube_informer::controller::sharding::{Ring, Sharder, SharderConfig};
+    /// use kube_informer::Client;
+    /// let server = kube_informer::testing::ApiServer::start();
+    /// let client = Client::new(server.client_config())?;
+    /// let widgets = ApiResource::new("example.com", "v1", "Widget", "widgets", true);
+    /// let ring = Ring::new("widgets", "default")?;
+    /// let sharder = Sharder::start(client, SharderConfig::new(ring, &widgets, "replica-a"))?;
+    /// while !sharder.is_leader() {
+    ///     std::thread::sleep(Duration::from_millis(20));
+    /// }
+    /// sharder.stop();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn start(client: Client, config: SharderConfig) -> Result<Sharder> {
+        config.validate()?;
+        let election = config.election.clone();
+        let config = Arc::new(config);
+        let term_client = client.clone();
+        let callbacks = LeaderCallbacks::new(move |term: &Term| {
+            let client = term_client.with_cancel(term.cancel_token().clone());
+            Leader::new(client, Arc::clone(&config), term).run();
+        });
+        let elector = LeaderElector::start(client, election, callbacks)?;
+        Ok(Sharder { elector })
+    }
+
+    /// True while this replica's sharder leads (and so acts).
+    pub fn is_leader(&self) -> bool {
+        self.elector.is_leader()
+    }
+
+    /// The sharder's leader election.
+    pub fn elector(&self) -> &LeaderElector {
+        &self.elector
+    }
+
+    /// Ends the term (the sharder's informers stop), releases its Lease and joins its
+    /// threads.
+    pub fn stop(self) {
+        self.elector.stop();
+    }
+}
+
+/// Name of the owned informers' index: the key of an object's owner.
+const OWNER_INDEX: &str = "sharding-owner";
+
+/// What the informers' handlers tell the sharder's loop.
+#[derive(Default)]
+struct Dirty {
+    objects: HashSet<String>,
+    /// (owned resource index, key)
+    owned: HashSet<(usize, String)>,
+    leases: bool,
+}
+
+struct Wake {
+    dirty: Mutex<Dirty>,
+    tx: crossbeam_channel::Sender<()>,
+}
+
+impl Wake {
+    fn mark(&self, f: impl FnOnce(&mut Dirty)) {
+        f(&mut self.dirty.lock());
+        let _ = self.tx.try_send(());
+    }
+}
+
+struct ObjectHandler {
+    wake: Arc<Wake>,
+    owned: Option<usize>,
+}
+
+impl ObjectHandler {
+    fn touch(&self, key: String) {
+        match self.owned {
+            None => self.wake.mark(|d| {
+                d.objects.insert(key);
+            }),
+            Some(i) => self.wake.mark(|d| {
+                d.owned.insert((i, key));
+            }),
+        }
+    }
+}
+
+impl EventHandler<PartialObjectMetadata> for ObjectHandler {
+    fn on_add(&mut self, obj: Arc<PartialObjectMetadata>, _initial: bool) {
+        self.touch(obj.metadata.key());
+    }
+    fn on_update(&mut self, _old: Arc<PartialObjectMetadata>, new: Arc<PartialObjectMetadata>) {
+        self.touch(new.metadata.key());
+    }
+    fn on_delete(&mut self, _obj: DeletedObject<PartialObjectMetadata>) {
+        // A deleted object's shard may now have nothing left (a fence to release).
+        self.wake.mark(|d| d.leases = true);
+    }
+}
+
+struct LeaseHandler {
+    wake: Arc<Wake>,
+    observations: Arc<Mutex<Observations>>,
+}
+
+impl EventHandler<Lease> for LeaseHandler {
+    fn on_add(&mut self, obj: Arc<Lease>, _initial: bool) {
+        self.observations.lock().observe(&obj, Instant::now());
+        self.wake.mark(|d| d.leases = true);
+    }
+    fn on_update(&mut self, _old: Arc<Lease>, new: Arc<Lease>) {
+        self.observations.lock().observe(&new, Instant::now());
+        self.wake.mark(|d| d.leases = true);
+    }
+    fn on_delete(&mut self, obj: DeletedObject<Lease>) {
+        self.observations
+            .lock()
+            .forget(obj.object().metadata.name());
+        self.wake.mark(|d| d.leases = true);
+    }
+}
+
+/// A fence this sharder holds on a shard's Lease.
+struct Fence {
+    /// The record as written (its `resourceVersion` guards the renewal and the release).
+    record: Lease,
+    /// When the write that holds it was sent: moves are allowed until half its duration.
+    sent: Instant,
+}
+
+/// The sharder during one term.
+struct Leader<'t> {
+    client: Client,
+    config: Arc<SharderConfig>,
+    term: &'t Term,
+    shard_label: String,
+    drain_label: String,
+    fence_holder: String,
+    objects: SharedIndexInformer<PartialObjectMetadata>,
+    owned: Vec<(SharedIndexInformer<PartialObjectMetadata>, OwnerKind)>,
+    leases: SharedIndexInformer<Lease>,
+    observations: Arc<Mutex<Observations>>,
+    wake: Arc<Wake>,
+    rx: crossbeam_channel::Receiver<()>,
+    live: Vec<String>,
+    fences: HashMap<String, Fence>,
+    retry: HashSet<String>,
+    retry_owned: HashSet<(usize, String)>,
+}
+
+impl<'t> Leader<'t> {
+    fn new(client: Client, config: Arc<SharderConfig>, term: &'t Term) -> Self {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let wake = Arc::new(Wake {
+            dirty: Mutex::new(Dirty::default()),
+            tx,
+        });
+        let ring = config.ring.clone();
+        let metadata_informer = |resource: &ApiResource, role: &str, selector: Option<String>| {
+            let api = match (&config.namespace, resource.namespaced) {
+                (Some(ns), true) => Api::namespaced_with(client.clone(), ns, resource),
+                _ => Api::all_with(client.clone(), resource),
+            };
+            SharedIndexInformer::new(
+                api,
+                InformerConfig {
+                    reflector: ReflectorConfig {
+                        name: Some(format!("{}-sharder-{role}", ring.name())),
+                        label_selector: selector,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+            )
+        };
+        let objects = metadata_informer(
+            &config.resource,
+            &config.resource.plural,
+            config.selector.clone(),
+        );
+        let owner = OwnerKind::of(&config.resource);
+        let owned = config
+            .owned
+            .iter()
+            .map(|r| (metadata_informer(r, &r.plural, None), owner.clone()))
+            .collect();
+        let leases = SharedIndexInformer::new(
+            Api::namespaced(client.clone(), ring.namespace()),
+            InformerConfig {
+                reflector: ReflectorConfig {
+                    label_selector: Some(ring.lease_selector()),
+                    name: Some(format!("{}-sharder-leases", ring.name())),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        );
+        Leader {
+            shard_label: ring.shard_label(),
+            drain_label: ring.drain_label(),
+            fence_holder: format!("fence/{}", config.election.identity),
+            client,
+            term,
+            objects,
+            owned,
+            leases,
+            observations: Arc::new(Mutex::new(Observations::default())),
+            wake,
+            rx,
+            live: Vec::new(),
+            fences: HashMap::new(),
+            retry: HashSet::new(),
+            retry_owned: HashSet::new(),
+            config,
+        }
+    }
+
+    fn emit(&self, event: ShardingEvent) {
+        log::info!("sharder {}: {event:?}", self.config.ring.name());
+        if let Some(f) = &self.config.on_event {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&event))).is_err() {
+                log::error!(
+                    "sharder {}: the on_event callback panicked",
+                    self.config.ring.name()
+                );
+            }
+        }
+    }
+
+    fn run(mut self) {
+        if let Err(e) = self.start_informers() {
+            log::error!("sharder {}: {e}", self.config.ring.name());
+            self.stop_informers();
+            return;
+        }
+        let mut next_resync = crate::deadline::after(self.config.resync);
+        let mut next_retry: Option<Instant> = None;
+        let mut first = true;
+        while !self.term.is_stopped() {
+            let now = Instant::now();
+            let dirty = std::mem::take(&mut *self.wake.dirty.lock());
+            let (live, next_expiry) = self.judge(now);
+            let membership_changed = live != self.live || first;
+            if membership_changed {
+                self.live = live;
+                self.emit(ShardingEvent::Membership {
+                    live: self.live.clone(),
+                });
+            }
+            let retry_due = next_retry.is_some_and(|t| now >= t);
+            if membership_changed || now >= next_resync {
+                next_resync = crate::deadline::after(self.config.resync);
+                self.retry.clear();
+                self.retry_owned.clear();
+                self.full_pass();
+            } else {
+                let mut keys: Vec<String> = dirty.objects.into_iter().collect();
+                let mut owned: Vec<(usize, String)> = dirty.owned.into_iter().collect();
+                if retry_due {
+                    keys.extend(self.retry.drain());
+                    owned.extend(self.retry_owned.drain());
+                }
+                for key in keys {
+                    if let Some(o) = self.objects.store().get(&key) {
+                        self.primary(&o);
+                    }
+                }
+                for (i, key) in owned {
+                    let child = self.owned.get(i).and_then(|(inf, _)| inf.store().get(&key));
+                    if let Some(c) = child {
+                        self.child(i, &c);
+                    }
+                }
+            }
+            if retry_due || !self.retry.is_empty() || !self.retry_owned.is_empty() {
+                next_retry = if self.retry.is_empty() && self.retry_owned.is_empty() {
+                    None
+                } else {
+                    next_retry
+                        .filter(|t| *t > now)
+                        .or(Some(crate::deadline::after(Duration::from_secs(1))))
+                };
+            }
+            self.tend_fences();
+            first = false;
+            // Sleep until something changes, a Lease may expire, a retry or resync is due
+            // (bounded, so that the term's end is noticed promptly).
+            let mut wake_at = next_resync.min(crate::deadline::after(Duration::from_millis(200)));
+            if let Some(t) = next_expiry {
+                wake_at = wake_at.min(t);
+            }
+            if let Some(t) = next_retry {
+                wake_at = wake_at.min(t);
+            }
+            let _ = self
+                .rx
+                .recv_timeout(wake_at.saturating_duration_since(Instant::now()));
+        }
+        self.stop_informers();
+    }
+
+    fn start_informers(&mut self) -> Result<()> {
+        let index: IndexFn<PartialObjectMetadata> = {
+            let owner = OwnerKind::of(&self.config.resource);
+            Arc::new(move |o: &PartialObjectMetadata| {
+                Ok(owner.key_of_owner(&o.metadata).into_iter().collect())
+            })
+        };
+        for (i, (informer, _)) in self.owned.iter().enumerate() {
+            informer.add_indexers([(OWNER_INDEX.to_owned(), Arc::clone(&index))])?;
+            informer.add_event_handler(ObjectHandler {
+                wake: Arc::clone(&self.wake),
+                owned: Some(i),
+            })?;
+        }
+        self.objects.add_event_handler(ObjectHandler {
+            wake: Arc::clone(&self.wake),
+            owned: None,
+        })?;
+        self.leases.add_event_handler(LeaseHandler {
+            wake: Arc::clone(&self.wake),
+            observations: Arc::clone(&self.observations),
+        })?;
+        self.leases.start()?;
+        self.objects.start()?;
+        for (informer, _) in &self.owned {
+            informer.start()?;
+        }
+        // Wait for every cache, in short steps so that the term's end is noticed.
+        loop {
+            if self.term.is_stopped() {
+                return Err(Error::Cancelled {
+                    request: "the sharder's term ended while its caches synced".into(),
+                });
+            }
+            let synced = self.leases.has_synced()
+                && self.objects.has_synced()
+                && self.owned.iter().all(|(i, _)| i.has_synced());
+            if synced {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop_informers(&self) {
+        self.leases.stop();
+        self.objects.stop();
+        for (i, _) in &self.owned {
+            i.stop();
+        }
+    }
+
+    /// The live shards (sorted), and the next instant one of them may expire.
+    fn judge(&self, now: Instant) -> (Vec<String>, Option<Instant>) {
+        let observations = self.observations.lock();
+        let mut live = BTreeSet::new();
+        let mut next: Option<Instant> = None;
+        for lease in self.leases.store().list() {
+            if !in_ring(&lease, &self.config.ring) {
+                continue;
+            }
+            if let ShardState::Live(until) = observations.judge(&lease, now) {
+                live.insert(lease.metadata.name().to_owned());
+                next = Some(next.map_or(until, |n| n.min(until)));
+            }
+        }
+        (live.into_iter().collect(), next)
+    }
+
+    fn is_live(&self, shard: &str) -> bool {
+        self.live
+            .binary_search_by(|s| s.as_str().cmp(shard))
+            .is_ok()
+    }
+
+    fn full_pass(&mut self) {
+        for o in self.objects.store().list() {
+            if self.term.is_stopped() {
+                return;
+            }
+            self.primary(&o);
+        }
+        for i in 0..self.owned.len() {
+            for c in self.owned[i].0.store().list() {
+                if self.term.is_stopped() {
+                    return;
+                }
+                self.child(i, &c);
+            }
+        }
+    }
+
+    fn label<'a>(&self, o: &'a PartialObjectMetadata) -> (Option<&'a str>, Option<&'a str>) {
+        (
+            o.metadata
+                .label(&self.shard_label)
+                .filter(|s| !s.is_empty()),
+            o.metadata.label(&self.drain_label),
+        )
+    }
+
+    fn target(&self, namespace: &str, name: &str) -> Option<String> {
+        let key = self.config.hash_key.key(namespace, name);
+        shard_for(&key, &self.live).map(str::to_owned)
+    }
+
+    /// One sharded object: the hand-over rules.
+    fn primary(&mut self, o: &PartialObjectMetadata) {
+        let m = &o.metadata;
+        let key = m.key();
+        let (shard, drain) = self.label(o);
+        let target = self.target(m.namespace(), m.name());
+        let step = plan(shard, drain.is_some(), target.as_deref(), |s| {
+            self.is_live(s)
+        });
+        let ok = match step {
+            Step::Keep | Step::Wait => true,
+            Step::Assign(to) => {
+                let to = to.to_owned();
+                self.children_follow(&key, Some(&to));
+                let ops = handover::assign_ops(
+                    &self.config.ring,
+                    m.resource_version(),
+                    m.labels.is_some(),
+                    drain.is_some(),
+                    &to,
+                );
+                let ok = self.patch(None, m.namespace(), m.name(), ops);
+                if ok {
+                    self.emit(ShardingEvent::Assigned {
+                        key: key.clone(),
+                        shard: to,
+                    });
+                }
+                ok
+            }
+            Step::Drain(from) => {
+                let ops = handover::drain_ops(&self.config.ring, from);
+                let ok = self.patch(None, m.namespace(), m.name(), ops);
+                if ok {
+                    self.emit(ShardingEvent::Draining {
+                        key: key.clone(),
+                        from: from.to_owned(),
+                        to: target.clone().unwrap_or_default(),
+                    });
+                }
+                ok
+            }
+            Step::Move { from, to } => {
+                let (from, to) = (from.to_owned(), to.map(str::to_owned));
+                if !self.fence(&from) {
+                    false
+                } else {
+                    self.children_follow(&key, to.as_deref());
+                    let ops = handover::move_ops(
+                        &self.config.ring,
+                        &from,
+                        to.as_deref(),
+                        drain.is_some(),
+                    );
+                    let ok = self.patch(None, m.namespace(), m.name(), ops);
+                    if ok {
+                        self.emit(ShardingEvent::Moved {
+                            key: key.clone(),
+                            from,
+                            to,
+                        });
+                    }
+                    ok
+                }
+            }
+        };
+        if !ok {
+            self.retry.insert(key);
+        }
+    }
+
+    /// Relabels the owned objects of `owner_key` to `to` (before their owner moves).
+    fn children_follow(&mut self, owner_key: &str, to: Option<&str>) {
+        for i in 0..self.owned.len() {
+            let children = self.owned[i]
+                .0
+                .store()
+                .by_index(OWNER_INDEX, owner_key)
+                .unwrap_or_default();
+            for c in children {
+                let m = &c.metadata;
+                let (current, _) = self.label(&c);
+                if current != to {
+                    let ops = handover::relabel_ops(
+                        &self.config.ring,
+                        m.resource_version(),
+                        m.labels.is_some(),
+                        current,
+                        to,
+                    );
+                    if !self.patch(Some(i), m.namespace(), m.name(), ops) {
+                        self.retry_owned.insert((i, m.key()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// One owned object: it carries its owner's shard label (or, with the owner unknown,
+    /// the owner's target).
+    fn child(&mut self, i: usize, c: &PartialObjectMetadata) {
+        let m = &c.metadata;
+        let Some(owner_key) = self.owned[i].1.key_of_owner(m) else {
+            return;
+        };
+        let (current, _) = self.label(c);
+        let desired = match self.objects.store().get(&owner_key) {
+            Some(owner) => match self.label(&owner).0 {
+                Some(s) => Some(s.to_owned()),
+                None => return, // assigned with its owner
+            },
+            None => {
+                let (ns, name) = owner_key
+                    .split_once('/')
+                    .unwrap_or(("", owner_key.as_str()));
+                self.target(ns, name)
+            }
+        };
+        if current == desired.as_deref() {
+            return;
+        }
+        let ops = handover::relabel_ops(
+            &self.config.ring,
+            m.resource_version(),
+            m.labels.is_some(),
+            current,
+            desired.as_deref(),
+        );
+        if !self.patch(Some(i), m.namespace(), m.name(), ops) {
+            self.retry_owned.insert((i, m.key()));
+        }
+    }
+
+    /// A JSON patch of a sharded (`None`) or owned (`Some(i)`) object; false when it failed.
+    fn patch(&self, owned: Option<usize>, ns: &str, name: &str, ops: Vec<PatchOperation>) -> bool {
+        let resource = match owned {
+            None => &self.config.resource,
+            Some(i) => &self.config.owned[i],
+        };
+        let api: Api<PartialObjectMetadata> = if resource.namespaced {
+            Api::namespaced_with(self.client.clone(), ns, resource)
+        } else {
+            Api::all_with(self.client.clone(), resource)
+        };
+        match api.patch(name, &PatchParams::default(), &Patch::json(ops)) {
+            Ok(_) => true,
+            Err(e) => {
+                if e.is_invalid() || e.is_not_found() || e.is_cancelled() {
+                    log::debug!("sharder: patching {}/{ns}/{name}: {e}", resource.plural);
+                } else {
+                    log::warn!("sharder: patching {}/{ns}/{name}: {e}", resource.plural);
+                }
+                false
+            }
+        }
+    }
+
+    /// Makes sure this sharder holds a fence on `shard`'s Lease that still allows moves.
+    fn fence(&mut self, shard: &str) -> bool {
+        let half = self.config.fence_duration / 2;
+        if let Some(f) = self.fences.get(shard) {
+            if f.sent.elapsed() < half {
+                return true;
+            }
+            // Renew it (compare-and-swap on the record written).
+            let mut record = f.record.clone();
+            if let Some(spec) = record.spec.as_mut() {
+                spec.renew_time = Some(MicroTime::now());
+            }
+            let sent = Instant::now();
+            return match self
+                .lease_api()
+                .replace(shard, &PostParams::default(), &record)
+            {
+                Ok(record) => {
+                    self.fences.insert(shard.to_owned(), Fence { record, sent });
+                    true
+                }
+                Err(e) => {
+                    log::info!("sharder: renewing the fence on {shard}: {e}");
+                    self.fences.remove(shard);
+                    false
+                }
+            };
+        }
+        let now = Instant::now();
+        let current = self
+            .leases
+            .store()
+            .get(&format!("{}/{shard}", self.config.ring.namespace()));
+        if let Some(l) = &current {
+            // Judged again on the record the write will be guarded by.
+            if self.observations.lock().judge(l, now).is_live() {
+                return false;
+            }
+        }
+        let secs = i32::try_from(self.config.fence_duration.as_secs().max(1)).unwrap_or(i32::MAX);
+        let stamp = MicroTime::now();
+        let sent = Instant::now();
+        let written = match current {
+            Some(l) => {
+                let mut record = (*l).clone();
+                let transitions = record
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.lease_transitions)
+                    .unwrap_or(0)
+                    .max(0);
+                record.spec = Some(LeaseSpec {
+                    holder_identity: Some(self.fence_holder.clone()),
+                    lease_duration_seconds: Some(secs),
+                    acquire_time: Some(stamp),
+                    renew_time: Some(stamp),
+                    lease_transitions: Some(transitions.saturating_add(1)),
+                    ..Default::default()
+                });
+                self.lease_api()
+                    .replace(shard, &PostParams::default(), &record)
+            }
+            None => {
+                let mut record = Lease::new(self.config.ring.namespace(), shard);
+                let mut labels = crate::api::StringMap::new();
+                labels.insert(super::RING_LABEL, self.config.ring.name());
+                record.metadata.labels = Some(labels);
+                record.spec = Some(LeaseSpec {
+                    holder_identity: Some(self.fence_holder.clone()),
+                    lease_duration_seconds: Some(secs),
+                    acquire_time: Some(stamp),
+                    renew_time: Some(stamp),
+                    lease_transitions: Some(0),
+                    ..Default::default()
+                });
+                self.lease_api().create(&PostParams::default(), &record)
+            }
+        };
+        match written {
+            Ok(record) => {
+                self.fences.insert(shard.to_owned(), Fence { record, sent });
+                self.emit(ShardingEvent::Fenced {
+                    shard: shard.to_owned(),
+                });
+                true
+            }
+            Err(e) => {
+                log::info!("sharder: fencing {shard}: {e}");
+                false
+            }
+        }
+    }
+
+    fn lease_api(&self) -> Api<Lease> {
+        Api::namespaced(self.client.clone(), self.config.ring.namespace())
+    }
+
+    /// Releases the fences of shards with nothing left on them; forgets expired ones.
+    fn tend_fences(&mut self) {
+        if self.fences.is_empty() {
+            return;
+        }
+        let mut holding: HashSet<String> = HashSet::new();
+        for o in self.objects.store().list() {
+            if let (Some(s), _) = self.label(&o) {
+                if self.fences.contains_key(s) {
+                    holding.insert(s.to_owned());
+                }
+            }
+        }
+        let shards: Vec<String> = self.fences.keys().cloned().collect();
+        for shard in shards {
+            if holding.contains(&shard) {
+                if self.fences[&shard].sent.elapsed() >= self.config.fence_duration / 2 {
+                    // Renewed on the next move, or let go: it no longer allows moves.
+                    self.fences.remove(&shard);
+                }
+                continue;
+            }
+            let Some(f) = self.fences.remove(&shard) else {
+                continue;
+            };
+            let mut record = f.record;
+            let stamp = MicroTime::now();
+            if let Some(spec) = record.spec.as_mut() {
+                spec.holder_identity = Some(String::new());
+                spec.lease_duration_seconds = Some(1);
+                spec.renew_time = Some(stamp);
+            }
+            match self
+                .lease_api()
+                .replace(&shard, &PostParams::default(), &record)
+            {
+                Ok(_) => self.emit(ShardingEvent::Unfenced { shard }),
+                Err(e) => log::info!("sharder: releasing the fence on {shard}: {e}"),
+            }
+        }
+    }
+}
+
+use handover::plan;

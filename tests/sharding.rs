@@ -1,0 +1,486 @@
+//! Sharded controllers against the test API server: replicas joining, stopping cleanly,
+//! hanging and crashing, under churn. Every reconcile is instrumented with enter/exit: no
+//! object may ever be reconciled by two shards at once. After every membership change the
+//! labels must converge to the rendezvous assignment over the live shards, each shard's
+//! cache must hold exactly its objects, owned objects must follow their owner, and a touch
+//! of every object must be reconciled by its shard (the bound is `PATIENCE`, never a timing
+//! assertion).
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use kube_informer::api::{ApiResource, DynamicObject};
+use kube_informer::cache::{SharedIndexInformer, SharedInformerFactory};
+use kube_informer::controller::sharding::{
+    shard_for, Ring, ShardConfig, Sharder, SharderConfig, ShardingEvent,
+};
+use kube_informer::controller::{Action, Controller, LeaderElectionConfig};
+use kube_informer::testing::ApiServer;
+use kube_informer::Client;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+const NS: &str = "kube-system";
+const SHARD_LABEL: &str = "shard.sharding.kube-informer.io/widgets";
+const DRAIN_LABEL: &str = "drain.sharding.kube-informer.io/widgets";
+
+fn configmaps() -> ApiResource {
+    ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
+}
+
+fn leases() -> ApiResource {
+    ApiResource::new("coordination.k8s.io", "v1", "Lease", "leases", true)
+}
+
+fn ring() -> Ring {
+    Ring::new("widgets", NS).unwrap()
+}
+
+/// Short timings: a 4 s lease, stopped working after 2 s without a renewal.
+fn timings(c: LeaderElectionConfig) -> LeaderElectionConfig {
+    c.lease_duration(Duration::from_secs(4))
+        .renew_deadline(Duration::from_secs(2))
+        .retry_period(Duration::from_millis(400))
+}
+
+/// Who is inside a reconcile, and every reconcile that happened.
+#[derive(Default)]
+struct Tracker {
+    inside: Mutex<HashMap<String, String>>,
+    overlaps: Mutex<Vec<String>>,
+    done: Mutex<Vec<(String, String, Instant)>>,
+    count: AtomicUsize,
+    events: Mutex<Vec<ShardingEvent>>,
+}
+
+impl Tracker {
+    fn enter(&self, key: &str, shard: &str) {
+        let mut inside = self.inside.lock();
+        if let Some(other) = inside.insert(key.to_owned(), shard.to_owned()) {
+            self.overlaps
+                .lock()
+                .push(format!("{key}: {shard} entered while {other} was inside"));
+        }
+    }
+
+    fn exit(&self, key: &str, shard: &str) {
+        let mut inside = self.inside.lock();
+        if inside.get(key).map(String::as_str) == Some(shard) {
+            inside.remove(key);
+        }
+        self.done
+            .lock()
+            .push((key.to_owned(), shard.to_owned(), Instant::now()));
+        self.count.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn assert_no_overlap(&self) {
+        let overlaps = self.overlaps.lock();
+        assert!(
+            overlaps.is_empty(),
+            "reconciled by two shards at once: {overlaps:#?}"
+        );
+    }
+}
+
+struct Replica {
+    id: String,
+    controller: Option<Controller<DynamicObject>>,
+    sharder: Option<Sharder>,
+    informer: SharedIndexInformer<DynamicObject>,
+    _factory: SharedInformerFactory,
+}
+
+impl Replica {
+    fn start(server: &ApiServer, id: &str, tracker: &Arc<Tracker>, release: bool) -> Replica {
+        let client = Client::new(server.client_config()).unwrap();
+        let t = Arc::clone(tracker);
+        let sharder_config = SharderConfig::new(ring(), &widgets(), id)
+            .owns(&configmaps())
+            .namespace("lab")
+            .leader_election(timings(LeaderElectionConfig::new(
+                NS,
+                &ring().sharder_lease(),
+                id,
+            )))
+            .fence_duration(Duration::from_secs(4))
+            .resync(Duration::from_secs(2))
+            .on_event(move |e| t.events.lock().push(e.clone()));
+        let sharder = Sharder::start(client.clone(), sharder_config).unwrap();
+        let shard = ShardConfig::new(ring(), id)
+            .unwrap()
+            .lease_duration(Duration::from_secs(4))
+            .renew_deadline(Duration::from_secs(2))
+            .retry_period(Duration::from_millis(400))
+            .release_on_stop(release);
+        let factory = SharedInformerFactory::with_options(client.clone(), shard.factory_options());
+        let informer = factory.dynamic_informer(&widgets());
+        let (t, me) = (Arc::clone(tracker), id.to_owned());
+        let controller = Controller::builder(&format!("widgets-{id}"), informer.clone())
+            .workers(3)
+            .owns(factory.dynamic_informer(&configmaps()))
+            .sharded(client, shard)
+            .run(move |key: &str| -> Result<Action, kube_informer::Error> {
+                t.enter(key, &me);
+                std::thread::sleep(Duration::from_millis(2));
+                t.exit(key, &me);
+                Ok(Action::Done)
+            })
+            .unwrap();
+        Replica {
+            id: id.to_owned(),
+            controller: Some(controller),
+            sharder: Some(sharder),
+            informer,
+            _factory: factory,
+        }
+    }
+
+    /// A hung process: no renewal, no release (its informers keep running).
+    fn hang(&self) {
+        self.controller
+            .as_ref()
+            .unwrap()
+            .elector()
+            .unwrap()
+            .freeze();
+    }
+
+    fn thaw(&self) {
+        self.controller.as_ref().unwrap().elector().unwrap().thaw();
+    }
+
+    fn stop(mut self) {
+        if let Some(c) = self.controller.take() {
+            c.stop();
+        }
+        if let Some(s) = self.sharder.take() {
+            s.stop();
+        }
+    }
+}
+
+fn label_of(o: &Value, key: &str) -> Option<String> {
+    o["metadata"]["labels"][key].as_str().map(str::to_owned)
+}
+
+fn key_of(o: &Value) -> String {
+    format!(
+        "{}/{}",
+        o["metadata"]["namespace"].as_str().unwrap_or(""),
+        o["metadata"]["name"].as_str().unwrap_or("")
+    )
+}
+
+/// Labels as assigned over `live`, no drain left, each replica caching exactly its objects,
+/// owned objects on their owner's shard.
+fn converged(server: &ApiServer, live: &[&str], replicas: &[&Replica]) -> bool {
+    let objects = server.list(&widgets(), None);
+    let mut by_shard: HashMap<String, BTreeSet<String>> = HashMap::new();
+    let mut shard_of: HashMap<String, String> = HashMap::new();
+    for o in &objects {
+        let key = key_of(o);
+        let want = shard_for(&key, live).map(str::to_owned);
+        if label_of(o, SHARD_LABEL) != want || label_of(o, DRAIN_LABEL).is_some() {
+            return false;
+        }
+        if let Some(s) = want {
+            by_shard.entry(s.clone()).or_default().insert(key.clone());
+            shard_of.insert(key, s);
+        }
+    }
+    for r in replicas {
+        let cached: BTreeSet<String> = r.informer.store().list_keys().into_iter().collect();
+        if cached != by_shard.remove(&r.id).unwrap_or_default() {
+            return false;
+        }
+    }
+    server.list(&configmaps(), Some("lab")).iter().all(|cm| {
+        let owner = cm["metadata"]["ownerReferences"][0]["name"].as_str();
+        match owner {
+            Some(owner) => {
+                label_of(cm, SHARD_LABEL).as_ref() == shard_of.get(&format!("lab/{owner}"))
+            }
+            None => true,
+        }
+    })
+}
+
+/// Touches every object and waits until each is reconciled by its shard; no other shard
+/// may reconcile any of them meanwhile.
+fn every_object_served_by_its_shard(server: &ApiServer, tracker: &Tracker, live: &[&str]) {
+    let since = Instant::now();
+    let objects = server.list(&widgets(), None);
+    for o in &objects {
+        let name = o["metadata"]["name"].as_str().unwrap();
+        let patch = json!({"metadata": {"annotations": {"touched": format!("{since:?}")}}});
+        server.patch(&widgets(), Some("lab"), name, &patch).unwrap();
+    }
+    let want: HashMap<String, String> = objects
+        .iter()
+        .map(|o| {
+            let key = key_of(o);
+            let s = shard_for(&key, live).unwrap().to_owned();
+            (key, s)
+        })
+        .collect();
+    wait_until("every touched object reconciled by its shard", || {
+        let done = tracker.done.lock();
+        let mut seen = BTreeSet::new();
+        for (key, shard, at) in done.iter().filter(|(_, _, at)| *at >= since) {
+            let _ = at;
+            if want.get(key) == Some(shard) {
+                seen.insert(key.clone());
+            }
+        }
+        seen.len() == want.len()
+    });
+    let done = tracker.done.lock();
+    for (key, shard, _) in done.iter().filter(|(_, _, at)| *at >= since) {
+        if let Some(w) = want.get(key) {
+            assert_eq!(w, shard, "{key} reconciled by {shard}, not its shard {w}");
+        }
+    }
+}
+
+fn create_widgets(server: &ApiServer, n: usize, owned_every: usize) {
+    for i in 0..n {
+        let name = format!("w-{i:03}");
+        let w = server
+            .create(
+                &widgets(),
+                json!({"metadata": {"name": name, "namespace": "lab"}}),
+            )
+            .unwrap();
+        if owned_every > 0 && i % owned_every == 0 {
+            server
+                .create(
+                    &configmaps(),
+                    json!({"metadata": {"name": format!("{name}-config"), "namespace": "lab",
+                    "ownerReferences": [{"apiVersion": "lab.example.com/v1", "kind": "Widget",
+                        "name": name, "uid": w["metadata"]["uid"], "controller": true}]}}),
+                )
+                .unwrap();
+        }
+    }
+}
+
+fn lease_holder(server: &ApiServer, name: &str) -> Option<String> {
+    server.get(&leases(), Some(NS), name)?["spec"]["holderIdentity"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[test]
+fn joins_and_clean_stops_hand_objects_over_without_overlap() {
+    let server = ApiServer::builder().resource(&widgets()).start();
+    create_widgets(&server, 30, 5);
+    // An object with no labels at all, and one with other labels.
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "bare", "namespace": "lab"}}),
+        )
+        .unwrap();
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": "labelled", "namespace": "lab", "labels": {"app": "x"}}}),
+        )
+        .unwrap();
+    let tracker = Arc::new(Tracker::default());
+    let a = Replica::start(&server, "replica-a", &tracker, true);
+    let b = Replica::start(&server, "replica-b", &tracker, true);
+    wait_until("labels converged over a, b", || {
+        converged(&server, &["replica-a", "replica-b"], &[&a, &b])
+    });
+    every_object_served_by_its_shard(&server, &tracker, &["replica-a", "replica-b"]);
+    let before: HashMap<String, Option<String>> = server
+        .list(&widgets(), None)
+        .iter()
+        .map(|o| (key_of(o), label_of(o, SHARD_LABEL)))
+        .collect();
+
+    // A join: about a third moves, all of it to the newcomer, each drained first.
+    let c = Replica::start(&server, "replica-c", &tracker, true);
+    let live = ["replica-a", "replica-b", "replica-c"];
+    wait_until("labels converged over a, b, c", || {
+        converged(&server, &live, &[&a, &b, &c])
+    });
+    let mut moved = 0;
+    for o in server.list(&widgets(), None) {
+        let now = label_of(&o, SHARD_LABEL);
+        if before[&key_of(&o)] != now {
+            assert_eq!(
+                now.as_deref(),
+                Some("replica-c"),
+                "a join moves objects only to the newcomer"
+            );
+            moved += 1;
+        }
+    }
+    assert!(moved > 0 && moved < 32, "{moved} of 32 objects moved");
+    let drained = tracker
+        .events
+        .lock()
+        .iter()
+        .filter(|e| matches!(e, ShardingEvent::Draining { to, .. } if to == "replica-c"))
+        .count();
+    assert!(
+        drained >= moved,
+        "every move to a live ring was drained first ({drained} < {moved})"
+    );
+    every_object_served_by_its_shard(&server, &tracker, &live);
+
+    // A clean stop releases the shard Lease before `stop` returns.
+    assert_eq!(
+        lease_holder(&server, "replica-a").as_deref(),
+        Some("replica-a")
+    );
+    a.stop();
+    assert_ne!(
+        lease_holder(&server, "replica-a").as_deref(),
+        Some("replica-a"),
+        "stop released the shard Lease"
+    );
+    let live = ["replica-b", "replica-c"];
+    wait_until("labels converged over b, c", || {
+        converged(&server, &live, &[&b, &c])
+    });
+    every_object_served_by_its_shard(&server, &tracker, &live);
+    tracker.assert_no_overlap();
+    assert!(tracker.count.load(Ordering::SeqCst) >= 32 * 3);
+    b.stop();
+    c.stop();
+}
+
+#[test]
+fn hangs_crashes_and_rejoins_under_churn_never_overlap() {
+    let server = ApiServer::builder().resource(&widgets()).start();
+    create_widgets(&server, 24, 4);
+    let tracker = Arc::new(Tracker::default());
+    let a = Replica::start(&server, "replica-a", &tracker, true);
+    let b = Replica::start(&server, "replica-b", &tracker, true);
+    // Replica c crashes: a stop without releasing its Lease.
+    let c = Replica::start(&server, "replica-c", &tracker, false);
+    let all = ["replica-a", "replica-b", "replica-c"];
+    wait_until("labels converged over a, b, c", || {
+        converged(&server, &all, &[&a, &b, &c])
+    });
+
+    // Churn all along: objects created, changed and deleted.
+    let stop_churn = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let churn = scope.spawn(|| {
+            let mut i = 0u32;
+            while !stop_churn.load(Ordering::SeqCst) {
+                let name = format!("churn-{}", i % 12);
+                if server.get(&widgets(), Some("lab"), &name).is_some() {
+                    if i % 3 == 0 {
+                        let _ = server.delete(&widgets(), Some("lab"), &name);
+                    } else {
+                        let patch = json!({"metadata": {"annotations": {"round": i.to_string()}}});
+                        let _ = server.patch(&widgets(), Some("lab"), &name, &patch);
+                    }
+                } else {
+                    let _ = server.create(
+                        &widgets(),
+                        json!({"metadata": {"name": name, "namespace": "lab"}}),
+                    );
+                }
+                i += 1;
+                std::thread::sleep(Duration::from_millis(15));
+            }
+        });
+
+        // b hangs: its workers stop at its renew deadline, its Lease expires, the sharder
+        // fences it and moves its objects.
+        b.hang();
+        wait_until("the sharder to fence the hung replica-b", || {
+            tracker
+                .events
+                .lock()
+                .iter()
+                .any(|e| matches!(e, ShardingEvent::Fenced { shard } if shard == "replica-b"))
+        });
+        wait_until("no object left on replica-b", || {
+            server
+                .list(&widgets(), None)
+                .iter()
+                .all(|o| label_of(o, SHARD_LABEL).as_deref() != Some("replica-b"))
+        });
+        // b comes back: it takes its Lease again once the fence is released, confirms
+        // before reconciling, and gets its share back through drains.
+        b.thaw();
+        wait_until("replica-b to hold its Lease again", || {
+            b.controller.as_ref().unwrap().is_leader()
+        });
+        // c crashes: no release.
+        c.stop();
+        assert_eq!(
+            lease_holder(&server, "replica-c").as_deref(),
+            Some("replica-c"),
+            "a crash leaves the Lease held until it expires"
+        );
+        stop_churn.store(true, Ordering::SeqCst);
+        churn.join().unwrap();
+    });
+    let live = ["replica-a", "replica-b"];
+    wait_until("labels converged over a, b after the crash", || {
+        converged(&server, &live, &[&a, &b])
+    });
+    every_object_served_by_its_shard(&server, &tracker, &live);
+    tracker.assert_no_overlap();
+    a.stop();
+    b.stop();
+}
+
+#[test]
+fn nonsense_leases_count_as_dead_and_crash_nothing() {
+    let server = ApiServer::builder().resource(&widgets()).start();
+    let ring_labels = json!({"sharding.kube-informer.io/ring": "widgets"});
+    let specs = [
+        ("no-spec", Value::Null),
+        ("no-holder", json!({"leaseDurationSeconds": 10})),
+        (
+            "zero",
+            json!({"holderIdentity": "zero", "leaseDurationSeconds": 0}),
+        ),
+        (
+            "negative",
+            json!({"holderIdentity": "negative", "leaseDurationSeconds": -5}),
+        ),
+        (
+            "junk",
+            json!({"holderIdentity": 7, "leaseDurationSeconds": "long", "renewTime": "later"}),
+        ),
+    ];
+    for (i, (name, spec)) in specs.iter().enumerate() {
+        let mut lease = json!({"metadata": {"name": name, "namespace": NS, "labels": ring_labels}});
+        if !spec.is_null() {
+            lease["spec"] = spec.clone();
+        }
+        server.create(&leases(), lease).unwrap();
+        server
+            .create(
+                &widgets(),
+                json!({"metadata": {"name": format!("w-{i}"), "namespace": "lab",
+                    "labels": {SHARD_LABEL: name, DRAIN_LABEL: "true"}}}),
+            )
+            .unwrap();
+    }
+    let tracker = Arc::new(Tracker::default());
+    let a = Replica::start(&server, "replica-a", &tracker, true);
+    wait_until("every object on replica-a", || {
+        converged(&server, &["replica-a"], &[&a])
+    });
+    every_object_served_by_its_shard(&server, &tracker, &["replica-a"]);
+    assert!(a.sharder.as_ref().unwrap().is_leader());
+    tracker.assert_no_overlap();
+    a.stop();
+}
