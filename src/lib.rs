@@ -64,6 +64,7 @@ mod json;
 mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod thread_name;
 pub mod workqueue;
 
 pub use client::{

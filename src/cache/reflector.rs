@@ -123,7 +123,7 @@ pub struct ReflectorConfig {
     pub backoff_max: Duration,
     /// Called on every list or watch error.
     pub on_watch_error: Option<WatchErrorHandler>,
-    /// Name used in thread names and logs (`kube-informer/<name>/reflector`). Defaults to the
+    /// Name used in thread names and logs (`ki/<name>/refl`, see the crate's thread names). Defaults to the
     /// resource's plural.
     pub name: Option<String>,
 }
@@ -237,7 +237,7 @@ impl Reflector {
                 (Arc::clone(&shared), Arc::clone(&fifo), config.resync_period);
             threads.push(
                 std::thread::Builder::new()
-                    .name(format!("kube-informer/{name}/resync"))
+                    .name(crate::thread_name::thread_name(&name, "rsyn"))
                     .spawn(move || {
                         while !shared.stop.sleep(period) {
                             if fifo.resync().is_err() {
@@ -257,7 +257,7 @@ impl Reflector {
         };
         threads.push(
             std::thread::Builder::new()
-                .name(format!("kube-informer/{name}/reflector"))
+                .name(crate::thread_name::thread_name(&name, "refl"))
                 .spawn(move || run.run())?,
         );
         Ok(Reflector {
@@ -773,10 +773,7 @@ impl<K: Object> Run<K> {
         let deadline = self.config.streaming_list_deadline;
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
         let watchdog = std::thread::Builder::new()
-            .name(format!(
-                "kube-informer/{}/streaming-list-deadline",
-                self.name
-            ))
+            .name(crate::thread_name::thread_name(&self.name, "sldl"))
             .spawn(move || {
                 if let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
                     done_rx.recv_timeout(deadline)

@@ -408,7 +408,10 @@ impl<E: std::fmt::Display + 'static> Workers<E> {
                 Arc::clone(&self.counters),
             );
             let spawned = std::thread::Builder::new()
-                .name(format!("kube-informer/controller/{}/worker-{i}", self.name))
+                .name(crate::thread_name::thread_name(
+                    &self.name,
+                    &format!("wrk{i}"),
+                ))
                 .spawn(move || work(&name, &queue, &flag, &reconcile, &counters));
             match spawned {
                 Ok(h) => handles.push(h),

@@ -4,7 +4,7 @@
 //! reconcile must never wait on that report, and a controller that loops on one object must not
 //! flood the API server. So [`EventRecorder::record`] only puts the event in a bounded queue
 //! (full: the event is dropped and counted) and one background thread,
-//! `kube-informer/events/<component>`, writes them, following client-go's `tools/events`:
+//! `ki/<component>/ev` (its last `/` segment, shortened), writes them, following client-go's `tools/events`:
 //!
 //! - **API**: `events.k8s.io/v1` Events (`regarding`, `reason`, `action`, `note`,
 //!   `reportingController`, `reportingInstance`, `eventTime`). When the server does not serve
@@ -304,7 +304,7 @@ impl EventRecorder {
         let (tx, rx) = crossbeam_channel::bounded(config.queue_capacity);
         let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
         let counters = Arc::new(Counters::default());
-        let name = format!("kube-informer/events/{}", config.reporting_controller);
+        let name = crate::thread_name::thread_name(&config.reporting_controller, "ev");
         let mut worker = Worker {
             client,
             config,

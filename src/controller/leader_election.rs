@@ -45,7 +45,7 @@
 //!
 //! # Callbacks and threads
 //!
-//! - started leading: called on a new thread (`kube-informer/<lease>/leader`) for each term,
+//! - started leading: called on a new thread (`ki/<lease>/lead`) for each term,
 //!   with a [`Term`] whose stop signal it must honour (return soon after it fires). Returning
 //!   early does not end the term: the elector keeps the lease until it stops or loses it.
 //! - stopped leading: called on the same thread after the started callback returned and the
@@ -53,8 +53,8 @@
 //! - new leader observed: called on the elector thread whenever the holder it observes changes
 //!   (its own identity included).
 //!
-//! The elector thread (`kube-informer/<lease>/leader-elector`) and the watchdog
-//! (`kube-informer/<lease>/leader-watchdog`) are joined by [`LeaderElector::stop`] (and on
+//! The elector thread (`ki/<lease>/elec`) and the watchdog
+//! (`ki/<lease>/wdog`) are joined by [`LeaderElector::stop`] (and on
 //! drop). After losing a term the elector tries to acquire again; a new term's thread starts
 //! only after the previous one's stopped callback returned, so one elector's terms never
 //! overlap. Stopping cuts the elector's requests in flight and wakes every wait; it takes as
@@ -422,10 +422,7 @@ impl LeaderElector {
         let spawn_err = |e: std::io::Error| Error::Config(format!("spawning a thread: {e}"));
         let s = Arc::clone(&shared);
         let watchdog = thread::Builder::new()
-            .name(format!(
-                "kube-informer/{}/leader-watchdog",
-                shared.config.name
-            ))
+            .name(crate::thread_name::thread_name(&shared.config.name, "wdog"))
             .spawn(move || watchdog(&s))
             .map_err(spawn_err)?;
         let mut elector = LeaderElector {
@@ -435,10 +432,7 @@ impl LeaderElector {
         };
         let s = Arc::clone(&shared);
         let thread = thread::Builder::new()
-            .name(format!(
-                "kube-informer/{}/leader-elector",
-                shared.config.name
-            ))
+            .name(crate::thread_name::thread_name(&shared.config.name, "elec"))
             .spawn(move || {
                 // Marks the thread as finished however it ends, so `stop` never waits for a
                 // thread that is gone.
@@ -767,7 +761,10 @@ impl<'a> Run<'a> {
         );
         let lease = self.shared.lease_name.clone();
         thread::Builder::new()
-            .name(format!("kube-informer/{}/leader", self.shared.config.name))
+            .name(crate::thread_name::thread_name(
+                &self.shared.config.name,
+                "lead",
+            ))
             .spawn(move || {
                 if catch_unwind(AssertUnwindSafe(|| started(&term))).is_err() {
                     log::error!("leader election {lease}: the started-leading callback panicked");
