@@ -61,6 +61,9 @@ mod deadline;
 pub mod discovery;
 mod error;
 mod json;
+pub mod manager;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -425,7 +425,17 @@ impl<K: Object> SharedIndexInformer<K> {
     /// # }
     /// ```
     pub fn health(&self) -> InformerHealth {
-        let inner = &self.inner;
+        Self::health_of(&self.inner)
+    }
+
+    /// The informer's health while it lives, read without keeping it alive (for metrics).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn health_source(&self) -> impl Fn() -> Option<InformerHealth> + Send + Sync {
+        let weak = Arc::downgrade(&self.inner);
+        move || weak.upgrade().map(|inner| Self::health_of(&inner))
+    }
+
+    fn health_of(inner: &Inner<K>) -> InformerHealth {
         let reflector = inner.reflector.lock();
         let handlers = inner.listeners.lock().iter().map(|l| l.stats()).collect();
         let mut h = InformerHealth {
@@ -439,6 +449,7 @@ impl<K: Object> SharedIndexInformer<K> {
         if let Some(r) = reflector.as_ref() {
             h.watching = r.is_watching();
             h.consecutive_failures = r.consecutive_failures();
+            h.failing_for = r.failing_for();
             h.last_error = r.last_error();
             h.since_last_event = r.since_last_activity();
             h.reflector = r.stats();

@@ -302,6 +302,11 @@ impl Reflector {
         self.shared.health.lock().consecutive_failures
     }
 
+    /// How long lists and watches have kept failing (`None` while the last one succeeded).
+    pub fn failing_for(&self) -> Option<Duration> {
+        self.shared.health.lock().failing_since.map(|t| t.elapsed())
+    }
+
     /// Stops the reflector and joins its threads. Its FIFO is closed, so a consumer blocked
     /// in `pop` returns too.
     pub fn stop(mut self) {

@@ -62,10 +62,16 @@ pub struct ControllerBuilder<K: Object, E> {
     election: Option<(Client, LeaderElectionConfig)>,
     on_leadership: Option<OnLeadership>,
     triggers: Vec<Box<dyn Trigger>>,
+    /// Workers started by a [`Manager`](crate::manager::Manager) in its terms, not by `run`.
+    managed: bool,
     _error: std::marker::PhantomData<fn() -> E>,
 }
 
 type OnLeadership = Arc<dyn Fn(bool) + Send + Sync>;
+
+/// Starts a set of workers that end once their stop flag is set and the queue woken.
+pub(crate) type Spawner =
+    Arc<dyn Fn(&Arc<AtomicBool>) -> Result<Vec<JoinHandle<()>>> + Send + Sync>;
 
 /// A running controller; dropping it stops it.
 pub struct Controller<K: Object> {
@@ -78,6 +84,8 @@ pub struct Controller<K: Object> {
     triggers: Vec<Box<dyn Attached>>,
     counters: Arc<Counters>,
     elector: Option<LeaderElector>,
+    /// Under a manager: what starts this controller's workers in each of its terms.
+    spawner: Option<Spawner>,
 }
 
 impl<K: Object> std::fmt::Debug for Controller<K> {
@@ -120,8 +128,14 @@ impl<K: Object> Controller<K> {
             election: None,
             on_leadership: None,
             triggers: Vec::new(),
+            managed: false,
             _error: std::marker::PhantomData,
         }
+    }
+
+    /// The controller's name (its queue's, its workers' threads', its metrics' label).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The work queue (for its metrics, or to enqueue keys yourself).
@@ -137,6 +151,29 @@ impl<K: Object> Controller<K> {
     /// True when the workers may run: always without leader election, during a term with it.
     pub fn is_leader(&self) -> bool {
         self.elector.as_ref().is_none_or(LeaderElector::is_leader)
+    }
+
+    /// The work queue, shared (for the metrics' collectors).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn shared_queue(&self) -> &Arc<RateLimitingQueue<String>> {
+        &self.queue
+    }
+
+    /// The reconcile counters, shared (for the metrics' collectors).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn counters(&self) -> &Arc<Counters> {
+        &self.counters
+    }
+
+    /// Under a manager: starts a set of workers that end once `stop` is set and
+    /// [`wake_workers`](Self::wake_workers) called. None otherwise.
+    pub(crate) fn spawner(&self) -> Option<&Spawner> {
+        self.spawner.as_ref()
+    }
+
+    /// Wakes this controller's idle workers to read their stop flags.
+    pub(crate) fn wake_workers(&self) {
+        self.queue.wake_all();
     }
 
     /// The leader election's elector, when the controller runs under one.
@@ -198,6 +235,12 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
     /// the Lease through `client` once the cache has synced (see the module docs).
     pub fn leader_election(mut self, client: Client, config: LeaderElectionConfig) -> Self {
         self.election = Some((client, config));
+        self
+    }
+
+    /// Leaves the workers to a [`Manager`](crate::manager::Manager), which starts them in its terms.
+    pub(crate) fn managed(mut self) -> Self {
+        self.managed = true;
         self
     }
 
@@ -334,6 +377,7 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             triggers: Vec::new(),
             counters: Arc::new(Counters::default()),
             elector: None,
+            spawner: None,
         };
         for trigger in self.triggers {
             // On an error, dropping `controller` removes the handlers registered so far.
@@ -371,6 +415,10 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             counters: Arc::clone(&controller.counters),
         };
         match self.election {
+            None if self.managed => {
+                controller.spawner =
+                    Some(Arc::new(move |stop: &Arc<AtomicBool>| workers.spawn(stop)));
+            }
             None => {
                 controller.workers = workers.spawn(&controller.stop)?;
             }
@@ -467,6 +515,7 @@ fn work<E: std::fmt::Display>(
         // The error is turned into text inside the guard too: a panicking `Display` is
         // caught like a panicking reconcile. Whatever happens, `done` follows, so no key
         // stays in `processing` (and one re-added meanwhile is queued again by `done`).
+        let reconciling = counters.begin();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             reconcile(&key).map_err(|e| e.to_string())
         }));
@@ -497,7 +546,7 @@ fn work<E: std::fmt::Display>(
                 Outcome::Panic
             }
         };
-        counters.record(counted);
+        reconciling.end(counted);
         queue.done(&key);
     }
 }

@@ -46,14 +46,14 @@
 //! was running is reconciled again afterwards. [`Controller::stats`] counts them.
 
 #[allow(clippy::module_inception)]
-mod controller;
+pub(crate) mod controller;
 mod events;
 pub mod finalizer;
 #[cfg(all(test, shuttle))]
 mod interleavings;
 pub mod leader_election;
 mod lease;
-mod stats;
+pub(crate) mod stats;
 mod triggers;
 
 pub use controller::{Action, Controller, ControllerBuilder};
