@@ -80,6 +80,7 @@ pub struct ManagerBuilder {
     factory: Arc<SharedInformerFactory>,
     recipes: Vec<Recipe>,
     election: Option<LeaderElectionConfig>,
+    on_leadership: Option<Arc<dyn Fn(bool) + Send + Sync>>,
     grace: Duration,
     unready_after: Duration,
     unhealthy_after: Duration,
@@ -304,6 +305,7 @@ impl Manager {
             client,
             recipes: Vec::new(),
             election: None,
+            on_leadership: None,
             grace: Duration::from_secs(30),
             unready_after: Duration::from_secs(30),
             unhealthy_after: Duration::from_secs(300),
@@ -478,6 +480,13 @@ impl ManagerBuilder {
         self
     }
 
+    /// Under leader election, called with `true` when a term starts (before the workers
+    /// start) and `false` when it ends (after they were stopped and joined).
+    pub fn on_leadership(mut self, f: impl Fn(bool) + Send + Sync + 'static) -> Self {
+        self.on_leadership = Some(Arc::new(f));
+        self
+    }
+
     /// How long [`Manager::run`] may take to stop everything (default 30 s).
     pub fn grace_period(mut self, grace: Duration) -> Self {
         self.grace = grace;
@@ -562,6 +571,7 @@ impl ManagerBuilder {
         self.factory.start()?;
         let s = Arc::clone(&shared);
         let (recipes, election, client) = (self.recipes, self.election, self.client.clone());
+        let on_leadership = self.on_leadership;
         #[cfg(feature = "metrics")]
         let metrics = self.metrics.clone();
         let starter = std::thread::Builder::new()
@@ -571,6 +581,7 @@ impl ManagerBuilder {
                     &s,
                     recipes,
                     election,
+                    on_leadership,
                     client,
                     #[cfg(feature = "metrics")]
                     &metrics,
@@ -605,6 +616,7 @@ fn start_up(
     shared: &Arc<Shared>,
     recipes: Vec<Recipe>,
     election: Option<LeaderElectionConfig>,
+    on_leadership: Option<Arc<dyn Fn(bool) + Send + Sync>>,
     client: Client,
     #[cfg(feature = "metrics")] metrics: &crate::metrics::Metrics,
 ) -> std::result::Result<(), String> {
@@ -634,10 +646,16 @@ fn start_up(
         Some(config) => {
             let s = Arc::clone(shared);
             let callbacks = LeaderCallbacks::new(move |term| {
+                if let Some(f) = &on_leadership {
+                    f(true);
+                }
                 let stop = Arc::new(AtomicBool::new(false));
                 let handles = s.start_workers(&stop);
                 term.wait();
                 s.stop_workers(&stop, handles);
+                if let Some(f) = &on_leadership {
+                    f(false);
+                }
             });
             let elector = LeaderElector::start(client, config, callbacks)
                 .map_err(|e| format!("starting the leader election: {e}"))?;
