@@ -140,22 +140,22 @@ impl Metrics {
         );
         r.register(
             "workqueue_work_duration_seconds",
-            "How long in seconds processing an item from workqueue takes.",
+            "How long in seconds processing an item from workqueue takes",
             queues.work_duration.clone(),
         );
         r.register(
             "rest_client_requests",
-            "Number of HTTP requests, partitioned by status code, method, and host.",
+            "Number of HTTP requests, partitioned by status code, method, and host",
             rest.requests.clone(),
         );
         r.register(
             "rest_client_request_duration_seconds",
-            "Request latency in seconds. Broken down by verb, and host.",
+            "Request latency in seconds. Broken down by verb, and host",
             rest.latency.clone(),
         );
         r.register(
             "rest_client_rate_limiter_duration_seconds",
-            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host",
             rest.rate_limiter.clone(),
         );
         r.register_collector(Box::new(Arc::clone(&reconciles)));

@@ -145,13 +145,13 @@ impl Collector for Queues {
         gauges(
             e,
             "workqueue_unfinished_work_seconds",
-            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases",
             rows(|m| secs(m.unfinished_work)),
         )?;
         gauges(
             e,
             "workqueue_longest_running_processor_seconds",
-            "How many seconds has the longest running processor for workqueue been running.",
+            "How many seconds has the longest running processor for workqueue been running",
             rows(|m| secs(m.longest_running)),
         )?;
         Ok(())
