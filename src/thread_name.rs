@@ -6,14 +6,15 @@
 //! looks alike. The library's threads are named `ki/<subject>/<role>` instead, with the
 //! subject (a resource, controller, lease, queue or component) shortened to fit, so that the
 //! cut name keeps both the role and a recognisable part of the subject: `ki/pods/refl`,
-//! `ki/pods/lis3`, `ki/deploym/wrk1`, `ki/node-lab/elec`.
+//! `ki/pods/lis3`, `ki/deploym/wrk1`, `ki/node-la/elec`.
 //!
 //! Roles: `refl` (reflector), `rsyn` (resync timer), `inf` (informer: FIFO to cache to
 //! handlers), `lis<N>` (the listener thread of handler N), `page` (a list page fetched ahead),
 //! `sldl` (streaming-list deadline), `stop` (a factory's parallel stop), `wrk<N>` (controller
 //! worker N), `elec` / `lead` / `wdog` (leader election's elector, term and watchdog),
 //! `dlay` (a work queue's delay timer), `ev` (an event recorder), `http` (the probe
-//! endpoint), `start` / `stop` (a manager), `out` / `err` (an exec plugin's pipes).
+//! endpoint, `ki/probes/http`), `start` / `stop` (a manager: `ki/mgr/start`), and an exec
+//! credential plugin's pipe readers (`ki/exec/stdout`, `ki/exec/stderr`).
 
 /// The longest thread name Linux keeps, in bytes.
 pub(crate) const MAX_THREAD_NAME: usize = 15;

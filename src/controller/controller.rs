@@ -414,7 +414,9 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             reconcile,
             counters: Arc::clone(&controller.counters),
         };
-        match self.election {
+        // Under a manager, the manager's election (if any) governs the workers.
+        let election = if self.managed { None } else { self.election };
+        match election {
             None if self.managed => {
                 controller.spawner =
                     Some(Arc::new(move |stop: &Arc<AtomicBool>| workers.spawn(stop)));

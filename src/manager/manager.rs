@@ -391,7 +391,7 @@ impl Manager {
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
         let step2 = Arc::clone(&step);
         let stopper = std::thread::Builder::new()
-            .name(thread_name("manager", "stop"))
+            .name(thread_name("mgr", "stop"))
             .spawn(move || {
                 let set = |s: &'static str| *step2.lock() = s;
                 if let Some(t) = starter {
@@ -460,7 +460,8 @@ impl ManagerBuilder {
 
     /// Adds a controller: built and started by [`start`](Self::start), in the order added,
     /// once the factory's caches have synced. Its workers run under the manager's leader
-    /// election, if any (a leader election set on `controller` itself is ignored).
+    /// election, if any (a leader election or `on_leadership` set on `controller` itself is
+    /// ignored: see [`ManagerBuilder::on_leadership`]).
     pub fn controller<K: Object, E: std::fmt::Display + 'static>(
         mut self,
         controller: ControllerBuilder<K, E>,
@@ -525,8 +526,10 @@ impl ManagerBuilder {
 
     /// Starts the probe endpoint and the informers, then, on a start-up thread, builds the
     /// controllers once the caches synced and starts their workers (or the elector). Returns
-    /// at once; readiness says when everything runs. Fails when the probe endpoint cannot
-    /// listen or a thread cannot start.
+    /// at once; readiness says when everything runs. The caches are waited for as long as
+    /// it takes (readiness says which informer is not synced and its last error; liveness
+    /// fails once one has kept failing for [`unhealthy_after`](Self::unhealthy_after)). Fails
+    /// when the probe endpoint cannot listen or a thread cannot start.
     pub fn start(self) -> Result<Manager> {
         if let Some(c) = &self.election {
             c.validate()?;
@@ -575,7 +578,7 @@ impl ManagerBuilder {
         #[cfg(feature = "metrics")]
         let metrics = self.metrics.clone();
         let starter = std::thread::Builder::new()
-            .name(thread_name("manager", "start"))
+            .name(thread_name("mgr", "start"))
             .spawn(move || {
                 let result = start_up(
                     &s,
