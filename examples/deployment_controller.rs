@@ -18,17 +18,21 @@
 //! become ready one by one, then the Deployment is deleted; the program ends when the
 //! Deployment is gone.
 //!
+//! It runs under a `Manager`: with `--probe-addr HOST:PORT` it serves `/healthz`, `/readyz`
+//! and (built with the `metrics` feature) `/metrics` there.
+//!
 //! Flags: `--kubeconfig PATH`, `--context NAME`, `--namespace NS`, `--demo`,
-//! `--duration SECS`. Ctrl-C stops it.
+//! `--duration SECS`, `--probe-addr HOST:PORT`. Ctrl-C or SIGTERM stops it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, Object, ObjectMeta, Resource};
-use kube_informer::cache::{FactoryOptions, Lister, SharedInformerFactory};
+use kube_informer::cache::{FactoryOptions, Lister};
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::controller::{finalizer, Action, Controller, FinalizerError, FinalizerEvent};
+use kube_informer::manager::Manager;
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client};
 use parking_lot::Mutex;
@@ -94,12 +98,14 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let (mut kubeconfig, mut context, mut namespace, mut demo, mut duration) =
         (None, None, None, false, None);
+    let mut probe_addr = None::<String>;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--kubeconfig" => kubeconfig = args.next(),
             "--context" => context = args.next(),
             "--namespace" => namespace = args.next(),
             "--demo" => demo = true,
+            "--probe-addr" => probe_addr = args.next(),
             "--duration" => {
                 duration = args
                     .next()
@@ -148,15 +154,19 @@ fn main() {
         }
     };
 
-    let factory = SharedInformerFactory::with_options(
+    // One manager: its factory's informers, the controller, probes, a clean stop.
+    let mut manager = Manager::builder_with_options(
         client.clone(),
         FactoryOptions {
             namespace: namespace.clone(),
             ..Default::default()
         },
     );
-    let deployments = factory.informer::<Deployment>();
-    let replicasets = factory.informer::<ReplicaSet>();
+    if let Some(addr) = &probe_addr {
+        manager = manager.probe_addr(addr);
+    }
+    let deployments = manager.factory().informer::<Deployment>();
+    let replicasets = manager.factory().informer::<ReplicaSet>();
     let seen: Seen = Arc::default();
     let reconciler = Reconciler {
         deployments: deployments.lister(),
@@ -165,10 +175,16 @@ fn main() {
         seen: Arc::clone(&seen),
         require_label: server.is_none(),
     };
-    let controller = Controller::builder("deployment-controller", deployments)
-        .owns(replicasets)
-        .run(move |key: &str| reconciler.reconcile(key))
+    let manager = manager
+        .controller(
+            Controller::builder("deployment-controller", deployments).owns(replicasets),
+            move |key: &str| reconciler.reconcile(key),
+        )
+        .start()
         .unwrap_or_else(|e| fail(&e));
+    if let Some(addr) = manager.probe_addr() {
+        println!("deployment_controller: probes on http://{addr}/healthz, /readyz, /metrics");
+    }
 
     let (tx, rx) = crossbeam_channel::bounded::<()>(1);
     ctrlc::set_handler(move || {
@@ -187,13 +203,10 @@ fn main() {
             }
         },
     }
-    let stats = controller.stats();
-    controller.stop();
-    factory.shutdown();
-    println!(
-        "STATS reconciles={} errors={} panics={} requeues={}",
-        stats.reconciles, stats.errors, stats.panics, stats.requeues
-    );
+    // Within the grace period: workers finish their keys, handlers and informers stop.
+    if let Err(e) = manager.stop() {
+        eprintln!("deployment_controller: {e}");
+    }
 }
 
 struct Reconciler {

@@ -20,19 +20,25 @@
 //! demo prints the Events the test API server holds at the end (`EVENT Labelled Node/gpu-3
 //! ...`).
 //!
+//! It runs under a `Manager` (one informer factory, the leader election, a clean stop): with
+//! `--probe-addr HOST:PORT` it serves `/healthz`, `/readyz` and, built with the `metrics`
+//! feature (`cargo run --example node_labeler --features metrics -- --demo --probe-addr
+//! 127.0.0.1:8081`), `/metrics` there (in the two-replica demo, replica b serves them).
+//!
 //! Flags: `--kubeconfig PATH`, `--context NAME`, `--demo`, `--duration SECS`,
-//! `--leader-elect`. Ctrl-C stops it.
+//! `--leader-elect`, `--probe-addr HOST:PORT`. Ctrl-C or SIGTERM stops it within the
+//! manager's grace period (10 s).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube_informer::api::{ApiResource, Object, ObjectMeta, Resource};
-use kube_informer::cache::{InformerConfig, SharedIndexInformer};
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::controller::{
     Action, Controller, EventRecorder, EventRecorderConfig, EventType, LeaderElectionConfig,
     ObjectReference,
 };
+use kube_informer::manager::Manager;
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client};
 use kube_informer::{Patch, PatchParams};
@@ -77,13 +83,14 @@ fn wants_label(node: &Node) -> bool {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut kubeconfig, mut context, mut demo, mut duration) = (None, None, false, None);
-    let mut leader_elect = false;
+    let (mut leader_elect, mut probe_addr) = (false, None::<String>);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--kubeconfig" => kubeconfig = args.next(),
             "--context" => context = args.next(),
             "--demo" => demo = true,
             "--leader-elect" => leader_elect = true,
+            "--probe-addr" => probe_addr = args.next(),
             "--duration" => {
                 duration = args
                     .next()
@@ -130,7 +137,12 @@ fn main() {
 
     let mut recorders = Vec::new();
     let replicas = match (leader_elect, demo_server.is_some()) {
-        (false, _) => vec![run_replica(client, None, &mut recorders)],
+        (false, _) => vec![run_replica(
+            client,
+            None,
+            &mut recorders,
+            probe_addr.as_deref(),
+        )],
         (true, false) => {
             let id = std::env::var("POD_NAME")
                 .or_else(|_| std::env::var("HOSTNAME"))
@@ -138,7 +150,12 @@ fn main() {
             let id = format!("{id}_{:08x}", std::process::id() ^ random_u32());
             let ns = client.default_namespace().to_owned();
             let election = LeaderElectionConfig::new(&ns, "node-labeler", &id);
-            vec![run_replica(client, Some(election), &mut recorders)]
+            vec![run_replica(
+                client,
+                Some(election),
+                &mut recorders,
+                probe_addr.as_deref(),
+            )]
         }
         (true, true) => {
             // Two replicas in one process, each with its own cache and elector; short
@@ -150,8 +167,20 @@ fn main() {
                     .retry_period(Duration::from_millis(500))
             };
             vec![
-                run_replica(client.clone(), Some(election("replica-a")), &mut recorders),
-                run_replica(client, Some(election("replica-b")), &mut recorders),
+                // The probes go with replica b, which runs to the end of the demo (replica a
+                // may be the leader that is stopped half way).
+                run_replica(
+                    client.clone(),
+                    Some(election("replica-a")),
+                    &mut recorders,
+                    None,
+                ),
+                run_replica(
+                    client,
+                    Some(election("replica-b")),
+                    &mut recorders,
+                    probe_addr.as_deref(),
+                ),
             ]
         }
     };
@@ -169,10 +198,11 @@ fn main() {
         let leader = wait_for_leader(&replicas, &rx);
         let wait = half.map_or_else(|| rx.recv().is_ok(), |h| rx.recv_timeout(h).is_ok());
         if let (Some(i), false) = (leader, wait) {
-            let (controller, informer) = replicas.remove(i);
+            let manager = replicas.remove(i);
             println!("node_labeler: stopping the leader (it releases the lease)");
-            controller.stop();
-            informer.stop();
+            if let Err(e) = manager.stop() {
+                eprintln!("node_labeler: {e}");
+            }
             wait_for_leader(&replicas, &rx);
             duration = half;
         } else {
@@ -187,9 +217,11 @@ fn main() {
             let _ = rx.recv();
         }
     }
-    for (controller, informer) in replicas {
-        controller.stop();
-        informer.stop();
+    for manager in replicas {
+        // Within the grace period: the workers finish their keys, the lease is released.
+        if let Err(e) = manager.stop() {
+            eprintln!("node_labeler: {e}");
+        }
     }
     for r in recorders {
         let s = r.stats();
@@ -229,12 +261,12 @@ fn main() {
 
 /// Waits (at most 30 s, or until Ctrl-C) for one of the replicas to lead; its index.
 fn wait_for_leader(
-    replicas: &[(Controller<Node>, SharedIndexInformer<Node>)],
+    replicas: &[Manager],
     ctrl_c: &crossbeam_channel::Receiver<()>,
 ) -> Option<usize> {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while std::time::Instant::now() < deadline {
-        if let Some(i) = replicas.iter().position(|(c, _)| c.is_leader()) {
+        if let Some(i) = replicas.iter().position(Manager::is_leader) {
             return Some(i);
         }
         if ctrl_c.recv_timeout(Duration::from_millis(50)).is_ok() {
@@ -251,12 +283,15 @@ fn random_u32() -> u32 {
         .unwrap_or(0)
 }
 
-/// One replica: its own informer and controller (under leader election when given).
+/// One replica: a manager with its own informer factory and the controller (under leader
+/// election when given), serving probes (and, with the `metrics` feature, `/metrics`) on
+/// `probe_addr`.
 fn run_replica(
     client: Client,
     election: Option<LeaderElectionConfig>,
     recorders: &mut Vec<EventRecorder>,
-) -> (Controller<Node>, SharedIndexInformer<Node>) {
+    probe_addr: Option<&str>,
+) -> Manager {
     let instance = election
         .as_ref()
         .map_or_else(|| "node-labeler".to_owned(), |e| e.identity.clone());
@@ -266,56 +301,69 @@ fn run_replica(
     )
     .unwrap_or_else(|e| fail(&e));
     recorders.push(recorder.clone());
-    let informer: SharedIndexInformer<Node> =
-        SharedIndexInformer::new(Api::all(client.clone()), InformerConfig::default());
+    let mut manager = Manager::builder(client.clone()).grace_period(Duration::from_secs(10));
+    let informer = manager.factory().informer::<Node>();
     let lister = informer.lister();
-    let nodes: Api<Node> = Api::all(client.clone());
-    let mut builder = Controller::builder("node-labeler", informer.clone()).workers(2);
+    let nodes: Api<Node> = Api::all(client);
     if let Some(election) = election {
         let id = election.identity.clone();
-        builder = builder
-            .leader_election(client, election)
+        manager = manager
+            .leader_election(election)
             .on_leadership(move |leading| match leading {
                 true => println!("LEADER {id}"),
                 false => println!("FOLLOWER {id}"),
             });
     }
-    let controller = builder
-        .run(move |name: &str| -> Result<Action, kube_informer::Error> {
-            let Some(node) = lister.get(None, name) else {
-                return Ok(Action::Done); // deleted meanwhile
-            };
-            if !wants_label(&node) || node.metadata.label(LABEL) == Some("gpu") {
-                return Ok(Action::Done);
-            }
-            // Only the fields this controller owns: apiVersion, kind, name, and its label.
-            let mine = serde_json::json!({
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {LABEL: "gpu"}}
-            });
-            let params = PatchParams::apply(FIELD_MANAGER).force();
-            match nodes.patch(name, &params, &Patch::Apply(mine)) {
-                Ok(_) => {
-                    println!("LABELED {name} {LABEL}=gpu");
-                    // Queued, never waited on: a slow or absent events API costs nothing here.
-                    recorder.record(
-                        &ObjectReference::from_object(&ApiResource::of::<Node>(), &*node),
-                        EventType::Normal,
-                        "Labelled",
-                        "Label",
-                        &format!("set {LABEL}=gpu (server-side apply as {FIELD_MANAGER})"),
-                    );
-                    Ok(Action::Done)
+    if let Some(addr) = probe_addr {
+        manager = manager.probe_addr(addr);
+    }
+    let controller = Controller::builder("node-labeler", informer).workers(2);
+    let recorder2 = recorder.clone();
+    let manager = manager
+        .controller(
+            controller,
+            move |name: &str| -> Result<Action, kube_informer::Error> {
+                let Some(node) = lister.get(None, name) else {
+                    return Ok(Action::Done); // deleted meanwhile
+                };
+                if !wants_label(&node) || node.metadata.label(LABEL) == Some("gpu") {
+                    return Ok(Action::Done);
                 }
-                Err(e) => {
-                    println!("RETRY {name}: {e}");
-                    Err(e)
+                // Only the fields this controller owns: apiVersion, kind, name, and its label.
+                let mine = serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": {LABEL: "gpu"}}
+                });
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                match nodes.patch(name, &params, &Patch::Apply(mine)) {
+                    Ok(_) => {
+                        println!("LABELED {name} {LABEL}=gpu");
+                        // Queued, never waited on: a slow or absent events API costs nothing here.
+                        recorder2.record(
+                            &ObjectReference::from_object(&ApiResource::of::<Node>(), &*node),
+                            EventType::Normal,
+                            "Labelled",
+                            "Label",
+                            &format!("set {LABEL}=gpu (server-side apply as {FIELD_MANAGER})"),
+                        );
+                        Ok(Action::Done)
+                    }
+                    Err(e) => {
+                        println!("RETRY {name}: {e}");
+                        Err(e)
+                    }
                 }
-            }
-        })
+            },
+        )
+        .start()
         .unwrap_or_else(|e| fail(&e));
-    (controller, informer)
+    #[cfg(feature = "metrics")]
+    manager.metrics().register_event_recorder(&recorder);
+    if let Some(addr) = manager.probe_addr() {
+        println!("node_labeler: probes on http://{addr}/healthz, /readyz, /metrics");
+    }
+    manager
 }
 
 fn fail(e: &kube_informer::Error) -> ! {

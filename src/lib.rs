@@ -61,9 +61,13 @@ mod deadline;
 pub mod discovery;
 mod error;
 mod json;
+pub mod manager;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod thread_name;
 pub mod workqueue;
 
 pub use client::{

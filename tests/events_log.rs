@@ -10,7 +10,7 @@ use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::Client;
 
 const TOKEN: &str = "events-TOKEN-SECRET-8d2f";
-const THREAD: &str = "kube-informer/events/example.com/log-test";
+const THREAD: &str = "ki/log-test/ev";
 
 struct Capture;
 

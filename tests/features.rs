@@ -52,6 +52,35 @@ fn a_build_without_dev_dependencies_has_no_testing() {
     assert!(dev.contains("feature \"testing\""), "{dev}");
 }
 
+/// Issue 22: `metrics` and `probes` are optional and off by default: a build without the
+/// dev-dependencies resolves neither prometheus-client nor tiny_http, and the default
+/// feature set stays empty (checked above).
+#[test]
+fn a_default_build_has_no_metrics_or_probe_crates() {
+    let normal = cargo(&["tree", "-e", "normal,build", "-p", "kube-informer"]);
+    for krate in ["prometheus-client", "tiny_http"] {
+        assert!(
+            !normal.contains(krate),
+            "{krate} in a default build:\n{normal}"
+        );
+    }
+    let with = cargo(&[
+        "tree",
+        "-e",
+        "normal,build",
+        "-p",
+        "kube-informer",
+        "--features",
+        "metrics,probes",
+    ]);
+    for krate in ["prometheus-client", "tiny_http"] {
+        assert!(
+            with.contains(krate),
+            "{krate} missing with the features:\n{with}"
+        );
+    }
+}
+
 /// This binary itself is a dev build: it sees `testing`.
 #[test]
 fn this_crates_own_tests_see_testing() {

@@ -45,16 +45,23 @@ fn shutdown_joins_every_thread() {
     wait_until("watching", || {
         pods_informer.is_watching() && widgets_informer.is_watching()
     });
-    // Thread names are cut to 15 bytes in /proc: `kube-informer/p` is a pods thread,
-    // `kube-informer/a` one of the test API server's.
-    let informer_threads = |names: &[String]| {
-        names
-            .iter()
-            .filter(|n| n.starts_with("kube-informer/") && !n.starts_with("kube-informer/a"))
-            .count()
-    };
+    // The library's threads are `ki/<resource>/<role>`, 15 bytes at most, so /proc shows
+    // them whole (the test API server's are `kiapi/...`).
+    let informer_threads = |names: &[String]| names.iter().filter(|n| n.starts_with("ki/")).count();
     let during = thread_names();
     let ours = informer_threads(&during) - informer_threads(&before);
+    for (name, count) in [("ki/pods/refl", 1), ("ki/pods/inf", 1), ("ki/pods/rsyn", 1)] {
+        assert_eq!(
+            during.iter().filter(|n| *n == name).count(),
+            count,
+            "{name}: {during:?}"
+        );
+    }
+    for i in 0..4 {
+        let name = format!("ki/pods/lis{i}");
+        assert!(during.contains(&name), "{name}: {during:?}");
+    }
+    assert!(during.contains(&"ki/widgets/lis0".to_owned()), "{during:?}");
     // Per informer: reflector, process, resync, one per handler.
     assert_eq!(ours, 2 * 3 + 5, "{during:?}");
     drop(pods_informer);

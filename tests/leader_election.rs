@@ -141,7 +141,7 @@ impl Terms {
         LeaderCallbacks::new(move |term| {
             let thread = std::thread::current().name().unwrap_or("").to_owned();
             assert!(
-                thread.starts_with("kube-informer/") && thread.ends_with("/leader"),
+                thread.starts_with("ki/") && thread.ends_with("/lead"),
                 "{thread}"
             );
             started
@@ -158,7 +158,7 @@ impl Terms {
         })
         .on_new_leader(move |leader| {
             let thread = std::thread::current().name().unwrap_or("").to_owned();
-            assert!(thread.ends_with("/leader-elector"), "{thread}");
+            assert!(thread.ends_with("/elec"), "{thread}");
             observed
                 .observed
                 .lock()

@@ -339,12 +339,11 @@ impl Journal {
     }
 }
 
-/// The informer's threads (`kube-informer/pods/...`, cut to 15 bytes by the kernel); the
-/// test API server's are `kube-informer/a...`.
+/// The library's threads (`ki/pods/refl`, ...); the test API server's are `kiapi/...`.
 fn informer_threads() -> Vec<String> {
     thread_names()
         .into_iter()
-        .filter(|n| n.starts_with("kube-informer/") && !n.starts_with("kube-informer/a"))
+        .filter(|n| n.starts_with("ki/"))
         .collect()
 }
 

@@ -247,7 +247,7 @@ impl SharedInformerFactory {
             let mut stopping = Vec::new();
             for (name, i) in &informers {
                 let spawned = std::thread::Builder::new()
-                    .name(format!("kube-informer/{name}/stop"))
+                    .name(crate::thread_name::thread_name(name, "stop"))
                     .spawn_scoped(scope, || i.stop());
                 match spawned {
                     Ok(handle) => stopping.push(handle),

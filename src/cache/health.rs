@@ -28,6 +28,13 @@ pub enum RelistCause {
 }
 
 impl RelistCause {
+    /// Every cause, in order.
+    pub const ALL: [RelistCause; 3] = [
+        RelistCause::Expired,
+        RelistCause::WatchError,
+        RelistCause::StaleList,
+    ];
+
     /// A short name, for logs and metric labels.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -110,6 +117,9 @@ pub struct InformerHealth {
     pub cached: usize,
     /// Failures since the last list or watch that succeeded.
     pub consecutive_failures: u32,
+    /// How long lists and watches have kept failing: since the first failure after the last
+    /// success (`None` while the last attempt succeeded). Probes judge a watch by it.
+    pub failing_for: Option<Duration>,
     /// The most recent error, even if things recovered since.
     pub last_error: Option<LastError>,
     /// Time since the last list, event or bookmark.
@@ -186,6 +196,8 @@ pub(crate) struct HealthRecord {
     /// The counters, with the resourceVersion of the last list, event or bookmark.
     pub stats: ReflectorStats,
     pub consecutive_failures: u32,
+    /// The first failure after the last success.
+    pub failing_since: Option<Instant>,
     pub last_error: Option<(LastError, Instant)>,
     /// When the last list, event or bookmark came.
     pub last_activity: Option<Instant>,
@@ -198,6 +210,7 @@ impl HealthRecord {
         let kind = error_kind(e);
         *self.stats.errors.entry(kind.clone()).or_default() += 1;
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
+        self.failing_since.get_or_insert_with(Instant::now);
         let last = LastError {
             message: e.to_string(),
             status: e.status().cloned(),
@@ -210,6 +223,7 @@ impl HealthRecord {
     /// A list or a watch worked: the run of failures is over.
     pub fn succeeded(&mut self) {
         self.consecutive_failures = 0;
+        self.failing_since = None;
     }
 
     /// A list, event or bookmark brought the server's state up to `rv`.
@@ -258,8 +272,10 @@ mod tests {
         assert!(line.contains("403 Forbidden: pods is forbidden"), "{line}");
         assert_eq!(h.reflector.errors.get("api_403"), Some(&2));
         assert_eq!(h.last_error.unwrap().status.unwrap().code, 403);
+        assert!(rec.failing_since.is_some());
         rec.succeeded();
         assert_eq!(rec.consecutive_failures, 0);
+        assert!(rec.failing_since.is_none());
         assert!(rec.last_error().is_some(), "the last error stays visible");
     }
 }

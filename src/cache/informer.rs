@@ -11,9 +11,9 @@
 //! informer takes to get through the round (see `ResyncRound`). A resync period set on the
 //! reflector serves as the default for handlers registered without one.
 //!
-//! Threads, all named `kube-informer/<resource>/<role>` and all joined by [`stop`]:
-//! the reflector, the informer (`process`), the resync timer when any handler asked for
-//! resyncs, and one per handler (`handler-<n>`).
+//! Threads, all named `ki/<resource>/<role>` (15 bytes at most, what Linux shows) and all
+//! joined by [`stop`]: the reflector (`refl`), the informer (`inf`), the resync timer
+//! (`rsyn`) when any handler asked for resyncs, and one per handler (`lis<n>`).
 //!
 //! [`stop`]: SharedIndexInformer::stop
 
@@ -267,6 +267,7 @@ impl<K: Object> SharedIndexInformer<K> {
         let listener = Listener::new(id, max_backlog, resync);
         listener
             .spawn(
+                crate::thread_name::thread_name(&inner.name, &format!("lis{id}")),
                 format!("kube-informer/{}/handler-{id}", inner.name),
                 Box::new(handler),
                 on_panic,
@@ -351,12 +352,12 @@ impl<K: Object> SharedIndexInformer<K> {
         }));
         let me = Arc::clone(inner);
         let process = thread::Builder::new()
-            .name(format!("kube-informer/{}/process", inner.name))
+            .name(crate::thread_name::thread_name(&inner.name, "inf"))
             .spawn(move || me.process_loop())
             .map_err(spawn_err)?;
         let me = Arc::clone(inner);
         let resync = thread::Builder::new()
-            .name(format!("kube-informer/{}/resync", inner.name))
+            .name(crate::thread_name::thread_name(&inner.name, "rsyn"))
             .spawn(move || me.resync_loop())
             .map_err(spawn_err)?;
         inner.threads.lock().extend([process, resync]);
@@ -424,7 +425,17 @@ impl<K: Object> SharedIndexInformer<K> {
     /// # }
     /// ```
     pub fn health(&self) -> InformerHealth {
-        let inner = &self.inner;
+        Self::health_of(&self.inner)
+    }
+
+    /// The informer's health while it lives, read without keeping it alive (for metrics).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn health_source(&self) -> impl Fn() -> Option<InformerHealth> + Send + Sync {
+        let weak = Arc::downgrade(&self.inner);
+        move || weak.upgrade().map(|inner| Self::health_of(&inner))
+    }
+
+    fn health_of(inner: &Inner<K>) -> InformerHealth {
         let reflector = inner.reflector.lock();
         let handlers = inner.listeners.lock().iter().map(|l| l.stats()).collect();
         let mut h = InformerHealth {
@@ -438,6 +449,7 @@ impl<K: Object> SharedIndexInformer<K> {
         if let Some(r) = reflector.as_ref() {
             h.watching = r.is_watching();
             h.consecutive_failures = r.consecutive_failures();
+            h.failing_for = r.failing_for();
             h.last_error = r.last_error();
             h.since_last_event = r.since_last_activity();
             h.reflector = r.stats();

@@ -223,13 +223,14 @@ impl<K: Send + Sync + 'static> Listener<K> {
     /// Starts the listener thread running `handler`.
     pub fn spawn(
         self: &Arc<Self>,
+        thread_name: String,
         name: String,
         mut handler: Box<dyn EventHandler<K>>,
         on_panic: Option<PanicHandler>,
     ) -> std::io::Result<()> {
         let me = Arc::clone(self);
         let t = crate::sync::thread::Builder::new()
-            .name(name.clone())
+            .name(thread_name)
             .spawn(move || {
                 while let Some(batch) = me.next_batch() {
                     for w in batch {
@@ -474,6 +475,7 @@ mod tests {
         const N: u64 = 200_000;
         let l = Listener::<DynamicObject>::new(0, usize::MAX, Duration::ZERO);
         l.spawn(
+            "ki/test/lis0".into(),
             "test-listener".into(),
             Box::new(crate::cache::HandlerFns::new()),
             None,

@@ -129,7 +129,7 @@ pub struct ReflectorConfig {
     pub backoff_max: Duration,
     /// Called on every list or watch error.
     pub on_watch_error: Option<WatchErrorHandler>,
-    /// Name used in thread names and logs (`kube-informer/<name>/reflector`). Defaults to the
+    /// Name used in thread names and logs (`ki/<name>/refl`, see the crate's thread names). Defaults to the
     /// resource's plural.
     pub name: Option<String>,
 }
@@ -243,7 +243,7 @@ impl Reflector {
                 (Arc::clone(&shared), Arc::clone(&fifo), config.resync_period);
             threads.push(
                 std::thread::Builder::new()
-                    .name(format!("kube-informer/{name}/resync"))
+                    .name(crate::thread_name::thread_name(&name, "rsyn"))
                     .spawn(move || {
                         while !shared.stop.sleep(period) {
                             if fifo.resync().is_err() {
@@ -264,7 +264,7 @@ impl Reflector {
         };
         threads.push(
             std::thread::Builder::new()
-                .name(format!("kube-informer/{name}/reflector"))
+                .name(crate::thread_name::thread_name(&name, "refl"))
                 .spawn(move || run.run())?,
         );
         Ok(Reflector {
@@ -307,6 +307,11 @@ impl Reflector {
     /// List and watch failures since the last list or watch that succeeded.
     pub fn consecutive_failures(&self) -> u32 {
         self.shared.health.lock().consecutive_failures
+    }
+
+    /// How long lists and watches have kept failing (`None` while the last one succeeded).
+    pub fn failing_for(&self) -> Option<Duration> {
+        self.shared.health.lock().failing_since.map(|t| t.elapsed())
     }
 
     /// Stops the reflector and joins its threads. Its FIFO is closed, so a consumer blocked
@@ -799,10 +804,7 @@ impl<K: Object> Run<K> {
         let deadline = self.config.streaming_list_deadline;
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
         let watchdog = std::thread::Builder::new()
-            .name(format!(
-                "kube-informer/{}/streaming-list-deadline",
-                self.name
-            ))
+            .name(crate::thread_name::thread_name(&self.name, "sldl"))
             .spawn(move || {
                 if let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
                     done_rx.recv_timeout(deadline)

@@ -756,9 +756,9 @@ impl<K: Object> Pages<K> {
         let continued = params.continue_token.is_some();
         let buffer = self.spare.pop().unwrap_or_default();
         let thread = std::thread::Builder::new()
-            .name(format!(
-                "kube-informer/{}/list-page",
-                self.api.resource.plural
+            .name(crate::thread_name::thread_name(
+                &self.api.resource.plural,
+                "page",
             ))
             .spawn(move || {
                 let raw = client.list_raw_into(&request, continued, K::LIST_ACCEPT, buffer);

@@ -99,6 +99,9 @@ struct Inner {
     max_retry_after: Duration,
     default_namespace: String,
     warnings: WarningSink,
+    /// Told about every request (the `metrics` feature; installed once).
+    #[cfg(feature = "metrics")]
+    observer: std::sync::OnceLock<Arc<dyn super::observer::RequestObserver>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -295,6 +298,8 @@ impl Client {
                 max_retry_after: config.max_retry_after,
                 default_namespace: config.default_namespace.clone(),
                 warnings: WarningSink::new(config.warning_handler.clone()),
+                #[cfg(feature = "metrics")]
+                observer: std::sync::OnceLock::new(),
                 config,
             }),
             scope: None,
@@ -376,6 +381,13 @@ impl Client {
     /// The namespace used when a namespaced request names none.
     pub fn default_namespace(&self) -> &str {
         &self.inner.default_namespace
+    }
+
+    /// Reports every request of this client and its clones to `observer` (the first one
+    /// installed stays; false when one already was).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn set_observer(&self, observer: Arc<dyn super::observer::RequestObserver>) -> bool {
+        self.inner.observer.set(observer).is_ok()
     }
 
     /// The base URL requests are addressed to (with `tls_server_name`, that name is its host
@@ -573,6 +585,10 @@ impl Client {
             let paced = !matches!(bound, Bound::ListContinuation);
             if let Some(l) = self.inner.limiter.as_ref().filter(|_| paced) {
                 let delay = l.reserve();
+                #[cfg(feature = "metrics")]
+                if let Some(o) = self.inner.observer.get() {
+                    o.throttled(method.as_str(), delay);
+                }
                 if !delay.is_zero() && pause(delay) {
                     return Err(cancelled());
                 }
@@ -595,6 +611,8 @@ impl Client {
             }
             let bad_request = |e: http::Error| Error::InvalidInput(format!("{request}: {e}"));
             let list_read_timeout = self.inner.config.list_read_timeout;
+            #[cfg(feature = "metrics")]
+            let sending = std::time::Instant::now();
             let sent = match &out.body {
                 Some(b) => agent.run(bounded(
                     agent,
@@ -611,6 +629,11 @@ impl Client {
                     list_read_timeout,
                 )),
             };
+            #[cfg(feature = "metrics")]
+            if let Some(o) = self.inner.observer.get() {
+                let code = sent.as_ref().ok().map(|r| r.status().as_u16());
+                o.answered(method.as_str(), code, sending.elapsed());
+            }
             let res = sent.map_err(|source| {
                 if self.cancelled() {
                     cancelled()

@@ -55,6 +55,8 @@ mod client;
 mod config;
 mod deleted;
 mod lines;
+#[cfg(feature = "metrics")]
+pub(crate) mod observer;
 mod params;
 mod patch;
 mod rate_limit;

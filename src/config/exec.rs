@@ -177,7 +177,7 @@ impl ExecProvider {
         let drain = |r: Option<Box<dyn Read + Send>>, role: &str| {
             let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
             let spawned = std::thread::Builder::new()
-                .name(format!("kube-informer/exec/{role}"))
+                .name(crate::thread_name::thread_name("exec", role))
                 .spawn(move || {
                     let mut buf = Vec::new();
                     if let Some(r) = r {

@@ -63,10 +63,16 @@ pub struct ControllerBuilder<K: Object, E> {
     on_leadership: Option<OnLeadership>,
     triggers: Vec<Box<dyn Trigger>>,
     sharding: Option<(Client, super::sharding::ShardConfig)>,
+    /// Workers started by a [`Manager`](crate::manager::Manager) in its terms, not by `run`.
+    managed: bool,
     _error: std::marker::PhantomData<fn() -> E>,
 }
 
 pub(super) type OnLeadership = Arc<dyn Fn(bool) + Send + Sync>;
+
+/// Starts a set of workers that end once their stop flag is set and the queue woken.
+pub(crate) type Spawner =
+    Arc<dyn Fn(&Arc<AtomicBool>) -> Result<Vec<JoinHandle<()>>> + Send + Sync>;
 
 /// A running controller; dropping it stops it.
 pub struct Controller<K: Object> {
@@ -79,6 +85,8 @@ pub struct Controller<K: Object> {
     triggers: Vec<Box<dyn Attached>>,
     counters: Arc<Counters>,
     elector: Option<LeaderElector>,
+    /// Under a manager: what starts this controller's workers in each of its terms.
+    spawner: Option<Spawner>,
 }
 
 impl<K: Object> std::fmt::Debug for Controller<K> {
@@ -122,8 +130,14 @@ impl<K: Object> Controller<K> {
             on_leadership: None,
             triggers: Vec::new(),
             sharding: None,
+            managed: false,
             _error: std::marker::PhantomData,
         }
+    }
+
+    /// The controller's name (its queue's, its workers' threads', its metrics' label).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The work queue (for its metrics, or to enqueue keys yourself).
@@ -139,6 +153,29 @@ impl<K: Object> Controller<K> {
     /// True when the workers may run: always without leader election, during a term with it.
     pub fn is_leader(&self) -> bool {
         self.elector.as_ref().is_none_or(LeaderElector::is_leader)
+    }
+
+    /// The work queue, shared (for the metrics' collectors).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn shared_queue(&self) -> &Arc<RateLimitingQueue<String>> {
+        &self.queue
+    }
+
+    /// The reconcile counters, shared (for the metrics' collectors).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn counters(&self) -> &Arc<Counters> {
+        &self.counters
+    }
+
+    /// Under a manager: starts a set of workers that end once `stop` is set and
+    /// [`wake_workers`](Self::wake_workers) called. None otherwise.
+    pub(crate) fn spawner(&self) -> Option<&Spawner> {
+        self.spawner.as_ref()
+    }
+
+    /// Wakes this controller's idle workers to read their stop flags.
+    pub(crate) fn wake_workers(&self) {
+        self.queue.wake_all();
     }
 
     /// The leader election's elector, when the controller runs under one.
@@ -200,6 +237,12 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
     /// the Lease through `client` once the cache has synced (see the module docs).
     pub fn leader_election(mut self, client: Client, config: LeaderElectionConfig) -> Self {
         self.election = Some((client, config));
+        self
+    }
+
+    /// Leaves the workers to a [`Manager`](crate::manager::Manager), which starts them in its terms.
+    pub(crate) fn managed(mut self) -> Self {
+        self.managed = true;
         self
     }
 
@@ -348,6 +391,7 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             triggers: Vec::new(),
             counters: Arc::new(Counters::default()),
             elector: None,
+            spawner: None,
         };
         for trigger in self.triggers {
             // On an error, dropping `controller` removes the handlers registered so far.
@@ -378,6 +422,14 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
         }
         let mut reconcile: Reconcile<E> = Arc::new(reconcile);
         let (mut election, mut on_leadership) = (self.election, self.on_leadership);
+        if self.managed && self.sharding.is_some() {
+            // A shard's workers run in the terms of its own shard Lease; a Manager's terms
+            // (or none) would run them regardless.
+            return Err(Error::InvalidInput(format!(
+                "controller {}: a sharded controller runs on its own shard Lease, not under a Manager",
+                self.name
+            )));
+        }
         if let Some((client, shard)) = self.sharding {
             if election.is_some() {
                 return Err(Error::InvalidInput(format!(
@@ -402,7 +454,13 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             reconcile,
             counters: Arc::clone(&controller.counters),
         };
+        // Under a manager, the manager's election (if any) governs the workers.
+        let election = if self.managed { None } else { election };
         match election {
+            None if self.managed => {
+                controller.spawner =
+                    Some(Arc::new(move |stop: &Arc<AtomicBool>| workers.spawn(stop)));
+            }
             None => {
                 controller.workers = workers.spawn(&controller.stop)?;
             }
@@ -439,7 +497,10 @@ impl<E: std::fmt::Display + 'static> Workers<E> {
                 Arc::clone(&self.counters),
             );
             let spawned = std::thread::Builder::new()
-                .name(format!("kube-informer/controller/{}/worker-{i}", self.name))
+                .name(crate::thread_name::thread_name(
+                    &self.name,
+                    &format!("wrk{i}"),
+                ))
                 .spawn(move || work(&name, &queue, &flag, &reconcile, &counters));
             match spawned {
                 Ok(h) => handles.push(h),
@@ -495,6 +556,7 @@ fn work<E: std::fmt::Display>(
         // The error is turned into text inside the guard too: a panicking `Display` is
         // caught like a panicking reconcile. Whatever happens, `done` follows, so no key
         // stays in `processing` (and one re-added meanwhile is queued again by `done`).
+        let reconciling = counters.begin();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             reconcile(&key).map_err(|e| e.to_string())
         }));
@@ -525,7 +587,7 @@ fn work<E: std::fmt::Display>(
                 Outcome::Panic
             }
         };
-        counters.record(counted);
+        reconciling.end(counted);
         queue.done(&key);
     }
 }

@@ -4,7 +4,7 @@
 //! reconcile must never wait on that report, and a controller that loops on one object must not
 //! flood the API server. So [`EventRecorder::record`] only puts the event in a bounded queue
 //! (full: the event is dropped and counted) and one background thread,
-//! `kube-informer/events/<component>`, writes them, following client-go's `tools/events`:
+//! `ki/<component>/ev` (its last `/` segment, shortened), writes them, following client-go's `tools/events`:
 //!
 //! - **API**: `events.k8s.io/v1` Events (`regarding`, `reason`, `action`, `note`,
 //!   `reportingController`, `reportingInstance`, `eventTime`). When the server does not serve
@@ -270,6 +270,9 @@ pub struct EventRecorder {
 }
 
 struct Inner {
+    /// The reporting controller (the metrics' `component` label).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    component: String,
     tx: Mutex<Option<Sender<Pending>>>,
     counters: Arc<Counters>,
     cancel: Cancel,
@@ -304,7 +307,8 @@ impl EventRecorder {
         let (tx, rx) = crossbeam_channel::bounded(config.queue_capacity);
         let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
         let counters = Arc::new(Counters::default());
-        let name = format!("kube-informer/events/{}", config.reporting_controller);
+        let name = crate::thread_name::thread_name(&config.reporting_controller, "ev");
+        let component = config.reporting_controller.clone();
         let mut worker = Worker {
             client,
             config,
@@ -323,6 +327,7 @@ impl EventRecorder {
             .map_err(|e| Error::Config(format!("spawning the event recorder thread: {e}")))?;
         Ok(EventRecorder {
             inner: Arc::new(Inner {
+                component,
                 tx: Mutex::new(Some(tx)),
                 counters,
                 cancel,
@@ -374,19 +379,21 @@ impl EventRecorder {
 
     /// What the recorder did so far.
     pub fn stats(&self) -> EventRecorderStats {
-        let c = &self.inner.counters;
-        let l = |a: &AtomicU64| a.load(Ordering::SeqCst);
-        EventRecorderStats {
-            queued: l(&c.queued),
-            dropped_queue_full: l(&c.dropped_queue_full),
-            dropped_stopped: l(&c.dropped_stopped),
-            rate_limited: l(&c.rate_limited),
-            processed: l(&c.processed),
-            created: l(&c.created),
-            patched: l(&c.patched),
-            failed: l(&c.failed),
-            core_v1_fallback: l(&c.fallback) > 0,
-        }
+        stats_of(&self.inner.counters)
+    }
+
+    /// The reporting controller, and the recorder's stats while it lives (read without
+    /// keeping it alive: for metrics).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn stats_source(
+        &self,
+    ) -> (
+        String,
+        Box<dyn Fn() -> Option<EventRecorderStats> + Send + Sync>,
+    ) {
+        let weak = Arc::downgrade(&self.inner);
+        let source = move || weak.upgrade().map(|inner| stats_of(&inner.counters));
+        (self.inner.component.clone(), Box::new(source))
     }
 
     /// Stops the thread (a request in flight is cut) and joins it. Events still queued are
@@ -761,6 +768,22 @@ fn merge(body: &mut Value, patch: &Value) {
         for (k, v) in p {
             b.insert(k.clone(), v.clone());
         }
+    }
+}
+
+/// A recorder's stats from its counters.
+fn stats_of(c: &Counters) -> EventRecorderStats {
+    let l = |a: &AtomicU64| a.load(Ordering::SeqCst);
+    EventRecorderStats {
+        queued: l(&c.queued),
+        dropped_queue_full: l(&c.dropped_queue_full),
+        dropped_stopped: l(&c.dropped_stopped),
+        rate_limited: l(&c.rate_limited),
+        processed: l(&c.processed),
+        created: l(&c.created),
+        patched: l(&c.patched),
+        failed: l(&c.failed),
+        core_v1_fallback: l(&c.fallback) > 0,
     }
 }
 

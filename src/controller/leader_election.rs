@@ -45,7 +45,7 @@
 //!
 //! # Callbacks and threads
 //!
-//! - started leading: called on a new thread (`kube-informer/<lease>/leader`) for each term,
+//! - started leading: called on a new thread (`ki/<lease>/lead`) for each term,
 //!   with a [`Term`] whose stop signal it must honour (return soon after it fires). Returning
 //!   early does not end the term: the elector keeps the lease until it stops or loses it.
 //! - stopped leading: called on the same thread after the started callback returned and the
@@ -53,8 +53,8 @@
 //! - new leader observed: called on the elector thread whenever the holder it observes changes
 //!   (its own identity included).
 //!
-//! The elector thread (`kube-informer/<lease>/leader-elector`) and the watchdog
-//! (`kube-informer/<lease>/leader-watchdog`) are joined by [`LeaderElector::stop`] (and on
+//! The elector thread (`ki/<lease>/elec`) and the watchdog
+//! (`ki/<lease>/wdog`) are joined by [`LeaderElector::stop`] (and on
 //! drop). After losing a term the elector tries to acquire again; a new term's thread starts
 //! only after the previous one's stopped callback returned, so one elector's terms never
 //! overlap. Stopping cuts the elector's requests in flight and wakes every wait; it takes as
@@ -365,6 +365,8 @@ struct State {
     frozen: bool,
     /// The elector thread is held.
     parked: bool,
+    /// The last failure to read or write the Lease, cleared by the next success.
+    last_error: Option<String>,
 }
 
 impl Shared {
@@ -378,6 +380,46 @@ impl Shared {
         }
         st.parked = false;
         st.stopping
+    }
+}
+
+/// Reads an elector's state without keeping it alive: after the elector is gone, it reads
+/// as not leading, not running.
+#[derive(Clone)]
+pub(crate) struct ElectorStatus(std::sync::Weak<Shared>);
+
+impl ElectorStatus {
+    /// The Lease's name (`leader_election_master_status`'s `name` label, as client-go).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn name(&self) -> String {
+        self.0
+            .upgrade()
+            .map(|s| s.config.name.clone())
+            .unwrap_or_default()
+    }
+
+    /// In a term now.
+    pub(crate) fn is_leader(&self) -> bool {
+        self.0.upgrade().is_some_and(|s| {
+            let st = s.state.lock();
+            st.term.as_ref().is_some_and(|(t, _)| !t.is_cancelled())
+        })
+    }
+
+    /// `Ok(holder)` while contending cleanly (the holder last seen, if any); the reason
+    /// otherwise (stopped, exited, or the last error reading or writing the Lease).
+    pub(crate) fn standing(&self) -> std::result::Result<Option<String>, String> {
+        let Some(s) = self.0.upgrade() else {
+            return Err("the elector is stopped".into());
+        };
+        let st = s.state.lock();
+        if st.stopping || st.exited {
+            return Err("the elector is stopped".into());
+        }
+        match &st.last_error {
+            Some(e) => Err(e.clone()),
+            None => Ok(st.leader.clone()),
+        }
     }
 }
 
@@ -422,10 +464,7 @@ impl LeaderElector {
         let spawn_err = |e: std::io::Error| Error::Config(format!("spawning a thread: {e}"));
         let s = Arc::clone(&shared);
         let watchdog = thread::Builder::new()
-            .name(format!(
-                "kube-informer/{}/leader-watchdog",
-                shared.config.name
-            ))
+            .name(crate::thread_name::thread_name(&shared.config.name, "wdog"))
             .spawn(move || watchdog(&s))
             .map_err(spawn_err)?;
         let mut elector = LeaderElector {
@@ -435,10 +474,7 @@ impl LeaderElector {
         };
         let s = Arc::clone(&shared);
         let thread = thread::Builder::new()
-            .name(format!(
-                "kube-informer/{}/leader-elector",
-                shared.config.name
-            ))
+            .name(crate::thread_name::thread_name(&shared.config.name, "elec"))
             .spawn(move || {
                 // Marks the thread as finished however it ends, so `stop` never waits for a
                 // thread that is gone.
@@ -464,6 +500,17 @@ impl LeaderElector {
     /// The holder this elector last observed in the record (`None`: free or not yet read).
     pub fn leader(&self) -> Option<String> {
         self.shared.state.lock().leader.clone()
+    }
+
+    /// The last failure to read or write the Lease (a conflict is no failure), cleared by
+    /// the next successful read or write: `None` while the elector contends cleanly.
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.state.lock().last_error.clone()
+    }
+
+    /// A handle that reads this elector's state without owning it (for probes and metrics).
+    pub(crate) fn status(&self) -> ElectorStatus {
+        ElectorStatus(std::sync::Arc::downgrade(&self.shared))
     }
 
     /// When this elector's last successful write (acquire or renew) was sent. Any other
@@ -767,7 +814,10 @@ impl<'a> Run<'a> {
         );
         let lease = self.shared.lease_name.clone();
         thread::Builder::new()
-            .name(format!("kube-informer/{}/leader", self.shared.config.name))
+            .name(crate::thread_name::thread_name(
+                &self.shared.config.name,
+                "lead",
+            ))
             .spawn(move || {
                 if catch_unwind(AssertUnwindSafe(|| started(&term))).is_err() {
                     log::error!("leader election {lease}: the started-leading callback panicked");
@@ -909,6 +959,7 @@ impl<'a> Run<'a> {
             self.check_junk(&lease);
         }
         self.last_error = None;
+        self.shared.state.lock().last_error = None;
         let holder = lease
             .spec
             .as_ref()
@@ -977,8 +1028,9 @@ impl<'a> Run<'a> {
         let message = format!("{what}: {e}");
         if self.last_error.as_deref() != Some(message.as_str()) {
             log::warn!("leader election {}: {message}", self.shared.lease_name);
-            self.last_error = Some(message);
+            self.last_error = Some(message.clone());
         }
+        self.shared.state.lock().last_error = Some(message);
         Attempt::Retry
     }
 

@@ -49,7 +49,7 @@
 //! was running is reconciled again afterwards. [`Controller::stats`] counts them.
 
 #[allow(clippy::module_inception)]
-mod controller;
+pub(crate) mod controller;
 mod events;
 pub mod finalizer;
 #[cfg(all(test, shuttle))]
@@ -57,7 +57,7 @@ mod interleavings;
 pub mod leader_election;
 mod lease;
 pub mod sharding;
-mod stats;
+pub(crate) mod stats;
 mod triggers;
 
 pub use controller::{Action, Controller, ControllerBuilder};

@@ -22,12 +22,58 @@ pub struct ControllerStats {
 
 /// The live counters, shared by the workers (one short lock per reconcile, so a snapshot is
 /// consistent: the outcomes never add up to more than `reconciles`).
-#[derive(Debug, Default)]
-pub(super) struct Counters(Mutex<ControllerStats>);
+#[derive(Default)]
+pub(crate) struct Counters {
+    stats: Mutex<ControllerStats>,
+    /// Reconciles running now (controller-runtime's `active_workers`).
+    #[cfg(feature = "metrics")]
+    active: std::sync::atomic::AtomicI64,
+    /// Told how long each reconcile took (the `metrics` feature; installed once).
+    #[cfg(feature = "metrics")]
+    observer: std::sync::OnceLock<std::sync::Arc<dyn ReconcileObserver>>,
+}
+
+impl std::fmt::Debug for Counters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Counters")
+            .field(&*self.stats.lock())
+            .finish()
+    }
+}
+
+/// Told how long each reconcile took, for controller-runtime's
+/// `controller_runtime_reconcile_time_seconds`; installed by `metrics::Metrics`.
+#[cfg(feature = "metrics")]
+pub(crate) trait ReconcileObserver: Send + Sync {
+    /// A reconcile ended (however) after `took`.
+    fn took(&self, took: std::time::Duration);
+}
+
+/// One reconcile in progress: [`end`](Reconciling::end) counts its outcome.
+pub(super) struct Reconciling<'a> {
+    counters: &'a Counters,
+    #[cfg(feature = "metrics")]
+    started: std::time::Instant,
+}
+
+impl Reconciling<'_> {
+    /// Counts how the reconcile ended.
+    pub(super) fn end(self, outcome: Outcome) {
+        self.counters.record(outcome);
+        #[cfg(feature = "metrics")]
+        {
+            use std::sync::atomic::Ordering;
+            self.counters.active.fetch_sub(1, Ordering::Relaxed);
+            if let Some(o) = self.counters.observer.get() {
+                o.took(self.started.elapsed());
+            }
+        }
+    }
+}
 
 /// How one reconcile ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Outcome {
+pub(crate) enum Outcome {
     Done,
     Requeue,
     Error,
@@ -35,8 +81,32 @@ pub(super) enum Outcome {
 }
 
 impl Counters {
-    pub(super) fn record(&self, outcome: Outcome) {
-        let mut s = self.0.lock();
+    /// A reconcile starts.
+    pub(super) fn begin(&self) -> Reconciling<'_> {
+        #[cfg(feature = "metrics")]
+        self.active
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Reconciling {
+            counters: self,
+            #[cfg(feature = "metrics")]
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Reconciles running now.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn active(&self) -> i64 {
+        self.active.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Reports each reconcile's duration to `observer` (the first one installed stays).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn set_observer(&self, observer: std::sync::Arc<dyn ReconcileObserver>) {
+        let _ = self.observer.set(observer);
+    }
+
+    fn record(&self, outcome: Outcome) {
+        let mut s = self.stats.lock();
         s.reconciles += 1;
         match outcome {
             Outcome::Done => {}
@@ -46,7 +116,7 @@ impl Counters {
         }
     }
 
-    pub(super) fn snapshot(&self) -> ControllerStats {
-        *self.0.lock()
+    pub(crate) fn snapshot(&self) -> ControllerStats {
+        *self.stats.lock()
     }
 }

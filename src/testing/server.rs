@@ -615,7 +615,7 @@ fn spawn_accept(
     let shared = Arc::clone(shared);
     let workers = Arc::clone(workers);
     std::thread::Builder::new()
-        .name("kube-informer/apiserver/accept".into())
+        .name("kiapi/accept".into())
         .spawn(move || accept_loop(listener, shared, workers, tls_config))
 }
 
@@ -638,7 +638,7 @@ fn accept_loop(
         let shared2 = Arc::clone(&shared);
         let tls_config = tls_config.clone();
         let spawned = std::thread::Builder::new()
-            .name("kube-informer/apiserver/conn".into())
+            .name("kiapi/conn".into())
             .spawn(move || {
                 match tls_config {
                     Some(cfg) => match rustls::ServerConnection::new(cfg) {

@@ -51,7 +51,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> Deref for DelayingQueue<T> {
 }
 
 impl<T: Hash + Eq + Clone + Send + 'static> DelayingQueue<T> {
-    /// A delaying queue whose timer thread is named `kube-informer/workqueue/<name>/delay`.
+    /// A delaying queue whose timer thread is named `ki/<name>/dlay`.
     /// Fails only when that thread cannot be started (the process is out of threads).
     pub fn new(name: &str) -> std::io::Result<Self> {
         let queue = Arc::new(Queue::new());
@@ -66,7 +66,7 @@ impl<T: Hash + Eq + Clone + Send + 'static> DelayingQueue<T> {
         });
         let (q, t) = (Arc::clone(&queue), Arc::clone(&timer));
         let thread = std::thread::Builder::new()
-            .name(format!("kube-informer/workqueue/{name}/delay"))
+            .name(crate::thread_name::thread_name(name, "dlay"))
             .spawn(move || timer_loop(&q, &t))?;
         Ok(DelayingQueue {
             queue,

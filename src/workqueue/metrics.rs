@@ -33,3 +33,14 @@ pub struct QueueMetrics {
     /// `unfinished_work_seconds`: it grows while a worker is stuck).
     pub unfinished_work: Duration,
 }
+
+/// Told how long each item waited and was worked on, for histograms (client-go's
+/// `workqueue_queue_duration_seconds` and `workqueue_work_duration_seconds`); set by
+/// `metrics::Metrics::register_queue`. Called under the queue's lock: keep it quick.
+#[cfg(feature = "metrics")]
+pub(crate) trait QueueObserver: Send + Sync {
+    /// An item was handed out after waiting `waited` in the queue.
+    fn queued(&self, waited: Duration);
+    /// An item was done after `took` in processing.
+    fn worked(&self, took: Duration);
+}

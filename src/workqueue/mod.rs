@@ -10,6 +10,8 @@ mod rate_limiting;
 
 pub use delaying::DelayingQueue;
 pub use metrics::QueueMetrics;
+#[cfg(feature = "metrics")]
+pub(crate) use metrics::QueueObserver;
 pub use queue::Queue;
 pub use rate_limiter::{
     default_controller_rate_limiter, Bucket, ItemExponential, ItemFastSlow, MaxOf, RateLimiter,

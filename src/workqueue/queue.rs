@@ -24,6 +24,10 @@ struct State<T> {
     queued_at: HashMap<T, Instant>,
     shutting_down: bool,
     metrics: QueueMetrics,
+    /// Told each item's time queued and time in processing (the `metrics` feature's
+    /// histograms).
+    #[cfg(feature = "metrics")]
+    observer: Option<std::sync::Arc<dyn super::metrics::QueueObserver>>,
 }
 
 /// A work queue of `T`s. Share it behind an `Arc`.
@@ -60,6 +64,8 @@ impl<T: Hash + Eq + Clone + Send> Queue<T> {
                 queued_at: HashMap::new(),
                 shutting_down: false,
                 metrics: QueueMetrics::default(),
+                #[cfg(feature = "metrics")]
+                observer: None,
             }),
             cond: Condvar::new(),
         }
@@ -134,6 +140,10 @@ impl<T: Hash + Eq + Clone + Send> Queue<T> {
             let waited = now.duration_since(t);
             st.metrics.queue_time_total += waited;
             st.metrics.queue_time_max = st.metrics.queue_time_max.max(waited);
+            #[cfg(feature = "metrics")]
+            if let Some(o) = &st.observer {
+                o.queued(waited);
+            }
         }
         st.metrics.gets += 1;
         st.dirty.remove(&item);
@@ -148,6 +158,10 @@ impl<T: Hash + Eq + Clone + Send> Queue<T> {
             let worked = started.elapsed();
             st.metrics.work_time_total += worked;
             st.metrics.work_time_max = st.metrics.work_time_max.max(worked);
+            #[cfg(feature = "metrics")]
+            if let Some(o) = &st.observer {
+                o.worked(worked);
+            }
         }
         if st.dirty.contains(item) {
             st.queued_at.insert(item.clone(), Instant::now());
@@ -206,6 +220,12 @@ impl<T: Hash + Eq + Clone + Send> Queue<T> {
         m.longest_running = running.clone().max().unwrap_or_default();
         m.unfinished_work = running.sum();
         m
+    }
+
+    /// Reports each item's time queued and time in processing to `observer` from now on.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn set_observer(&self, observer: std::sync::Arc<dyn super::metrics::QueueObserver>) {
+        self.state.lock().observer = Some(observer);
     }
 
     pub(crate) fn count_retry(&self) {

@@ -129,8 +129,13 @@ fn check_listener_hand_off(max_backlog: usize, check: Check) {
     explore(move || {
         let l = Listener::new(0, max_backlog, Duration::ZERO);
         let rec = Recorder::default();
-        l.spawn("handler-0".into(), Box::new(rec.clone()), None)
-            .unwrap();
+        l.spawn(
+            "ki/t/lis0".into(),
+            "handler-0".into(),
+            Box::new(rec.clone()),
+            None,
+        )
+        .unwrap();
         let sender = {
             let l = Arc::clone(&l);
             thread::spawn(move || send_changes(&l, check))
@@ -212,8 +217,13 @@ fn interleavings_listener_order_minimal() {
     explore(|| {
         let l = Listener::new(0, 1, Duration::ZERO);
         let rec = Recorder::default();
-        l.spawn("handler-0".into(), Box::new(rec.clone()), None)
-            .unwrap();
+        l.spawn(
+            "ki/t/lis0".into(),
+            "handler-0".into(),
+            Box::new(rec.clone()),
+            None,
+        )
+        .unwrap();
         l.send("a", Notification::Add(obj("a", 1), false));
         l.send("a", Notification::Update(obj("a", 1), obj("a", 2)));
         while !l.wait_processed(2, Instant::now() + Duration::from_secs(60)) {}

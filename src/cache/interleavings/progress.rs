@@ -21,8 +21,13 @@ fn far() -> Instant {
 fn interleavings_progress_waiters_get_their_counts() {
     explore(|| {
         let l = Listener::new(0, 8, Duration::ZERO);
-        l.spawn("handler-0".into(), Box::new(HandlerFns::new()), None)
-            .unwrap();
+        l.spawn(
+            "ki/t/lis0".into(),
+            "handler-0".into(),
+            Box::new(HandlerFns::new()),
+            None,
+        )
+        .unwrap();
         let waiters: Vec<_> = [1, 3]
             .into_iter()
             .map(|target| {
