@@ -170,9 +170,20 @@ fn every_later_change_arrives_once(restart: impl Fn(&ApiServer)) {
         cached.sort();
         cached == server.keys_and_versions(&pods())
     });
-    wait_until("the handler saw the last change", || {
-        seen.lock()
-            .contains(&Seen::Update("pod-c".into(), "back".into()))
+    // The handler hears of each change after the cache has it (and a relist tells deletions
+    // after its last page): wait for every one of them, not only the last made.
+    let expected = [
+        Seen::Delete("pod-a".into()),
+        Seen::Add("pod-d".into()),
+        Seen::Add("pod-e".into()),
+        Seen::Update("pod-b".into(), "front".into()),
+        Seen::Delete("pod-x".into()),
+        Seen::Add("pod-f".into()),
+        Seen::Update("pod-c".into(), "back".into()),
+    ];
+    wait_until("the handler heard of every change", || {
+        let seen = seen.lock();
+        expected.iter().all(|e| seen.contains(e))
     });
     let health = inf.health().reflector;
     let requests: Vec<String> = server.requests()[before..].to_vec();
