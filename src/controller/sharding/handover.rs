@@ -20,15 +20,28 @@
 //!   its target B. A never reconciles it again: A's cache holds the drained version or
 //!   nothing (the object left A's label selector), and a drained object is acknowledged,
 //!   never reconciled.
-//! - **on a shard A that is not live** (expired, released, nonsense): *fence* A's Lease
-//!   first — a compare-and-swap write of the Lease record the sharder judged, making the
-//!   sharder its holder for a while — then *move* the object straight to its target (patch:
-//!   `test` the shard label is still A, replace it, drop the drain label). The fence's
-//!   success proves that A did not renew since the judged record (an expired A has stopped
-//!   working by then, see [`membership`](super::membership); a released A stopped before it
-//!   released), and A cannot take its Lease back while the fence holds. The sharder moves
-//!   objects only during the first half of the fence's duration (renewing it if it needs
-//!   longer) and releases it when A has no objects left.
+//! - **on a shard A that is not live** (expired, released, missing, nonsense, held by
+//!   someone else): *fence* A's Lease first — a compare-and-swap write of the Lease record
+//!   the sharder judged (a create when it is missing), making the sharder its holder for a
+//!   while — then *move* the object straight to its target (patch: `test` the shard label is
+//!   still A, replace it, drop the drain label). The fence's success proves that A did not
+//!   renew since the judged record, and A cannot take its Lease back while the fence holds.
+//!   Whether A has *stopped* depends on the record: an expired A (by the sharder's clock)
+//!   has stopped working by then and a released A stopped before it released (see
+//!   [`membership`](super::membership)), so their objects move at once; a missing, nonsense
+//!   or foreign record proves nothing (someone deleted or overwrote the Lease of a shard
+//!   that may be working), so the sharder waits the shard's lease duration after the fence
+//!   before moving anything (by then A's term has ended, as it could not renew, and its
+//!   reconciles in hand have returned). The sharder moves objects only during the first
+//!   half of the fence's duration (renewing it as long as it needs it) and releases it only
+//!   once it proved A stopped and A has no objects left.
+//! - **unassigned, but an object of the same name was deleted while on A** (a tombstone):
+//!   the name goes back to A if A is live (then it is drained like any other), or A is
+//!   fenced as above before the new object is assigned to its target (*reclaim*). Why: A
+//!   may still cache the old object (its watch lags behind the delete) and reconcile that
+//!   name; a name leaves A only through A's acknowledgement or A's proven stop, whatever
+//!   happened to the objects behind it. See [`Sharder`](super::Sharder)'s docs for where the
+//!   tombstones come from and what a new sharder leader does without them.
 //!
 //! # The shard's rule for one key ([`gate`])
 //!
@@ -40,15 +53,21 @@
 //! - drained: **acknowledge** (above), never reconcile;
 //! - labelled with this shard: **reconcile**, once the object is *confirmed* for the current
 //!   term. A term of the shard's Lease starts with a fresh (quorum) list of the objects
-//!   labelled with the shard; those are confirmed. Any other object is confirmed by a quorum
-//!   GET before its first reconcile in the term. Why: a shard coming back (a new process with
-//!   the same id, or one whose Lease was fenced while it was cut off) may hold a cache from
-//!   before the sharder moved its objects away; within a term, objects leave a shard only
-//!   through its own acknowledgement, so a confirmation holds for the rest of the term.
+//!   labelled with the shard; those are confirmed, each by its UID. Any other object (or
+//!   another object under a confirmed name) is confirmed by a quorum GET before its first
+//!   reconcile in the term, which must show the same UID. Why: a shard coming back (a new
+//!   process with the same id, or one whose Lease was fenced while it was cut off) may hold
+//!   a cache from before the sharder moved its objects away; within a term, a name leaves a
+//!   shard only through its own acknowledgement (the tombstones see to deletions), so a
+//!   confirmation holds for the rest of the term. Confirmations are dropped on
+//!   acknowledgement, when the object leaves the cache or the shard, and at a new term.
 //!
 //! These rules are checked by a model-based test over random schedules of joins, crashes,
-//! hangs, clean stops, stale caches on both sides, sharder fail-overs and fences
-//! (`model` below), and over real HTTP by `tests/sharding.rs`.
+//! hangs, clean stops, Leases deleted, garbled or taken by strangers, objects deleted and
+//! created again, stale caches on both sides, reconciles outliving their term, sharder
+//! fail-overs and fences (`model` below; it finds overlaps when the first version's rules
+//! for unproven fences or for recreated names are put back), and over real HTTP by
+//! `tests/sharding.rs`.
 
 use super::ring::Ring;
 use crate::client::{pointer, PatchOperation};

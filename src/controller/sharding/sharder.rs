@@ -34,8 +34,44 @@
 //! new shard usually has them cached when it first reconciles the owner. Owned objects are
 //! not handed over (shards do not reconcile them, they only cache them).
 //!
+//! # Objects deleted and created again
+//!
+//! A shard may still cache an object after it was deleted (its watch lags), and reconcile
+//! its name. If an object of the same name is then created and assigned to another shard,
+//! the two would reconcile one name at once. So the sharder keeps a *tombstone* for every
+//! object that goes away while labelled with a shard (a delete event, a relist that shows
+//! another UID under the name, or the sharder's own assignment the watch has not shown
+//! yet): name -> shard. A recreated name goes back to that shard first (then it is drained
+//! normally), or, if that shard is not live, the shard is fenced (and proven stopped)
+//! before the name is assigned elsewhere. Tombstones go when the name is assigned again and
+//! when their shard is proven stopped (its next term confirms every object by UID); beyond
+//! 100 000 the oldest are forgotten, with a warning.
+//!
+//! A new sharder leader has no tombstones: what was deleted before its watch started is
+//! unknown to it. It therefore assigns nothing during its first
+//! [`fence_duration`](SharderConfig::fence_duration), and relies on every live shard's watch
+//! having delivered, within that time, the deletions made before the new leader started
+//! (the same kind of assumption as the leader election's: requests and events land within
+//! the margin). Drains and moves off dead shards are not held.
+//!
 //! # Limits
 //!
+//! - Only the sharder changes the shard and drain labels (shards only remove them, when
+//!   they acknowledge); a third party writing them can break the hand-over.
+//! - An object that stops matching [`SharderConfig::selector`] while assigned is forgotten
+//!   by the sharder (it keeps its labels and its shard; nothing moves it any more). Remove
+//!   the shard label yourself if it should leave the ring.
+//! - A shard whose Lease someone deletes or overwrites loses its objects (one lease duration
+//!   after the sharder fenced the Lease) and gets its share back through drains once it
+//!   holds its Lease again. A Lease whose holder someone blanks by hand counts as released,
+//!   and a fence the sharder holds is trusted like a leader's Lease: deleting or
+//!   overwriting it while the sharder moves objects under it can let the shard back early.
+//! - The sharder must not be paused (a stopped process, a GC pause) longer than its own
+//!   leader election's margin while it acts: like any leader, a paused old sharder can
+//!   write after a new one took over (its writes are still compare-and-swaps on what it
+//!   read).
+//! - A drained object whose shard never acknowledges waits (the shard is live, so its
+//!   objects stay); after twice the fence duration this is logged once.
 //! - The sharder makes one PATCH per assignment and two per hand-over (plus the shard's
 //!   acknowledgement), one at a time: give its client a rate limit that suits the size of
 //!   the ring (`ClientConfig::qps`).
@@ -44,7 +80,7 @@
 //!   shard's label ([`ShardConfig::label`](super::ShardConfig::label)) so that they are in
 //!   its cache at once.
 //! - A deleted shard Lease whose shard is gone leaves that shard's objects to be fenced
-//!   through a Lease the sharder creates.
+//!   through a Lease the sharder creates (and moved one fence duration later).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -197,6 +233,11 @@ impl SharderConfig {
 
     /// How long a fence keeps a shard out (default 15 s); the sharder moves objects during
     /// its first half and renews it if it needs longer.
+    ///
+    /// Give it at least the shards' [lease duration](super::ShardConfig::lease_duration):
+    /// it is also the least the sharder waits, after fencing a Lease that proves nothing
+    /// (deleted, nonsense, held by someone else), before moving that shard's objects, and how
+    /// long a new sharder leader holds assignments (see the module docs).
     pub fn fence_duration(mut self, d: Duration) -> Self {
         self.fence_duration = d;
         self
@@ -343,12 +384,13 @@ impl Incarnations {
             .remove(&key)
             .filter(|(uid, _)| uid == uid_of(old))
             .map(|(_, s)| s);
-        let shard = old
-            .metadata
-            .label(shard_label)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .or(written);
+        // The sharder's own write is at least as new as what the watch showed.
+        let shard = written.or_else(|| {
+            old.metadata
+                .label(shard_label)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        });
         let Some(shard) = shard else {
             return;
         };
@@ -373,18 +415,15 @@ impl Incarnations {
         self.tombs.insert(key, (shard, Instant::now()));
     }
 
-    /// The watch shows `new`: the sharder's own write is no longer needed once it carries a
-    /// shard label.
+    /// The watch shows `new`: the sharder's own write is no longer needed once the watch
+    /// shows what it wrote.
     fn seen(&mut self, new: &PartialObjectMetadata, shard_label: &str) {
-        if new.metadata.label(shard_label).is_some() {
-            let key = new.metadata.key();
-            if self
-                .written
-                .get(&key)
-                .is_some_and(|(uid, _)| uid == uid_of(new))
-            {
-                self.written.remove(&key);
-            }
+        let key = new.metadata.key();
+        let shown = self.written.get(&key).is_some_and(|(uid, shard)| {
+            uid == uid_of(new) && new.metadata.label(shard_label) == Some(shard.as_str())
+        });
+        if shown {
+            self.written.remove(&key);
         }
     }
 }
@@ -471,8 +510,9 @@ struct Fence {
     /// From when it proves the shard stopped: at once over an expired or released record,
     /// a lease duration after the first fence write returned otherwise.
     ready_at: Instant,
-    /// The `resourceVersion` of the record the first fence replaced (`None`: created).
-    replaced: Option<String>,
+    /// The `resourceVersion` of the record the first fence replaced (if any), and those of
+    /// every record this fence wrote: what the watch may show meanwhile.
+    known: HashSet<String>,
 }
 
 /// The sharder during one term.
@@ -1030,8 +1070,7 @@ impl<'t> Leader<'t> {
             // Written over by someone else since (as far as the watch tells): it proves
             // nothing any more.
             if let Some(cur) = &current {
-                let rv = cur.metadata.resource_version();
-                if rv != f.record.metadata.resource_version() && Some(rv) != f.replaced.as_deref() {
+                if !f.known.contains(cur.metadata.resource_version()) {
                     log::warn!("sharder: the fence on {shard} was overwritten; fencing again");
                     self.fences.remove(shard);
                     return false;
@@ -1116,13 +1155,18 @@ impl<'t> Leader<'t> {
                         }
                     );
                 }
+                let mut known: HashSet<String> = current
+                    .map(|l| l.metadata.resource_version().to_owned())
+                    .into_iter()
+                    .collect();
+                known.insert(record.metadata.resource_version().to_owned());
                 self.fences.insert(
                     shard.to_owned(),
                     Fence {
                         record,
                         sent,
                         ready_at: crate::deadline::after(wait),
-                        replaced: current.map(|l| l.metadata.resource_version().to_owned()),
+                        known,
                     },
                 );
                 self.emit(ShardingEvent::Fenced {
@@ -1187,6 +1231,8 @@ impl<'t> Leader<'t> {
         {
             Ok(record) => {
                 if let Some(f) = self.fences.get_mut(shard) {
+                    f.known
+                        .insert(record.metadata.resource_version().to_owned());
                     f.record = record;
                     f.sent = sent;
                 }
