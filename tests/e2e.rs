@@ -1147,10 +1147,13 @@ fn sharded_controller_moves_objects_between_shards(env: &Env) {
     });
     let leases: Api<Lease> = Api::namespaced(env.client.clone(), &ns.name);
     let holder = |name: &str| leases.get(name).ok().and_then(|l| l.spec?.holder_identity);
-    assert_eq!(holder("shard-a").as_deref(), Some("shard-a"));
+    assert_eq!(
+        holder(&ring.shard_lease("shard-a")).as_deref(),
+        Some("shard-a")
+    );
     a.controller.stop();
     assert_ne!(
-        holder("shard-a").as_deref(),
+        holder(&ring.shard_lease("shard-a")).as_deref(),
         Some("shard-a"),
         "stop released the shard Lease"
     );

@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,11 @@ fn timings(c: LeaderElectionConfig) -> LeaderElectionConfig {
         .retry_period(Duration::from_millis(400))
 }
 
+/// The name of a shard's Lease.
+fn shard_lease(id: &str) -> String {
+    format!("widgets-{id}")
+}
+
 /// Who is inside a reconcile, and every reconcile that happened.
 #[derive(Default)]
 struct Tracker {
@@ -56,6 +61,10 @@ struct Tracker {
     done: Mutex<Vec<(String, String, Instant)>>,
     count: AtomicUsize,
     events: Mutex<Vec<ShardingEvent>>,
+    /// How long each reconcile takes (ms).
+    sleep_ms: AtomicU64,
+    /// The shards' lease duration (s; 0: 4 s); the margin is this minus the 2 s deadline.
+    lease_secs: AtomicU64,
 }
 
 impl Tracker {
@@ -66,6 +75,25 @@ impl Tracker {
                 .lock()
                 .push(format!("{key}: {shard} entered while {other} was inside"));
         }
+    }
+
+    fn new() -> Arc<Tracker> {
+        let t = Tracker::default();
+        t.sleep_ms.store(2, Ordering::SeqCst);
+        t.lease_secs.store(4, Ordering::SeqCst);
+        Arc::new(t)
+    }
+
+    fn reconciled(&self, key: &str, shard: &str, since: Instant) -> usize {
+        self.done
+            .lock()
+            .iter()
+            .filter(|(k, s, at)| k == key && s == shard && *at >= since)
+            .count()
+    }
+
+    fn any_event(&self, f: impl Fn(&ShardingEvent) -> bool) -> bool {
+        self.events.lock().iter().any(f)
     }
 
     fn exit(&self, key: &str, shard: &str) {
@@ -100,6 +128,7 @@ impl Replica {
     fn start(server: &ApiServer, id: &str, tracker: &Arc<Tracker>, release: bool) -> Replica {
         let client = Client::new(server.client_config()).unwrap();
         let t = Arc::clone(tracker);
+        let lease = Duration::from_secs(tracker.lease_secs.load(Ordering::SeqCst));
         let sharder_config = SharderConfig::new(ring(), &widgets(), id)
             .owns(&configmaps())
             .namespace("lab")
@@ -108,13 +137,13 @@ impl Replica {
                 &ring().sharder_lease(),
                 id,
             )))
-            .fence_duration(Duration::from_secs(4))
+            .fence_duration(lease)
             .resync(Duration::from_secs(2))
             .on_event(move |e| t.events.lock().push(e.clone()));
         let sharder = Sharder::start(client.clone(), sharder_config).unwrap();
         let shard = ShardConfig::new(ring(), id)
             .unwrap()
-            .lease_duration(Duration::from_secs(4))
+            .lease_duration(lease)
             .renew_deadline(Duration::from_secs(2))
             .retry_period(Duration::from_millis(400))
             .release_on_stop(release);
@@ -127,7 +156,7 @@ impl Replica {
             .sharded(client, shard)
             .run(move |key: &str| -> Result<Action, kube_informer::Error> {
                 t.enter(key, &me);
-                std::thread::sleep(Duration::from_millis(2));
+                std::thread::sleep(Duration::from_millis(t.sleep_ms.load(Ordering::SeqCst)));
                 t.exit(key, &me);
                 Ok(Action::Done)
             })
@@ -293,7 +322,7 @@ fn joins_and_clean_stops_hand_objects_over_without_overlap() {
             json!({"metadata": {"name": "labelled", "namespace": "lab", "labels": {"app": "x"}}}),
         )
         .unwrap();
-    let tracker = Arc::new(Tracker::default());
+    let tracker = Tracker::new();
     let a = Replica::start(&server, "replica-a", &tracker, true);
     let b = Replica::start(&server, "replica-b", &tracker, true);
     wait_until("labels converged over a, b", || {
@@ -339,12 +368,12 @@ fn joins_and_clean_stops_hand_objects_over_without_overlap() {
 
     // A clean stop releases the shard Lease before `stop` returns.
     assert_eq!(
-        lease_holder(&server, "replica-a").as_deref(),
+        lease_holder(&server, &shard_lease("replica-a")).as_deref(),
         Some("replica-a")
     );
     a.stop();
     assert_ne!(
-        lease_holder(&server, "replica-a").as_deref(),
+        lease_holder(&server, &shard_lease("replica-a")).as_deref(),
         Some("replica-a"),
         "stop released the shard Lease"
     );
@@ -363,7 +392,7 @@ fn joins_and_clean_stops_hand_objects_over_without_overlap() {
 fn hangs_crashes_and_rejoins_under_churn_never_overlap() {
     let server = ApiServer::builder().resource(&widgets()).start();
     create_widgets(&server, 24, 4);
-    let tracker = Arc::new(Tracker::default());
+    let tracker = Tracker::new();
     let a = Replica::start(&server, "replica-a", &tracker, true);
     let b = Replica::start(&server, "replica-b", &tracker, true);
     // Replica c crashes: a stop without releasing its Lease.
@@ -423,7 +452,7 @@ fn hangs_crashes_and_rejoins_under_churn_never_overlap() {
         // c crashes: no release.
         c.stop();
         assert_eq!(
-            lease_holder(&server, "replica-c").as_deref(),
+            lease_holder(&server, &shard_lease("replica-c")).as_deref(),
             Some("replica-c"),
             "a crash leaves the Lease held until it expires"
         );
@@ -459,13 +488,22 @@ fn nonsense_leases_count_as_dead_and_crash_nothing() {
             "junk",
             json!({"holderIdentity": 7, "leaseDurationSeconds": "long", "renewTime": "later"}),
         ),
+        (
+            "stranger",
+            json!({"holderIdentity": "someone-else", "leaseDurationSeconds": 3}),
+        ),
+        // No Lease at all.
+        ("ghost", json!("none")),
     ];
     for (i, (name, spec)) in specs.iter().enumerate() {
-        let mut lease = json!({"metadata": {"name": name, "namespace": NS, "labels": ring_labels}});
-        if !spec.is_null() {
-            lease["spec"] = spec.clone();
+        if spec != "none" {
+            let mut lease = json!({"metadata": {"name": shard_lease(name), "namespace": NS,
+                "labels": ring_labels}});
+            if !spec.is_null() {
+                lease["spec"] = spec.clone();
+            }
+            server.create(&leases(), lease).unwrap();
         }
-        server.create(&leases(), lease).unwrap();
         server
             .create(
                 &widgets(),
@@ -474,13 +512,183 @@ fn nonsense_leases_count_as_dead_and_crash_nothing() {
             )
             .unwrap();
     }
-    let tracker = Arc::new(Tracker::default());
+    let tracker = Tracker::new();
     let a = Replica::start(&server, "replica-a", &tracker, true);
     wait_until("every object on replica-a", || {
         converged(&server, &["replica-a"], &[&a])
     });
     every_object_served_by_its_shard(&server, &tracker, &["replica-a"]);
     assert!(a.sharder.as_ref().unwrap().is_leader());
+    // Every shard's Lease was fenced before its objects moved (none was skipped).
+    for (name, _) in specs {
+        assert!(
+            tracker.any_event(|e| matches!(e, ShardingEvent::Fenced { shard } if shard == name)),
+            "{name} was not fenced: {:?}",
+            tracker.events.lock()
+        );
+    }
     tracker.assert_no_overlap();
     a.stop();
+}
+
+/// What happens to a live shard's Lease behind its back.
+#[derive(Clone, Copy, Debug)]
+enum Sabotage {
+    /// `kubectl delete lease`.
+    Delete,
+    /// Its duration overwritten with nonsense (the holder unchanged).
+    Nonsense,
+    /// Taken over by a stranger (another identity writes itself in as the holder).
+    Stranger,
+}
+
+/// A live shard, busy with long reconciles (1.5 s, well inside the 4 s margin of these
+/// timings), has its Lease sabotaged: the sharder may fence it at once, but must not move
+/// its objects until the shard has certainly stopped; the shard takes its Lease back later
+/// and gets its share again.
+fn sabotage_a_live_shards_lease(how: Sabotage) {
+    let server = ApiServer::builder().resource(&widgets()).start();
+    create_widgets(&server, 6, 0);
+    let tracker = Tracker::new();
+    tracker.lease_secs.store(6, Ordering::SeqCst);
+    let a = Replica::start(&server, "replica-a", &tracker, true);
+    let b = Replica::start(&server, "replica-b", &tracker, true);
+    let live = ["replica-a", "replica-b"];
+    wait_until("converged over a, b", || {
+        converged(&server, &live, &[&a, &b])
+    });
+    tracker.sleep_ms.store(1500, Ordering::SeqCst);
+    let on_a = |o: &Value| label_of(o, SHARD_LABEL).as_deref() == Some("replica-a");
+    assert!(server.list(&widgets(), None).iter().any(on_a));
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        // Keeps replica-a's workers busy with its objects.
+        let busy = scope.spawn(|| {
+            let mut i = 0u32;
+            while !stop.load(Ordering::SeqCst) {
+                for o in server.list(&widgets(), None).iter().filter(|o| on_a(o)) {
+                    let name = o["metadata"]["name"].as_str().unwrap();
+                    let p = json!({"metadata": {"annotations": {"busy": i.to_string()}}});
+                    let _ = server.patch(&widgets(), Some("lab"), name, &p);
+                }
+                i += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        wait_until("replica-a inside a reconcile", || {
+            tracker.inside.lock().values().any(|s| s == "replica-a")
+        });
+        let name = shard_lease("replica-a");
+        match how {
+            Sabotage::Delete => {
+                server.delete(&leases(), Some(NS), &name).unwrap();
+            }
+            Sabotage::Nonsense => {
+                let p = json!({"spec": {"leaseDurationSeconds": 0}});
+                server.patch(&leases(), Some(NS), &name, &p).unwrap();
+            }
+            Sabotage::Stranger => {
+                let p = json!({"spec": {"holderIdentity": "intruder", "leaseDurationSeconds": 1}});
+                server.patch(&leases(), Some(NS), &name, &p).unwrap();
+            }
+        }
+        wait_until("replica-a's objects moved off it", || {
+            tracker.any_event(
+                |e| matches!(e, ShardingEvent::Moved { from, .. } if from == "replica-a"),
+            )
+        });
+        stop.store(true, Ordering::SeqCst);
+        busy.join().unwrap();
+    });
+    tracker.sleep_ms.store(2, Ordering::SeqCst);
+    assert!(
+        tracker.any_event(|e| matches!(e, ShardingEvent::Fenced { shard } if shard == "replica-a")),
+        "{how:?}: moved without a fence"
+    );
+    // replica-a takes its Lease back once the fence is released, and its share with it.
+    wait_until("converged over a, b again", || {
+        converged(&server, &live, &[&a, &b])
+    });
+    every_object_served_by_its_shard(&server, &tracker, &live);
+    tracker.assert_no_overlap();
+    a.stop();
+    b.stop();
+}
+
+#[test]
+fn a_deleted_lease_of_a_live_shard_moves_nothing_until_it_stopped() {
+    sabotage_a_live_shards_lease(Sabotage::Delete);
+}
+
+#[test]
+fn a_nonsense_lease_of_a_live_shard_moves_nothing_until_it_stopped() {
+    sabotage_a_live_shards_lease(Sabotage::Nonsense);
+}
+
+#[test]
+fn a_stranger_holding_a_live_shards_lease_moves_nothing_until_it_stopped() {
+    sabotage_a_live_shards_lease(Sabotage::Stranger);
+}
+
+/// An object deleted and created again under the same name, while the shard that had it
+/// still caches the old one (its watch lags) and the ring has changed meanwhile: the new
+/// object must not reach another shard before the old shard let go of the name.
+#[test]
+fn a_recreated_object_is_handed_over_by_the_shard_that_had_its_name() {
+    let server = ApiServer::builder().resource(&widgets()).start();
+    // A name that replica-b wins once it joins.
+    let name = (0..)
+        .map(|i| format!("w-{i:03}"))
+        .find(|n| shard_for(&format!("lab/{n}"), &["replica-a", "replica-b"]) == Some("replica-b"))
+        .unwrap();
+    let key = format!("lab/{name}");
+    let create = || {
+        server
+            .create(
+                &widgets(),
+                json!({"metadata": {"name": name, "namespace": "lab"}}),
+            )
+            .unwrap()
+    };
+    create();
+    let tracker = Tracker::new();
+    let a = Replica::start(&server, "replica-a", &tracker, true);
+    wait_until("converged over a", || {
+        converged(&server, &["replica-a"], &[&a])
+    });
+    every_object_served_by_its_shard(&server, &tracker, &["replica-a"]);
+    // replica-a's watch of the widgets stops delivering: its cache keeps the old object.
+    a.informer.stop();
+    server.delete(&widgets(), Some("lab"), &name).unwrap();
+    let b = Replica::start(&server, "replica-b", &tracker, true);
+    wait_until("the sharder to see replica-b live", || {
+        tracker.any_event(|e| matches!(e, ShardingEvent::Membership { live } if live.len() == 2))
+    });
+    create();
+    tracker.sleep_ms.store(200, Ordering::SeqCst);
+    let since = Instant::now();
+    let a_queue = a.controller.as_ref().unwrap().queue();
+    // Work arrives on both sides: replica-a (from its stale cache) and whoever has the new
+    // object. Until replica-a lets go of the name, only replica-a may reconcile it.
+    wait_until("replica-a reconciling from its stale cache", || {
+        a_queue.add(key.clone());
+        let p = json!({"metadata": {"annotations": {"t": format!("{:?}", Instant::now())}}});
+        let _ = server.patch(&widgets(), Some("lab"), &name, &p);
+        std::thread::sleep(Duration::from_millis(50));
+        tracker.reconciled(&key, "replica-a", since) >= 4
+            && (tracker.reconciled(&key, "replica-b", since) >= 4
+                || tracker.any_event(
+                    |e| matches!(e, ShardingEvent::Draining { key: k, .. } if *k == key),
+                ))
+    });
+    tracker.sleep_ms.store(2, Ordering::SeqCst);
+    tracker.assert_no_overlap();
+    // replica-a stops (its watch never caught up): the name moves to replica-b.
+    a.stop();
+    wait_until("converged over b", || {
+        converged(&server, &["replica-b"], &[&b])
+    });
+    every_object_served_by_its_shard(&server, &tracker, &["replica-b"]);
+    tracker.assert_no_overlap();
+    b.stop();
 }

@@ -235,6 +235,11 @@ impl<K: Object> SharedIndexInformer<K> {
         self.inner.api.resource()
     }
 
+    /// The namespace this informer lists and watches (`None`: all namespaces).
+    pub fn namespace(&self) -> Option<&str> {
+        self.inner.api.namespace()
+    }
+
     /// Registers a handler with the informer's default resync period.
     pub fn add_event_handler(
         &self,

@@ -260,6 +260,20 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
     /// [`ShardConfig::factory_options`](super::sharding::ShardConfig::factory_options) so
     /// that they cache only this shard's objects. Not combinable with
     /// [`leader_election`](Self::leader_election).
+    ///
+    /// What a sharded reconcile must know:
+    /// - **It must return within `lease_duration - renew_deadline` of its term's end** (5 s
+    ///   with the defaults, see
+    ///   [`ShardConfig::renew_deadline`](super::sharding::ShardConfig::renew_deadline)):
+    ///   reconciles in hand are finished, not interrupted, and past that margin another
+    ///   shard may be given the object. A reconcile that outlives its term is logged.
+    /// - **It is not called for deleted objects** (a key whose object is not in the shard's
+    ///   cache is skipped): clean up with a [finalizer](crate::controller::finalizer()).
+    /// - **Objects it creates may already exist** during a hand-over (the previous shard
+    ///   created them): treat `AlreadyExists` as success and adopt them.
+    /// - **Only the sharder changes the shard and drain labels**; other writers must leave
+    ///   them alone.
+    /// - Two processes with the same shard id at once are not supported.
     pub fn sharded(mut self, client: Client, shard: super::sharding::ShardConfig) -> Self {
         self.sharding = Some((client, shard));
         self
@@ -421,7 +435,8 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             )));
         }
         let mut reconcile: Reconcile<E> = Arc::new(reconcile);
-        let (mut election, mut on_leadership) = (self.election, self.on_leadership);
+        let (mut election, on_leadership) = (self.election, self.on_leadership);
+        let mut on_term = None;
         if self.managed && self.sharding.is_some() {
             // A shard's workers run in the terms of its own shard Lease; a Manager's terms
             // (or none) would run them regardless.
@@ -437,14 +452,9 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
                     self.name
                 )));
             }
-            let (gated, leadership, config) = super::sharding::bind(
-                client.clone(),
-                &shard,
-                &self.informer,
-                reconcile,
-                on_leadership,
-            )?;
-            (reconcile, on_leadership) = (gated, Some(leadership));
+            let (gated, hook, config) =
+                super::sharding::bind(client.clone(), &shard, &self.informer, reconcile)?;
+            (reconcile, on_term) = (gated, Some(hook));
             election = Some((client, config));
         }
         let workers = Workers {
@@ -466,6 +476,9 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             }
             Some((client, config)) => {
                 let callbacks = LeaderCallbacks::new(move |term: &Term| {
+                    if let Some(f) = &on_term {
+                        f(term);
+                    }
                     workers.run_term(term, on_leadership.as_ref());
                 });
                 controller.elector = Some(LeaderElector::start(client, config, callbacks)?);

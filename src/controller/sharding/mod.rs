@@ -14,15 +14,16 @@
 //! # The pieces (one file each)
 //!
 //! - [`Ring`] (`ring.rs`): the ring's name and the label keys derived from it.
-//! - membership (`membership.rs`): each shard holds its own Lease, labelled with the ring;
-//!   the sharder judges which shards are live ([`ShardState`]).
+//! - membership (`membership.rs`): each shard holds its own Lease (`<ring>-<shard>`),
+//!   labelled with the ring; the sharder judges which shards are live ([`ShardState`]).
 //! - assignment (`assignment.rs`): rendezvous hashing of a stable key ([`HashKey`]) over the
 //!   live shards ([`shard_for`], [`score`]); a join or a leave moves about 1/N of the objects.
 //! - [`Sharder`] (`sharder.rs`): one replica at a time (leader election) watches the
 //!   metadata of the sharded resource, of the objects it owns, and the shard Leases, and
 //!   writes each object's shard label.
 //! - the hand-over (`handover.rs`): drain, acknowledge, assign; fence a dead shard's Lease
-//!   before moving its objects. Its rules and why they are safe are in its docs.
+//!   (and wait when the Lease proves nothing) before moving its objects; recreated names go
+//!   back to their old shard first. Its rules and why they are safe are in its docs.
 //! - [`ShardConfig`] (`shard.rs`): what [`ControllerBuilder::sharded`] takes; it holds the
 //!   shard's Lease, runs the workers only during its terms, and gates every key.
 //!
@@ -92,6 +93,16 @@
 //!   lease duration plus the sharder's reaction.
 //! - **A shard stops cleanly**: its workers finish the keys in hand, then it releases its
 //!   Lease; the sharder fences it and moves its objects at once.
+//! - **A shard's Lease is deleted, garbled or taken over** (a cleanup script, `kubectl`):
+//!   the shard stops at its next renewal (it finds another holder) or its renew deadline;
+//!   the sharder fences the Lease at once but moves the shard's objects only one lease
+//!   duration later (nothing in such a record proves the shard stopped). The shard takes its
+//!   Lease back once the fence is released and gets its share again through drains.
+//! - **An object is deleted and created again under its name** while its shard's watch
+//!   lags: the new object goes to the old shard first and is handed over by a drain (the
+//!   sharder's tombstones; see [`Sharder`]).
+//! - **Two processes run with the same shard id** (a StatefulSet pod force-deleted while
+//!   its old process runs): not supported; they share one Lease and both reconcile.
 //! - **A shard joins**: the sharder drains the objects it should now have from their
 //!   shards; each is reconciled by its old shard until that shard acknowledges, then by the
 //!   new one, never by both.
@@ -107,8 +118,13 @@
 //! [`membership`](self#the-pieces-one-file-each) and the [`leader_election`]
 //! docs): clocks that run at the same rate within `lease_duration - renew_deadline` over a
 //! lease duration (their wall-clock skew does not matter: no timestamps are compared), a
-//! reconcile that returns within that margin once its shard's term ends, and requests that
-//! land within it.
+//! **reconcile that returns within that margin once its shard's term ends** (the workers
+//! are not interrupted; see [`ShardConfig::renew_deadline`]), requests and watch events
+//! that land within it (a new sharder leader holds assignments for a fence duration to
+//! cover deletions it never saw), and processes — shards and the sharder alike — that are
+//! not paused longer than their margin. Only the sharder writes the shard and drain labels.
+//! A reconcile may find objects it creates already there during a hand-over (the previous
+//! shard made them): treat `AlreadyExists` as success.
 //!
 //! [`ControllerBuilder::sharded`]: crate::controller::ControllerBuilder::sharded
 //! [`leader_election`]: crate::controller::leader_election

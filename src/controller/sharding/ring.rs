@@ -4,7 +4,14 @@
 //! Why one type: the shard Leases, the objects' shard label, the drain label and every
 //! selector are spelled from the ring's name; deriving them in one place keeps the sharder
 //! and the shards agreeing on them. Several rings (one per sharded controller) can share a
-//! namespace and even the same objects: every key carries the ring's name.
+//! namespace and even the same objects: every label key carries the ring's name, and so does
+//! every Lease name (`<ring>-<shard>` for a shard, `<ring>-sharder` for the sharder), so one
+//! process can be a shard of several rings under the same id (its pod name).
+//!
+//! Names built by joining can still meet (ring `a` with shard `b-c`, ring `a-b` with shard
+//! `c`): a shard Lease carries its ring's label, and a shard refuses a Lease that carries
+//! another ring's label, or none while someone else holds it (see `membership`). A shard id
+//! `sharder` or ending in `-sharder` is refused: its Lease could be a sharder's.
 
 use crate::error::{Error, Result};
 
@@ -19,9 +26,9 @@ pub const DRAIN_LABEL_PREFIX: &str = "drain.sharding.kube-informer.io/";
 
 /// A ring of shards: its name and the namespace its shard Leases live in.
 ///
-/// The name is used as a label value and as the name part of label keys, so it follows
-/// Kubernetes' rules for both: 1 to 63 characters, alphanumerics, `-`, `_` and `.`,
-/// beginning and ending with an alphanumeric.
+/// The name is used as a label value, as the name part of label keys and in Lease names, so
+/// it follows Kubernetes' rules for all three: 1 to 63 characters, lowercase alphanumerics,
+/// `-` and `.`, beginning and ending with an alphanumeric.
 ///
 /// ```
 /// use kube_informer::controller::sharding::Ring;
@@ -30,7 +37,10 @@ pub const DRAIN_LABEL_PREFIX: &str = "drain.sharding.kube-informer.io/";
 /// assert_eq!(ring.drain_label(), "drain.sharding.kube-informer.io/widgets");
 /// assert_eq!(ring.lease_selector(), "sharding.kube-informer.io/ring=widgets");
 /// assert_eq!(ring.shard_selector("replica-a"), "shard.sharding.kube-informer.io/widgets=replica-a");
+/// assert_eq!(ring.shard_lease("replica-a"), "widgets-replica-a");
+/// assert_eq!(ring.sharder_lease(), "widgets-sharder");
 /// assert!(Ring::new("not a label", "operators").is_err());
+/// assert!(Ring::new("Widgets", "operators").is_err());
 /// # Ok::<(), kube_informer::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -42,10 +52,10 @@ pub struct Ring {
 impl Ring {
     /// The ring `name` whose shard Leases live in `namespace`.
     pub fn new(name: &str, namespace: &str) -> Result<Ring> {
-        if !is_label_token(name) {
+        if !is_name_token(name) {
             return Err(Error::InvalidInput(format!(
-                "sharding: the ring name {name:?} is not a valid label value (1-63 characters: \
-                 alphanumerics, '-', '_', '.', alphanumeric at both ends)"
+                "sharding: the ring name {name:?} must be a label value and part of a Lease name \
+                 (1-63 characters: lowercase alphanumerics, '-', '.', alphanumeric at both ends)"
             )));
         }
         if namespace.is_empty() {
@@ -94,24 +104,46 @@ impl Ring {
     pub fn sharder_lease(&self) -> String {
         format!("{}-sharder", self.name)
     }
+
+    /// The name of `shard`'s Lease: `<ring>-<shard>`.
+    pub fn shard_lease(&self, shard: &str) -> String {
+        format!("{}-{shard}", self.name)
+    }
+
+    /// The shard whose Lease is named `lease` (the inverse of [`shard_lease`](Self::shard_lease)).
+    pub(crate) fn shard_of_lease<'a>(&self, lease: &'a str) -> Option<&'a str> {
+        lease
+            .strip_prefix(self.name.as_str())?
+            .strip_prefix('-')
+            .filter(|id| validate_shard_id(id).is_ok())
+    }
 }
 
 /// Checks that `id` can be a shard's identity: a label value (it is written in the shard
-/// label) and a Lease name (a DNS-1123 subdomain), so 1 to 63 lowercase alphanumerics, `-`
-/// and `.`, alphanumeric at both ends.
+/// label) and part of a Lease name (a DNS-1123 subdomain), so 1 to 63 lowercase
+/// alphanumerics, `-` and `.`, alphanumeric at both ends; and not `sharder` nor ending in
+/// `-sharder` (its Lease would be named like a sharder's).
 pub(crate) fn validate_shard_id(id: &str) -> Result<()> {
-    let ok = is_label_token(id)
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::InvalidInput(format!(
-            "sharding: the shard id {id:?} must be a label value and a Lease name (1-63 \
+    if !is_name_token(id) {
+        return Err(Error::InvalidInput(format!(
+            "sharding: the shard id {id:?} must be a label value and part of a Lease name (1-63 \
              characters: lowercase alphanumerics, '-', '.', alphanumeric at both ends)"
-        )))
+        )));
     }
+    if id == "sharder" || id.ends_with("-sharder") {
+        return Err(Error::InvalidInput(format!(
+            "sharding: the shard id {id:?} would name its Lease like a sharder's Lease \
+             (`<ring>-sharder`)"
+        )));
+    }
+    Ok(())
+}
+
+/// A label value that can also be part of a Lease name: lowercase, no `_`.
+fn is_name_token(s: &str) -> bool {
+    is_label_token(s)
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
 }
 
 /// A label value (non-empty) or the name part of a label key.
@@ -133,13 +165,27 @@ mod tests {
     fn names_and_ids_are_checked() {
         assert!(Ring::new("a", "ns").is_ok());
         assert!(Ring::new(&"a".repeat(63), "ns").is_ok());
-        for bad in ["", "-a", "a-", "a b", "a/b", &"a".repeat(64)] {
+        for bad in ["", "-a", "a-", "a b", "a/b", "A", "a_b", &"a".repeat(64)] {
             assert!(Ring::new(bad, "ns").is_err(), "{bad:?}");
         }
         assert!(Ring::new("a", "").is_err());
         assert!(validate_shard_id("replica-0").is_ok());
-        for bad in ["", "Replica", "a_b", "-a", &"a".repeat(64)] {
+        assert!(validate_shard_id("sharders").is_ok());
+        for bad in [
+            "",
+            "Replica",
+            "a_b",
+            "-a",
+            "sharder",
+            "b-sharder",
+            &"a".repeat(64),
+        ] {
             assert!(validate_shard_id(bad).is_err(), "{bad:?}");
         }
+        let ring = Ring::new("w", "ns").unwrap();
+        assert_eq!(ring.shard_of_lease("w-replica-0"), Some("replica-0"));
+        assert_eq!(ring.shard_of_lease("w-sharder"), None);
+        assert_eq!(ring.shard_of_lease("wx-a"), None);
+        assert_eq!(ring.shard_of_lease("replica-0"), None);
     }
 }

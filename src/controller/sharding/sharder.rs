@@ -34,8 +34,44 @@
 //! new shard usually has them cached when it first reconciles the owner. Owned objects are
 //! not handed over (shards do not reconcile them, they only cache them).
 //!
+//! # Objects deleted and created again
+//!
+//! A shard may still cache an object after it was deleted (its watch lags), and reconcile
+//! its name. If an object of the same name is then created and assigned to another shard,
+//! the two would reconcile one name at once. So the sharder keeps a *tombstone* for every
+//! object that goes away while labelled with a shard (a delete event, a relist that shows
+//! another UID under the name, or the sharder's own assignment the watch has not shown
+//! yet): name -> shard. A recreated name goes back to that shard first (then it is drained
+//! normally), or, if that shard is not live, the shard is fenced (and proven stopped)
+//! before the name is assigned elsewhere. Tombstones go when the name is assigned again and
+//! when their shard is proven stopped (its next term confirms every object by UID); beyond
+//! 100 000 the oldest are forgotten, with a warning.
+//!
+//! A new sharder leader has no tombstones: what was deleted before its watch started is
+//! unknown to it. It therefore assigns nothing during its first
+//! [`fence_duration`](SharderConfig::fence_duration), and relies on every live shard's watch
+//! having delivered, within that time, the deletions made before the new leader started
+//! (the same kind of assumption as the leader election's: requests and events land within
+//! the margin). Drains and moves off dead shards are not held.
+//!
 //! # Limits
 //!
+//! - Only the sharder changes the shard and drain labels (shards only remove them, when
+//!   they acknowledge); a third party writing them can break the hand-over.
+//! - An object that stops matching [`SharderConfig::selector`] while assigned is forgotten
+//!   by the sharder (it keeps its labels and its shard; nothing moves it any more). Remove
+//!   the shard label yourself if it should leave the ring.
+//! - A shard whose Lease someone deletes or overwrites loses its objects (one lease duration
+//!   after the sharder fenced the Lease) and gets its share back through drains once it
+//!   holds its Lease again. A Lease whose holder someone blanks by hand counts as released,
+//!   and a fence the sharder holds is trusted like a leader's Lease: deleting or
+//!   overwriting it while the sharder moves objects under it can let the shard back early.
+//! - The sharder must not be paused (a stopped process, a GC pause) longer than its own
+//!   leader election's margin while it acts: like any leader, a paused old sharder can
+//!   write after a new one took over (its writes are still compare-and-swaps on what it
+//!   read).
+//! - A drained object whose shard never acknowledges waits (the shard is live, so its
+//!   objects stay); after twice the fence duration this is logged once.
 //! - The sharder makes one PATCH per assignment and two per hand-over (plus the shard's
 //!   acknowledgement), one at a time: give its client a rate limit that suits the size of
 //!   the ring (`ClientConfig::qps`).
@@ -44,7 +80,7 @@
 //!   shard's label ([`ShardConfig::label`](super::ShardConfig::label)) so that they are in
 //!   its cache at once.
 //! - A deleted shard Lease whose shard is gone leaves that shard's objects to be fenced
-//!   through a Lease the sharder creates.
+//!   through a Lease the sharder creates (and moved one fence duration later).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -54,7 +90,7 @@ use parking_lot::Mutex;
 
 use super::assignment::{shard_for, HashKey};
 use super::handover::{self, Step};
-use super::membership::{in_ring, Observations, ShardState};
+use super::membership::{shard_of, Observations, ShardState};
 use super::ring::Ring;
 use crate::api::{ApiResource, PartialObjectMetadata};
 use crate::cache::{
@@ -197,6 +233,11 @@ impl SharderConfig {
 
     /// How long a fence keeps a shard out (default 15 s); the sharder moves objects during
     /// its first half and renews it if it needs longer.
+    ///
+    /// Give it at least the shards' [lease duration](super::ShardConfig::lease_duration):
+    /// it is also the least the sharder waits, after fencing a Lease that proves nothing
+    /// (deleted, nonsense, held by someone else), before moving that shard's objects, and how
+    /// long a new sharder leader holds assignments (see the module docs).
     pub fn fence_duration(mut self, d: Duration) -> Self {
         self.fence_duration = d;
         self
@@ -313,6 +354,78 @@ impl Wake {
 struct ObjectHandler {
     wake: Arc<Wake>,
     owned: Option<usize>,
+    /// For the sharded objects: what is remembered of deleted ones.
+    incarnations: Option<(Arc<Mutex<Incarnations>>, String)>,
+}
+
+/// The most tombstones kept (beyond it the oldest are forgotten, with a warning).
+const MAX_TOMBSTONES: usize = 100_000;
+
+/// What the sharder remembers of objects deleted (see "Objects deleted and created again").
+#[derive(Default)]
+struct Incarnations {
+    /// key -> the shard an earlier object of that name was on when it went away, and when.
+    tombs: HashMap<String, (String, Instant)>,
+    /// key -> (uid, shard) of the sharder's own last write, until its watch shows a label.
+    written: HashMap<String, (String, String)>,
+    warned: bool,
+}
+
+fn uid_of(o: &PartialObjectMetadata) -> &str {
+    o.metadata.uid.as_deref().unwrap_or("")
+}
+
+impl Incarnations {
+    /// `old` went away (deleted, or replaced by another object of its name).
+    fn gone(&mut self, old: &PartialObjectMetadata, shard_label: &str) {
+        let key = old.metadata.key();
+        let written = self
+            .written
+            .remove(&key)
+            .filter(|(uid, _)| uid == uid_of(old))
+            .map(|(_, s)| s);
+        // The sharder's own write is at least as new as what the watch showed.
+        let shard = written.or_else(|| {
+            old.metadata
+                .label(shard_label)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        });
+        let Some(shard) = shard else {
+            return;
+        };
+        if self.tombs.len() >= MAX_TOMBSTONES && !self.tombs.contains_key(&key) {
+            if !self.warned {
+                log::warn!(
+                    "sharder: more than {MAX_TOMBSTONES} objects deleted while on live shards; \
+                     forgetting the oldest (a name created again may then reach another shard \
+                     before its old shard's watch saw the delete)"
+                );
+                self.warned = true;
+            }
+            let oldest = self
+                .tombs
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.tombs.remove(&k);
+            }
+        }
+        self.tombs.insert(key, (shard, Instant::now()));
+    }
+
+    /// The watch shows `new`: the sharder's own write is no longer needed once the watch
+    /// shows what it wrote.
+    fn seen(&mut self, new: &PartialObjectMetadata, shard_label: &str) {
+        let key = new.metadata.key();
+        let shown = self.written.get(&key).is_some_and(|(uid, shard)| {
+            uid == uid_of(new) && new.metadata.label(shard_label) == Some(shard.as_str())
+        });
+        if shown {
+            self.written.remove(&key);
+        }
+    }
 }
 
 impl ObjectHandler {
@@ -330,12 +443,26 @@ impl ObjectHandler {
 
 impl EventHandler<PartialObjectMetadata> for ObjectHandler {
     fn on_add(&mut self, obj: Arc<PartialObjectMetadata>, _initial: bool) {
+        if let Some((inc, label)) = &self.incarnations {
+            inc.lock().seen(&obj, label);
+        }
         self.touch(obj.metadata.key());
     }
-    fn on_update(&mut self, _old: Arc<PartialObjectMetadata>, new: Arc<PartialObjectMetadata>) {
+    fn on_update(&mut self, old: Arc<PartialObjectMetadata>, new: Arc<PartialObjectMetadata>) {
+        if let Some((inc, label)) = &self.incarnations {
+            let mut inc = inc.lock();
+            // A relist shows another object under the name: the old one was deleted.
+            if uid_of(&old) != uid_of(&new) {
+                inc.gone(&old, label);
+            }
+            inc.seen(&new, label);
+        }
         self.touch(new.metadata.key());
     }
-    fn on_delete(&mut self, _obj: DeletedObject<PartialObjectMetadata>) {
+    fn on_delete(&mut self, obj: DeletedObject<PartialObjectMetadata>) {
+        if let Some((inc, label)) = &self.incarnations {
+            inc.lock().gone(obj.object(), label);
+        }
         // A deleted object's shard may now have nothing left (a fence to release).
         self.wake.mark(|d| d.leases = true);
     }
@@ -344,15 +471,26 @@ impl EventHandler<PartialObjectMetadata> for ObjectHandler {
 struct LeaseHandler {
     wake: Arc<Wake>,
     observations: Arc<Mutex<Observations>>,
+    ring: Ring,
+}
+
+impl LeaseHandler {
+    fn observe(&self, lease: &Lease) {
+        let mut observations = self.observations.lock();
+        observations.observe(lease, Instant::now());
+        if let Some(shard) = shard_of(lease, &self.ring) {
+            observations.observe_duration(lease, shard);
+        }
+    }
 }
 
 impl EventHandler<Lease> for LeaseHandler {
     fn on_add(&mut self, obj: Arc<Lease>, _initial: bool) {
-        self.observations.lock().observe(&obj, Instant::now());
+        self.observe(&obj);
         self.wake.mark(|d| d.leases = true);
     }
     fn on_update(&mut self, _old: Arc<Lease>, new: Arc<Lease>) {
-        self.observations.lock().observe(&new, Instant::now());
+        self.observe(&new);
         self.wake.mark(|d| d.leases = true);
     }
     fn on_delete(&mut self, obj: DeletedObject<Lease>) {
@@ -369,6 +507,12 @@ struct Fence {
     record: Lease,
     /// When the write that holds it was sent: moves are allowed until half its duration.
     sent: Instant,
+    /// From when it proves the shard stopped: at once over an expired or released record,
+    /// a lease duration after the first fence write returned otherwise.
+    ready_at: Instant,
+    /// The `resourceVersion` of the record the first fence replaced (if any), and those of
+    /// every record this fence wrote: what the watch may show meanwhile.
+    known: HashSet<String>,
 }
 
 /// The sharder during one term.
@@ -389,6 +533,15 @@ struct Leader<'t> {
     fences: HashMap<String, Fence>,
     retry: HashSet<String>,
     retry_owned: HashSet<(usize, String)>,
+    incarnations: Arc<Mutex<Incarnations>>,
+    /// A new leader assigns nothing before this instant (see "Objects deleted and created
+    /// again").
+    hold_until: Instant,
+    /// Whether an assignment waited for the hold (a full pass follows it).
+    held: bool,
+    /// Drained objects whose shard has not acknowledged yet, since when, and whether that
+    /// was logged.
+    waiting: HashMap<String, (Instant, bool)>,
 }
 
 impl<'t> Leader<'t> {
@@ -454,6 +607,10 @@ impl<'t> Leader<'t> {
             fences: HashMap::new(),
             retry: HashSet::new(),
             retry_owned: HashSet::new(),
+            incarnations: Arc::new(Mutex::new(Incarnations::default())),
+            hold_until: crate::deadline::after(config.fence_duration),
+            held: false,
+            waiting: HashMap::new(),
             config,
         }
     }
@@ -491,7 +648,11 @@ impl<'t> Leader<'t> {
                 });
             }
             let retry_due = next_retry.is_some_and(|t| now >= t);
-            if membership_changed || now >= next_resync {
+            let hold_over = self.held && now >= self.hold_until;
+            if hold_over {
+                self.held = false;
+            }
+            if membership_changed || now >= next_resync || hold_over {
                 next_resync = crate::deadline::after(self.config.resync);
                 self.retry.clear();
                 self.retry_owned.clear();
@@ -535,6 +696,9 @@ impl<'t> Leader<'t> {
             if let Some(t) = next_retry {
                 wake_at = wake_at.min(t);
             }
+            if self.held {
+                wake_at = wake_at.min(self.hold_until);
+            }
             let _ = self
                 .rx
                 .recv_timeout(wake_at.saturating_duration_since(Instant::now()));
@@ -554,15 +718,18 @@ impl<'t> Leader<'t> {
             informer.add_event_handler(ObjectHandler {
                 wake: Arc::clone(&self.wake),
                 owned: Some(i),
+                incarnations: None,
             })?;
         }
         self.objects.add_event_handler(ObjectHandler {
             wake: Arc::clone(&self.wake),
             owned: None,
+            incarnations: Some((Arc::clone(&self.incarnations), self.shard_label.clone())),
         })?;
         self.leases.add_event_handler(LeaseHandler {
             wake: Arc::clone(&self.wake),
             observations: Arc::clone(&self.observations),
+            ring: self.config.ring.clone(),
         })?;
         self.leases.start()?;
         self.objects.start()?;
@@ -600,11 +767,11 @@ impl<'t> Leader<'t> {
         let mut live = BTreeSet::new();
         let mut next: Option<Instant> = None;
         for lease in self.leases.store().list() {
-            if !in_ring(&lease, &self.config.ring) {
+            let Some(shard) = shard_of(&lease, &self.config.ring) else {
                 continue;
-            }
-            if let ShardState::Live(until) = observations.judge(&lease, now) {
-                live.insert(lease.metadata.name().to_owned());
+            };
+            if let ShardState::Live(until) = observations.judge(&lease, shard, now) {
+                live.insert(shard.to_owned());
                 next = Some(next.map_or(until, |n| n.min(until)));
             }
         }
@@ -654,11 +821,33 @@ impl<'t> Leader<'t> {
         let key = m.key();
         let (shard, drain) = self.label(o);
         let target = self.target(m.namespace(), m.name());
-        let step = plan(shard, drain.is_some(), target.as_deref(), |s| {
-            self.is_live(s)
-        });
+        let tomb = self
+            .incarnations
+            .lock()
+            .tombs
+            .get(&key)
+            .map(|(s, _)| s.clone());
+        let step = plan(
+            shard,
+            drain.is_some(),
+            tomb.as_deref(),
+            target.as_deref(),
+            |s| self.is_live(s),
+        );
+        if step != Step::Wait {
+            self.waiting.remove(&key);
+        }
+        let holding = Instant::now() < self.hold_until;
         let ok = match step {
-            Step::Keep | Step::Wait => true,
+            Step::Keep => true,
+            Step::Wait => {
+                self.waited(&key, shard.unwrap_or_default());
+                true
+            }
+            Step::Assign(_) | Step::Reclaim { .. } if holding => {
+                self.held = true;
+                true
+            }
             Step::Assign(to) => {
                 let to = to.to_owned();
                 self.children_follow(&key, Some(&to));
@@ -669,7 +858,7 @@ impl<'t> Leader<'t> {
                     drain.is_some(),
                     &to,
                 );
-                let ok = self.patch(None, m.namespace(), m.name(), ops);
+                let ok = self.patch_object(o, &to, ops);
                 if ok {
                     self.emit(ShardingEvent::Assigned {
                         key: key.clone(),
@@ -677,6 +866,30 @@ impl<'t> Leader<'t> {
                     });
                 }
                 ok
+            }
+            Step::Reclaim { from, to } => {
+                let (from, to) = (from.to_owned(), to.to_owned());
+                if !self.fence(&from) {
+                    false
+                } else {
+                    self.children_follow(&key, Some(&to));
+                    let ops = handover::assign_ops(
+                        &self.config.ring,
+                        m.resource_version(),
+                        m.labels.is_some(),
+                        drain.is_some(),
+                        &to,
+                    );
+                    let ok = self.patch_object(o, &to, ops);
+                    if ok {
+                        self.emit(ShardingEvent::Moved {
+                            key: key.clone(),
+                            from,
+                            to: Some(to),
+                        });
+                    }
+                    ok
+                }
             }
             Step::Drain(from) => {
                 let ops = handover::drain_ops(&self.config.ring, from);
@@ -702,7 +915,10 @@ impl<'t> Leader<'t> {
                         to.as_deref(),
                         drain.is_some(),
                     );
-                    let ok = self.patch(None, m.namespace(), m.name(), ops);
+                    let ok = match &to {
+                        Some(t) => self.patch_object(o, t, ops),
+                        None => self.patch(None, m.namespace(), m.name(), ops),
+                    };
                     if ok {
                         self.emit(ShardingEvent::Moved {
                             key: key.clone(),
@@ -717,6 +933,42 @@ impl<'t> Leader<'t> {
         if !ok {
             self.retry.insert(key);
         }
+    }
+
+    /// A drained object whose shard has not acknowledged: logged once it has waited long.
+    fn waited(&mut self, key: &str, shard: &str) {
+        let bound = self.config.fence_duration.saturating_mul(2);
+        let (since, logged) = self
+            .waiting
+            .entry(key.to_owned())
+            .or_insert((Instant::now(), false));
+        if !*logged && since.elapsed() >= bound {
+            *logged = true;
+            log::warn!(
+                "sharder {}: {key} has been drained from {shard} for over {bound:?} without an \
+                 acknowledgement (is that shard's controller working, and its cache syncing?)",
+                self.config.ring.name()
+            );
+        }
+    }
+
+    /// A patch of a sharded object that puts it on shard `to`: its result is remembered
+    /// until the watch shows it (a tombstone needs it if the object goes meanwhile).
+    fn patch_object(
+        &mut self,
+        o: &PartialObjectMetadata,
+        to: &str,
+        ops: Vec<PatchOperation>,
+    ) -> bool {
+        let key = o.metadata.key();
+        let ok = self.patch(None, o.metadata.namespace(), o.metadata.name(), ops);
+        let mut inc = self.incarnations.lock();
+        if ok {
+            inc.tombs.remove(&key);
+            inc.written
+                .insert(key, (uid_of(o).to_owned(), to.to_owned()));
+        }
+        ok
     }
 
     /// Relabels the owned objects of `owner_key` to `to` (before their owner moves).
@@ -805,51 +1057,48 @@ impl<'t> Leader<'t> {
         }
     }
 
-    /// Makes sure this sharder holds a fence on `shard`'s Lease that still allows moves.
+    /// Makes sure this sharder holds a fence on `shard`'s Lease that proves the shard
+    /// stopped and still allows moves (see [`membership`](super::membership)).
     fn fence(&mut self, shard: &str) -> bool {
         let half = self.config.fence_duration / 2;
-        if let Some(f) = self.fences.get(shard) {
-            if f.sent.elapsed() < half {
-                return true;
-            }
-            // Renew it (compare-and-swap on the record written).
-            let mut record = f.record.clone();
-            if let Some(spec) = record.spec.as_mut() {
-                spec.renew_time = Some(MicroTime::now());
-            }
-            let sent = Instant::now();
-            return match self
-                .lease_api()
-                .replace(shard, &PostParams::default(), &record)
-            {
-                Ok(record) => {
-                    self.fences.insert(shard.to_owned(), Fence { record, sent });
-                    true
-                }
-                Err(e) => {
-                    log::info!("sharder: renewing the fence on {shard}: {e}");
-                    self.fences.remove(shard);
-                    false
-                }
-            };
-        }
-        let now = Instant::now();
+        let name = self.config.ring.shard_lease(shard);
         let current = self
             .leases
             .store()
-            .get(&format!("{}/{shard}", self.config.ring.namespace()));
-        if let Some(l) = &current {
-            // Judged again on the record the write will be guarded by.
-            if self.observations.lock().judge(l, now).is_live() {
+            .get(&format!("{}/{name}", self.config.ring.namespace()));
+        if let Some(f) = self.fences.get(shard) {
+            // Written over by someone else since (as far as the watch tells): it proves
+            // nothing any more.
+            if let Some(cur) = &current {
+                if !f.known.contains(cur.metadata.resource_version()) {
+                    log::warn!("sharder: the fence on {shard} was overwritten; fencing again");
+                    self.fences.remove(shard);
+                    return false;
+                }
+            }
+            if Instant::now() < f.ready_at {
                 return false;
             }
+            if f.sent.elapsed() < half {
+                return true;
+            }
+            return self.renew_fence(shard) && self.fences.contains_key(shard);
+        }
+        let now = Instant::now();
+        let state = match &current {
+            // Judged again on the record the write will be guarded by.
+            Some(l) => self.observations.lock().judge(l, shard, now),
+            None => ShardState::Invalid,
+        };
+        if state.is_live() {
+            return false;
         }
         let secs = i32::try_from(self.config.fence_duration.as_secs().max(1)).unwrap_or(i32::MAX);
         let stamp = MicroTime::now();
         let sent = Instant::now();
-        let written = match current {
+        let written = match &current {
             Some(l) => {
-                let mut record = (*l).clone();
+                let mut record = (**l).clone();
                 let transitions = record
                     .spec
                     .as_ref()
@@ -865,10 +1114,10 @@ impl<'t> Leader<'t> {
                     ..Default::default()
                 });
                 self.lease_api()
-                    .replace(shard, &PostParams::default(), &record)
+                    .replace(&name, &PostParams::default(), &record)
             }
             None => {
-                let mut record = Lease::new(self.config.ring.namespace(), shard);
+                let mut record = Lease::new(self.config.ring.namespace(), &name);
                 let mut labels = crate::api::StringMap::new();
                 labels.insert(super::RING_LABEL, self.config.ring.name());
                 record.metadata.labels = Some(labels);
@@ -885,14 +1134,113 @@ impl<'t> Leader<'t> {
         };
         match written {
             Ok(record) => {
-                self.fences.insert(shard.to_owned(), Fence { record, sent });
+                // Counted from when the write returned: later than it landed, so safe.
+                let wait = if state.fence_proves_stop() {
+                    Duration::ZERO
+                } else {
+                    let known = self.observations.lock().duration_of(shard);
+                    known.map_or(self.config.fence_duration, |d| {
+                        d.max(self.config.fence_duration)
+                    })
+                };
+                if !wait.is_zero() {
+                    log::warn!(
+                        "sharder {}: the Lease of {shard} proves nothing ({}); fenced it, its \
+                         objects move in {wait:?} if it does not come back",
+                        self.config.ring.name(),
+                        match state {
+                            ShardState::Foreign => "held by someone else",
+                            _ if current.is_none() => "missing",
+                            _ => "nonsense fields",
+                        }
+                    );
+                }
+                let mut known: HashSet<String> = current
+                    .map(|l| l.metadata.resource_version().to_owned())
+                    .into_iter()
+                    .collect();
+                known.insert(record.metadata.resource_version().to_owned());
+                self.fences.insert(
+                    shard.to_owned(),
+                    Fence {
+                        record,
+                        sent,
+                        ready_at: crate::deadline::after(wait),
+                        known,
+                    },
+                );
                 self.emit(ShardingEvent::Fenced {
                     shard: shard.to_owned(),
                 });
-                true
+                wait.is_zero()
+            }
+            Err(e) if e.is_already_exists() => {
+                self.adopt(&name, shard);
+                false
             }
             Err(e) => {
                 log::info!("sharder: fencing {shard}: {e}");
+                false
+            }
+        }
+    }
+
+    /// A shard Lease the sharder's watch does not show exists: the shard's elector created
+    /// it again (without the ring's label) after someone deleted it. The label is put back
+    /// (a compare-and-swap), so that the sharder judges it again.
+    fn adopt(&self, name: &str, shard: &str) {
+        let api = self.lease_api();
+        let Ok(mut lease) = api.get(name) else {
+            return;
+        };
+        let holder = lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref())
+            .unwrap_or("");
+        if lease.metadata.label(super::RING_LABEL).is_some()
+            || !(holder.is_empty() || holder == shard)
+        {
+            return;
+        }
+        lease
+            .metadata
+            .labels
+            .get_or_insert_with(crate::api::StringMap::new)
+            .insert(super::RING_LABEL, self.config.ring.name());
+        match api.replace(name, &PostParams::default(), &lease) {
+            Ok(_) => log::info!("sharder: labelled the Lease {name} of {shard} again"),
+            Err(e) => log::info!("sharder: labelling the Lease {name}: {e}"),
+        }
+    }
+
+    /// Renews a fence (compare-and-swap on the record written); forgets it when that fails.
+    fn renew_fence(&mut self, shard: &str) -> bool {
+        let Some(f) = self.fences.get(shard) else {
+            return false;
+        };
+        let mut record = f.record.clone();
+        if let Some(spec) = record.spec.as_mut() {
+            spec.renew_time = Some(MicroTime::now());
+        }
+        let sent = Instant::now();
+        let name = self.config.ring.shard_lease(shard);
+        match self
+            .lease_api()
+            .replace(&name, &PostParams::default(), &record)
+        {
+            Ok(record) => {
+                if let Some(f) = self.fences.get_mut(shard) {
+                    f.known
+                        .insert(record.metadata.resource_version().to_owned());
+                    f.record = record;
+                    f.sent = sent;
+                }
+                true
+            }
+            Err(e) => {
+                log::info!("sharder: renewing the fence on {shard}: {e}");
+                self.fences.remove(shard);
                 false
             }
         }
@@ -902,12 +1250,31 @@ impl<'t> Leader<'t> {
         Api::namespaced(self.client.clone(), self.config.ring.namespace())
     }
 
-    /// Releases the fences of shards with nothing left on them; forgets expired ones.
+    /// Renews the fences still needed; releases those that proved their shard stopped and
+    /// whose shard has nothing left (its tombstones go with the proof).
     fn tend_fences(&mut self) {
         if self.fences.is_empty() {
             return;
         }
+        let now = Instant::now();
+        let proven: HashSet<String> = self
+            .fences
+            .iter()
+            .filter(|(_, f)| now >= f.ready_at)
+            .map(|(s, _)| s.clone())
+            .collect();
         let mut holding: HashSet<String> = HashSet::new();
+        {
+            let mut inc = self.incarnations.lock();
+            // A shard proven stopped starts its next term with a fresh list and confirms
+            // every object by its UID: its tombstones are no longer needed.
+            inc.tombs.retain(|_, (s, _)| !proven.contains(s));
+            for (s, _) in inc.tombs.values() {
+                if self.fences.contains_key(s) {
+                    holding.insert(s.clone());
+                }
+            }
+        }
         for o in self.objects.store().list() {
             if let (Some(s), _) = self.label(&o) {
                 if self.fences.contains_key(s) {
@@ -915,12 +1282,12 @@ impl<'t> Leader<'t> {
                 }
             }
         }
+        let half = self.config.fence_duration / 2;
         let shards: Vec<String> = self.fences.keys().cloned().collect();
         for shard in shards {
-            if holding.contains(&shard) {
-                if self.fences[&shard].sent.elapsed() >= self.config.fence_duration / 2 {
-                    // Renewed on the next move, or let go: it no longer allows moves.
-                    self.fences.remove(&shard);
+            if holding.contains(&shard) || !proven.contains(&shard) {
+                if self.fences[&shard].sent.elapsed() >= half {
+                    self.renew_fence(&shard);
                 }
                 continue;
             }
@@ -934,9 +1301,10 @@ impl<'t> Leader<'t> {
                 spec.lease_duration_seconds = Some(1);
                 spec.renew_time = Some(stamp);
             }
+            let name = self.config.ring.shard_lease(&shard);
             match self
                 .lease_api()
-                .replace(&shard, &PostParams::default(), &record)
+                .replace(&name, &PostParams::default(), &record)
             {
                 Ok(_) => self.emit(ShardingEvent::Unfenced { shard }),
                 Err(e) => log::info!("sharder: releasing the fence on {shard}: {e}"),
