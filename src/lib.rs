@@ -51,6 +51,8 @@
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, nightly rustdoc): each feature-gated item says which feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod api;
 pub mod cache;
