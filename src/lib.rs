@@ -16,10 +16,25 @@
 //! - [`api`]: the object model ([`api::Resource`], [`api::DynamicObject`], [`api::WatchEvent`]);
 //! - [`cache`]: store, DeltaFIFO, reflector, shared informers, listers, factory;
 //! - [`workqueue`] and [`controller`]: the controller pattern on worker threads (reacting to
-//!   the objects it owns and to other resources too), a finalizer helper, and leader
-//!   election on Leases so that one replica of many acts;
+//!   the objects it owns and to other resources too), a finalizer helper, an event recorder,
+//!   leader election on Leases so that one replica of many acts, and sharding so that many
+//!   replicas share the work;
+//! - [`manager`]: several controllers over one factory, with health checks, probes (feature
+//!   `probes`) and metrics (feature `metrics`, module `metrics`);
 //! - `testing` (with the `testing` feature, off by default): an API server on 127.0.0.1 for
 //!   tests and demos.
+//!
+//! # A five-minute tour
+//!
+//! Each step below runs as it is (it is a doctest) against `testing::ApiServer`, an API
+//! server on 127.0.0.1 that answers like kube-apiserver (feature `testing`: enable it in your
+//! `[dev-dependencies]`). With a real cluster, build the client with
+//! `kube_informer::config::Config::infer()?.client()?` (kubeconfig, or in-cluster) instead.
+//!
+//! ## 1. An informer: the objects, and every change to them
+//!
+//! A [`SharedInformerFactory`](cache::SharedInformerFactory) makes one informer per resource,
+//! however many parts of the program ask for it. Handlers run on a thread of their own each.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -30,27 +45,156 @@
 //! use kube_informer::testing::ApiServer;
 //! use kube_informer::Client;
 //!
-//! // An API server on 127.0.0.1 that answers like kube-apiserver; with a real cluster use
-//! // `kube_informer::config::Config::infer()?.client()?` instead.
 //! let server = ApiServer::start();
 //! let pods = ApiResource::new("", "v1", "Pod", "pods", true);
 //! server.create(&pods, serde_json::json!({"metadata": {"name": "web-0", "namespace": "lab"}})).unwrap();
 //!
-//! let factory = SharedInformerFactory::new(Client::new(server.client_config()).unwrap());
+//! let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
 //! let informer = factory.dynamic_informer(&pods);
 //! let (tx, rx) = std::sync::mpsc::channel();
-//! informer
-//!     .add_event_handler(HandlerFns::new().on_add(move |pod: Arc<DynamicObject>, _initial| {
-//!         tx.send(pod.metadata.key()).unwrap();
-//!     }))
-//!     .unwrap();
-//! factory.start().unwrap();
-//! assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/web-0");
-//! assert!(informer.lister().get(Some("lab"), "web-0").is_some());
-//! factory.shutdown(); // every thread joined
+//! informer.add_event_handler(
+//!     HandlerFns::new()
+//!         .on_add({
+//!             let tx = tx.clone();
+//!             move |pod: Arc<DynamicObject>, _initial| tx.send(format!("ADD {}", pod.metadata.key())).unwrap()
+//!         })
+//!         .on_delete(move |gone| tx.send(format!("DELETE {}", gone.object().metadata.key())).unwrap()),
+//! )?;
+//! factory.start()?;
+//! assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "ADD lab/web-0"); // the initial list
+//! server.create(&pods, serde_json::json!({"metadata": {"name": "web-1", "namespace": "lab"}})).unwrap();
+//! assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "ADD lab/web-1"); // the watch
+//! server.delete(&pods, Some("lab"), "web-0").unwrap();
+//! assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "DELETE lab/web-0");
+//! factory.shutdown(); // every thread joined (also on drop)
+//! # Ok::<(), kube_informer::Error>(())
+//! ```
+//!
+//! ## 2. A lister: reads from the cache, never from the API server
+//!
+//! Once the informers have synced, a [`Lister`](cache::Lister) answers from memory with
+//! shared (`Arc`) objects: by name, by label selector, by namespace, or by an index of yours.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use kube_informer::api::{ApiResource, LabelSelector};
+//! use kube_informer::cache::SharedInformerFactory;
+//! use kube_informer::testing::ApiServer;
+//! use kube_informer::Client;
+//!
+//! let server = ApiServer::start();
+//! let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+//! for (ns, name, app) in [("lab", "web-a", "web"), ("lab", "db", "db"), ("shop", "web-b", "web")] {
+//!     server.create(&cms, serde_json::json!({"metadata": {"name": name, "namespace": ns,
+//!         "labels": {"app": app}}})).unwrap();
+//! }
+//!
+//! let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+//! let lister = factory.dynamic_informer(&cms).lister();
+//! factory.start()?;
+//! assert!(factory.wait_for_cache_sync(Duration::from_secs(30)).all_synced());
+//!
+//! assert!(lister.get(Some("lab"), "db").is_some());
+//! let web = LabelSelector::parse("app=web")?;
+//! let mut names: Vec<String> = lister.list(&web).iter().map(|cm| cm.metadata.key()).collect();
+//! names.sort();
+//! assert_eq!(names, ["lab/web-a", "shop/web-b"]);
+//! assert_eq!(lister.list_namespace("shop", &web).len(), 1);
+//! # Ok::<(), kube_informer::Error>(())
+//! ```
+//!
+//! ## 3. A write: the blocking client
+//!
+//! [`Api`] has every verb: create, replace, the four kinds of patch (server-side apply among
+//! them), delete, the `status` and `scale` subresources. A failed request is an
+//! [`Error`] carrying the server's `Status`.
+//!
+//! ```
+//! use kube_informer::api::{ApiResource, DynamicObject};
+//! use kube_informer::testing::ApiServer;
+//! use kube_informer::{Api, Client, DeleteParams, Patch, PatchParams, PostParams};
+//!
+//! let server = ApiServer::start();
+//! let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+//! let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
+//!
+//! let body = serde_json::json!({"metadata": {"name": "settings"}, "data": {"color": "blue"}});
+//! let created = api.create(&PostParams::default(), &body)?;
+//! assert_eq!(created.metadata.namespace(), "lab");
+//! assert!(api.create(&PostParams::default(), &body).unwrap_err().is_already_exists()); // 409
+//!
+//! // Server-side apply, as the field manager "tour": the create's manager owns `.data.color`,
+//! // so changing it is a conflict that names the field, until the apply forces it.
+//! let apply = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+//!     "metadata": {"name": "settings", "labels": {"tier": "web"}}, "data": {"color": "green"}});
+//! let err = api.patch("settings", &PatchParams::apply("tour"), &Patch::Apply(&apply)).unwrap_err();
+//! assert_eq!(err.status().unwrap().field_manager_conflicts()[0].field, ".data.color");
+//! let applied = api.patch("settings", &PatchParams::apply("tour").force(), &Patch::Apply(&apply))?;
+//! assert_eq!(applied.metadata.label("tier"), Some("web"));
+//! assert_eq!(applied.decode_field::<serde_json::Value>("data").unwrap().unwrap()["color"], "green");
+//!
+//! api.delete("settings", &DeleteParams::default())?;
+//! assert!(api.get("settings").unwrap_err().is_not_found()); // 404
+//! # Ok::<(), kube_informer::Error>(())
+//! ```
+//!
+//! ## 4. A controller: reconcile what changed
+//!
+//! A [`Controller`](controller::Controller) turns an informer's events into keys in a
+//! rate-limited work queue; worker threads call your `reconcile` with each key, which reads
+//! the cache and writes to the server. An error retries the key with back-off; leader
+//! election, owned objects, finalizers and sharding are in [`controller`], a runner of many
+//! controllers with probes in [`manager`].
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use kube_informer::api::{ApiResource, DynamicObject};
+//! use kube_informer::cache::SharedInformerFactory;
+//! use kube_informer::controller::{Action, Controller};
+//! use kube_informer::testing::ApiServer;
+//! use kube_informer::{Api, Client, Patch, PatchParams};
+//!
+//! let server = ApiServer::start();
+//! let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+//! server.create(&cms, serde_json::json!({"metadata": {"name": "settings", "namespace": "lab"}})).unwrap();
+//!
+//! // The controller: every ConfigMap gets the label `example.com/seen=true`.
+//! let client = Client::new(server.client_config())?;
+//! let factory = SharedInformerFactory::new(client.clone());
+//! let informer = factory.dynamic_informer(&cms);
+//! let lister = informer.lister();
+//! let api: Api<DynamicObject> = Api::all_with(client, &cms);
+//! let (done, labelled) = crossbeam_channel::unbounded();
+//! let controller = Controller::builder("seen-labeller", informer).run(
+//!     move |key: &str| -> Result<Action, kube_informer::Error> {
+//!         let (namespace, name) = key.split_once('/').expect("a namespaced key");
+//!         let Some(cm) = lister.get(Some(namespace), name) else {
+//!             return Ok(Action::Done); // deleted meanwhile: nothing to do
+//!         };
+//!         if cm.metadata.label("example.com/seen").is_none() {
+//!             let patch = serde_json::json!({"metadata": {"labels": {"example.com/seen": "true"}}});
+//!             Api::<DynamicObject>::namespaced_with(api.client().clone(), namespace, api.resource())
+//!                 .patch(name, &PatchParams::default(), &Patch::Merge(patch))?;
+//!             done.send(key.to_owned()).ok();
+//!         }
+//!         Ok(Action::Done)
+//!     },
+//! )?;
+//!
+//! assert_eq!(labelled.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/settings");
+//! server.create(&cms, serde_json::json!({"metadata": {"name": "later", "namespace": "shop"}})).unwrap();
+//! assert_eq!(labelled.recv_timeout(Duration::from_secs(30)).unwrap(), "shop/later");
+//! let later = server.get(&cms, Some("shop"), "later").unwrap();
+//! assert_eq!(later["metadata"]["labels"]["example.com/seen"], "true");
+//! controller.stop(); // workers and handlers joined
+//! # Ok::<(), kube_informer::Error>(())
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, nightly rustdoc): each feature-gated item says which feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod api;
 pub mod cache;

@@ -38,7 +38,8 @@ impl Drop for FixtureServer {
     }
 }
 
-/// `aggregated`: `/api` and `/apis` answer v2 when asked; `overrides`: path -> raw body.
+/// `aggregated`: `/api` and `/apis` answer v2 when asked; `overrides`: path -> raw body, or
+/// `!503` for a 503 Status (an aggregated API server that is down).
 fn fixture_server(aggregated: bool, overrides: HashMap<String, String>) -> FixtureServer {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -109,7 +110,10 @@ fn serve(
             ("/version", _) => "version-v1.36.2",
             _ => "",
         };
-        let (code, content_type, etag, body) = if let Some(b) = overrides.get(&path) {
+        let (code, content_type, etag, body) = if overrides.get(&path).is_some_and(|b| b == "!503")
+        {
+            (503, "application/json".to_owned(), None, br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"service unavailable","reason":"ServiceUnavailable","code":503}"#.to_vec())
+        } else if let Some(b) = overrides.get(&path) {
             (
                 200,
                 "application/json".to_owned(),
@@ -646,11 +650,22 @@ fn a_damaged_or_foreign_cache_file_is_a_miss_that_is_refetched_and_overwritten()
             .unwrap();
         let path = root.path().join(host_dir_name(&server.url())).join(file);
         std::fs::write(&path, &bytes).unwrap();
+        let before = server.requests().len();
         let d = Discovery::new(client.clone()).with_disk_cache(disk(root.path(), &server));
         let (data, origin) = d.data_with_origin().unwrap();
+        let sent = server.requests()[before..].to_vec();
+        // kubectl's rule: the groups file refetches everything, a group-version's file
+        // that group-version alone.
+        let (want_origin, want_sent) = match file.strip_suffix("/serverresources.json") {
+            None => (
+                Origin::Server,
+                vec!["GET /api".to_owned(), "GET /apis".to_owned()],
+            ),
+            Some(gv) => (Origin::Disk, vec![format!("GET /apis/{gv}")]),
+        };
         assert_eq!(
-            origin,
-            Origin::Server,
+            (origin, sent),
+            (want_origin, want_sent),
             "{file} damaged as {:?}",
             String::from_utf8_lossy(&bytes)
         );
@@ -671,8 +686,14 @@ fn a_damaged_or_foreign_cache_file_is_a_miss_that_is_refetched_and_overwritten()
         .unwrap();
     let dir = root.path().join(host_dir_name(&server.url()));
     std::fs::remove_file(dir.join("v1/serverresources.json")).unwrap();
+    let before = server.requests().len();
     let d = Discovery::new(client.clone()).with_disk_cache(disk(root.path(), &server));
-    assert_eq!(d.data_with_origin().unwrap().1, Origin::Server);
+    assert_eq!(d.data_with_origin().unwrap(), (truth.clone(), Origin::Disk));
+    assert_eq!(server.requests()[before..], ["GET /api/v1"]);
+    assert!(
+        dir.join("v1/serverresources.json").is_file(),
+        "written back"
+    );
     std::fs::remove_file(dir.join("servergroups.json")).unwrap();
     std::fs::create_dir(dir.join("servergroups.json")).unwrap();
     let d = Discovery::new(client).with_disk_cache(disk(root.path(), &server));
@@ -882,4 +903,197 @@ fn memory_only_discovery_keeps_answers_for_its_ttl() {
     assert_eq!(server.requests().len(), 6);
     d.invalidate();
     assert!(format!("{d:?}").contains("Discovery"));
+}
+
+// ---- kubectl's precedence: versions of a group, groups, kinds of match. ----
+
+/// Group `lab.example.com` with v1 (preferred: registered first) and v1beta1: widgets in
+/// both (the short name `wold` only in v1beta1's), gadgets (short name `gdg`) only in
+/// v1beta1.
+fn two_version_server() -> ApiServer {
+    let old_widgets = ApiResource::new("lab.example.com", "v1beta1", "Widget", "widgets", true);
+    ApiServer::builder()
+        .resource(&widgets())
+        .resource(&old_widgets)
+        .resource(&gadgets_v1beta1())
+        .short_names(&old_widgets, &["wold"])
+        .short_names(&gadgets_v1beta1(), &["gdg"])
+        .start()
+}
+
+fn gadgets_v1beta1() -> ApiResource {
+    ApiResource::new("lab.example.com", "v1beta1", "Gadget", "gadgets", true)
+}
+
+#[test]
+fn a_resource_only_a_non_preferred_version_serves_is_found_and_the_preferred_wins_otherwise() {
+    let server = two_version_server();
+    for aggregated in [true, false] {
+        server.set_aggregated_discovery(aggregated);
+        let client = Client::new(server.client_config()).unwrap();
+        let groups = client.discovery().groups().unwrap();
+        let lab = groups.iter().find(|g| g.name == "lab.example.com").unwrap();
+        assert_eq!(lab.versions, ["v1", "v1beta1"], "v1 preferred");
+        let mapper = RestMapper::new(client.discovery());
+        for q in [
+            "gadgets",
+            "gadget",
+            "gdg",
+            "Gadget",
+            "GADGETS",
+            "gadgets.lab.example.com",
+            "gadget.lab.example.com",
+            "gadgets.v1beta1.lab.example.com",
+            "lab.example.com/v1beta1/Gadget",
+        ] {
+            assert_eq!(
+                mapper.resolve(q).unwrap(),
+                gadgets_v1beta1(),
+                "{q} (aggregated: {aggregated})"
+            );
+        }
+        assert_eq!(
+            mapper
+                .kind(Some("lab.example.com"), None, "Gadget")
+                .unwrap(),
+            gadgets_v1beta1()
+        );
+        assert!(
+            mapper.resolve("gadgets.v1.lab.example.com").is_err(),
+            "a version given is searched alone"
+        );
+        // Both versions serve widgets: the preferred one, however it is named; `wold`, a
+        // short name only v1beta1 lists, stands for widgets.lab.example.com, which v1 serves.
+        for q in [
+            "widgets",
+            "widget",
+            "Widget",
+            "wold",
+            "widgets.lab.example.com",
+        ] {
+            assert_eq!(
+                mapper.resolve(q).unwrap(),
+                widgets(),
+                "{q} (aggregated: {aggregated})"
+            );
+        }
+        assert_eq!(
+            mapper
+                .resolve("widgets.v1beta1.lab.example.com")
+                .unwrap()
+                .version,
+            "v1beta1"
+        );
+        // The captured built-ins: autoscaling serves HorizontalPodAutoscalers in v2
+        // (preferred) and v1.
+        for q in [
+            "hpa",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers.autoscaling",
+        ] {
+            assert_eq!(mapper.resolve(q).unwrap().version, "v2", "{q}");
+        }
+    }
+}
+
+#[test]
+fn groups_rank_before_the_kind_of_match_but_a_name_beats_a_short_name_anywhere() {
+    // Groups in this order after the built-ins: a.example.com, then b.example.com.
+    let foos = ApiResource::new("a.example.com", "v1", "Foo", "foos", true); // singular "foo"
+    let foo = ApiResource::new("b.example.com", "v1", "Bar", "foo", true); // plural "foo"
+    let quxes = ApiResource::new("a.example.com", "v1", "Qux", "quxes", true); // short "bazes"
+    let bazes = ApiResource::new("b.example.com", "v1", "Baz", "bazes", true); // plural "bazes"
+    let server = ApiServer::builder()
+        .resource(&foos)
+        .resource(&quxes)
+        .resource(&foo)
+        .resource(&bazes)
+        .short_names(&quxes, &["bazes", "qx"])
+        .short_names(&bazes, &["qx"])
+        .start();
+    for aggregated in [true, false] {
+        server.set_aggregated_discovery(aggregated);
+        let mapper = RestMapper::new(Client::new(server.client_config()).unwrap().discovery());
+        // A singular in the first group beats a plural in a later one (kubectl's priority
+        // mapper orders by group-version, and plural and singular alike).
+        assert_eq!(
+            mapper.resolve("foo").unwrap(),
+            foos,
+            "aggregated: {aggregated}"
+        );
+        assert_eq!(mapper.resolve("foo.b.example.com").unwrap(), foo);
+        // A short name never shadows a plural or singular of any group (kubectl's
+        // shortcut expander does not expand an exact resource name).
+        assert_eq!(mapper.resolve("bazes").unwrap(), bazes);
+        assert_eq!(mapper.resolve("bazes.a.example.com").unwrap(), quxes);
+        // Between short names, the first group.
+        assert_eq!(mapper.resolve("qx").unwrap(), quxes);
+        assert_eq!(mapper.resolve("qx.b.example.com").unwrap(), bazes);
+    }
+    // The captured built-ins: `events` is the core group's (first), not events.k8s.io's.
+    assert_eq!(mapper_of(&server).resolve("events").unwrap().group, "");
+}
+
+fn mapper_of(server: &ApiServer) -> RestMapper {
+    RestMapper::new(Client::new(server.client_config()).unwrap().discovery())
+}
+
+#[test]
+fn a_group_version_down_at_write_time_is_refetched_alone_from_the_disk_cache() {
+    // Legacy discovery of the captured documents: every group-version without a capture
+    // answers 404 here, and apps/v1 is an aggregated API that is down (503).
+    let server = fixture_server(
+        false,
+        HashMap::from([("/apis/apps/v1".to_owned(), "!503".to_owned())]),
+    );
+    let root = tempfile::tempdir().unwrap();
+    let cache = || DiskCache::new(root.path(), &server.url);
+    let first = Discovery::new(client_for(&server.url)).with_disk_cache(cache());
+    let (data, origin) = first.data_with_origin().unwrap();
+    assert_eq!(origin, Origin::Server);
+    assert!(!data.resources.contains_key("apps/v1"), "skipped");
+    let written = server.requests.lock().clone();
+    let failed: Vec<String> = written
+        .iter()
+        .filter(|r| {
+            let gv = r
+                .trim_start_matches("GET /apis/")
+                .trim_start_matches("GET /api/");
+            r.matches('/').count() >= 2 && !data.resources.contains_key(gv)
+        })
+        .cloned()
+        .collect();
+    assert!(
+        failed.contains(&"GET /apis/apps/v1".to_owned()),
+        "{failed:?}"
+    );
+    assert!(
+        failed.contains(&"GET /apis/batch/v1".to_owned()),
+        "a 404: {failed:?}"
+    );
+
+    // A second program (kubectl, or this one again): the groups and every sound
+    // group-version file from the disk; only the failed group-versions are asked again.
+    for round in 0..2 {
+        server.requests.lock().clear();
+        let d = Discovery::new(client_for(&server.url)).with_disk_cache(cache());
+        let (again, origin) = d.data_with_origin().unwrap();
+        assert_eq!(origin, Origin::Disk, "round {round}");
+        assert_eq!(*again, *data);
+        let mut sent = server.requests.lock().clone();
+        sent.sort();
+        let mut want = failed.clone();
+        want.sort();
+        assert_eq!(
+            sent, want,
+            "round {round}: only the group-versions that failed"
+        );
+        assert!(!sent
+            .iter()
+            .any(|r| r == "GET /api" || r == "GET /apis" || r == "GET /api/v1"));
+    }
+    // The mapper reads the same cache.
+    let mapper = RestMapper::new(Discovery::new(client_for(&server.url)).with_disk_cache(cache()));
+    assert_eq!(mapper.resolve("cm").unwrap().plural, "configmaps");
 }

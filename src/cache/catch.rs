@@ -2,14 +2,22 @@
 //! it is caught and reported, never fatal: one bad callback must not kill the thread that
 //! keeps the cache in step (a dead informer thread would leave `has_synced` false forever
 //! with nothing said).
+//!
+//! The types of two such callbacks live here too, below the listener and the reflector that
+//! take them (re-exported from [`cache`](crate::cache)).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::listener::PanicHandler;
-use super::reflector::Transform;
 use crate::api::{Meta, Object};
+
+/// Called with a description of every handler panic.
+pub type PanicHandler = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Changes each object once, after decoding and before it is queued and cached (to drop
+/// fields nobody reads, say). See [`strip_managed_fields`](crate::cache::strip_managed_fields).
+pub type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
 
 /// What a panic said: its message when it was a string, a placeholder otherwise.
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {

@@ -21,13 +21,14 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::catch::{PanicHandler, Transform};
 use super::delta::Delta;
 use super::delta_fifo::{Closed, DeltaFifo, KnownObjects};
 use super::handler::EventHandler;
 use super::health::{HandlerStats, InformerHealth};
-use super::listener::{Listener, Notification, PanicHandler, DEFAULT_MAX_BACKLOG};
+use super::listener::{Listener, Notification, DEFAULT_MAX_BACKLOG};
 use super::lister::Lister;
-use super::reflector::{Reflector, ReflectorConfig, Transform, WatchErrorHandler};
+use super::reflector::{Reflector, ReflectorConfig, WatchErrorHandler};
 use super::stop::StopSignal;
 use super::store::{IndexFn, Store};
 use crate::api::{Meta, Object};

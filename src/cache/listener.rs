@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::catch::catch;
+use super::catch::{catch, PanicHandler};
 use super::delta::DeletedObject;
 use super::handler::EventHandler;
 use super::health::HandlerStats;
@@ -33,9 +33,6 @@ use crate::sync::{Condvar, Mutex};
 
 /// Default number of notifications a handler's channel holds before coalescing starts.
 pub const DEFAULT_MAX_BACKLOG: usize = 100_000;
-
-/// Called with a description of every handler panic.
-pub type PanicHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// One notification for a handler.
 pub(crate) enum Notification<K> {

@@ -21,16 +21,15 @@ mod stop;
 mod store;
 
 pub use backoff::Backoff;
+pub use catch::{PanicHandler, Transform};
 pub use delta::{key_of, DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType};
 pub use delta_fifo::{Closed, DeltaFifo, KnownObjects, WatchChange, DEFAULT_HIGH_WATER};
 pub use factory::{FactoryOptions, SharedInformerFactory, SyncReport};
 pub use handler::{EventHandler, FilteringHandler, HandlerFns};
 pub use health::{HandlerStats, InformerHealth, LastError, ReflectorStats, RelistCause};
 pub use informer::{HandlerRegistration, InformerConfig, SharedIndexInformer};
-pub use listener::{PanicHandler, DEFAULT_MAX_BACKLOG};
+pub use listener::DEFAULT_MAX_BACKLOG;
 pub use lister::Lister;
-pub use reflector::{
-    strip_managed_fields, Reflector, ReflectorConfig, Transform, WatchErrorHandler,
-};
+pub use reflector::{strip_managed_fields, Reflector, ReflectorConfig, WatchErrorHandler};
 pub use stop::StopSignal;
 pub use store::{namespace_index, IndexFn, Store, NAMESPACE_INDEX};

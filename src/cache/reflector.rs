@@ -69,10 +69,9 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::backoff::{random_between, Backoff};
-use super::catch::guard_transform;
+use super::catch::{guard_transform, PanicHandler, Transform};
 use super::delta_fifo::{Closed, DeltaFifo, WatchChange};
 use super::health::{error_kind, HealthRecord, LastError, ReflectorStats, RelistCause};
-use super::listener::PanicHandler;
 use super::stop::StopSignal;
 use crate::api::{Meta, Object, WatchEvent};
 use crate::client::{Api, Cancel, ListParams, WatchParams, WatchStream};
@@ -83,10 +82,6 @@ const MAX_RUN: usize = 512;
 
 /// Called with every list or watch error (for logging or metrics).
 pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
-
-/// Changes each object once, after decoding and before it is queued and cached (to drop
-/// fields nobody reads, say). See [`strip_managed_fields`].
-pub type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
 
 /// A ready [`Transform`]: drops `metadata.managedFields`, often the largest part of an object,
 /// and [compacts](Object::compact) the object so their memory is released.

@@ -76,7 +76,7 @@ struct State {
 pub enum Origin {
     /// Kept in memory from an earlier call.
     Memory,
-    /// Read from the disk cache.
+    /// Read from the disk cache (with any group-version missing from it fetched alone).
     Disk,
     /// Fetched from the server.
     Server,
@@ -165,12 +165,23 @@ impl Discovery {
                 return Ok((data.clone(), Origin::Memory));
             }
         }
-        if let Some(loaded) = self.disk.as_ref().and_then(DiskCache::load) {
-            let data = Arc::new(loaded);
-            state.data = Some(data.clone());
-            state.taken = Some(Instant::now());
-            state.from_server = false;
-            return Ok((data, Origin::Disk));
+        if let Some(disk) = &self.disk {
+            if let Some(loaded) = disk.load() {
+                // As kubectl: a group-version without a sound file of its own (one that
+                // answered 404 or 503 when the cache was written, one expired or damaged) is
+                // fetched alone; the rest comes from the disk.
+                let mut data = loaded.data;
+                for (group, version) in &loaded.missing {
+                    if legacy::fetch_group_version(&self.client, group, version, &mut data)? {
+                        disk.store_group_version(&data, group, version);
+                    }
+                }
+                let data = Arc::new(data);
+                state.data = Some(data.clone());
+                state.taken = Some(Instant::now());
+                state.from_server = false;
+                return Ok((data, Origin::Disk));
+            }
         }
         Ok((self.fetch(&mut state)?, Origin::Server))
     }

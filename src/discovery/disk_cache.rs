@@ -15,15 +15,19 @@
 //! - Anything that does not read back as what it should be (missing, truncated, not JSON,
 //!   another kind, another group-version, a group or version name that is not a plain name)
 //!   is a miss: the caller fetches from the server and overwrites it. Never an error.
+//! - As kubectl's cached client does, a miss of `servergroups.json` refetches everything,
+//!   and a miss of one group-version's file refetches that group-version alone (its legacy
+//!   `APIResourceList`). A group-version that answered 404 or 503 when the cache was written
+//!   (an aggregated API server that is down) has no file: each later read asks for it
+//!   alone, and the rest still comes from the disk.
 //! - Each file is written to a temporary file in its directory and renamed over the old
 //!   one, so another process reading at the same time sees the old file or the new one,
 //!   never half of one. A failed write is logged and otherwise ignored. Files are not
 //!   synced to the disk: after a power loss a file may be empty or cut short, which is a
 //!   miss.
 //!
-//! Limits: all of a server's files are read at once and a miss of any one of them refetches
-//! everything (kubectl fetches a missing group-version alone); the ETags of aggregated
-//! discovery are kept in memory only (kubectl keeps an HTTP cache beside this one). Files and
+//! Limits: all of a server's files are read at once (kubectl reads a group-version's file when
+//! it is asked for); the ETags of aggregated discovery are kept in memory only (kubectl keeps an HTTP cache beside this one). Files and
 //! directories get kubectl's permissions (0660 and 0750 on Unix, before the umask).
 
 use std::fs;
@@ -40,6 +44,16 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(10 * 60);
 const GROUPS_FILE: &str = "servergroups.json";
 const RESOURCES_FILE: &str = "serverresources.json";
 const LOG: &str = "kube_informer::discovery";
+
+/// What [`DiskCache::load`] found.
+pub(crate) struct Loaded {
+    /// The groups, and the resources of every group-version whose file is sound.
+    pub data: DiscoveryData,
+    /// The group-versions (group, version) whose file is not: missing (never written: the
+    /// group-version answered 404 or 503 when the cache was written, or never existed),
+    /// older than the TTL, or damaged.
+    pub missing: Vec<(String, String)>,
+}
 
 /// A server's discovery cache directory.
 #[derive(Clone, Debug)]
@@ -86,8 +100,10 @@ impl DiskCache {
         &self.dir
     }
 
-    /// Everything cached, if every file is there, fresh and sound.
-    pub(crate) fn load(&self) -> Option<DiscoveryData> {
+    /// What is cached, if the groups file is there, fresh and sound; the group-versions
+    /// whose own file is not (missing, expired, damaged) are listed in
+    /// [`Loaded::missing`], for the caller to fetch alone.
+    pub(crate) fn load(&self) -> Option<Loaded> {
         let groups: ApiGroupList = self.read(&self.dir.join(GROUPS_FILE))?;
         if groups.kind.as_deref() != Some("APIGroupList") {
             return self.miss(GROUPS_FILE, "not an APIGroupList");
@@ -96,6 +112,7 @@ impl DiskCache {
             groups: groups.to_groups(),
             ..Default::default()
         };
+        let mut missing = Vec::new();
         for g in &data.groups {
             if !(g.name.is_empty() || plain_name(&g.name)) || g.versions.is_empty() {
                 return self.miss(GROUPS_FILE, "a group name is not a plain name");
@@ -105,14 +122,33 @@ impl DiskCache {
                     return self.miss(GROUPS_FILE, "a version name is not a plain name");
                 }
                 let gv = group_version(&g.name, v);
-                let list: ApiResourceList = self.read(&self.dir.join(&gv).join(RESOURCES_FILE))?;
-                if list.kind.as_deref() != Some("APIResourceList") || list.group_version != gv {
-                    return self.miss(&gv, "not this group-version's APIResourceList");
+                let list: Option<ApiResourceList> =
+                    self.read(&self.dir.join(&gv).join(RESOURCES_FILE));
+                match list {
+                    Some(list)
+                        if list.kind.as_deref() == Some("APIResourceList")
+                            && list.group_version == gv =>
+                    {
+                        data.resources.insert(gv, list.to_resources());
+                    }
+                    Some(_) => {
+                        log::debug!(target: LOG, "discovery cache {} {gv}: not this group-version's APIResourceList, refetching it", self.dir.display());
+                        missing.push((g.name.clone(), v.clone()));
+                    }
+                    None => missing.push((g.name.clone(), v.clone())),
                 }
-                data.resources.insert(gv, list.to_resources());
             }
         }
-        Some(data)
+        Some(Loaded { data, missing })
+    }
+
+    /// Writes one group-version's file (after it was fetched alone); failures are logged.
+    pub(crate) fn store_group_version(&self, data: &DiscoveryData, group: &str, version: &str) {
+        let gv = group_version(group, version);
+        if let Some(resources) = data.resources.get(&gv) {
+            let list = ApiResourceList::from_resources(&gv, resources);
+            self.write(&self.dir.join(&gv).join(RESOURCES_FILE), &list);
+        }
     }
 
     /// Writes everything (each group-version's file, then the groups); failures are logged.

@@ -48,36 +48,48 @@ pub(crate) fn groups(client: &Client, body: &[u8], data: &mut DiscoveryData) -> 
 
 fn fetch_resources(client: &Client, group: &ServerGroup, data: &mut DiscoveryData) -> Result<()> {
     for version in &group.versions {
-        let gv = group_version(&group.name, version);
-        let path = if group.name.is_empty() {
-            format!("/api/{version}")
-        } else {
-            format!("/apis/{gv}")
-        };
-        let request = format!("GET {path}");
-        let response = match client.request(Method::GET, &path).send() {
-            Ok(r) => r,
-            Err(e) if matches!(e.code(), Some(404 | 503)) => {
-                log::warn!(target: "kube_informer::discovery", "skipping {gv}: {e}");
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        let list: ApiResourceList = decode_json(
-            &request,
-            response.body(),
-            &format!("APIResourceList of {gv}"),
-        )?;
-        if list.group_version != gv {
-            return Err(malformed(
-                &request,
-                &gv,
-                &format!("the document is for {:?}", list.group_version),
-            ));
-        }
-        data.resources.insert(gv, list.to_resources());
+        fetch_group_version(client, &group.name, version, data)?;
     }
     Ok(())
+}
+
+/// Fetches one group-version's `APIResourceList` into `data`. `Ok(false)` when the server
+/// answered 404 or 503 (skipped with a warning, as kubectl does; nothing is added).
+pub(crate) fn fetch_group_version(
+    client: &Client,
+    group: &str,
+    version: &str,
+    data: &mut DiscoveryData,
+) -> Result<bool> {
+    let gv = group_version(group, version);
+    let path = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{gv}")
+    };
+    let request = format!("GET {path}");
+    let response = match client.request(Method::GET, &path).send() {
+        Ok(r) => r,
+        Err(e) if matches!(e.code(), Some(404 | 503)) => {
+            log::warn!(target: "kube_informer::discovery", "skipping {gv}: {e}");
+            return Ok(false);
+        }
+        Err(e) => return Err(e),
+    };
+    let list: ApiResourceList = decode_json(
+        &request,
+        response.body(),
+        &format!("APIResourceList of {gv}"),
+    )?;
+    if list.group_version != gv {
+        return Err(malformed(
+            &request,
+            &gv,
+            &format!("the document is for {:?}", list.group_version),
+        ));
+    }
+    data.resources.insert(gv, list.to_resources());
+    Ok(true)
 }
 
 /// A clear error for a discovery document that does not describe what it should.

@@ -2,17 +2,24 @@
 //! `deployments.apps`, `apps/v1/Deployment`) to the [`ApiResource`] the client needs.
 //!
 //! Why: custom resources and scripts know a kind or a short name, not a plural and a scope.
-//! Names are matched like kubectl: case-insensitively, against the plural, the singular, the
-//! short names and the kind, in the preferred version of each group unless a version is
-//! given, the core group first (then the server's order of groups). A miss is an error that
-//! names the closest resources the server has (one of their names at edit distance at most
-//! 2, or a prefix), each once, as `plural` or `plural.group`.
+//! Names are matched like kubectl (client-go's `restmapper` over a priority mapper, with its
+//! shortcut expander in front), case-insensitively:
+//! - a plural or singular first, in any group; then a short name; then a kind;
+//! - among matches of one kind, the server's order of groups (the core group first), and in
+//!   each group its preferred version first, then its other versions: a resource that only
+//!   an older version of its group serves is found, the preferred version wins when both
+//!   serve it; a version in the query (`deployments.v1.apps`, `apps/v1/Deployment`) is
+//!   searched alone;
+//! - a short name resolves to its group and plural, then in that group's order.
+//!
+//! A miss is an error that names the closest resources the server has (one of their names at
+//! edit distance at most 2, or a prefix), each once, as `plural` or `plural.group`.
 //!
 //! Limits: no category expansion (`all`), no resource with a group that is ambiguous between
 //! two groups' suffixes (the first group in the server's order wins, kubectl warns).
 
 use super::client::Discovery;
-use super::types::{DiscoveryData, ServerResource};
+use super::types::{DiscoveryData, ServerGroup, ServerResource};
 use crate::api::{ApiResource, DynamicObject};
 use crate::{Api, Error, Result};
 
@@ -181,49 +188,87 @@ fn dotted(q: &str) -> Vec<Query<'_>> {
     out
 }
 
-/// The first match in the server's order of groups, preferred version first (or the given
-/// version), best kind of match first: plural, singular, short name, kind.
+/// How a name matched, in kubectl's order of precedence.
+#[derive(Clone, Copy)]
+enum Tier {
+    /// The plural or the singular (kubectl's REST mapper proper).
+    Name,
+    /// A short name (kubectl's shortcut expander, consulted only when no group-version has
+    /// the name as a plural or singular).
+    Short,
+    /// The kind (kubectl's fallback from a resource argument to a kind).
+    Kind,
+}
+
+/// The resource a query names, as kubectl finds it:
+/// - the group-versions are searched in kubectl's priority order: the server's order of
+///   groups, and in each group its preferred version first, then its other versions (so a
+///   resource that only a non-preferred version serves is found, and the preferred version
+///   wins when both serve it); a query with a version looks in that version only;
+/// - a plural or singular in any group beats a short name in any group, which beats a kind;
+///   within that, the first group-version wins (group order first), and in one
+///   group-version a plural beats another resource's singular (kubectl calls that
+///   ambiguous);
+/// - a short name stands for its group and plural, which resolve in that group's order again
+///   (the preferred version when it serves the resource, although only an older version
+///   lists the short name).
 fn find(data: &DiscoveryData, q: &Query<'_>) -> Option<ServerResource> {
-    let score = |r: &ServerResource| -> Option<u8> {
-        if q.kind_only {
-            return r.kind.eq_ignore_ascii_case(&q.name).then_some(3);
-        }
-        if r.plural.eq_ignore_ascii_case(&q.name) {
-            Some(0)
-        } else if r.singular.eq_ignore_ascii_case(&q.name) {
-            Some(1)
-        } else if r
-            .short_names
-            .iter()
-            .any(|s| s.eq_ignore_ascii_case(&q.name))
-        {
-            Some(2)
-        } else if r.kind.eq_ignore_ascii_case(&q.name) {
-            Some(3)
-        } else {
-            None
-        }
+    let group_versions: Vec<(&ServerGroup, &str)> = data
+        .groups
+        .iter()
+        .filter(|g| q.group.is_none_or(|want| want == g.name))
+        .flat_map(|g| {
+            g.versions
+                .iter()
+                .filter(|v| q.version.is_none_or(|want| want == v.as_str()))
+                .map(move |v| (g, v.as_str()))
+        })
+        .collect();
+    let tiers: &[Tier] = if q.kind_only {
+        &[Tier::Kind]
+    } else {
+        &[Tier::Name, Tier::Short, Tier::Kind]
     };
-    let mut best: Option<(u8, &ServerResource)> = None;
-    for g in &data.groups {
-        if q.group.is_some_and(|want| want != g.name) {
-            continue;
-        }
-        let versions: Vec<&String> = match q.version {
-            Some(v) => g.versions.iter().filter(|x| *x == v).collect(),
-            None => g.versions.iter().take(1).collect(),
-        };
-        for v in versions {
-            for r in data.resources_of(&g.name, v).unwrap_or_default() {
-                if let Some(s) = score(r) {
-                    if best.is_none_or(|(b, _)| s < b) {
-                        best = Some((s, r));
-                    }
-                }
+    let is = |name: &str| name.eq_ignore_ascii_case(&q.name);
+    for tier in tiers {
+        for (group, version) in &group_versions {
+            let resources = data.resources_of(&group.name, version).unwrap_or_default();
+            let hit = match tier {
+                Tier::Name => resources
+                    .iter()
+                    .find(|r| is(&r.plural))
+                    .or_else(|| resources.iter().find(|r| is(&r.singular))),
+                Tier::Short => resources
+                    .iter()
+                    .find(|r| r.short_names.iter().any(|s| is(s))),
+                Tier::Kind => resources.iter().find(|r| is(&r.kind)),
+            };
+            let Some(hit) = hit else { continue };
+            if matches!(tier, Tier::Short) && q.version.is_none() {
+                return Some(
+                    first_serving(data, group, &hit.plural)
+                        .unwrap_or(hit)
+                        .clone(),
+                );
             }
+            return Some(hit.clone());
         }
     }
-    best.map(|(_, r)| r.clone())
+    None
+}
+
+/// The resource `plural` of `group` in the first of the group's versions (preferred first)
+/// that serves it.
+fn first_serving<'d>(
+    data: &'d DiscoveryData,
+    group: &ServerGroup,
+    plural: &str,
+) -> Option<&'d ServerResource> {
+    group.versions.iter().find_map(|v| {
+        data.resources_of(&group.name, v)?
+            .iter()
+            .find(|r| r.plural == plural)
+    })
 }
 
 fn not_found(shown: &str, data: &DiscoveryData, needle: &str) -> Error {

@@ -16,7 +16,8 @@
 //!
 //! Limits: the server's answers are trusted for the preferred version (the first one of a
 //! group); a group-version the legacy path cannot fetch (404, 503) is skipped with a
-//! warning; see each file for its own.
+//! warning (and, with a disk cache, asked for alone on each later read, as kubectl does);
+//! see each file for its own.
 //!
 //! An informer for a resource known only by its kind:
 //!

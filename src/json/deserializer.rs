@@ -43,12 +43,10 @@ use serde_json::Error;
 
 use super::json_scan::{Key, Scanner};
 use super::meta_scan::{hand_over, META_TOKEN};
+use super::raw_json::RAW_VALUE_TOKEN;
 use crate::api::ObjectMeta;
 
 type Result<T> = std::result::Result<T, Error>;
-
-/// The name serde_json's `RawValue` asks `deserialize_newtype_struct` for.
-pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// serde_json's nesting limit: the 128th nested container is an error.
 const RECURSION_LIMIT: u8 = 128;

@@ -14,9 +14,12 @@ use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::deserializer::RAW_VALUE_TOKEN;
 use super::json_scan::Scanner;
 use super::lent_str::LentStr;
+
+/// The name serde_json's `RawValue` asks `deserialize_newtype_struct` for; [`RawJson`] asks
+/// for it too, and the library's deserializer answers it with the value's text.
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// One JSON value as text; always valid JSON. Cloning is cheap: the text is shared. The raw
 /// parts of one decoded object share one buffer (one allocation instead of one per part);

@@ -243,7 +243,7 @@ impl Shared {
 
 /// Runs several controllers over one client and one informer factory, with optional leader
 /// election, health checks, probes (feature `probes`) and metrics (feature `metrics`), and
-/// stops them cleanly within a grace period. See the [module docs](self).
+/// stops them cleanly within a grace period. See the [module docs](crate::manager).
 ///
 /// ```
 /// use std::time::Duration;

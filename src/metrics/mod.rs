@@ -26,14 +26,14 @@
 //!
 //! # Why `prometheus-client`
 //!
-//! The crate is the Prometheus project's own Rust client. Its [`Collector`] reads values
-//! when scraped, which fits a library that already counts everything in plain values
-//! (`QueueMetrics`, `InformerHealth`, `ControllerStats`): the gauges and counters cost the
-//! hot paths nothing, and only the four histograms are observed as things happen. The
-//! `metrics` facade would let the application pick an exporter, but it pushes every value
-//! as it changes (a copy of counters the library keeps anyway) and its Prometheus exporter
-//! brings a dozen crates more; the names above are Prometheus names, served on the probe
-//! endpoint's `/metrics`. Add your own metrics to the same registry with
+//! The crate is the Prometheus project's own Rust client. Its
+//! [`Collector`](prometheus_client::collector::Collector) reads values when scraped, which fits a
+//! library that already counts everything in plain values (`QueueMetrics`, `InformerHealth`,
+//! `ControllerStats`): the gauges and counters cost the hot paths nothing, and only the four
+//! histograms are observed as things happen. The `metrics` facade would let the application pick an
+//! exporter, but it pushes every value as it changes (a copy of counters the library keeps anyway)
+//! and its Prometheus exporter brings a dozen crates more; the names above are Prometheus names,
+//! served on the probe endpoint's `/metrics`. Add your own metrics to the same registry with
 //! [`Metrics::with_registry`] (this module re-exports the crate, so the versions match).
 //!
 //! # Cost
