@@ -204,9 +204,13 @@ fn is_watch(path: &str) -> bool {
 
 /// A reflector over `server` into a FIFO nobody pops (these tests look at its requests).
 fn reflector(server: &Scripted) -> Reflector {
+    reflector_into(server, Arc::new(DeltaFifo::new(None)))
+}
+
+/// The same into `fifo`, for a test that looks at what was queued.
+fn reflector_into(server: &Scripted, fifo: Arc<DeltaFifo<DynamicObject>>) -> Reflector {
     let api: Api<DynamicObject> =
         Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
-    let fifo = Arc::new(DeltaFifo::new(None));
     let config = ReflectorConfig {
         backoff_initial: Duration::from_millis(50),
         backoff_max: Duration::from_millis(200),
@@ -341,15 +345,8 @@ fn a_relist_no_newer_than_the_failed_watch_is_followed_by_a_consistent_list() {
             _ => Reply::Full(200, list_json("12", &[pod_json("a", "12")], None)),
         }
     });
-    let api: Api<DynamicObject> =
-        Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
     let fifo = Arc::new(DeltaFifo::new(None));
-    let config = ReflectorConfig {
-        backoff_initial: Duration::from_millis(50),
-        backoff_max: Duration::from_millis(200),
-        ..Default::default()
-    };
-    let r = Reflector::start(api, Arc::clone(&fifo), config).unwrap();
+    let r = reflector_into(&server, Arc::clone(&fifo));
     let requests = server.wait_for_requests(5);
     let lists: Vec<&String> = requests.iter().filter(|p| !is_watch(p)).collect();
     assert!(
