@@ -4,8 +4,8 @@
 //!   queue; worker threads reconcile them. It can run under a [`LeaderElector`]
 //!   ([`ControllerBuilder::leader_election`]): the informer stays warm on every replica, the
 //!   workers run only while this replica leads.
-//! - [`LeaderElector`] (`leader_election.rs`): client-go's leader election on a
-//!   `coordination.k8s.io/v1` [`Lease`] (`lease.rs`, the typed record).
+//! - [`LeaderElector`] ([`leader_election`], one file per piece): client-go's leader election
+//!   on a `coordination.k8s.io/v1` [`Lease`] (`lease.rs`, the typed record).
 //! - [`EventRecorder`] (`events.rs`): Events about the objects a controller acts on, written
 //!   by a background thread so that reconciles never wait on them.
 //! - [`finalizer()`] ([`mod@finalizer`]): clean up before an object is deleted, kube-rs's
