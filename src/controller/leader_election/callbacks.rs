@@ -59,7 +59,7 @@ impl Term {
 
 type Started = Arc<dyn Fn(&Term) + Send + Sync>;
 type Stopped = Arc<dyn Fn() + Send + Sync>;
-type NewLeader = Arc<dyn Fn(&str) + Send + Sync>;
+pub(super) type NewLeader = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The callbacks of a [`LeaderElector`](super::LeaderElector).
 #[derive(Clone)]

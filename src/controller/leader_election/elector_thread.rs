@@ -1,11 +1,11 @@
 //! The elector thread (`ki/<lease>/elec`): acquire the lease, start a term, renew every
 //! retry period until the term ends, and again; release the lease on a clean stop.
 //!
-//! The rules it applies to the record (expiry by this process's clock, optimistic
-//! concurrency, malformed records) are in the module docs. A term's thread (`ki/<lease>/lead`,
-//! the started and then the stopped callback) starts only after the previous term's thread
-//! returned, so one elector's terms never overlap; the renew deadline is enforced apart, by
-//! the watchdog.
+//! It decides when to act; what one attempt on the record does (read, judge expiry by this
+//! process's clock, write) and the release are `LeaseRecord`'s (`record.rs`). A term's
+//! thread (`ki/<lease>/lead`, the started and then the stopped callback) starts only after
+//! the previous term's thread returned, so one elector's terms never overlap; the renew
+//! deadline is enforced apart, by the watchdog.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -14,35 +14,19 @@ use std::time::{Duration, Instant};
 use super::callbacks::{LeaderCallbacks, Term};
 use super::config::JITTER_FACTOR;
 use super::lease_backend::LeaseBackend;
+use super::record::{Attempt, LeaseRecord};
 use super::shared_state::Shared;
 use crate::client::Cancel;
-use crate::controller::lease::{Lease, LeaseSpec, MicroTime};
 use crate::error::{Error, Result};
 // From the shim, so that the interleaving checks (`--cfg shuttle`) run this very code.
 use crate::sync::thread::{self, JoinHandle};
 
-/// What one attempt to acquire or renew found.
-enum Attempt {
-    /// This elector holds the lease (acquired or renewed) as of the request sent at `sent`.
-    Holding,
-    /// Another holder's lease has not expired.
-    HeldByOther,
-    /// Another elector wrote first (409), or the request failed: try again later.
-    Retry,
-}
-
 /// The elector thread's state.
 pub(super) struct Run<'a> {
     shared: &'a Shared,
-    backend: Box<dyn LeaseBackend>,
     callbacks: LeaderCallbacks,
-    /// The last record read or written (its `resourceVersion` guards the next write).
-    record: Option<Lease>,
-    /// The spec as last seen changed, and when this process saw it change.
-    observed: Option<(Option<LeaseSpec>, Instant)>,
-    reported_leader: Option<String>,
-    junk_logged: Option<String>,
-    last_error: Option<String>,
+    /// The Lease record as this elector sees it, and the requests on it.
+    lease: LeaseRecord<'a>,
     terms: u64,
     rng: u64,
 }
@@ -63,13 +47,8 @@ impl<'a> Run<'a> {
                 .fold(0u64, |h, b| h.wrapping_mul(0x100_0000_01b3) ^ u64::from(b)));
         Run {
             shared,
-            backend,
+            lease: LeaseRecord::new(shared, backend, callbacks.new_leader.clone()),
             callbacks,
-            record: None,
-            observed: None,
-            reported_leader: None,
-            junk_logged: None,
-            last_error: None,
             terms: 0,
             rng: seed | 1,
         }
@@ -98,7 +77,7 @@ impl<'a> Run<'a> {
                     return self.finish(previous.take());
                 }
                 let sent = Instant::now();
-                if let Attempt::Holding = self.try_acquire_or_renew() {
+                if let Attempt::Holding = self.lease.try_acquire_or_renew() {
                     break sent;
                 }
                 let wait = self.jittered();
@@ -119,7 +98,7 @@ impl<'a> Run<'a> {
                 if st.stopping {
                     drop(st);
                     if self.shared.config.release_on_cancel {
-                        self.release();
+                        self.lease.release();
                     }
                     return;
                 }
@@ -152,7 +131,7 @@ impl<'a> Run<'a> {
             if stopping {
                 join_term(previous.take());
                 if self.shared.config.release_on_cancel {
-                    self.release();
+                    self.lease.release();
                 }
                 return;
             }
@@ -171,7 +150,7 @@ impl<'a> Run<'a> {
     fn finish(&mut self, previous: Option<JoinHandle<()>>) {
         join_term(previous);
         if self.shared.config.release_on_cancel {
-            self.release();
+            self.lease.release();
         }
     }
 
@@ -215,7 +194,7 @@ impl<'a> Run<'a> {
                 return;
             }
             let sent = Instant::now();
-            match self.try_acquire_or_renew() {
+            match self.lease.try_acquire_or_renew() {
                 Attempt::Holding => {
                     let mut st = self.shared.state.lock();
                     if term.is_stopped() {
@@ -233,211 +212,12 @@ impl<'a> Run<'a> {
                     log::warn!(
                         "leader election {}: the lease is held by {:?} now",
                         self.shared.lease_name,
-                        self.reported_leader.as_deref().unwrap_or("")
+                        self.lease.reported_leader.as_deref().unwrap_or("")
                     );
                     return;
                 }
                 Attempt::Retry => {}
             }
-        }
-    }
-
-    /// Reads the record, and writes it with this elector as the holder when it is free,
-    /// expired or already ours.
-    fn try_acquire_or_renew(&mut self) -> Attempt {
-        let c = &self.shared.config;
-        let now = MicroTime::now();
-        let lease_secs = c.lease_seconds().unwrap_or(i32::MAX);
-        let current = match self.backend.get() {
-            Ok(l) => l,
-            Err(e) if e.is_not_found() => {
-                let mut lease = Lease::new(&c.namespace, &c.name);
-                lease.spec = Some(LeaseSpec {
-                    holder_identity: Some(c.identity.clone()),
-                    lease_duration_seconds: Some(lease_secs),
-                    acquire_time: Some(now),
-                    renew_time: Some(now),
-                    lease_transitions: Some(0),
-                    ..Default::default()
-                });
-                return match self.backend.create(&lease) {
-                    Ok(l) => {
-                        self.observe(l);
-                        Attempt::Holding
-                    }
-                    Err(e) => self.failed("creating the Lease", e),
-                };
-            }
-            Err(e) => return self.failed("reading the Lease", e),
-        };
-        self.observe(current.clone());
-        let spec = current.spec.clone().unwrap_or_default();
-        let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
-        let mine = holder.as_deref() == Some(c.identity.as_str());
-        if holder.is_some() && !mine && !self.expired(&spec) {
-            return Attempt::HeldByOther;
-        }
-        let transitions = spec.lease_transitions.unwrap_or(0).max(0);
-        let mut lease = current;
-        lease.spec = Some(LeaseSpec {
-            holder_identity: Some(c.identity.clone()),
-            lease_duration_seconds: Some(lease_secs),
-            acquire_time: if mine {
-                spec.acquire_time.or(Some(now))
-            } else {
-                Some(now)
-            },
-            renew_time: Some(now),
-            lease_transitions: Some(if mine {
-                transitions
-            } else {
-                transitions.saturating_add(1)
-            }),
-            strategy: spec.strategy,
-            preferred_holder: spec.preferred_holder,
-        });
-        match self.backend.replace(&lease) {
-            Ok(l) => {
-                self.observe(l);
-                Attempt::Holding
-            }
-            Err(e) => self.failed("updating the Lease", e),
-        }
-    }
-
-    /// Whether the observed record has gone unchanged for its holder's lease duration.
-    fn expired(&self, spec: &LeaseSpec) -> bool {
-        let Some((_, seen)) = &self.observed else {
-            return false;
-        };
-        let secs = spec
-            .lease_duration_seconds
-            .filter(|s| *s > 0)
-            .map(|s| Duration::from_secs(s.unsigned_abs().into()))
-            .unwrap_or(self.shared.config.lease_duration);
-        Instant::now() >= crate::deadline::at(*seen, secs)
-    }
-
-    /// Notes a record read or written: when its spec changed (by this process's clock), who
-    /// holds it, and anything wrong with it.
-    fn observe(&mut self, lease: Lease) {
-        let changed = self
-            .observed
-            .as_ref()
-            .is_none_or(|(spec, _)| *spec != lease.spec);
-        if changed {
-            self.observed = Some((lease.spec.clone(), Instant::now()));
-            self.check_junk(&lease);
-        }
-        self.last_error = None;
-        self.shared.state.lock().last_error = None;
-        let holder = lease
-            .spec
-            .as_ref()
-            .and_then(|s| s.holder_identity.clone())
-            .filter(|h| !h.is_empty());
-        self.shared.state.lock().leader = holder.clone();
-        if let Some(h) = holder {
-            if self.reported_leader.as_deref() != Some(h.as_str()) {
-                self.reported_leader = Some(h.clone());
-                log::info!("leader election {}: new leader {h}", self.shared.lease_name);
-                if let Some(cb) = &self.callbacks.new_leader {
-                    if catch_unwind(AssertUnwindSafe(|| cb(&h))).is_err() {
-                        log::error!(
-                            "leader election {}: the new-leader callback panicked",
-                            self.shared.lease_name
-                        );
-                    }
-                }
-            }
-        }
-        self.record = Some(lease);
-    }
-
-    /// Logs once what is wrong with a record held by someone.
-    fn check_junk(&mut self, lease: &Lease) {
-        let Some(spec) = &lease.spec else {
-            return self.log_junk("it has no spec; counted as free");
-        };
-        if spec.holder_identity.as_deref().unwrap_or("").is_empty() {
-            return; // free: a released lease looks like this
-        }
-        let mut problems = Vec::new();
-        if spec.lease_duration_seconds.is_none_or(|s| s <= 0) {
-            problems.push(format!(
-                "leaseDurationSeconds missing or not positive; counted as {:?}",
-                self.shared.config.lease_duration
-            ));
-        }
-        if spec.renew_time.is_none() {
-            problems.push("renewTime missing or unparsable (not used to decide)".to_owned());
-        }
-        if spec.lease_transitions.is_none_or(|t| t < 0) {
-            problems.push("leaseTransitions missing or negative; counted as 0".to_owned());
-        }
-        if !problems.is_empty() {
-            self.log_junk(&problems.join("; "));
-        }
-    }
-
-    fn log_junk(&mut self, what: &str) {
-        if self.junk_logged.as_deref() != Some(what) {
-            log::warn!(
-                "leader election {}: the Lease record is malformed: {what}",
-                self.shared.lease_name
-            );
-            self.junk_logged = Some(what.to_owned());
-        }
-    }
-
-    /// A failed request: a 409 is a lost race (quiet); anything else is logged when it
-    /// differs from the previous failure.
-    fn failed(&mut self, what: &str, e: Error) -> Attempt {
-        if e.is_conflict() || e.is_cancelled() {
-            return Attempt::Retry;
-        }
-        let message = format!("{what}: {e}");
-        if self.last_error.as_deref() != Some(message.as_str()) {
-            log::warn!("leader election {}: {message}", self.shared.lease_name);
-            self.last_error = Some(message.clone());
-        }
-        self.shared.state.lock().last_error = Some(message);
-        Attempt::Retry
-    }
-
-    /// Writes a record with no holder (if the last one seen is ours), so a successor
-    /// acquires at once.
-    fn release(&mut self) {
-        self.shared.state.lock().releasing = true;
-        self.shared.cond.notify_all();
-        let c = &self.shared.config;
-        let Some(mut lease) = self.record.take() else {
-            return;
-        };
-        let spec = lease.spec.clone().unwrap_or_default();
-        if spec.holder_identity.as_deref() != Some(c.identity.as_str()) {
-            return;
-        }
-        let now = MicroTime::now();
-        lease.spec = Some(LeaseSpec {
-            holder_identity: Some(String::new()),
-            lease_duration_seconds: Some(1),
-            acquire_time: Some(now),
-            renew_time: Some(now),
-            lease_transitions: spec.lease_transitions,
-            strategy: spec.strategy,
-            preferred_holder: spec.preferred_holder,
-        });
-        match self.backend.release(&lease) {
-            Ok(_) => log::info!(
-                "leader election {}: {} released the lease",
-                self.shared.lease_name,
-                c.identity
-            ),
-            Err(e) => log::warn!(
-                "leader election {}: releasing the lease: {e}",
-                self.shared.lease_name
-            ),
         }
     }
 }

@@ -19,6 +19,9 @@
 //!   state, and on [`stop`](LeaderElector::stop) ends the term and joins them.
 //! - the elector thread (`elector_thread.rs`): acquire, start a term, renew until it ends,
 //!   again; release on a clean stop.
+//! - the record (`record.rs`): one attempt to acquire or renew (read the Lease, judge its
+//!   expiry by this process's own clock, write it back with the `resourceVersion` read), the
+//!   release, and what to make of malformed records.
 //! - the watchdog (`watchdog.rs`): steps down at the renew deadline, whatever the elector
 //!   thread is doing.
 //! - the shared state (`shared_state.rs`): the term, the holder seen, the last error and the
@@ -113,6 +116,7 @@ mod config;
 mod elector_thread;
 mod leader_elector;
 mod lease_backend;
+mod record;
 mod shared_state;
 mod status;
 mod watchdog;
