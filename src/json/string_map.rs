@@ -125,14 +125,17 @@ impl StringMap {
     }
 
     /// Builds the map from entries sorted by key with no key twice.
-    fn from_sorted(entries: &[(&str, &str)]) -> StringMap {
-        let size: usize = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+    fn from_sorted<K: AsRef<str>, V: AsRef<str>>(entries: &[(K, V)]) -> StringMap {
+        let size: usize = entries
+            .iter()
+            .map(|(k, v)| k.as_ref().len() + v.as_ref().len())
+            .sum();
         let mut text = String::with_capacity(size);
         let mut ends = Vec::with_capacity(entries.len());
         for (k, v) in entries {
-            text.push_str(k);
+            text.push_str(k.as_ref());
             let key_end = text.len();
-            text.push_str(v);
+            text.push_str(v.as_ref());
             // Offsets are u32: a map over 4 GiB cannot come from one API object (the server
             // refuses objects over a few MiB); saturate rather than wrap, to stay panic-free.
             ends.push((
@@ -165,11 +168,7 @@ impl StringMap {
             }
             entries = deduped;
         }
-        let refs: Vec<(&str, &str)> = entries
-            .iter()
-            .map(|(k, v)| (k.as_ref(), v.as_ref()))
-            .collect();
-        StringMap::from_sorted(&refs)
+        StringMap::from_sorted(&entries)
     }
 }
 
