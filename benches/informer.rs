@@ -18,6 +18,14 @@
 //! requests it took against the limiter's burst (the bucket starts full, so a sync within the
 //! burst waited for no token).
 //! `BENCH_KINDS=slim` (a comma-separated subset of `dynamic,slim,metadata`) runs only those.
+//! `BENCH_STREAMING=1` makes the initial list a streaming list (`sendInitialEvents`);
+//! `BENCH_RUNS=N` runs each client N times. With `--cfg bench_count_allocs` it also prints
+//! the heap bytes in use per cached object at sync.
+//!
+//! The scaling curve: `cargo bench --bench informer -- --curve` syncs 1k, 10k, 50k, 100k and
+//! 200k pods (each client twice, the faster sync kept), writes `benches/scaling.csv`, prints
+//! the growth exponents and draws `benches/scaling.svg` (the README's picture);
+//! `-- --draw [file.csv]` redraws from saved figures.
 //! This prints figures; it asserts nothing about time.
 
 use std::io::{BufRead, BufReader, Write};
@@ -31,6 +39,9 @@ use kube_informer::cache::{HandlerFns, InformerConfig, SharedIndexInformer};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client, ClientConfig};
 use serde::Deserialize;
+
+#[path = "support/scaling.rs"]
+mod scaling;
 
 const UPDATES: usize = 100_000;
 
@@ -49,6 +60,8 @@ mod counting {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     pub static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+    /// Bytes allocated and not yet freed (as asked for, without the allocator's own overhead).
+    pub static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 
     pub struct Counting;
 
@@ -56,19 +69,31 @@ mod counting {
     unsafe impl GlobalAlloc for Counting {
         unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
             ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            LIVE_BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
             unsafe { System.alloc(layout) }
         }
         unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            LIVE_BYTES.fetch_sub(layout.size() as u64, Ordering::Relaxed);
             unsafe { System.dealloc(ptr, layout) }
         }
         unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
             ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            LIVE_BYTES.fetch_add(size as u64, Ordering::Relaxed);
+            LIVE_BYTES.fetch_sub(layout.size() as u64, Ordering::Relaxed);
             unsafe { System.realloc(ptr, layout, size) }
         }
     }
 
     #[global_allocator]
     static GLOBAL: Counting = Counting;
+}
+
+/// Heap bytes in use (with `--cfg bench_count_allocs`; otherwise not counted).
+fn live_heap_bytes() -> Option<u64> {
+    #[cfg(bench_count_allocs)]
+    return Some(counting::LIVE_BYTES.load(std::sync::atomic::Ordering::Relaxed));
+    #[cfg(not(bench_count_allocs))]
+    None
 }
 
 /// Allocations so far (with `--cfg bench_count_allocs`; otherwise none are counted).
@@ -282,11 +307,7 @@ fn serve(n: usize) {
 }
 
 /// Child process: sync an informer of type `K`, then count `UPDATES` watch events.
-fn client<K: Object>(
-    url: &str,
-    n: usize,
-    ctl: &mut dyn FnMut(&str) -> String,
-) -> (Duration, f64, f64, f64) {
+fn client<K: Object>(url: &str, n: usize, ctl: &mut dyn FnMut(&str) -> String) -> Figures {
     let config = client_config(url);
     let kube_client = Client::new(config).unwrap();
     // With the `metrics` feature, everything the feature would export for this informer is
@@ -336,9 +357,20 @@ fn client<K: Object>(
         }
         let rate = (UPDATES - 1) as f64 / t.elapsed().as_secs_f64();
         eprintln!("  watch stream alone: {rate:.0} events/s; {}", thread_cpu());
-        return (Duration::ZERO, rate, peak_rss_mib(), peak_rss_mib());
+        let cpu = ProcStat::this_process().cpu_seconds;
+        return Figures {
+            sync: Duration::ZERO,
+            events_per_second: rate,
+            rss_synced: peak_rss_mib(),
+            peak: peak_rss_mib(),
+            cpu_at_sync: 0.0,
+            cpu_total: cpu,
+        };
     }
-    let informer = SharedIndexInformer::new(api, InformerConfig::default());
+    let mut config = InformerConfig::default();
+    // `BENCH_STREAMING=1`: the initial list as a streaming list (`sendInitialEvents`).
+    config.reflector.streaming_list = std::env::var_os("BENCH_STREAMING").is_some();
+    let informer = SharedIndexInformer::new(api, config);
     #[cfg(feature = "metrics")]
     metrics.register_informer(&informer);
     let updates = Arc::new(AtomicU64::new(0));
@@ -352,6 +384,8 @@ fn client<K: Object>(
         .unwrap();
     let requests_before_sync: usize = ctl("requests").parse().unwrap();
     let allocs_before_sync = allocations();
+    let heap_before_sync = live_heap_bytes();
+    let cpu_before_sync = ProcStat::this_process().cpu_seconds;
     let t0 = Instant::now();
     informer.start().unwrap();
     assert!(informer.wait_for_cache_sync(Duration::from_secs(600)));
@@ -378,8 +412,15 @@ fn client<K: Object>(
         }
     );
     assert_eq!(informer.store().len(), n);
+    let cpu_at_sync = ProcStat::this_process().cpu_seconds - cpu_before_sync;
     let rss_after_sync = peak_rss_mib();
     let allocs_at_sync = allocations();
+    if let (Some(a), Some(b)) = (heap_before_sync, live_heap_bytes()) {
+        eprintln!(
+            "  heap in use per cached object at sync: {:.0} bytes (as requested from the allocator)",
+            (b - a) as f64 / n as f64
+        );
+    }
     if let (Some(a), Some(b)) = (allocs_before_sync, allocs_at_sync) {
         eprintln!(
             "  allocations per pod listed: {:.1}",
@@ -397,7 +438,14 @@ fn client<K: Object>(
     if std::env::var_os("BENCH_SYNC_ONLY").is_some() {
         let peak = peak_rss_mib();
         informer.stop();
-        return (sync, f64::NAN, rss_after_sync, peak);
+        return Figures {
+            sync,
+            events_per_second: f64::NAN,
+            rss_synced: rss_after_sync,
+            peak,
+            cpu_at_sync,
+            cpu_total: ProcStat::this_process().cpu_seconds - cpu_before_sync,
+        };
     }
     // The watch request is held by the server while it records the burst, so the events
     // then stream at the client's pace, not the server's.
@@ -433,8 +481,30 @@ fn client<K: Object>(
             t.elapsed()
         );
     }
+    let cpu_total = ProcStat::this_process().cpu_seconds - cpu_before_sync;
     informer.stop();
-    (sync, rate, rss_after_sync, peak)
+    Figures {
+        sync,
+        events_per_second: rate,
+        rss_synced: rss_after_sync,
+        peak,
+        cpu_at_sync,
+        cpu_total,
+    }
+}
+
+/// What one client run measured.
+struct Figures {
+    /// From `start()` to a synced cache.
+    sync: Duration,
+    /// Watch events per second to one handler (NaN with `BENCH_SYNC_ONLY`).
+    events_per_second: f64,
+    /// Peak resident memory at sync and at the end, MiB.
+    rss_synced: f64,
+    peak: f64,
+    /// CPU seconds (user + system, every thread) to sync, and to sync and take the events.
+    cpu_at_sync: f64,
+    cpu_total: f64,
 }
 
 /// The library's default client settings (its client-side rate limit included), except
@@ -479,14 +549,31 @@ fn main() {
             "k8s-openapi" => client::<k8s_openapi::api::core::v1::Pod>(url, n, &mut ctl),
             _ => client::<SlimPod>(url, n, &mut ctl),
         };
-        println!("RESULT {} {} {} {}", r.0.as_secs_f64(), r.1, r.2, r.3);
+        println!(
+            "RESULT {} {} {} {} {} {}",
+            r.sync.as_secs_f64(),
+            r.events_per_second,
+            r.rss_synced,
+            r.peak,
+            r.cpu_at_sync,
+            r.cpu_total
+        );
         return;
     }
+    if args.get(1).map(String::as_str) == Some("--draw") {
+        let csv = args.get(2).map_or(scaling::CSV, String::as_str);
+        let text = std::fs::read_to_string(csv).unwrap_or_else(|e| panic!("{csv}: {e}"));
+        let rows = scaling::parse_csv(&text);
+        scaling::report(&rows);
+        scaling::write_svg(&rows, scaling::SVG);
+        return;
+    }
+    let curve = args.get(1).map(String::as_str) == Some("--curve");
     let sizes: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let sizes = if sizes.is_empty() {
-        vec![10_000, 100_000]
-    } else {
-        sizes
+    let sizes = match (sizes.is_empty(), curve) {
+        (false, _) => sizes,
+        (true, true) => scaling::SIZES.to_vec(),
+        (true, false) => vec![10_000, 100_000],
     };
     let exe = std::env::current_exe().unwrap();
     println!("informer benchmark: {UPDATES} watch events per run; server in a separate process");
@@ -506,10 +593,23 @@ fn main() {
     } else {
         println!("client-side rate limit: off (BENCH_QPS=0)");
     }
+    if std::env::var_os("BENCH_STREAMING").is_some() {
+        println!("initial list: streaming (BENCH_STREAMING)");
+    }
+    if curve {
+        // The curve is about the sync: no watch events.
+        std::env::set_var("BENCH_SYNC_ONLY", "1");
+        println!("scaling curve: sync only, sizes {sizes:?}");
+    }
     println!(
-        "{:>8} {:>14} {:>12} {:>16} {:>18} {:>14}",
-        "pods", "type", "sync (s)", "events/s", "RSS synced (MiB)", "peak (MiB)"
+        "{:>8} {:>15} {:>9} {:>9} {:>12} {:>10} {:>10} {:>10}",
+        "pods", "type", "sync (s)", "events/s", "synced MiB", "peak MiB", "CPU sync", "CPU all"
     );
+    // `BENCH_RUNS=N` runs each client N times (the curve: 2 by default) and keeps, for the
+    // curve, the run with the fastest sync: on a VM, a process that first touches memory the
+    // host has not yet given the guest runs up to twice slower than the same work later.
+    let runs = env_number("BENCH_RUNS").map_or(if curve { 2 } else { 1 }, |r| r.max(1.0) as usize);
+    let mut rows = Vec::new();
     for n in sizes {
         let mut server = Command::new(&exe)
             .args(["--serve", &n.to_string()])
@@ -528,53 +628,82 @@ fn main() {
         // k8s-openapi's `Pod` too when built with the feature (`cargo bench --bench informer
         // --features k8s-openapi,k8s-openapi/v1_35`). `BENCH_KINDS=slim,dynamic` runs some of
         // them (for a profiler, say).
-        let all = if cfg!(feature = "k8s-openapi") {
+        let all = if cfg!(feature = "k8s-openapi") && !curve {
             "dynamic,slim,metadata,k8s-openapi"
         } else {
             "dynamic,slim,metadata"
         };
         let kinds = std::env::var("BENCH_KINDS").unwrap_or_else(|_| all.into());
         for kind in kinds.split(',') {
-            writeln!(server_in, "stall-watch 4000").unwrap();
-            let mut ack = String::new();
-            server_out.read_line(&mut ack).unwrap();
-            let mut c = Command::new(&exe)
-                .args(["--client", &url, kind, &n.to_string()])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let mut c_out = BufReader::new(c.stdout.take().unwrap());
-            let mut c_in = c.stdin.take().unwrap();
-            let mut line = String::new();
-            loop {
-                line.clear();
-                if c_out.read_line(&mut line).unwrap() == 0 {
-                    panic!("client exited early");
+            let mut best: Option<scaling::Row> = None;
+            for _ in 0..runs {
+                // The watch is held while the server records the burst of events (below); a
+                // streaming list is a watch, so it is not held: its events come at the
+                // server's pace.
+                if std::env::var_os("BENCH_STREAMING").is_none() {
+                    writeln!(server_in, "stall-watch 4000").unwrap();
+                    let mut ack = String::new();
+                    server_out.read_line(&mut ack).unwrap();
                 }
-                if let Some(cmd) = line.trim().strip_prefix("CMD ") {
-                    writeln!(server_in, "{cmd}").unwrap();
-                    let mut reply = String::new();
-                    server_out.read_line(&mut reply).unwrap();
-                    writeln!(c_in, "{}", reply.trim()).unwrap();
-                } else if let Some(r) = line.trim().strip_prefix("RESULT ") {
-                    let v: Vec<f64> = r.split_whitespace().map(|x| x.parse().unwrap()).collect();
-                    let label = match kind {
-                        "dynamic" => "DynamicObject",
-                        "metadata" => "metadata only",
-                        "k8s-openapi" => "k8s-openapi Pod",
-                        _ => "slim type",
-                    };
-                    println!(
-                        "{n:>8} {label:>14} {:>12.3} {:>16.0} {:>18.0} {:>14.0}",
-                        v[0], v[1], v[2], v[3]
+                let mut c = Command::new(&exe)
+                    .args(["--client", &url, kind, &n.to_string()])
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let mut c_out = BufReader::new(c.stdout.take().unwrap());
+                let mut c_in = c.stdin.take().unwrap();
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if c_out.read_line(&mut line).unwrap() == 0 {
+                        panic!("client exited early");
+                    }
+                    if let Some(cmd) = line.trim().strip_prefix("CMD ") {
+                        writeln!(server_in, "{cmd}").unwrap();
+                        let mut reply = String::new();
+                        server_out.read_line(&mut reply).unwrap();
+                        writeln!(c_in, "{}", reply.trim()).unwrap();
+                    } else if let Some(r) = line.trim().strip_prefix("RESULT ") {
+                        let v: Vec<f64> =
+                            r.split_whitespace().map(|x| x.parse().unwrap()).collect();
+                        let label = match kind {
+                            "dynamic" => "DynamicObject",
+                            "metadata" => "metadata only",
+                            "k8s-openapi" => "k8s-openapi Pod",
+                            _ => "slim type",
+                        };
+                        println!(
+                        "{n:>8} {label:>15} {:>9.3} {:>9.0} {:>12.0} {:>10.0} {:>10.2} {:>10.2}",
+                        v[0], v[1], v[2], v[3], v[4], v[5]
                     );
-                    break;
+                        let row = scaling::Row {
+                            pods: n,
+                            kind: label.to_owned(),
+                            sync_seconds: v[0],
+                            peak_mib: v[3],
+                            cpu_seconds: v[4],
+                        };
+                        if best
+                            .as_ref()
+                            .is_none_or(|b| row.sync_seconds < b.sync_seconds)
+                        {
+                            best = Some(row);
+                        }
+                        break;
+                    }
                 }
+                let _ = c.wait();
             }
-            let _ = c.wait();
+            rows.extend(best);
         }
         drop(server_in);
         let _ = server.wait();
+    }
+    if curve {
+        std::fs::write(scaling::CSV, scaling::to_csv(&rows)).unwrap();
+        scaling::report(&rows);
+        scaling::write_svg(&rows, scaling::SVG);
+        println!("wrote {} and {}", scaling::CSV, scaling::SVG);
     }
 }
