@@ -129,6 +129,12 @@ pub fn report(rows: &[Row]) {
     }
 }
 
+/// A tick label: at most three decimals, no float noise (`1.2`, not `1.2000000000000002`).
+fn tick(value: f64) -> String {
+    let text = format!("{value:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 const COLOURS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
 
 /// A "nice" upper bound for an axis: 1, 2 or 5 times a power of ten, at least `max`.
@@ -180,13 +186,14 @@ fn panel(
             x2 = x0 + w,
             tx = x0 - 6.0,
             ty = py(fy) + 4.0,
+            fy = tick(fy),
         );
         let _ = writeln!(
             svg,
             r##"<text x="{x:.1}" y="{y}" font-size="11" text-anchor="middle">{k}k</text>"##,
             x = px(fx),
             y = y0 + h + 16.0,
-            k = fx / 1000.0,
+            k = tick(fx / 1000.0),
         );
     }
     let _ = writeln!(
