@@ -232,3 +232,47 @@ fn interleavings_listener_order_minimal() {
         l.shutdown();
     });
 }
+
+/// The listener waits on a condvar of its own when it has nothing to do (not in the channel's
+/// blocking receive): a notification sent as it goes to sleep, and a shutdown as it goes to
+/// sleep or while it sleeps, each wake it. A lost wake-up shows as a shutdown that never
+/// joins the thread (every thread blocked: shuttle reports a deadlock) or as a notification
+/// never handled.
+#[test]
+fn interleavings_listener_sleep_wake_and_shutdown() {
+    explore(|| {
+        let l = Listener::new(0, 2, Duration::ZERO);
+        let rec = Recorder::default();
+        l.spawn(
+            "ki/t/lis0".into(),
+            "handler-0".into(),
+            Box::new(rec.clone()),
+            None,
+        )
+        .unwrap();
+        let sender = {
+            let l = Arc::clone(&l);
+            thread::spawn(move || {
+                l.send("a", Notification::Add(obj("a", 1), false));
+                l.send("a", Notification::Update(obj("a", 1), obj("a", 2)));
+            })
+        };
+        // The shutdown races the second notification and the listener's sleep.
+        let stopper = {
+            let l = Arc::clone(&l);
+            thread::spawn(move || {
+                while !l.wait_processed(1, Instant::now() + Duration::from_secs(60)) {}
+                l.shutdown();
+            })
+        };
+        sender.join().unwrap();
+        stopper.join().unwrap();
+        assert!(l.thread.lock().is_none(), "shutdown joined the thread");
+        let seen = rec.seen();
+        assert!(
+            (1..=2).contains(&seen.len()),
+            "the add, and the update if it came before the stop: {seen:?}"
+        );
+        replay_view(&seen).unwrap_or_else(|e| panic!("{e}"));
+    });
+}
