@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::catch::catch;
-use super::delta::key_of;
+use super::delta::shared_key_of;
 use crate::api::{Meta, Object};
 use crate::error::{Error, Result};
 use crate::sync::RwLock;
@@ -35,11 +35,53 @@ pub fn namespace_index<K: Object>() -> IndexFn<K> {
     })
 }
 
-type Index = HashMap<String, BTreeSet<String>>;
+/// Index value -> the keys under it. Keys are the shared strings of `Inner::items`.
+type Index = HashMap<String, BTreeSet<Arc<str>>>;
+
+/// How the store computes one index's values.
+enum Indexer<K> {
+    /// The built-in namespace index ([`namespace_index`]'s values), read in place: a write
+    /// that keeps an object's namespace (every update of a watch) allocates nothing for it.
+    Namespace,
+    /// A user's index function.
+    Func(IndexFn<K>),
+}
+
+impl<K: Object> Indexer<K> {
+    /// Calls `f` with each of `obj`'s values; `Err` (and no call) when the function fails.
+    fn each_value(&self, obj: &K, mut f: impl FnMut(&str)) -> std::result::Result<(), String> {
+        match self {
+            Indexer::Namespace => {
+                match obj.metadata().namespace() {
+                    "" => {}
+                    ns => f(ns),
+                }
+                Ok(())
+            }
+            Indexer::Func(func) => {
+                call(func, obj)?.iter().for_each(|v| f(v));
+                Ok(())
+            }
+        }
+    }
+
+    /// True when `old` and `new` have the same values (and the function fails on neither).
+    fn same_values(&self, old: &K, new: &K) -> bool {
+        match self {
+            Indexer::Namespace => old.metadata().namespace() == new.metadata().namespace(),
+            Indexer::Func(func) => match (call(func, old), call(func, new)) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            },
+        }
+    }
+}
 
 struct Inner<K> {
-    items: HashMap<String, Arc<K>>,
-    indexers: HashMap<String, IndexFn<K>>,
+    /// Each key is one shared string, which the indexes hold too (and which the FIFO
+    /// handed over: see `DeltaFifo::pop_shared`).
+    items: HashMap<Arc<str>, Arc<K>>,
+    indexers: HashMap<String, Indexer<K>>,
     indices: HashMap<String, Index>,
 }
 
@@ -64,23 +106,6 @@ impl<K: Object> Default for Store<K> {
     }
 }
 
-/// Computes an object's values for every index; failures are collected, not fatal.
-fn index_values<K>(
-    indexers: &HashMap<String, IndexFn<K>>,
-    obj: &K,
-    key: &str,
-    errors: &mut Vec<String>,
-) -> Vec<(String, Vec<String>)> {
-    let mut out = Vec::with_capacity(indexers.len());
-    for (name, f) in indexers {
-        match call(f, obj) {
-            Ok(values) => out.push((name.clone(), values)),
-            Err(e) => errors.push(format!("index {name:?} failed on {key:?}: {e}")),
-        }
-    }
-    out
-}
-
 /// Calls an index function; a panic in it is a failure on this object like any other.
 fn call<K>(f: &IndexFn<K>, obj: &K) -> std::result::Result<Vec<String>, String> {
     catch(|| f(obj)).unwrap_or_else(|panic| Err(format!("the index function panicked: {panic}")))
@@ -88,36 +113,46 @@ fn call<K>(f: &IndexFn<K>, obj: &K) -> std::result::Result<Vec<String>, String> 
 
 impl<K: Object> Inner<K> {
     fn unindex(&mut self, key: &str, old: &K) {
-        let mut ignored = Vec::new();
-        for (name, values) in index_values(&self.indexers, old, key, &mut ignored) {
-            if let Some(index) = self.indices.get_mut(&name) {
-                for v in values {
-                    if let Some(keys) = index.get_mut(&v) {
-                        keys.remove(key);
-                        if keys.is_empty() {
-                            index.remove(&v);
-                        }
+        for (name, indexer) in &self.indexers {
+            let Some(index) = self.indices.get_mut(name) else {
+                continue;
+            };
+            // A function that fails on `old` indexed nothing for it: nothing to remove.
+            let _ = indexer.each_value(old, |v| {
+                if let Some(keys) = index.get_mut(v) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        index.remove(v);
                     }
                 }
-            }
+            });
         }
     }
 
     /// True when every indexer gives `old` and `new` the same values (and fails on neither).
     fn same_index_values(&self, old: &K, new: &K) -> bool {
-        self.indexers
-            .values()
-            .all(|f| match (call(f, old), call(f, new)) {
-                (Ok(a), Ok(b)) => a == b,
-                _ => false,
-            })
+        self.indexers.values().all(|i| i.same_values(old, new))
     }
 
-    fn index(&mut self, key: &str, obj: &K, errors: &mut Vec<String>) {
-        for (name, values) in index_values(&self.indexers, obj, key, errors) {
-            let index = self.indices.entry(name).or_default();
-            for v in values {
-                index.entry(v).or_default().insert(key.to_owned());
+    /// Indexes `obj` under `key`; failures are collected, not fatal.
+    fn index(&mut self, key: &Arc<str>, obj: &K, errors: &mut Vec<String>) {
+        for (name, indexer) in &self.indexers {
+            if !self.indices.contains_key(name) {
+                self.indices.insert(name.clone(), Index::new());
+            }
+            let Some(index) = self.indices.get_mut(name) else {
+                continue;
+            };
+            let indexed = indexer.each_value(obj, |v| match index.get_mut(v) {
+                Some(keys) => {
+                    keys.insert(Arc::clone(key));
+                }
+                None => {
+                    index.insert(v.to_owned(), BTreeSet::from([Arc::clone(key)]));
+                }
+            });
+            if let Err(e) = indexed {
+                errors.push(format!("index {name:?} failed on {key:?}: {e}"));
             }
         }
     }
@@ -125,7 +160,7 @@ impl<K: Object> Inner<K> {
     fn rebuild(&mut self) -> Vec<String> {
         self.indices.clear();
         let mut errors = Vec::new();
-        let items: Vec<(String, Arc<K>)> = self
+        let items: Vec<(Arc<str>, Arc<K>)> = self
             .items
             .iter()
             .map(|(k, v)| (k.clone(), Arc::clone(v)))
@@ -149,7 +184,7 @@ impl<K: Object> Store<K> {
     /// An empty store with the namespace index.
     pub fn new() -> Self {
         let mut indexers = HashMap::new();
-        indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index::<K>());
+        indexers.insert(NAMESPACE_INDEX.to_owned(), Indexer::Namespace);
         Store {
             inner: RwLock::new(Inner {
                 items: HashMap::new(),
@@ -161,21 +196,31 @@ impl<K: Object> Store<K> {
 
     /// Adds or replaces the object under its key; returns the previous one.
     pub fn upsert(&self, obj: Arc<K>) -> (Option<Arc<K>>, Result<()>) {
-        let key = key_of(&*obj);
-        self.upsert_keyed(&key, obj)
+        let key = shared_key_of(&*obj);
+        self.upsert_shared(&key, obj)
     }
 
     /// Adds or replaces the object under `key`; returns the previous one. An update that
     /// leaves every index value as it was (the usual case: the namespace does not change)
     /// leaves the indices untouched.
     pub fn upsert_keyed(&self, key: &str, obj: Arc<K>) -> (Option<Arc<K>>, Result<()>) {
+        self.upsert_shared(&Arc::from(key), obj)
+    }
+
+    /// [`upsert_keyed`](Self::upsert_keyed) with the key as a shared string, which the
+    /// cache keeps (a clone of the pointer) when the key is new.
+    pub(crate) fn upsert_shared(
+        &self,
+        key: &Arc<str>,
+        obj: Arc<K>,
+    ) -> (Option<Arc<K>>, Result<()>) {
         let mut errors = Vec::new();
         let mut guard = self.inner.write();
         let inner = &mut *guard;
-        let old = match inner.items.get_mut(key) {
+        let old = match inner.items.get_mut(&**key) {
             Some(slot) => Some(std::mem::replace(slot, Arc::clone(&obj))),
             None => {
-                inner.items.insert(key.to_owned(), Arc::clone(&obj));
+                inner.items.insert(Arc::clone(key), Arc::clone(&obj));
                 None
             }
         };
@@ -200,8 +245,10 @@ impl<K: Object> Store<K> {
 
     /// Replaces the whole contents at once (readers see the old or the new set, never a mix).
     pub fn replace(&self, objects: Vec<Arc<K>>) -> Result<()> {
-        let items: HashMap<String, Arc<K>> =
-            objects.into_iter().map(|o| (key_of(&*o), o)).collect();
+        let items: HashMap<Arc<str>, Arc<K>> = objects
+            .into_iter()
+            .map(|o| (shared_key_of(&*o), o))
+            .collect();
         let mut inner = self.inner.write();
         inner.items = items;
         index_error(inner.rebuild())
@@ -224,7 +271,12 @@ impl<K: Object> Store<K> {
 
     /// Every key.
     pub fn list_keys(&self) -> Vec<String> {
-        self.inner.read().items.keys().cloned().collect()
+        self.inner
+            .read()
+            .items
+            .keys()
+            .map(|k| k.to_string())
+            .collect()
     }
 
     /// How many objects are cached.
@@ -266,7 +318,7 @@ impl<K: Object> Store<K> {
                 }
             }
             inner.indices.insert(name.clone(), index);
-            inner.indexers.insert(name, f);
+            inner.indexers.insert(name, Indexer::Func(f));
         }
         index_error(errors)
     }
@@ -306,7 +358,7 @@ impl<K: Object> Store<K> {
         self.with_index(name, |_, index| {
             index
                 .and_then(|i| i.get(value))
-                .map(|keys| keys.iter().cloned().collect())
+                .map(|keys| keys.iter().map(|k| k.to_string()).collect())
                 .unwrap_or_default()
         })
     }
@@ -328,7 +380,7 @@ impl<K: Object> Store<K> {
         let mut v: Vec<(String, String)> = inner
             .items
             .iter()
-            .map(|(k, o)| (k.clone(), o.metadata().resource_version().to_owned()))
+            .map(|(k, o)| (k.to_string(), o.metadata().resource_version().to_owned()))
             .collect();
         v.sort();
         v
@@ -420,6 +472,45 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert!(Arc::ptr_eq(&found[0], &newer));
         assert_eq!(s.index_keys(NAMESPACE_INDEX, "a").unwrap(), ["a/x"]);
+    }
+
+    /// The built-in namespace index reads namespaces in place; `namespace_index()` registered
+    /// as an ordinary index function must agree with it through every kind of write.
+    #[test]
+    fn the_built_in_namespace_index_agrees_with_the_namespace_index_function() {
+        let s = Store::new();
+        s.add_indexers([("by-fn".to_string(), namespace_index())])
+            .unwrap();
+        let agree = |s: &Store<DynamicObject>| {
+            let values = s.list_index_values(NAMESPACE_INDEX).unwrap();
+            assert_eq!(values, s.list_index_values("by-fn").unwrap());
+            for v in values {
+                assert_eq!(
+                    s.index_keys(NAMESPACE_INDEX, &v).unwrap(),
+                    s.index_keys("by-fn", &v).unwrap()
+                );
+            }
+        };
+        s.upsert(obj("a", "x", None)).1.unwrap();
+        s.upsert(obj("b", "y", None)).1.unwrap();
+        s.upsert(obj("", "cluster", None)).1.unwrap();
+        agree(&s);
+        s.upsert(obj("a", "x", Some("n1"))).1.unwrap();
+        agree(&s);
+        // The same key with another namespace moves the object in both indexes.
+        s.upsert_keyed("a/x", obj("c", "x", None)).1.unwrap();
+        assert_eq!(s.index_keys(NAMESPACE_INDEX, "c").unwrap(), ["a/x"]);
+        assert!(s.index_keys(NAMESPACE_INDEX, "a").unwrap().is_empty());
+        agree(&s);
+        s.upsert_keyed("a/x", obj("", "x", None)).1.unwrap();
+        assert_eq!(s.list_index_values(NAMESPACE_INDEX).unwrap(), ["b"]);
+        agree(&s);
+        s.delete("b/y");
+        agree(&s);
+        s.replace(vec![obj("d", "z", None), obj("d", "w", None)])
+            .unwrap();
+        assert_eq!(s.index_keys(NAMESPACE_INDEX, "d").unwrap(), ["d/w", "d/z"]);
+        agree(&s);
     }
 
     #[test]
