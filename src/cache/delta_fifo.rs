@@ -34,7 +34,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
-use super::delta::{key_of, DeletedFinalStateUnknown, DeletedObject, Delta};
+use super::delta::{shared_key_of, DeletedFinalStateUnknown, DeletedObject, Delta};
 use super::store::Store;
 use crate::api::Object;
 use crate::sync::atomic::{AtomicBool, Ordering};
@@ -83,14 +83,16 @@ impl<K: Object> KnownObjects<K> for Store<K> {
     }
 }
 
+/// Keys are shared strings: the map, the queue and the key in flight hold one allocation
+/// (which the informer then hands on to the cache).
 struct State<K> {
-    items: HashMap<String, Vec<Delta<K>>>,
+    items: HashMap<Arc<str>, Vec<Delta<K>>>,
     /// The key being processed by the consumer, and the object it will leave in the cache
     /// (`None` when its last delta is a deletion). The consumer works outside the lock, so
     /// until it is done the cache does not show this object yet: deletes and relists must
     /// count it as present.
-    in_flight: Option<(String, Option<Arc<K>>)>,
-    queue: VecDeque<String>,
+    in_flight: Option<(Arc<str>, Option<Arc<K>>)>,
+    queue: VecDeque<Arc<str>>,
     pending: usize,
     populated: bool,
     initial_population: usize,
@@ -98,7 +100,7 @@ struct State<K> {
     /// queued key counts toward the initial population.
     counting_initial: bool,
     /// The keys listed so far by a replace in progress (one delivered page by page).
-    listed: Option<HashSet<String>>,
+    listed: Option<HashSet<Arc<str>>>,
     closed: bool,
 }
 
@@ -158,8 +160,8 @@ impl<K: Object> DeltaFifo<K> {
     }
 
     /// Queues a delta for `key`, collapsing two consecutive deletions.
-    fn queue_action(&self, st: &mut State<K>, key: String, delta: Delta<K>) {
-        let deltas = st.items.entry(key.clone()).or_default();
+    fn queue_action(&self, st: &mut State<K>, key: Arc<str>, delta: Delta<K>) {
+        let deltas = st.items.entry(Arc::clone(&key)).or_default();
         let newly_queued = deltas.is_empty();
         deltas.push(delta);
         st.pending += 1;
@@ -227,13 +229,13 @@ impl<K: Object> DeltaFifo<K> {
             st = self.wait_for_room(st)?;
             match change {
                 WatchChange::Added(obj) => {
-                    self.queue_action(&mut st, key_of(&*obj), Delta::Added(obj));
+                    self.queue_action(&mut st, shared_key_of(&*obj), Delta::Added(obj));
                 }
                 WatchChange::Updated(obj) => {
-                    self.queue_action(&mut st, key_of(&*obj), Delta::Updated(obj));
+                    self.queue_action(&mut st, shared_key_of(&*obj), Delta::Updated(obj));
                 }
                 WatchChange::Deleted(obj) => {
-                    let key = key_of(&*obj);
+                    let key = shared_key_of(&*obj);
                     let queued = st.items.contains_key(&key);
                     if queued || self.settled_object(&st, &key).is_some() {
                         let delta = Delta::Deleted(DeletedObject::Object(obj));
@@ -258,23 +260,26 @@ impl<K: Object> DeltaFifo<K> {
     /// cache may still show it), else the cached object.
     fn settled_object(&self, st: &State<K>, key: &str) -> Option<Arc<K>> {
         match &st.in_flight {
-            Some((k, outcome)) if k == key => outcome.clone(),
+            Some((k, outcome)) if **k == *key => outcome.clone(),
             _ => self.known.as_ref().and_then(|k| k.known_object(key)),
         }
     }
 
     /// Every key with a settled object ([`settled_object`](Self::settled_object)): the
     /// cache's keys, corrected by the key in flight.
-    fn settled_keys(&self, st: &State<K>) -> Vec<String> {
-        let mut keys = self
+    fn settled_keys(&self, st: &State<K>) -> Vec<Arc<str>> {
+        let mut keys: Vec<Arc<str>> = self
             .known
             .as_ref()
             .map(|k| k.known_keys())
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .map(Arc::from)
+            .collect();
         if let Some((k, outcome)) = &st.in_flight {
             let cached = keys.iter().position(|c| c == k);
             match (outcome, cached) {
-                (Some(_), None) => keys.push(k.clone()),
+                (Some(_), None) => keys.push(Arc::clone(k)),
                 (None, Some(i)) => {
                     keys.swap_remove(i);
                 }
@@ -364,8 +369,8 @@ impl<K: Object> DeltaFifo<K> {
         let mut listed = st.listed.take().unwrap_or_default();
         listed.reserve(page.len());
         for obj in page {
-            let key = key_of(&*obj);
-            listed.insert(key.clone());
+            let key = shared_key_of(&*obj);
+            listed.insert(Arc::clone(&key));
             self.queue_action(st, key, Delta::Replaced(obj));
         }
         st.listed = Some(listed);
@@ -380,7 +385,7 @@ impl<K: Object> DeltaFifo<K> {
         // Sorted, so the order tombstones are queued in does not depend on hashing.
         // The key in flight counts in its newest state: one being deleted is gone already
         // (no second tombstone), one being added is present (it gets one).
-        let mut gone: BTreeSet<String> = st
+        let mut gone: BTreeSet<Arc<str>> = st
             .items
             .keys()
             .filter(|k| !listed.contains(*k))
@@ -397,7 +402,7 @@ impl<K: Object> DeltaFifo<K> {
                 Self::newest_queued(st, &key).or_else(|| self.settled_object(st, &key));
             if let Some(last_known) = last_known {
                 let tomb = DeletedFinalStateUnknown {
-                    key: key.clone(),
+                    key: key.to_string(),
                     last_known,
                 };
                 self.queue_action(st, key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
@@ -442,6 +447,15 @@ impl<K: Object> DeltaFifo<K> {
     /// without holding the FIFO's lock. `Err(Closed)` once the FIFO is closed (pending deltas
     /// are dropped then: closing is for shutting down).
     pub fn pop<R>(&self, process: impl FnOnce(&str, Vec<Delta<K>>) -> R) -> Result<R, Closed> {
+        self.pop_shared(|key, deltas| process(key, deltas))
+    }
+
+    /// [`pop`](Self::pop), handing over the key as the shared string the FIFO holds, so the
+    /// informer stores the cache's copy without allocating another.
+    pub(crate) fn pop_shared<R>(
+        &self,
+        process: impl FnOnce(&Arc<str>, Vec<Delta<K>>) -> R,
+    ) -> Result<R, Closed> {
         let (key, deltas, initial) = {
             let mut st = self.state.lock();
             loop {
@@ -455,7 +469,7 @@ impl<K: Object> DeltaFifo<K> {
                         Some(Delta::Deleted(_)) | None => None,
                         Some(d) => Some(Arc::clone(d.object())),
                     };
-                    st.in_flight = Some((key.clone(), remains));
+                    st.in_flight = Some((Arc::clone(&key), remains));
                     let initial = st.initial_population > 0;
                     self.not_full.notify_all();
                     break (key, deltas, initial);
@@ -546,7 +560,12 @@ impl<K: Object> DeltaFifo<K> {
 
     /// The queued keys, oldest first.
     pub fn queued_keys(&self) -> Vec<String> {
-        self.state.lock().queue.iter().cloned().collect()
+        self.state
+            .lock()
+            .queue
+            .iter()
+            .map(|k| k.to_string())
+            .collect()
     }
 
     /// The deltas queued for one key.

@@ -507,7 +507,7 @@ impl<K: Object> Inner<K> {
             // While the initial list is being processed the FIFO is not yet synced.
             let popped = self
                 .fifo
-                .pop(|key, deltas| self.apply(key, deltas, !self.fifo.has_synced()));
+                .pop_shared(|key, deltas| self.apply(key, deltas, !self.fifo.has_synced()));
             if popped.is_err() {
                 return;
             }
@@ -525,7 +525,7 @@ impl<K: Object> Inner<K> {
     }
 
     /// Applies one key's deltas to the cache and notifies the handlers.
-    fn apply(&self, key: &str, deltas: Vec<Delta<K>>, initial: bool) {
+    fn apply(&self, key: &Arc<str>, deltas: Vec<Delta<K>>, initial: bool) {
         let listeners = self.listeners.lock();
         for delta in deltas {
             match delta {
@@ -538,7 +538,7 @@ impl<K: Object> Inner<K> {
                 other => {
                     let resync_for = matches!(other, Delta::Sync(_)).then(|| self.sync_popped());
                     let obj = Arc::clone(other.object());
-                    let (old, indexed) = self.store.upsert_keyed(key, Arc::clone(&obj));
+                    let (old, indexed) = self.store.upsert_shared(key, Arc::clone(&obj));
                     if let Err(e) = indexed {
                         log::warn!("kube-informer/{}: {e}", self.name);
                     }
