@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::json::deserializer::from_prefix;
 use crate::json::json_scan::Scanner;
 use crate::json::raw_json::RawJson;
+use crate::json::scratch::Scratch;
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -81,7 +82,9 @@ impl DynamicObject {
         let mut obj = DynamicObject::default();
         let mut seen_metadata = false;
         let mut managed = None;
-        let mut fields: Vec<(String, &'a str)> = Vec::new();
+        // The other members, until the buffer they will share is made (on the stack: an
+        // object has few).
+        let mut fields: Scratch<(String, &'a str), 8> = Scratch::new();
         s.begin_object()?;
         let mut first = true;
         while let Some(key) = s.next_key(first)? {
@@ -107,14 +110,18 @@ impl DynamicObject {
                 _ => fields.push((key.into_owned(), s.value()?)),
             }
         }
-        let mut parts = RawParts::new(text, managed.iter().chain(fields.iter().map(|(_, v)| v)));
+        let mut parts = RawParts::new(
+            text,
+            managed
+                .iter()
+                .chain(fields.as_slice().iter().map(|(_, v)| v)),
+        );
         if let Some(m) = managed {
             obj.metadata.managed_fields = Some(parts.keep(m));
         }
-        obj.fields = fields
-            .into_iter()
-            .map(|(key, value)| (key, parts.keep(value)))
-            .collect();
+        obj.fields = Vec::with_capacity(fields.len());
+        obj.fields
+            .extend(fields.drain().map(|(key, value)| (key, parts.keep(value))));
         Ok(obj)
     }
 
@@ -313,6 +320,22 @@ mod tests {
         assert_eq!(status.get(), r#"{"phase":"Running","podIP":"10.0.0.7"}"#);
         let used = managed.get().len() + spec.get().len() + status.get().len();
         assert!(held(&fast) < used + 40, "only separators in between");
+    }
+
+    #[test]
+    fn objects_with_many_members_keep_them_all_in_order() {
+        for n in [0, 1, 8, 9, 20] {
+            let members: String = (0..n).map(|i| format!(r#","m{i}":{{"v":{i}}}"#)).collect();
+            let text = format!(r#"{{"kind":"K","metadata":{{"name":"x"}}{members}}}"#);
+            let fast = decode(&text);
+            let slow: DynamicObject = serde_json::from_str(&text).unwrap();
+            assert_eq!(fast.fields.len(), n);
+            assert_eq!(fast.fields.capacity(), n, "no spare slots");
+            assert_eq!(
+                serde_json::to_string(&fast).unwrap(),
+                serde_json::to_string(&slow).unwrap()
+            );
+        }
     }
 
     #[test]

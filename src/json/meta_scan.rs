@@ -16,6 +16,7 @@
 //! compile if it and `ObjectMeta` ever disagree). An array where the object should be (serde
 //! accepts a struct as one) also goes the derive's way.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
@@ -25,6 +26,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::json_scan::{Result as ScanResult, Scanner};
 use super::raw_json::RawJson;
+use super::scratch::Scratch;
 use super::string_map::StringMap;
 use crate::api::{ObjectMeta, OwnerReference};
 
@@ -90,8 +92,8 @@ impl ObjectMeta {
                 9 => m.deletion_grace_period_seconds = serde_value(s)?,
                 10 => m.labels = opt_string_map(s)?,
                 11 => m.annotations = opt_string_map(s)?,
-                12 => m.owner_references = serde_value(s)?,
-                13 => m.finalizers = serde_value(s)?,
+                12 => m.owner_references = exact_vec(s)?,
+                13 => m.finalizers = exact_vec(s)?,
                 _ => {
                     managed = if s.take_null()? {
                         None
@@ -110,14 +112,49 @@ fn opt_string_map(s: &mut Scanner<'_>) -> ScanResult<Option<StringMap>> {
     if s.take_null()? {
         return Ok(None);
     }
-    let mut entries = Vec::with_capacity(8);
+    // Label and annotation maps are short: their entries gather on the stack.
+    let mut entries: Scratch<(Cow<'_, str>, Cow<'_, str>), 16> = Scratch::new();
     s.begin_object()?;
     let mut first = true;
     while let Some(key) = s.next_key(first)? {
         first = false;
         entries.push((key.text()?, s.string()?));
     }
-    Ok(Some(StringMap::from_entries(entries)))
+    Ok(Some(StringMap::from_entries(entries.as_mut_slice())))
+}
+
+/// A list (or `null`), decoded by serde from its checked text into a `Vec` of exactly its
+/// length: serde's own `Vec` grows to four slots for the usual one owner reference or
+/// finalizer, and every cached object would keep the three empty ones.
+fn exact_vec<T: DeserializeOwned + Default>(
+    s: &mut Scanner<'_>,
+) -> serde_json::Result<Option<Vec<T>>> {
+    Ok(serde_value::<Option<ExactVec<T>>>(s)?.map(|v| v.0))
+}
+
+struct ExactVec<T>(Vec<T>);
+
+impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for ExactVec<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SeqVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Default> Visitor<'de> for SeqVisitor<T> {
+            type Value = ExactVec<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                // What serde's `Vec` says.
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ExactVec<T>, A::Error> {
+                let mut items: Scratch<T, 4> = Scratch::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                let mut exact = Vec::with_capacity(items.len());
+                exact.extend(items.drain());
+                Ok(ExactVec(exact))
+            }
+        }
+        deserializer.deserialize_seq(SeqVisitor(std::marker::PhantomData))
+    }
 }
 
 /// A small value of any other type, decoded by serde from its checked text.
@@ -259,6 +296,63 @@ mod tests {
             b.managed_fields.as_ref().map(RawJson::get),
             Some(r#"[{"manager":"m","fieldsV1":{"f:a":{}}}]"#)
         );
+    }
+
+    /// Lists and maps past the room their decoding keeps on the stack, unsorted maps with a
+    /// key given twice, and lists of every short length decode as serde decodes them; lists
+    /// hold no spare slots.
+    #[test]
+    fn long_and_short_lists_and_maps_decode_like_serde_and_exactly() {
+        let owner = |i: usize| {
+            format!(
+                r#"{{"apiVersion":"v1","kind":"K","name":"o{i}","uid":"u{i}","blockOwnerDeletion":null}}"#
+            )
+        };
+        for n in [0, 1, 2, 4, 5, 9] {
+            let owners: Vec<String> = (0..n).map(owner).collect();
+            let finalizers: Vec<String> = (0..n).map(|i| format!(r#""f/{i}""#)).collect();
+            // Keys given out of order, one of them twice (the last value wins).
+            let mut labels: Vec<String> = (0..n * 5)
+                .rev()
+                .map(|i| format!(r#""k{i:02}":"v{i}""#))
+                .collect();
+            labels.push(r#""k00":"last""#.to_owned());
+            let text = format!(
+                r#"{{"ownerReferences":[{}],"finalizers":[{}],"labels":{{{}}},"annotations":{{{}}}}}"#,
+                owners.join(","),
+                finalizers.join(","),
+                labels.join(","),
+                labels[..n].join(",")
+            );
+            let (a, b) = both(&text);
+            let (a, b) = (a.unwrap(), b.unwrap());
+            assert_eq!(
+                serde_json::to_value(&a).unwrap(),
+                serde_json::to_value(&b).unwrap(),
+                "{text}"
+            );
+            assert_eq!(b.label("k00"), Some("last"));
+            let refs = b.owner_references.as_ref().unwrap();
+            assert_eq!((refs.len(), refs.capacity()), (n, n), "no spare slots");
+            let fins = b.finalizers.as_ref().unwrap();
+            assert_eq!((fins.len(), fins.capacity()), (n, n), "no spare slots");
+        }
+        for bad in [
+            r#"{"ownerReferences":{}}"#,
+            r#"{"ownerReferences":[{"kind":"K"}]}"#,
+            r#"{"finalizers":"x"}"#,
+            r#"{"finalizers":[1]}"#,
+        ] {
+            // The same error (its position is within the list's own text, as before).
+            let what = |r: serde_json::Result<ObjectMeta>| {
+                let e = r.err().map(|e| e.to_string()).unwrap_or_default();
+                e.split(" at line").next().unwrap_or_default().to_owned()
+            };
+            let (a, b) = both(bad);
+            let (a, b) = (what(a), what(b));
+            assert!(!a.is_empty(), "serde accepted {bad}");
+            assert_eq!(a, b, "{bad}");
+        }
     }
 
     #[test]

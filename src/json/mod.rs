@@ -17,6 +17,7 @@
 //! - `meta_scan`: `ObjectMeta` decoded with the scanner for `DynamicObject`, whose raw parts
 //!   share one buffer (its serde derive, through `deserializer`, serves every other type);
 //! - `raw_json`: [`RawJson`](crate::api::RawJson), a value kept as checked text;
+//! - `scratch`: short temporary lists of one decoded object, on the stack;
 //! - `string_map`: [`StringMap`](crate::api::StringMap), the compact map labels and
 //!   annotations decode into.
 
@@ -26,4 +27,5 @@ pub(crate) mod known_ends;
 pub(crate) mod lent_str;
 mod meta_scan;
 pub(crate) mod raw_json;
+pub(crate) mod scratch;
 pub(crate) mod string_map;

@@ -124,15 +124,28 @@ impl StringMap {
             .collect()
     }
 
-    /// Builds the map from entries sorted by key with no key twice.
+    /// Builds the map from entries sorted by key; of equal keys (adjacent), the last is kept.
     fn from_sorted<K: AsRef<str>, V: AsRef<str>>(entries: &[(K, V)]) -> StringMap {
-        let size: usize = entries
-            .iter()
-            .map(|(k, v)| k.as_ref().len() + v.as_ref().len())
-            .sum();
+        // An entry whose next one has the same key is replaced by it.
+        let kept = |i: usize| {
+            entries
+                .get(i + 1)
+                .is_none_or(|next| next.0.as_ref() != entries[i].0.as_ref())
+        };
+        let mut size = 0;
+        let mut count = 0;
+        for (i, (k, v)) in entries.iter().enumerate() {
+            if kept(i) {
+                size += k.as_ref().len() + v.as_ref().len();
+                count += 1;
+            }
+        }
         let mut text = String::with_capacity(size);
-        let mut ends = Vec::with_capacity(entries.len());
-        for (k, v) in entries {
+        let mut ends = Vec::with_capacity(count);
+        for (i, (k, v)) in entries.iter().enumerate() {
+            if !kept(i) {
+                continue;
+            }
             text.push_str(k.as_ref());
             let key_end = text.len();
             text.push_str(v.as_ref());
@@ -149,26 +162,17 @@ impl StringMap {
         }
     }
 
-    /// Builds the map from entries in any order; a key given twice keeps its last value.
-    pub(crate) fn from_entries<K: AsRef<str>, V: AsRef<str>>(
-        mut entries: Vec<(K, V)>,
-    ) -> StringMap {
+    /// Builds the map from entries in any order (sorting them in place); a key given twice
+    /// keeps its last value.
+    pub(crate) fn from_entries<K: AsRef<str>, V: AsRef<str>>(entries: &mut [(K, V)]) -> StringMap {
         let sorted = entries
             .windows(2)
-            .all(|w| w[0].0.as_ref() < w[1].0.as_ref());
+            .all(|w| w[0].0.as_ref() <= w[1].0.as_ref());
         if !sorted {
-            // Stable sort, then keep the last of equal keys.
+            // Stable: of equal keys, the one given last stays last.
             entries.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
-            let mut deduped: Vec<(K, V)> = Vec::with_capacity(entries.len());
-            for e in entries {
-                match deduped.last_mut() {
-                    Some(last) if last.0.as_ref() == e.0.as_ref() => *last = e,
-                    _ => deduped.push(e),
-                }
-            }
-            entries = deduped;
         }
-        StringMap::from_sorted(&entries)
+        StringMap::from_sorted(entries)
     }
 }
 
@@ -205,7 +209,7 @@ impl<'a> IntoIterator for &'a StringMap {
 
 impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for StringMap {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> StringMap {
-        StringMap::from_entries(iter.into_iter().collect())
+        StringMap::from_entries(&mut iter.into_iter().collect::<Vec<_>>())
     }
 }
 
@@ -258,7 +262,7 @@ impl<'de> Deserialize<'de> for StringMap {
                 while let Some(entry) = map.next_entry()? {
                     entries.push(entry);
                 }
-                Ok(StringMap::from_entries(entries))
+                Ok(StringMap::from_entries(&mut entries))
             }
         }
         deserializer.deserialize_map(MapVisitor)
