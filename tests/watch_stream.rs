@@ -437,3 +437,58 @@ fn a_list_is_bounded_per_read() {
     assert!(err.to_string().contains("timeout"), "{err}");
     assert!(err.is_transient());
 }
+
+/// Lines ending in `\r\n`, blank lines, an event split across two chunks and a run of events
+/// in one chunk, from a raw HTTP server: whole lines are decoded where they lie in the read
+/// buffer or from the copy a waiting read makes, and both give the same events in order.
+#[test]
+fn crlf_blank_and_split_lines_decode_alike() {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let event = |name: &str| {
+        format!(
+            r#"{{"type":"ADDED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"lab","resourceVersion":"5"}},"spec":{{"x":[1,2]}}}}}}"#
+        )
+    };
+    let split = event("c");
+    let (c1, c2) = split.split_at(split.len() / 2);
+    let chunks: Vec<String> = vec![
+        format!("{}\r\n\n  \r\n{}\n{c1}", event("a"), event("b")),
+        format!("{c2}\r\n{}\n{}\r\n", event("d"), event("e")),
+    ];
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap_or(0) > 2 {
+            line.clear();
+        }
+        let mut stream = stream;
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
+        );
+        for chunk in chunks {
+            let _ = write!(stream, "{:x}\r\n{chunk}\r\n", chunk.len());
+            let _ = stream.flush();
+        }
+        let _ = stream.write_all(b"0\r\n\r\n");
+    });
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        Client::new(kube_informer::ClientConfig::new(url)).unwrap(),
+        "lab",
+        &pods(),
+    );
+    let got = take(api.watch(&WatchParams::from_version("1")).unwrap(), 10);
+    let names: Vec<String> = got.iter().map(summary).collect();
+    assert_eq!(
+        names,
+        ["ADDED a", "ADDED b", "ADDED c", "ADDED d", "ADDED e"]
+    );
+    match &got[2] {
+        Ok(WatchEvent::Added(o)) => {
+            assert_eq!(o.field("spec").unwrap().get(), r#"{"x":[1,2]}"#)
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -65,6 +65,19 @@ impl LineReader {
         true
     }
 
+    /// Runs `f` on a whole line that is already buffered (without the newline and `\r`),
+    /// read where it lies: no copy into `buf`. `None` when the buffer holds no newline.
+    #[inline]
+    pub(crate) fn with_buffered_line<R>(&mut self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let buffered = self.reader.buffer();
+        let i = find_newline(buffered)?;
+        let line = &buffered[..i];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let result = f(line);
+        self.reader.consume(i + 1);
+        Some(result)
+    }
+
     /// Reads one line into `buf` (without the newline), holding at most `MAX_WATCH_LINE`.
     /// `read_until` finds the newline with the standard library's fast byte search.
     pub(crate) fn read_line(&mut self) -> std::io::Result<Line> {

@@ -133,13 +133,37 @@ enum Step<K> {
     End,
 }
 
+/// What one whole line decodes to, before it is numbered and turned into an item.
+enum Parsed<K> {
+    Blank,
+    Event(WatchEvent<K>),
+    /// Not an event: the error's summary (position and kind, never the text) and the line's
+    /// length.
+    Bad(String, usize),
+}
+
+impl<K: Object> Parsed<K> {
+    fn of(line: &[u8]) -> Parsed<K> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Parsed::Blank;
+        }
+        match WatchEvent::<K>::from_json(line) {
+            Ok(event) => Parsed::Event(event),
+            // Position and length only: the line may be a Secret.
+            Err(e) => Parsed::Bad(crate::error::json_error_summary(&e), line.len()),
+        }
+    }
+}
+
 impl<K: Object> WatchStream<K> {
     /// The next event if a whole line of it has already arrived, without waiting for the
     /// network; `None` when reading on would have to wait (or the stream ended). The
-    /// reflector hands events that arrived together to the FIFO as one run.
+    /// reflector hands events that arrived together to the FIFO as one run. The line is
+    /// decoded where it lies in the read buffer, without a copy.
     pub fn next_buffered(&mut self) -> Option<Result<WatchEvent<K>, Error>> {
-        while !self.done && self.lines.take_buffered_line() {
-            match self.step(Line::Complete) {
+        while !self.done {
+            let parsed = self.lines.with_buffered_line(Parsed::of)?;
+            match self.step(parsed) {
                 Step::Item(item) => return Some(item),
                 Step::Blank => {}
                 Step::End => return None,
@@ -153,8 +177,11 @@ impl<K: Object> WatchStream<K> {
         if self.done {
             return Step::End;
         }
+        if let Some(parsed) = self.lines.with_buffered_line(Parsed::of) {
+            return self.step(parsed);
+        }
         match self.lines.read_line() {
-            Ok(line) => self.step(line),
+            Ok(line) => self.after_read(line),
             Err(source) => {
                 self.done = true;
                 if self.canceller.is_cancelled() {
@@ -176,47 +203,50 @@ impl<K: Object> WatchStream<K> {
         }
     }
 
-    /// Turns the line just read (in `buf`) into an item.
-    fn step(&mut self, line: Line) -> Step<K> {
-        self.line_no += 1;
-        match line {
+    /// Turns what a read into `buf` gave into an item.
+    fn after_read(&mut self, line: Line) -> Step<K> {
+        let too_long = match line {
+            Line::Complete => {
+                let parsed = Parsed::of(&self.lines.buf);
+                return self.step(parsed);
+            }
             Line::End => {
+                self.line_no += 1;
                 self.done = true;
                 return Step::End;
             }
-            Line::Truncated => {
+            Line::Truncated => None,
+            Line::TooLong(n) => Some(n),
+        };
+        self.line_no += 1;
+        let msg = match too_long {
+            Some(n) => format!("line of {n} bytes is longer than {MAX_WATCH_LINE}; skipped"),
+            None => {
                 self.done = true;
                 if self.canceller.is_cancelled() {
                     return Step::End;
                 }
-                let msg = format!(
+                format!(
                     "connection closed in the middle of an event ({} bytes received)",
                     self.lines.buf.len(),
-                );
-                return Step::Item(Err(self.line_error(msg)));
+                )
             }
-            Line::TooLong(n) => {
-                let msg = format!("line of {n} bytes is longer than {MAX_WATCH_LINE}; skipped");
-                return Step::Item(Err(self.line_error(msg)));
-            }
-            Line::Complete => {}
-        }
-        if self.lines.buf.iter().all(u8::is_ascii_whitespace) {
-            return Step::Blank;
-        }
-        Step::Item(match WatchEvent::<K>::from_json(&self.lines.buf) {
-            Ok(WatchEvent::Error(status)) => Err(Error::Api {
+        };
+        Step::Item(Err(self.line_error(msg)))
+    }
+
+    /// Turns a whole line, decoded, into an item.
+    fn step(&mut self, parsed: Parsed<K>) -> Step<K> {
+        self.line_no += 1;
+        Step::Item(match parsed {
+            Parsed::Blank => return Step::Blank,
+            Parsed::Event(WatchEvent::Error(status)) => Err(Error::Api {
                 request: self.request.clone(),
                 status,
             }),
-            Ok(event) => Ok(event),
-            Err(e) => {
-                // Position and length only: the line may be a Secret.
-                let msg = format!(
-                    "{} in a line of {} bytes",
-                    crate::error::json_error_summary(&e),
-                    self.lines.buf.len()
-                );
+            Parsed::Event(event) => Ok(event),
+            Parsed::Bad(summary, len) => {
+                let msg = format!("{summary} in a line of {len} bytes");
                 Err(self.line_error(msg))
             }
         })
