@@ -460,3 +460,46 @@ fn the_factory_shares_informers_and_starts_and_stops_them_together() {
     factory.shutdown();
     assert!(!a.is_watching());
 }
+
+/// Replaced and deleted objects a handler let go of are handed back to the reflector's thread
+/// to be freed (the graveyard): however many updates pass, a quiet informer keeps only a
+/// bounded number of them alive (256), and none once it is stopped and dropped.
+#[test]
+fn objects_handlers_let_go_are_freed_and_never_pile_up() {
+    let server = server_with(1);
+    let inf = pods_informer(&server, fast_config());
+    let old_states: Arc<Mutex<Vec<std::sync::Weak<DynamicObject>>>> = Arc::default();
+    let updates = Arc::new(AtomicUsize::new(0));
+    let (olds, seen) = (Arc::clone(&old_states), Arc::clone(&updates));
+    inf.add_event_handler(
+        HandlerFns::new()
+            .on_update(move |old: Arc<DynamicObject>, _new| {
+                olds.lock().push(Arc::downgrade(&old));
+                seen.fetch_add(1, Ordering::SeqCst);
+            })
+            .on_delete(move |_| {}),
+    )
+    .unwrap();
+    inf.start().unwrap();
+    assert!(inf.wait_for_cache_sync(PATIENCE));
+    const UPDATES: usize = 600;
+    for _ in 0..UPDATES {
+        server.touch(&pods(), Some("lab"), "pod-0000").unwrap();
+    }
+    server.delete(&pods(), Some("lab"), "pod-0000").unwrap();
+    wait_until("every update reached the handler", || {
+        updates.load(Ordering::SeqCst) == UPDATES
+    });
+    wait_until("the deletion reached the cache", || inf.store().is_empty());
+    let alive = || {
+        old_states
+            .lock()
+            .iter()
+            .filter(|w| w.upgrade().is_some())
+            .count()
+    };
+    assert!(alive() <= 256, "{} old states alive while quiet", alive());
+    inf.stop();
+    drop(inf);
+    assert_eq!(alive(), 0, "old states alive after the informer is gone");
+}

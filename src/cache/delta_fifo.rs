@@ -35,6 +35,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::delta::{shared_key_of, DeletedFinalStateUnknown, DeletedObject, Delta};
+use super::graveyard::Graveyard;
 use super::store::Store;
 use crate::api::Object;
 use crate::sync::atomic::{AtomicBool, Ordering};
@@ -116,6 +117,8 @@ pub struct DeltaFifo<K> {
     on_synced: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     known: Option<Arc<dyn KnownObjects<K>>>,
     high_water: usize,
+    /// Objects the cache's handlers let go of, for the producer (the reflector) to free.
+    graveyard: Arc<Graveyard<K>>,
 }
 
 impl<K> fmt::Debug for DeltaFifo<K> {
@@ -156,7 +159,14 @@ impl<K: Object> DeltaFifo<K> {
             on_synced: Mutex::new(None),
             known,
             high_water: high_water.max(1),
+            graveyard: Arc::default(),
         }
+    }
+
+    /// Where the consumer's side leaves objects for the producer's thread to free (see
+    /// [`graveyard`](super::graveyard)).
+    pub(crate) fn graveyard(&self) -> &Arc<Graveyard<K>> {
+        &self.graveyard
     }
 
     /// Queues a delta for `key`, collapsing two consecutive deletions.

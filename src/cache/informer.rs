@@ -270,7 +270,12 @@ impl<K: Object> SharedIndexInformer<K> {
             (c.max_backlog, c.on_handler_panic.clone())
         };
         let id = inner.next_id.fetch_add(1, Ordering::SeqCst);
-        let listener = Listener::new(id, max_backlog, resync);
+        let listener = Listener::new(
+            id,
+            max_backlog,
+            resync,
+            Some(Arc::clone(inner.fifo.graveyard())),
+        );
         listener
             .spawn(
                 crate::thread_name::thread_name(&inner.name, &format!("lis{id}")),

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::catch::{catch, PanicHandler};
 use super::delta::DeletedObject;
+use super::graveyard::Graveyard;
 use super::handler::EventHandler;
 use super::health::HandlerStats;
 use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -188,10 +189,18 @@ pub(crate) struct Listener<K> {
     pub resync_period: Duration,
     pub next_resync: Mutex<Instant>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Where objects this listener held the last reference to are freed (see
+    /// [`graveyard`](super::graveyard)); `None`: freed here.
+    graveyard: Option<Arc<Graveyard<K>>>,
 }
 
 impl<K: Send + Sync + 'static> Listener<K> {
-    pub fn new(id: u64, max_backlog: usize, resync_period: Duration) -> Arc<Self> {
+    pub fn new(
+        id: u64,
+        max_backlog: usize,
+        resync_period: Duration,
+        graveyard: Option<Arc<Graveyard<K>>>,
+    ) -> Arc<Self> {
         let (tx, rx) = channel::unbounded();
         Arc::new(Listener {
             id,
@@ -214,6 +223,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             resync_period,
             next_resync: Mutex::new(crate::deadline::after(resync_period)),
             thread: Mutex::new(None),
+            graveyard,
         })
     }
 
@@ -254,11 +264,21 @@ impl<K: Send + Sync + 'static> Listener<K> {
         name: &str,
         on_panic: Option<&PanicHandler>,
     ) {
+        // The object this notification may be the last owner of (the old state of an
+        // update, a deleted object), kept past the handler to be freed by its maker.
+        let last_owner = self.graveyard.as_ref().and_then(|_| match &n {
+            Notification::Add(..) => None,
+            Notification::Update(old, _) => Some(Arc::clone(old)),
+            Notification::Delete(d) => Some(Arc::clone(d.object())),
+        });
         let result = catch(|| match n {
             Notification::Add(o, initial) => handler.on_add(o, initial),
             Notification::Update(old, new) => handler.on_update(old, new),
             Notification::Delete(d) => handler.on_delete(d),
         });
+        if let (Some(graveyard), Some(obj)) = (&self.graveyard, last_owner) {
+            graveyard.bury(obj);
+        }
         if let Err(what) = result {
             self.panics.fetch_add(1, Ordering::SeqCst);
             let msg = format!("{name}: handler panicked: {what}");
@@ -439,7 +459,7 @@ mod tests {
     #[test]
     fn a_stalled_handler_holds_nothing_for_objects_that_came_and_went() {
         // No thread: the handler is stalled for the whole test.
-        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO);
+        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO, None);
         l.send("ns/first", Notification::Add(pod("first", 1), false));
         for i in 0..100_000u32 {
             let key = format!("ns/p{i}");
@@ -458,7 +478,7 @@ mod tests {
     /// queues after the keys that changed meanwhile.
     #[test]
     fn coalesced_changes_keep_first_change_order() {
-        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO);
+        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO, None);
         l.send("ns/x", Notification::Add(pod("x", 1), false));
         l.send("ns/a", Notification::Add(pod("a", 2), false));
         l.send("ns/b", Notification::Add(pod("b", 3), false));
@@ -492,7 +512,7 @@ mod tests {
     #[test]
     fn waiters_wake_at_their_targets_not_per_notification() {
         const N: u64 = 200_000;
-        let l = Listener::<DynamicObject>::new(0, usize::MAX, Duration::ZERO);
+        let l = Listener::<DynamicObject>::new(0, usize::MAX, Duration::ZERO, None);
         l.spawn(
             "ki/test/lis0".into(),
             "test-listener".into(),
@@ -540,7 +560,7 @@ mod tests {
     /// A waiter is released by shutdown, whenever it comes.
     #[test]
     fn shutdown_releases_a_waiter() {
-        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO);
+        let l = Listener::<DynamicObject>::new(0, 1, Duration::ZERO, None);
         let waiter = {
             let l = Arc::clone(&l);
             std::thread::spawn(move || {

@@ -9,6 +9,7 @@ mod catch;
 mod delta;
 mod delta_fifo;
 mod factory;
+mod graveyard;
 mod handler;
 mod health;
 mod informer;

@@ -719,6 +719,8 @@ impl<K: Object> Run<K> {
             if self.fifo.push_watch(run.drain(..)).is_err() {
                 return Ok(WatchEnd::Closed);
             }
+            // The objects this run's predecessors replaced, freed on the thread that made them.
+            self.fifo.graveyard().clear();
             if handed + bookmarks > 0 {
                 // One lock for the run's counters and version.
                 self.record(|h| {
@@ -765,6 +767,8 @@ impl<K: Object> Run<K> {
                 let items: Vec<Arc<K>> =
                     page.list.items.into_iter().map(|o| self.share(o)).collect();
                 self.fifo.replace_page(items)?;
+                // What a relist's earlier pages replaced, freed here (see `consume`).
+                self.fifo.graveyard().clear();
             }
             Ok(())
         })();

@@ -127,7 +127,7 @@ enum Check {
 
 fn check_listener_hand_off(max_backlog: usize, check: Check) {
     explore(move || {
-        let l = Listener::new(0, max_backlog, Duration::ZERO);
+        let l = Listener::new(0, max_backlog, Duration::ZERO, None);
         let rec = Recorder::default();
         l.spawn(
             "ki/t/lis0".into(),
@@ -215,7 +215,7 @@ fn interleavings_listener_order_backlog_2() {
 #[test]
 fn interleavings_listener_order_minimal() {
     explore(|| {
-        let l = Listener::new(0, 1, Duration::ZERO);
+        let l = Listener::new(0, 1, Duration::ZERO, None);
         let rec = Recorder::default();
         l.spawn(
             "ki/t/lis0".into(),
@@ -241,7 +241,7 @@ fn interleavings_listener_order_minimal() {
 #[test]
 fn interleavings_listener_sleep_wake_and_shutdown() {
     explore(|| {
-        let l = Listener::new(0, 2, Duration::ZERO);
+        let l = Listener::new(0, 2, Duration::ZERO, None);
         let rec = Recorder::default();
         l.spawn(
             "ki/t/lis0".into(),
@@ -274,5 +274,71 @@ fn interleavings_listener_sleep_wake_and_shutdown() {
             "the add, and the update if it came before the stop: {seen:?}"
         );
         replay_view(&seen).unwrap_or_else(|e| panic!("{e}"));
+    });
+}
+
+/// The graveyard between a listener and the thread that frees objects (the reflector's part):
+/// with the freeing racing the deliveries, the handler still sees every notification in
+/// order, and every state it let go of is freed exactly once — by the freeing thread, or
+/// where it was when the listener did not hold the last reference — with nothing left alive
+/// once the listener is shut down and the graveyard cleared.
+#[test]
+fn interleavings_graveyard_frees_what_the_handler_let_go() {
+    use crate::cache::graveyard::Graveyard;
+    explore(|| {
+        let graveyard: Arc<Graveyard<DynamicObject>> = Arc::default();
+        // Room for everything in the channel: no coalescing, so the sequence is exact.
+        let l = Listener::new(0, 16, Duration::ZERO, Some(Arc::clone(&graveyard)));
+        let rec = Recorder::default();
+        l.spawn(
+            "ki/t/lis0".into(),
+            "handler-0".into(),
+            Box::new(rec.clone()),
+            None,
+        )
+        .unwrap();
+        let states: Vec<Arc<DynamicObject>> = (1..=3).map(|rv| obj("a", rv)).collect();
+        let weak: Vec<_> = states.iter().map(Arc::downgrade).collect();
+        let sender = {
+            let l = Arc::clone(&l);
+            thread::spawn(move || {
+                let mut states = states.into_iter();
+                let (a1, a2, a3) = (
+                    states.next().unwrap(),
+                    states.next().unwrap(),
+                    states.next().unwrap(),
+                );
+                l.send("a", Notification::Add(Arc::clone(&a1), false));
+                l.send("a", Notification::Update(a1, Arc::clone(&a2)));
+                l.send("a", Notification::Update(a2, Arc::clone(&a3)));
+                l.send("a", Notification::Delete(DeletedObject::Object(a3)));
+            })
+        };
+        let freer = {
+            let graveyard = Arc::clone(&graveyard);
+            thread::spawn(move || {
+                for _ in 0..3 {
+                    graveyard.clear();
+                    thread::yield_now();
+                }
+            })
+        };
+        sender.join().unwrap();
+        while !l.wait_processed(4, Instant::now() + Duration::from_secs(60)) {}
+        freer.join().unwrap();
+        l.shutdown();
+        graveyard.clear();
+        assert_eq!(
+            rec.seen(),
+            [
+                Seen::Add("a".into(), 1),
+                Seen::Update("a".into(), 1, 2),
+                Seen::Update("a".into(), 2, 3),
+                Seen::Delete("a".into(), 3),
+            ]
+        );
+        for (i, w) in weak.iter().enumerate() {
+            assert!(w.upgrade().is_none(), "state {} still alive", i + 1);
+        }
     });
 }

@@ -20,7 +20,7 @@ fn far() -> Instant {
 #[test]
 fn interleavings_progress_waiters_get_their_counts() {
     explore(|| {
-        let l = Listener::new(0, 8, Duration::ZERO);
+        let l = Listener::new(0, 8, Duration::ZERO, None);
         l.spawn(
             "ki/t/lis0".into(),
             "handler-0".into(),
@@ -53,7 +53,7 @@ fn interleavings_progress_waiters_get_their_counts() {
 #[test]
 fn interleavings_progress_shutdown_releases_a_waiter() {
     explore(|| {
-        let l = Listener::<DynamicObject>::new(0, 8, Duration::ZERO);
+        let l = Listener::<DynamicObject>::new(0, 8, Duration::ZERO, None);
         let waiter = {
             let l = Arc::clone(&l);
             thread::spawn(
