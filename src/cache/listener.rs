@@ -17,6 +17,10 @@
 //!
 //! A panicking handler is caught; the panic is counted, logged and passed to the informer's
 //! panic callback, and the listener goes on with the next notification.
+//!
+//! An object the listener turns out to hold the last reference to once the handler is done
+//! with it (an update's old state, a deletion) goes to the informer's
+//! [`graveyard`](super::graveyard), to be freed on the reflector thread that allocated it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
