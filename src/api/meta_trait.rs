@@ -11,6 +11,8 @@
 //! Views are borrowed: strings as `&str`, owner references as [`OwnerRef`]s pointing into
 //! the object, so reading metadata copies nothing.
 
+use std::sync::Arc;
+
 use super::meta::{ObjectMeta, OwnerReference};
 
 /// Read (and a little write) access to an object's metadata: what the library needs of it.
@@ -76,6 +78,13 @@ pub trait Meta {
         key_of(self.namespace(), self.name())
     }
 
+    /// [`key`](Self::key) as one shared string, which the informer's FIFO, its cache and the
+    /// cache's indexes hold between them. The default makes it from `key`, so overriding
+    /// `key` is enough; an override of this one must give the same text.
+    fn shared_key(&self) -> Arc<str> {
+        Arc::from(self.key())
+    }
+
     /// The owner reference with `controller: true` (there is at most one), like client-go's
     /// `GetControllerOf`.
     fn controller(&self) -> Option<OwnerRef<'_>> {
@@ -94,6 +103,30 @@ pub(crate) fn key_of(namespace: &str, name: &str) -> String {
     key.push('/');
     key.push_str(name);
     key
+}
+
+thread_local! {
+    /// Where [`shared_key_of`] joins a key before copying it into its one allocation.
+    static KEY_BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// [`key_of`] as a shared string in one allocation (the key is joined in a reused buffer
+/// first), for the `shared_key` of the library's own metadata types.
+pub(crate) fn shared_key_of(namespace: &str, name: &str) -> Arc<str> {
+    if namespace.is_empty() {
+        return Arc::from(name);
+    }
+    let join = |buffer: &mut String| {
+        buffer.clear();
+        buffer.push_str(namespace);
+        buffer.push('/');
+        buffer.push_str(name);
+        Arc::<str>::from(buffer.as_str())
+    };
+    KEY_BUFFER
+        .try_with(|buffer| join(&mut buffer.borrow_mut()))
+        // Only while this thread's locals are being destroyed: a buffer of its own then.
+        .unwrap_or_else(|_| join(&mut String::new()))
 }
 
 /// A borrowed view of one owner reference.
@@ -130,6 +163,11 @@ impl Meta for ObjectMeta {
     #[inline]
     fn name(&self) -> &str {
         ObjectMeta::name(self)
+    }
+
+    #[inline]
+    fn shared_key(&self) -> Arc<str> {
+        shared_key_of(ObjectMeta::namespace(self), ObjectMeta::name(self))
     }
 
     #[inline]

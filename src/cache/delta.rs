@@ -128,28 +128,9 @@ pub fn key_of<K: Object>(obj: &K) -> String {
     obj.metadata().key()
 }
 
-thread_local! {
-    /// Where [`shared_key_of`] joins a key before copying it into its one allocation.
-    static KEY_BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-}
-
-/// [`key_of`] as one shared string: the FIFO's map and queue, the key in flight and the
-/// cache's map and indexes all hold this one allocation instead of a copy each.
+/// [`key_of`] as one shared string (the metadata's `shared_key`): the FIFO's map and queue,
+/// the key in flight and the cache's map and indexes all hold this one allocation instead of
+/// a copy each.
 pub(crate) fn shared_key_of<K: Object>(obj: &K) -> Arc<str> {
-    let meta = obj.metadata();
-    let (namespace, name) = (meta.namespace(), meta.name());
-    if namespace.is_empty() {
-        return Arc::from(name);
-    }
-    let join = |buffer: &mut String| {
-        buffer.clear();
-        buffer.push_str(namespace);
-        buffer.push('/');
-        buffer.push_str(name);
-        Arc::<str>::from(buffer.as_str())
-    };
-    KEY_BUFFER
-        .try_with(|buffer| join(&mut buffer.borrow_mut()))
-        // Only while this thread's locals are being destroyed: a buffer of its own then.
-        .unwrap_or_else(|_| join(&mut String::new()))
+    obj.metadata().shared_key()
 }

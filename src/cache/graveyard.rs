@@ -12,7 +12,12 @@
 //!
 //! The graveyard holds at most [`GRAVEYARD_BOUND`] objects: past it (a reflector waiting for
 //! the network while handlers work through a backlog, say), the object is freed where it is,
-//! as before. So it never keeps more than that much memory alive, however quiet the watch.
+//! as before. So it never keeps more than that many objects alive, however quiet the watch:
+//! they wait for the reflector's next run of events (a bookmark counts: kube-apiserver sends
+//! one about every minute) or list page, or, while it backs off after an error or once the
+//! informer is stopped, until the informer is dropped. Handlers hold a reference the
+//! listener keeps for this until they return (see
+//! [`EventHandler`](crate::cache::EventHandler)).
 
 use std::sync::Arc;
 
@@ -43,9 +48,11 @@ impl<K> Graveyard<K> {
         }
     }
 
-    /// Frees everything buried (on the calling thread).
+    /// Frees what is buried (on the calling thread), at most [`GRAVEYARD_BOUND`] objects: a
+    /// listener burying as fast as this frees cannot keep the caller (the reflector, which
+    /// should be reading its watch) here.
     pub(crate) fn clear(&self) {
-        loop {
+        for _ in 0..GRAVEYARD_BOUND {
             match self.rx.try_recv() {
                 Ok(obj) => drop(obj),
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,

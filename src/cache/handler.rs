@@ -9,6 +9,11 @@ use std::sync::Arc;
 use super::delta::DeletedObject;
 
 /// Receives an informer's notifications, one at a time, on the handler's own thread.
+///
+/// The objects are shared (`Arc`): the cache holds the current ones, and the informer keeps
+/// its own reference to an update's old state and to a deleted object until the handler
+/// returns, so that their memory is freed on the thread that allocated it. So
+/// `Arc::try_unwrap` on them does not succeed; clone what you need to keep or change.
 pub trait EventHandler<K>: Send + 'static {
     /// An object appeared. `is_initial_list` is true for objects delivered as part of the
     /// initial list (or the cache contents handed to a handler added later).

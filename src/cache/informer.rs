@@ -535,7 +535,11 @@ impl<K: Object> Inner<K> {
         for delta in deltas {
             match delta {
                 Delta::Deleted(d) => {
-                    self.store.delete(key);
+                    // The cached state it replaces: freed on the reflector's thread, which made
+                    // it (the listeners get the deletion's own object).
+                    if let Some(cached) = self.store.delete(key) {
+                        self.fifo.graveyard().bury(cached);
+                    }
                     for l in listeners.iter() {
                         l.send(key, Notification::Delete(d.clone()));
                     }
@@ -556,6 +560,11 @@ impl<K: Object> Inner<K> {
                             None => Notification::Add(Arc::clone(&obj), initial),
                         };
                         l.send(key, n);
+                    }
+                    // When the listeners are done with the replaced state already, or there
+                    // are none, this is its last reference: freed by its maker too.
+                    if let Some(old) = old {
+                        self.fifo.graveyard().bury(old);
                     }
                 }
             }

@@ -322,8 +322,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
         // Whatever is in the channel is older than anything coalesced: nothing goes to the
         // channel while the overflow is active, and the overflow is made inactive only once
-        // empty. So notifications taken from the channel can be handled at once...
-        if self.drain_channel(batch) {
+        // empty. So a notification taken from the channel can be handled at once...
+        if self.take_from_channel(batch) {
             return true;
         }
         let mut ov = self.overflow.lock();
@@ -331,7 +331,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         // holds): a notification sent to the channel after the look above, and another sent
         // on to the overflow because that one filled the channel, would otherwise be handled
         // newest first.
-        if self.drain_channel(batch) {
+        if self.take_from_channel(batch) {
             return true;
         }
         if let Some(list) = ov.pop() {
@@ -352,18 +352,18 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
     }
 
-    /// Moves what the channel holds (up to a bound, so the stop flag is looked at now and
-    /// then) into `batch`; `true` if it moved anything.
-    fn drain_channel(&self, batch: &mut Vec<Weighted<K>>) -> bool {
-        const MAX_BATCH: usize = 256;
-        while batch.len() < MAX_BATCH {
-            match self.rx.try_recv() {
-                Ok(n) => batch.push(Weighted { n, weight: 1 }),
-                // Only `shutdown` disconnects, and it sets `stop` first: the caller sees it.
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+    /// Moves the channel's oldest notification into `batch`; `true` if there was one. One at
+    /// a time: what waits in the channel counts in [`backlog`](Self::backlog) and towards the
+    /// bound past which notifications coalesce, and must go on counting until it is handled.
+    fn take_from_channel(&self, batch: &mut Vec<Weighted<K>>) -> bool {
+        match self.rx.try_recv() {
+            Ok(n) => {
+                batch.push(Weighted { n, weight: 1 });
+                true
             }
+            // Only `shutdown` disconnects, and it sets `stop` first: the caller sees it.
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => false,
         }
-        !batch.is_empty()
     }
 
     /// Hands a notification to the listener without waiting.

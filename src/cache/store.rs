@@ -526,3 +526,104 @@ mod tests {
         assert_eq!(s.list_index_values(NAMESPACE_INDEX).unwrap(), ["b"]);
     }
 }
+
+/// A metadata type of a user's own that overrides `key()`: the cache and the FIFO key its
+/// objects by that key (through `shared_key`'s default), as `key_of` says.
+#[cfg(test)]
+mod own_keys {
+    use std::sync::Arc;
+
+    use serde::Deserialize;
+
+    use crate::api::{Meta, Object, ObjectMeta, OwnerRef};
+    use crate::cache::delta::key_of;
+    use crate::cache::{DeltaFifo, Store};
+
+    #[derive(Clone, Default, Deserialize)]
+    struct UidKeyed(ObjectMeta);
+
+    impl Meta for UidKeyed {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn namespace(&self) -> &str {
+            self.0.namespace()
+        }
+        fn resource_version(&self) -> &str {
+            self.0.resource_version()
+        }
+        fn uid(&self) -> Option<&str> {
+            self.0.uid.as_deref()
+        }
+        fn generation(&self) -> Option<i64> {
+            self.0.generation
+        }
+        fn is_being_deleted(&self) -> bool {
+            false
+        }
+        fn label(&self, key: &str) -> Option<&str> {
+            self.0.label(key)
+        }
+        fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+            self.0.labels.iter().flat_map(|m| m.iter())
+        }
+        fn annotation(&self, key: &str) -> Option<&str> {
+            self.0.annotation(key)
+        }
+        fn annotations(&self) -> impl Iterator<Item = (&str, &str)> {
+            self.0.annotations.iter().flat_map(|m| m.iter())
+        }
+        fn owner_references(&self) -> impl Iterator<Item = OwnerRef<'_>> {
+            std::iter::empty()
+        }
+        fn finalizers(&self) -> Option<&[String]> {
+            None
+        }
+        fn strip_managed_fields(&mut self) {}
+        /// Keyed by uid, not `namespace/name`.
+        fn key(&self) -> String {
+            format!("uid:{}", self.uid().unwrap_or(""))
+        }
+    }
+
+    #[derive(Clone, Default, Deserialize)]
+    struct Thing {
+        metadata: UidKeyed,
+    }
+
+    impl Object for Thing {
+        type Meta = UidKeyed;
+        fn metadata(&self) -> &UidKeyed {
+            &self.metadata
+        }
+        fn metadata_mut(&mut self) -> &mut UidKeyed {
+            &mut self.metadata
+        }
+    }
+
+    fn thing(name: &str, uid: &str) -> Arc<Thing> {
+        let meta = ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            uid: Some(uid.into()),
+            ..ObjectMeta::default()
+        };
+        Arc::new(Thing {
+            metadata: UidKeyed(meta),
+        })
+    }
+
+    #[test]
+    fn an_overridden_key_is_the_key_of_the_cache_and_the_fifo() {
+        let store: Store<Thing> = Store::new();
+        let a = thing("a", "u-1");
+        assert_eq!(key_of(&*a), "uid:u-1");
+        store.upsert(Arc::clone(&a)).1.unwrap();
+        assert!(store.get("uid:u-1").is_some());
+        assert_eq!(store.list_keys(), ["uid:u-1"]);
+        let fifo: DeltaFifo<Thing> = DeltaFifo::new(None);
+        fifo.add(a).unwrap();
+        assert_eq!(fifo.queued_keys(), ["uid:u-1"]);
+        fifo.pop(|key, _| assert_eq!(key, "uid:u-1")).unwrap();
+    }
+}

@@ -233,9 +233,9 @@ fn interleavings_listener_order_minimal() {
     });
 }
 
-/// The listener waits on a condvar of its own when it has nothing to do (not in the channel's
-/// blocking receive): a notification sent as it goes to sleep, and a shutdown as it goes to
-/// sleep or while it sleeps, each wake it. A lost wake-up shows as a shutdown that never
+/// The listener waits in the channel's blocking receive when it has nothing to do: a
+/// notification sent as it goes to wait, and a shutdown (which disconnects the channel) as it
+/// goes to wait or while it waits, each wake it. A lost wake-up shows as a shutdown that never
 /// joins the thread (every thread blocked: shuttle reports a deadlock) or as a notification
 /// never handled.
 #[test]
