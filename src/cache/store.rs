@@ -202,9 +202,9 @@ impl<K: Object> Store<K> {
 
     /// Adds or replaces the object under `key`; returns the previous one. An update that
     /// leaves every index value as it was (the usual case: the namespace does not change)
-    /// leaves the indices untouched.
+    /// leaves the indices untouched, and allocates nothing.
     pub fn upsert_keyed(&self, key: &str, obj: Arc<K>) -> (Option<Arc<K>>, Result<()>) {
-        self.upsert_shared(&Arc::from(key), obj)
+        self.upsert_with(key, || Arc::from(key), obj)
     }
 
     /// [`upsert_keyed`](Self::upsert_keyed) with the key as a shared string, which the
@@ -214,23 +214,35 @@ impl<K: Object> Store<K> {
         key: &Arc<str>,
         obj: Arc<K>,
     ) -> (Option<Arc<K>>, Result<()>) {
+        self.upsert_with(key, || Arc::clone(key), obj)
+    }
+
+    /// The upsert: `shared` makes the key the cache keeps, called only for a new key.
+    fn upsert_with(
+        &self,
+        key: &str,
+        shared: impl FnOnce() -> Arc<str>,
+        obj: Arc<K>,
+    ) -> (Option<Arc<K>>, Result<()>) {
         let mut errors = Vec::new();
         let mut guard = self.inner.write();
         let inner = &mut *guard;
-        let old = match inner.items.get_mut(&**key) {
+        let old = match inner.items.get_mut(key) {
             Some(slot) => Some(std::mem::replace(slot, Arc::clone(&obj))),
             None => {
-                inner.items.insert(Arc::clone(key), Arc::clone(&obj));
+                inner.items.insert(shared(), Arc::clone(&obj));
                 None
             }
         };
-        match &old {
-            Some(old) if inner.same_index_values(old, &obj) => {}
-            Some(old) => {
-                inner.unindex(key, old);
-                inner.index(key, &obj, &mut errors);
+        if let Some(previous) = &old {
+            if inner.same_index_values(previous, &obj) {
+                return (old, Ok(()));
             }
-            None => inner.index(key, &obj, &mut errors),
+            inner.unindex(key, previous);
+        }
+        // The indexes hold the key the cache holds.
+        if let Some(stored) = inner.items.get_key_value(key).map(|(k, _)| Arc::clone(k)) {
+            inner.index(&stored, &obj, &mut errors);
         }
         (old, index_error(errors))
     }
