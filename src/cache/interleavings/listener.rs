@@ -38,6 +38,24 @@ fn check_overflow_bounded<K>(l: &Listener<K>) -> Result<(), String> {
     Ok(())
 }
 
+/// A listener (id 0, no resync) with a backlog bound of `max_backlog`, freeing through
+/// `graveyard` if given, its thread running a [`Recorder`].
+fn recording_listener(
+    max_backlog: usize,
+    graveyard: Option<Arc<crate::cache::graveyard::Graveyard<DynamicObject>>>,
+) -> (Arc<Listener<DynamicObject>>, Recorder) {
+    let l = Listener::new(0, max_backlog, Duration::ZERO, graveyard);
+    let rec = Recorder::default();
+    l.spawn(
+        "ki/t/lis0".into(),
+        "handler-0".into(),
+        Box::new(rec.clone()),
+        None,
+    )
+    .unwrap();
+    (l, rec)
+}
+
 /// What one sent notification leaves the object as: its version, or `None` once deleted.
 type State = Option<u64>;
 
@@ -127,15 +145,7 @@ enum Check {
 
 fn check_listener_hand_off(max_backlog: usize, check: Check) {
     explore(move || {
-        let l = Listener::new(0, max_backlog, Duration::ZERO, None);
-        let rec = Recorder::default();
-        l.spawn(
-            "ki/t/lis0".into(),
-            "handler-0".into(),
-            Box::new(rec.clone()),
-            None,
-        )
-        .unwrap();
+        let (l, rec) = recording_listener(max_backlog, None);
         let sender = {
             let l = Arc::clone(&l);
             thread::spawn(move || send_changes(&l, check))
@@ -215,15 +225,7 @@ fn interleavings_listener_order_backlog_2() {
 #[test]
 fn interleavings_listener_order_minimal() {
     explore(|| {
-        let l = Listener::new(0, 1, Duration::ZERO, None);
-        let rec = Recorder::default();
-        l.spawn(
-            "ki/t/lis0".into(),
-            "handler-0".into(),
-            Box::new(rec.clone()),
-            None,
-        )
-        .unwrap();
+        let (l, rec) = recording_listener(1, None);
         l.send("a", Notification::Add(obj("a", 1), false));
         l.send("a", Notification::Update(obj("a", 1), obj("a", 2)));
         while !l.wait_processed(2, Instant::now() + Duration::from_secs(60)) {}
@@ -241,15 +243,7 @@ fn interleavings_listener_order_minimal() {
 #[test]
 fn interleavings_listener_sleep_wake_and_shutdown() {
     explore(|| {
-        let l = Listener::new(0, 2, Duration::ZERO, None);
-        let rec = Recorder::default();
-        l.spawn(
-            "ki/t/lis0".into(),
-            "handler-0".into(),
-            Box::new(rec.clone()),
-            None,
-        )
-        .unwrap();
+        let (l, rec) = recording_listener(2, None);
         let sender = {
             let l = Arc::clone(&l);
             thread::spawn(move || {
@@ -288,15 +282,7 @@ fn interleavings_graveyard_frees_what_the_handler_let_go() {
     explore(|| {
         let graveyard: Arc<Graveyard<DynamicObject>> = Arc::default();
         // Room for everything in the channel: no coalescing, so the sequence is exact.
-        let l = Listener::new(0, 16, Duration::ZERO, Some(Arc::clone(&graveyard)));
-        let rec = Recorder::default();
-        l.spawn(
-            "ki/t/lis0".into(),
-            "handler-0".into(),
-            Box::new(rec.clone()),
-            None,
-        )
-        .unwrap();
+        let (l, rec) = recording_listener(16, Some(Arc::clone(&graveyard)));
         let states: Vec<Arc<DynamicObject>> = (1..=3).map(|rv| obj("a", rv)).collect();
         let weak: Vec<_> = states.iter().map(Arc::downgrade).collect();
         let sender = {
