@@ -32,7 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference as K8sOwnerRe
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use serde::de::DeserializeOwned;
 
-use super::meta_trait::{shared_key_of, Meta, OwnerRef};
+use super::meta_trait::{shared_key_from, Meta, OwnerRef};
 use super::resource::{Object, Resource};
 
 impl Meta for K8sObjectMeta {
@@ -43,7 +43,7 @@ impl Meta for K8sObjectMeta {
 
     #[inline]
     fn shared_key(&self) -> std::sync::Arc<str> {
-        shared_key_of(self.namespace(), self.name())
+        shared_key_from(self.namespace(), self.name())
     }
 
     #[inline]

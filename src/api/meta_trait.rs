@@ -106,13 +106,13 @@ pub(crate) fn key_of(namespace: &str, name: &str) -> String {
 }
 
 thread_local! {
-    /// Where [`shared_key_of`] joins a key before copying it into its one allocation.
+    /// Where [`shared_key_from`] joins a key before copying it into its one allocation.
     static KEY_BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 /// [`key_of`] as a shared string in one allocation (the key is joined in a reused buffer
 /// first), for the `shared_key` of the library's own metadata types.
-pub(crate) fn shared_key_of(namespace: &str, name: &str) -> Arc<str> {
+pub(crate) fn shared_key_from(namespace: &str, name: &str) -> Arc<str> {
     if namespace.is_empty() {
         return Arc::from(name);
     }
@@ -167,7 +167,7 @@ impl Meta for ObjectMeta {
 
     #[inline]
     fn shared_key(&self) -> Arc<str> {
-        shared_key_of(ObjectMeta::namespace(self), ObjectMeta::name(self))
+        shared_key_from(ObjectMeta::namespace(self), ObjectMeta::name(self))
     }
 
     #[inline]
