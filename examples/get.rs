@@ -257,8 +257,9 @@ impl Listed for DynamicObject {
         if with_object {
             let mut obj = self.clone();
             obj.metadata.managed_fields = None;
-            obj.api_version.get_or_insert_with(|| ar.api_version());
-            obj.kind.get_or_insert_with(|| ar.kind.clone());
+            obj.api_version
+                .get_or_insert_with(|| ar.api_version().into());
+            obj.kind.get_or_insert_with(|| ar.kind.as_str().into());
             row.object = serde_json::to_value(&obj).ok();
         }
         row

@@ -42,7 +42,7 @@ fn list_all_sorts_without_allocating_per_comparison() {
         let o = DynamicObject {
             metadata: ObjectMeta {
                 // Spread over namespaces and in no particular order, so the sort has work.
-                namespace: (i % 7 != 0).then(|| format!("ns-{}", (i * 7919) % 13)),
+                namespace: (i % 7 != 0).then(|| format!("ns-{}", (i * 7919) % 13).into()),
                 name: Some(format!("pod-{}", (i * 104_729) % N)),
                 ..ObjectMeta::default()
             },

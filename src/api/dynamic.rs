@@ -20,24 +20,28 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::meta::ObjectMeta;
 use super::resource::Object;
+use super::SharedStr;
 
 /// An object of any kind: typed metadata, the other top-level fields as raw JSON.
 #[derive(Clone, Debug, Default)]
 pub struct DynamicObject {
     /// `apiVersion`, when the server sent it (list items of core kinds omit it).
-    pub api_version: Option<String>,
+    pub api_version: Option<SharedStr>,
     /// `kind`, when the server sent it.
-    pub kind: Option<String>,
+    pub kind: Option<SharedStr>,
     /// Typed metadata.
     pub metadata: ObjectMeta,
     /// Every other top-level field (`spec`, `status`, `data`, ...), in arrival order.
-    pub fields: Vec<(String, RawJson)>,
+    pub fields: Vec<(SharedStr, RawJson)>,
 }
 
 impl DynamicObject {
     /// The raw JSON of one top-level field, e.g. `"spec"`.
     pub fn field(&self, name: &str) -> Option<&RawJson> {
-        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+        self.fields
+            .iter()
+            .find(|(k, _)| *k == *name)
+            .map(|(_, v)| v)
     }
 
     /// Decodes one top-level field into `T`; `Ok(None)` when the field is absent.
@@ -84,15 +88,15 @@ impl DynamicObject {
         let mut managed = None;
         // The other members, until the buffer they will share is made (on the stack: an
         // object has few).
-        let mut fields: Scratch<(String, &'a str), 8> = Scratch::new();
+        let mut fields: Scratch<(SharedStr, &'a str), 8> = Scratch::new();
         s.begin_object()?;
         let mut first = true;
         while let Some(key) = s.next_key(first)? {
             first = false;
             let key = key.text()?;
             match &*key {
-                "apiVersion" => obj.api_version = s.opt_string()?,
-                "kind" => obj.kind = s.opt_string()?,
+                "apiVersion" => obj.api_version = s.opt_shared_string()?,
+                "kind" => obj.kind = s.opt_shared_string()?,
                 "metadata" => {
                     if seen_metadata {
                         return Err(de::Error::duplicate_field("metadata"));
@@ -107,7 +111,7 @@ impl DynamicObject {
                         obj.metadata = meta;
                     }
                 }
-                _ => fields.push((key.into_owned(), s.value()?)),
+                _ => fields.push((SharedStr::shared(&key), s.value()?)),
             }
         }
         let mut parts = RawParts::new(
@@ -255,7 +259,7 @@ impl<'de> Visitor<'de> for DynamicVisitor {
                 }
                 _ => {
                     let raw: RawJson = map.next_value()?;
-                    obj.fields.push((key.into_owned(), raw));
+                    obj.fields.push((SharedStr::shared(&key), raw));
                 }
             }
         }

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::json::raw_json::RawJson;
+use crate::json::shared_str::SharedStr;
 use crate::json::string_map::StringMap;
 
 /// Metadata every persisted object has (`metadata` in the API).
@@ -21,12 +22,14 @@ pub struct ObjectMeta {
     /// Unique name within the namespace (or cluster, for cluster-scoped kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Prefix the server uses to make a unique name when `name` is empty.
+    /// Prefix the server uses to make a unique name when `name` is empty (the same for the
+    /// objects of one owner, so held once for them: see [`SharedStr`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generate_name: Option<String>,
-    /// Namespace of a namespaced object; `None` for cluster-scoped ones.
+    pub generate_name: Option<SharedStr>,
+    /// Namespace of a namespaced object; `None` for cluster-scoped ones (shared in memory
+    /// with other objects of the namespace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
+    pub namespace: Option<SharedStr>,
     /// Deprecated self link (old servers still send it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_link: Option<String>,
@@ -109,13 +112,13 @@ impl ObjectMeta {
 #[serde(rename_all = "camelCase")]
 pub struct OwnerReference {
     /// API version of the owner, e.g. `apps/v1`.
-    pub api_version: String,
+    pub api_version: SharedStr,
     /// Kind of the owner, e.g. `ReplicaSet`.
-    pub kind: String,
+    pub kind: SharedStr,
     /// Name of the owner.
-    pub name: String,
+    pub name: SharedStr,
     /// UID of the owner.
-    pub uid: String,
+    pub uid: SharedStr,
     /// True when the owner is the managing controller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<bool>,

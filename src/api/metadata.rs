@@ -29,6 +29,7 @@ use super::dynamic::DynamicObject;
 use super::list::ObjectList;
 use super::meta::ObjectMeta;
 use super::resource::Object;
+use super::SharedStr;
 
 /// The `Accept` header for a metadata-only single object, watch or streaming list.
 pub const METADATA_ACCEPT: &str =
@@ -62,10 +63,10 @@ pub const METADATA_LIST_ACCEPT: &str =
 pub struct PartialObjectMetadata {
     /// `apiVersion` as sent (`meta.k8s.io/v1`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub api_version: Option<String>,
+    pub api_version: Option<SharedStr>,
     /// `kind` as sent (`PartialObjectMetadata`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    pub kind: Option<SharedStr>,
     /// The object's metadata.
     pub metadata: ObjectMeta,
 }
@@ -138,8 +139,8 @@ impl Object for PartialObjectMetadata {
         while let Some(key) = s.next_key(first)? {
             first = false;
             match &*key.text()? {
-                "apiVersion" => obj.api_version = s.opt_string()?,
-                "kind" => obj.kind = s.opt_string()?,
+                "apiVersion" => obj.api_version = s.opt_shared_string()?,
+                "kind" => obj.kind = s.opt_shared_string()?,
                 "metadata" => {
                     if seen_metadata {
                         return Err(de::Error::duplicate_field("metadata"));

@@ -20,6 +20,7 @@ pub(crate) mod url_encoding;
 mod watch_event;
 
 pub use crate::json::raw_json::RawJson;
+pub use crate::json::shared_str::SharedStr;
 pub use crate::json::string_map::StringMap;
 pub use dynamic::DynamicObject;
 #[cfg(feature = "k8s-openapi")]

@@ -137,7 +137,7 @@ mod tests {
     fn obj(ns: &str, name: &str) -> DynamicObject {
         DynamicObject {
             metadata: ObjectMeta {
-                namespace: (!ns.is_empty()).then(|| ns.to_owned()),
+                namespace: (!ns.is_empty()).then(|| ns.into()),
                 name: Some(name.to_owned()),
                 ..ObjectMeta::default()
             },

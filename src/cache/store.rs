@@ -406,7 +406,7 @@ mod tests {
 
     fn obj(ns: &str, name: &str, node: Option<&str>) -> Arc<DynamicObject> {
         let mut o = DynamicObject::default();
-        o.metadata.namespace = Some(ns.into()).filter(|n: &String| !n.is_empty());
+        o.metadata.namespace = Some(ns).filter(|n| !n.is_empty()).map(Into::into);
         o.metadata.name = Some(name.into());
         if let Some(n) = node {
             o.metadata.labels = Some([("node".to_string(), n.to_string())].into());

@@ -123,8 +123,8 @@ impl ObjectReference {
     pub fn from_dynamic(obj: &DynamicObject) -> Self {
         let m = &obj.metadata;
         ObjectReference {
-            api_version: obj.api_version.clone().unwrap_or_default(),
-            kind: obj.kind.clone().unwrap_or_default(),
+            api_version: obj.api_version.as_deref().unwrap_or_default().to_owned(),
+            kind: obj.kind.as_deref().unwrap_or_default().to_owned(),
             namespace: m.namespace().to_owned(),
             name: m.name().to_owned(),
             uid: m.uid.clone().unwrap_or_default(),

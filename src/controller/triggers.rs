@@ -199,7 +199,7 @@ mod tests {
     fn meta(ns: Option<&str>, refs: Vec<OwnerReference>) -> ObjectMeta {
         ObjectMeta {
             name: Some("child".into()),
-            namespace: ns.map(str::to_owned),
+            namespace: ns.map(Into::into),
             owner_references: Some(refs),
             ..Default::default()
         }

@@ -270,6 +270,15 @@ impl<'a> Scanner<'a> {
         Ok(Some(self.string()?.into_owned()))
     }
 
+    /// A string value with escapes undone, shared with an equal one this thread decoded
+    /// recently (see [`shared`](super::shared)), or `None` for `null`.
+    pub fn opt_shared_string(&mut self) -> Result<Option<super::shared_str::SharedStr>> {
+        if self.take_null()? {
+            return Ok(None);
+        }
+        Ok(Some(super::shared_str::SharedStr::shared(&self.string()?)))
+    }
+
     /// Skips one value of any kind, checking it, and returns its exact text. A container
     /// whose end is already known (see [`known_ends`](super::known_ends)) is jumped over.
     pub fn value(&mut self) -> Result<&'a str> {

@@ -27,6 +27,7 @@ use serde::{Deserialize, Deserializer};
 use super::json_scan::{Result as ScanResult, Scanner};
 use super::raw_json::RawJson;
 use super::scratch::Scratch;
+use super::shared_str::SharedStr;
 use super::string_map::StringMap;
 use crate::api::{ObjectMeta, OwnerReference};
 
@@ -81,8 +82,8 @@ impl ObjectMeta {
             seen |= 1 << field;
             match field {
                 0 => m.name = s.opt_string()?,
-                1 => m.generate_name = s.opt_string()?,
-                2 => m.namespace = s.opt_string()?,
+                1 => m.generate_name = s.opt_shared_string()?,
+                2 => m.namespace = s.opt_shared_string()?,
                 3 => m.self_link = s.opt_string()?,
                 4 => m.uid = s.opt_string()?,
                 5 => m.resource_version = s.opt_string()?,
@@ -227,9 +228,9 @@ struct ObjectMetaDef {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    generate_name: Option<String>,
+    generate_name: Option<SharedStr>,
     #[serde(default)]
-    namespace: Option<String>,
+    namespace: Option<SharedStr>,
     #[serde(default)]
     self_link: Option<String>,
     #[serde(default)]

@@ -18,6 +18,9 @@
 //!   share one buffer (its serde derive, through `deserializer`, serves every other type);
 //! - `raw_json`: [`RawJson`](crate::api::RawJson), a value kept as checked text;
 //! - `scratch`: short temporary lists of one decoded object, on the stack;
+//! - `shared`: values that repeat across objects (namespaces, owners, labels), decoded once
+//!   per thread and shared;
+//! - `shared_str`: [`SharedStr`](crate::api::SharedStr), the string type of those values;
 //! - `string_map`: [`StringMap`](crate::api::StringMap), the compact map labels and
 //!   annotations decode into.
 
@@ -28,4 +31,6 @@ pub(crate) mod lent_str;
 mod meta_scan;
 pub(crate) mod raw_json;
 pub(crate) mod scratch;
+pub(crate) mod shared;
+pub(crate) mod shared_str;
 pub(crate) mod string_map;

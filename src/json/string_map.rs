@@ -12,20 +12,26 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{MapAccess, Visitor};
 
 use super::lent_str::LentStr;
+use super::shared::{self, Hash};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A sorted map of strings to strings in one buffer (labels, annotations).
+///
+/// Cloning is cheap (the buffers are shared, and never changed in place), and maps decoded
+/// on one thread share their buffers with an equal map decoded there recently: the pods of a
+/// ReplicaSet, whose labels are the same, hold one copy of them (see `json::shared`).
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct StringMap {
     /// Every key followed by its value, in key order.
-    text: Box<str>,
+    text: Arc<str>,
     /// For each entry, where its key ends and where its value ends in `text`.
-    ends: Box<[(u32, u32)]>,
+    ends: Arc<[(u32, u32)]>,
 }
 
 impl StringMap {
@@ -132,34 +138,38 @@ impl StringMap {
                 .get(i + 1)
                 .is_none_or(|next| next.0.as_ref() != entries[i].0.as_ref())
         };
+        let kept_entries = entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| kept(*i))
+            .map(|(_, (k, v))| (k.as_ref(), v.as_ref()));
         let mut size = 0;
         let mut count = 0;
-        for (i, (k, v)) in entries.iter().enumerate() {
-            if kept(i) {
-                size += k.as_ref().len() + v.as_ref().len();
-                count += 1;
+        let mut hash = Hash::new();
+        for (k, v) in kept_entries.clone() {
+            size += k.len() + v.len();
+            count += 1;
+            hash.add(k.as_bytes());
+            hash.add(v.as_bytes());
+        }
+        let (text, ends) = shared::share_map(kept_entries.clone(), &hash, size, || {
+            let mut text = String::with_capacity(size);
+            let mut ends = Vec::with_capacity(count);
+            for (k, v) in kept_entries {
+                text.push_str(k);
+                let key_end = text.len();
+                text.push_str(v);
+                // Offsets are u32: a map over 4 GiB cannot come from one API object (the
+                // server refuses objects over a few MiB); saturate rather than wrap, to stay
+                // panic-free.
+                ends.push((
+                    u32::try_from(key_end).unwrap_or(u32::MAX),
+                    u32::try_from(text.len()).unwrap_or(u32::MAX),
+                ));
             }
-        }
-        let mut text = String::with_capacity(size);
-        let mut ends = Vec::with_capacity(count);
-        for (i, (k, v)) in entries.iter().enumerate() {
-            if !kept(i) {
-                continue;
-            }
-            text.push_str(k.as_ref());
-            let key_end = text.len();
-            text.push_str(v.as_ref());
-            // Offsets are u32: a map over 4 GiB cannot come from one API object (the server
-            // refuses objects over a few MiB); saturate rather than wrap, to stay panic-free.
-            ends.push((
-                u32::try_from(key_end).unwrap_or(u32::MAX),
-                u32::try_from(text.len()).unwrap_or(u32::MAX),
-            ));
-        }
-        StringMap {
-            text: text.into_boxed_str(),
-            ends: ends.into_boxed_slice(),
-        }
+            (Arc::from(text), Arc::from(ends))
+        });
+        StringMap { text, ends }
     }
 
     /// Builds the map from entries in any order (sorting them in place); a key given twice

@@ -1,0 +1,111 @@
+//! Decoding the second pod of a ReplicaSet allocates only for what is its own: its name,
+//! uid, resource version and creation time, its raw text, and the two lists
+//! (owner references, top-level fields). Its namespace, `generateName`, owner reference
+//! strings, labels, annotations, `apiVersion`, `kind` and field names are shared with the
+//! first pod's (see `SharedStr` and `StringMap`).
+//!
+//! A counting global allocator makes the figure exact; this binary holds one test so that no
+//! other test allocates while it counts.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use kube_informer::api::{DynamicObject, Object, PartialObjectMetadata, SharedStr};
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+struct Counting;
+
+// SAFETY: every call is passed on unchanged to the system allocator.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn pod(i: u32) -> String {
+    format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"web-7d4b9-{i:05}","generateName":"web-7d4b9-",
+        "namespace":"shop","uid":"6c1b2d3e-0000-4000-8000-{i:012}","resourceVersion":"{rv}",
+        "creationTimestamp":"2026-11-20T10:00:{s:02}Z",
+        "labels":{{"app":"web","pod-template-hash":"7d4b9","tier":"frontend"}},
+        "annotations":{{"prometheus.io/scrape":"true"}},
+        "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7d4b9",
+            "uid":"0f3c6a52-8d1e-4b7a-9c2f-5e6d7f8a9b0c","controller":true,"blockOwnerDeletion":true}}],
+        "managedFields":[{{"manager":"kubelet","operation":"Update","fieldsV1":{{"f:status":{{}}}}}}]}},
+        "spec":{{"nodeName":"node-{i}","containers":[{{"name":"app","image":"web:1"}}]}},
+        "status":{{"phase":"Running","podIP":"10.0.0.{i}"}}}}"#,
+        rv = 1000 + i,
+        s = i % 60,
+    )
+}
+
+fn allocations_of<T>(decode: impl FnOnce() -> T) -> (T, u64) {
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let value = decode();
+    (value, ALLOCATIONS.load(Ordering::Relaxed) - before)
+}
+
+#[test]
+fn the_second_pod_of_a_replica_set_allocates_only_for_what_is_its_own() {
+    let (first, second) = (pod(1), pod(2));
+    let (a, _) = DynamicObject::from_json_prefix(&first).unwrap();
+    let ((b, _), allocations) =
+        allocations_of(|| DynamicObject::from_json_prefix(&second).unwrap());
+    // name, uid, resourceVersion, creationTimestamp; the ownerReferences list and the fields
+    // list; the one buffer managedFields, spec and status share (they lie close together).
+    assert_eq!(allocations, 7, "allocations decoding the second pod");
+
+    // What the two share is one allocation, and the values are the first's.
+    let same = |x: &SharedStr, y: &SharedStr| SharedStr::ptr_eq(x, y) && x == y;
+    let (ma, mb) = (&a.metadata, &b.metadata);
+    assert!(same(
+        ma.namespace.as_ref().unwrap(),
+        mb.namespace.as_ref().unwrap()
+    ));
+    assert!(same(
+        ma.generate_name.as_ref().unwrap(),
+        mb.generate_name.as_ref().unwrap()
+    ));
+    let (oa, ob) = (
+        &ma.owner_references.as_ref().unwrap()[0],
+        &mb.owner_references.as_ref().unwrap()[0],
+    );
+    assert!(same(&oa.api_version, &ob.api_version) && same(&oa.kind, &ob.kind));
+    assert!(same(&oa.name, &ob.name) && same(&oa.uid, &ob.uid));
+    assert!(same(
+        a.api_version.as_ref().unwrap(),
+        b.api_version.as_ref().unwrap()
+    ));
+    assert!(same(a.kind.as_ref().unwrap(), b.kind.as_ref().unwrap()));
+    assert!(same(&a.fields[0].0, &b.fields[0].0) && a.fields[1].0 == "status");
+    let label = |m: &kube_informer::api::ObjectMeta| {
+        m.labels.as_ref().unwrap().get("app").unwrap().as_ptr()
+    };
+    assert_eq!(label(ma), label(mb), "one copy of equal label maps");
+    assert_eq!(ma.labels, mb.labels);
+    assert_ne!(ma.name, mb.name);
+    assert_ne!(
+        a.field("spec").unwrap().get(),
+        b.field("spec").unwrap().get()
+    );
+
+    // Metadata only (the server sends the same metadata): the four strings of its own,
+    // managedFields' buffer and the owner references list.
+    let (third, fourth) = (pod(3), pod(4));
+    let (_, _) = PartialObjectMetadata::from_json_prefix(&third).unwrap();
+    let (_, allocations) =
+        allocations_of(|| PartialObjectMetadata::from_json_prefix(&fourth).unwrap());
+    assert_eq!(allocations, 6, "allocations decoding metadata only");
+}
