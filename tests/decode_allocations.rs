@@ -35,14 +35,19 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 fn pod(i: u32) -> String {
+    pod_of("7d4b9", "shop", i)
+}
+
+/// Pod `i` of ReplicaSet `web-{hash}` in namespace `ns`.
+fn pod_of(hash: &str, ns: &str, i: u32) -> String {
     format!(
-        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"web-7d4b9-{i:05}","generateName":"web-7d4b9-",
-        "namespace":"shop","uid":"6c1b2d3e-0000-4000-8000-{i:012}","resourceVersion":"{rv}",
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"web-{hash}-{i:05}","generateName":"web-{hash}-",
+        "namespace":"{ns}","uid":"6c1b2d3e-0000-4000-8000-{i:012}","resourceVersion":"{rv}",
         "creationTimestamp":"2026-11-20T10:00:{s:02}Z",
-        "labels":{{"app":"web","pod-template-hash":"7d4b9","tier":"frontend"}},
+        "labels":{{"app":"web","pod-template-hash":"{hash}","tier":"frontend"}},
         "annotations":{{"prometheus.io/scrape":"true"}},
-        "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7d4b9",
-            "uid":"0f3c6a52-8d1e-4b7a-9c2f-5e6d7f8a9b0c","controller":true,"blockOwnerDeletion":true}}],
+        "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-{hash}",
+            "uid":"0f3c6a52-8d1e-4b7a-9c2f-{hash:0>12}","controller":true,"blockOwnerDeletion":true}}],
         "managedFields":[{{"manager":"kubelet","operation":"Update","fieldsV1":{{"f:status":{{}}}}}}]}},
         "spec":{{"nodeName":"node-{i}","containers":[{{"name":"app","image":"web:1"}}]}},
         "status":{{"phase":"Running","podIP":"10.0.0.{i}"}}}}"#,
@@ -59,8 +64,15 @@ fn allocations_of<T>(decode: impl FnOnce() -> T) -> (T, u64) {
 
 #[test]
 fn the_second_pod_of_a_replica_set_allocates_only_for_what_is_its_own() {
-    let (first, second) = (pod(1), pod(2));
-    let (a, _) = DynamicObject::from_json_prefix(&first).unwrap();
+    // A pod of another ReplicaSet, in another namespace, decoded before: what all pods
+    // share (`apiVersion`, `kind`, the owner's `apiVersion` and `kind`, the field names,
+    // the annotations) is known to the thread; the rest of the first pod is new.
+    let (other, first, second) = (pod_of("5c8e1", "lab", 1), pod(1), pod(2));
+    DynamicObject::from_json_prefix(&other).unwrap();
+    let ((a, _), allocations) = allocations_of(|| DynamicObject::from_json_prefix(&first).unwrap());
+    // The second pod's seven (below), and the first of its ReplicaSet's values: namespace,
+    // generateName, the owner's name and uid, and the labels' text and offsets.
+    assert_eq!(allocations, 7 + 6, "allocations decoding the first pod");
     let ((b, _), allocations) =
         allocations_of(|| DynamicObject::from_json_prefix(&second).unwrap());
     // name, uid, resourceVersion, creationTimestamp; the ownerReferences list and the fields

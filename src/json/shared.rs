@@ -10,9 +10,11 @@
 //!
 //! The table is per thread (no lock: a reflector decodes on its own thread), direct-mapped
 //! (a value goes in the one slot its hash names, replacing what was there) and bounded in
-//! slots and in the length of what it keeps, so it holds at most a few hundred KiB and
-//! crafted input can only make it miss, never grow. Sharing changes no value: the shared
-//! types are immutable, and equality is by content.
+//! slots and in the size of what it keeps: at most 512 strings of up to 128 bytes and 128
+//! maps of up to 1 KiB, under 200 KiB per decoding thread; crafted input can only make it
+//! miss, never grow. Sharing changes no value: the shared types are immutable, and equality
+//! is by content. What it keeps outlives the objects it came from until it is replaced or
+//! the thread ends, as freed memory keeps its bytes until reused; it is never printed.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -23,8 +25,8 @@ const STRING_SLOTS: usize = 512;
 const LONGEST_STRING: usize = 128;
 /// Slots for label and annotation maps; a power of two.
 const MAP_SLOTS: usize = 128;
-/// Maps whose text is longer than this are not kept.
-const LONGEST_MAP: usize = 2048;
+/// Maps holding more than this (text and offsets) are not kept.
+const LONGEST_MAP: usize = 1024;
 
 /// The text and entry ends of a label or annotation map (what `StringMap` is made of).
 pub(crate) type MapParts = (Arc<str>, Arc<[(u32, u32)]>);
@@ -82,52 +84,80 @@ pub(crate) fn share_str(text: &str) -> Arc<str> {
     let mut hash = Hash::new();
     hash.add(text.as_bytes());
     let slot = hash.slot(STRING_SLOTS);
-    TABLE
-        .try_with(|table| {
-            let mut table = table.borrow_mut();
-            match &table.strings[slot] {
-                Some(kept) if **kept == *text => kept.clone(),
-                _ => {
-                    let made: Arc<str> = Arc::from(text);
-                    table.strings[slot] = Some(made.clone());
-                    made
-                }
+    let kept = TABLE.try_with(|table| {
+        let mut table = table.try_borrow_mut().ok()?;
+        match &table.strings[slot] {
+            Some(kept) if **kept == *text => Some(kept.clone()),
+            _ => {
+                let made: Arc<str> = Arc::from(text);
+                table.strings[slot] = Some(made.clone());
+                Some(made)
             }
-        })
-        // The thread is ending (its table is gone): no sharing.
-        .unwrap_or_else(|_| Arc::from(text))
+        }
+    });
+    // The thread is ending (its table is gone), or the table is in use up the stack: no
+    // sharing this time.
+    kept.ok().flatten().unwrap_or_else(|| Arc::from(text))
 }
 
 /// The parts of a map with these entries (sorted by key, no key twice; `hash` covers all of
-/// them in order, `text_len` is the length of their keys and values together): an equal
+/// them in order; `size` is the bytes the map's parts will hold, text and offsets): an equal
 /// map's parts this thread made recently, or new ones made by `make`.
+///
+/// No borrow of the table is held while `entries` is read or `make` runs (both may run a
+/// caller's `AsRef`), so nothing here can be re-entered into a borrow.
 pub(crate) fn share_map<'e>(
     entries: impl Iterator<Item = (&'e str, &'e str)> + Clone,
     hash: &Hash,
-    text_len: usize,
+    size: usize,
     make: impl FnOnce() -> MapParts,
 ) -> MapParts {
-    if text_len > LONGEST_MAP {
+    if size > LONGEST_MAP {
         return make();
     }
     let slot = hash.slot(MAP_SLOTS);
-    let found = TABLE.try_with(|table| {
-        let table = table.borrow();
-        table.maps[slot]
-            .as_ref()
-            .filter(|(text, ends)| same_entries(text, ends, entries.clone()))
-            .cloned()
-    });
-    match found {
-        Ok(Some(parts)) => parts,
-        Ok(None) => {
-            let made = make();
-            // `make` runs outside the borrow; a thread ending meanwhile just keeps nothing.
-            let _ = TABLE.try_with(|table| table.borrow_mut().maps[slot] = Some(made.clone()));
-            made
+    let kept = TABLE
+        .try_with(|table| table.try_borrow().ok().and_then(|t| t.maps[slot].clone()))
+        .ok()
+        .flatten();
+    if let Some((text, ends)) = kept {
+        if same_entries(&text, &ends, entries) {
+            return (text, ends);
         }
-        Err(_) => make(),
     }
+    let made = make();
+    // A thread ending meanwhile, or a borrow elsewhere on the stack: just keep nothing.
+    let _ = TABLE.try_with(|table| {
+        if let Ok(mut table) = table.try_borrow_mut() {
+            table.maps[slot] = Some(made.clone());
+        }
+    });
+    made
+}
+
+thread_local! {
+    /// Where a new map's text is gathered before its one copy into the map's own buffer.
+    static TEXT_BUFFER: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Runs `f` with the thread's text buffer, emptied (taken out for the call, so a call from
+/// within `f` gets a fresh `String`). A buffer grown past 64 KiB is let go afterwards.
+pub(crate) fn with_text_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
+    let mut buffer = TEXT_BUFFER
+        .try_with(|kept| kept.try_borrow_mut().map(|mut b| std::mem::take(&mut *b)))
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    buffer.clear();
+    let result = f(&mut buffer);
+    if buffer.capacity() <= 64 * 1024 {
+        let _ = TEXT_BUFFER.try_with(|kept| {
+            if let Ok(mut kept) = kept.try_borrow_mut() {
+                *kept = buffer;
+            }
+        });
+    }
+    result
 }
 
 /// True when the map `(text, ends)` has exactly `entries`, in order.

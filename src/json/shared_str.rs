@@ -5,7 +5,7 @@
 //! decoding thread's table of recent values ([`shared`](super::shared)), so that every decoder
 //! (the library's, serde_json's, serde's `value` module) shares what repeats.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -67,6 +67,12 @@ impl AsRef<str> for SharedStr {
     }
 }
 
+impl AsRef<[u8]> for SharedStr {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
 impl Borrow<str> for SharedStr {
     fn borrow(&self) -> &str {
         &self.0
@@ -97,9 +103,34 @@ impl From<Arc<str>> for SharedStr {
     }
 }
 
+impl From<Box<str>> for SharedStr {
+    fn from(text: Box<str>) -> SharedStr {
+        SharedStr(Arc::from(text))
+    }
+}
+
+impl From<Cow<'_, str>> for SharedStr {
+    fn from(text: Cow<'_, str>) -> SharedStr {
+        SharedStr(Arc::from(text))
+    }
+}
+
+impl std::str::FromStr for SharedStr {
+    type Err = std::convert::Infallible;
+    fn from_str(text: &str) -> Result<SharedStr, Self::Err> {
+        Ok(text.into())
+    }
+}
+
+impl From<&SharedStr> for String {
+    fn from(text: &SharedStr) -> String {
+        text.as_str().to_owned()
+    }
+}
+
 impl From<SharedStr> for String {
     fn from(text: SharedStr) -> String {
-        text.0.to_string()
+        text.as_str().to_owned()
     }
 }
 
@@ -174,6 +205,12 @@ impl<'de> Deserialize<'de> for SharedStr {
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SharedStr, E> {
                 Ok(SharedStr::shared(v))
             }
+            // What `String` accepts from formats that hand strings over as bytes.
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<SharedStr, E> {
+                std::str::from_utf8(v)
+                    .map(SharedStr::shared)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Bytes(v), &self))
+            }
         }
         deserializer.deserialize_str(StrVisitor)
     }
@@ -218,6 +255,10 @@ mod tests {
         assert_eq!(format!("{s} {s:?}"), r#"ReplicaSet "ReplicaSet""#);
         assert_eq!(serde_json::to_string(&s).unwrap(), r#""ReplicaSet""#);
         assert_eq!(String::from(s.clone()), "ReplicaSet");
+        assert_eq!(String::from(&s), "ReplicaSet");
+        assert_eq!("ReplicaSet".parse::<SharedStr>().unwrap(), s);
+        assert_eq!(SharedStr::from(Cow::Borrowed("ReplicaSet")), s);
+        assert_eq!(AsRef::<[u8]>::as_ref(&s), b"ReplicaSet");
         let (a, b) = (SharedStr::from("a"), SharedStr::from("b"));
         assert!(a < b);
         assert_eq!(&*SharedStr::default(), "");

@@ -5,7 +5,9 @@
 //! and value is its own allocation: for a pod with six labels and three annotations that was
 //! about 2 KB and twenty allocations, more than a third of what the object's metadata cost,
 //! and a good part of the decoding time. Here all keys and values of a map share one buffer,
-//! with one small index: two allocations, a few bytes over the text itself.
+//! with one small index: two allocations, a few bytes over the text itself. And since the
+//! pods of a ReplicaSet carry the same labels, a map equal to one the decoding thread made
+//! recently shares that one's buffers: no allocation at all (see `json::shared`).
 //!
 //! Entries are kept sorted by key (lookups are binary searches; iteration is in key order, as
 //! with a `BTreeMap`). Maps are read far more than written, so `insert` and `remove` rebuild.
@@ -17,6 +19,7 @@ use std::sync::Arc;
 use serde::de::{MapAccess, Visitor};
 
 use super::lent_str::LentStr;
+use super::scratch::Scratch;
 use super::shared::{self, Hash};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -143,31 +146,41 @@ impl StringMap {
             .enumerate()
             .filter(|(i, _)| kept(*i))
             .map(|(_, (k, v))| (k.as_ref(), v.as_ref()));
-        let mut size = 0;
+        let mut text_len = 0;
         let mut count = 0;
         let mut hash = Hash::new();
         for (k, v) in kept_entries.clone() {
-            size += k.len() + v.len();
+            text_len += k.len() + v.len();
             count += 1;
             hash.add(k.as_bytes());
             hash.add(v.as_bytes());
         }
+        if count == 0 {
+            // Empty `Arc`s come from a static: no allocation, nothing to share.
+            return StringMap::default();
+        }
+        let size = text_len + count * std::mem::size_of::<(u32, u32)>();
         let (text, ends) = shared::share_map(kept_entries.clone(), &hash, size, || {
-            let mut text = String::with_capacity(size);
-            let mut ends = Vec::with_capacity(count);
-            for (k, v) in kept_entries {
-                text.push_str(k);
-                let key_end = text.len();
-                text.push_str(v);
-                // Offsets are u32: a map over 4 GiB cannot come from one API object (the
-                // server refuses objects over a few MiB); saturate rather than wrap, to stay
-                // panic-free.
-                ends.push((
-                    u32::try_from(key_end).unwrap_or(u32::MAX),
-                    u32::try_from(text.len()).unwrap_or(u32::MAX),
-                ));
-            }
-            (Arc::from(text), Arc::from(ends))
+            // Gathered on the stack and in the thread's text buffer, then copied once into
+            // the two buffers the map keeps: two allocations, as with boxed buffers.
+            let mut ends: Scratch<(u32, u32), 16> = Scratch::new();
+            let text = shared::with_text_buffer(|text| {
+                text.reserve(text_len);
+                for (k, v) in kept_entries {
+                    text.push_str(k);
+                    let key_end = text.len();
+                    text.push_str(v);
+                    // Offsets are u32: a map over 4 GiB cannot come from one API object (the
+                    // server refuses objects over a few MiB); saturate rather than wrap, to
+                    // stay panic-free.
+                    ends.push((
+                        u32::try_from(key_end).unwrap_or(u32::MAX),
+                        u32::try_from(text.len()).unwrap_or(u32::MAX),
+                    ));
+                }
+                Arc::<str>::from(text.as_str())
+            });
+            (text, Arc::from(ends.as_slice()))
         });
         StringMap { text, ends }
     }
@@ -319,6 +332,38 @@ mod tests {
         assert_eq!(format!("{m:?}"), r#"{"": "empty", "b": "2", "tier": "db"}"#);
         assert_eq!(StringMap::from(m.to_btree_map()), m);
         assert!(StringMap::new().is_empty());
+    }
+
+    #[test]
+    fn equal_maps_share_their_buffers_and_empty_ones_hold_none() {
+        let a: StringMap = [("app", "web"), ("tier", "db")].into();
+        let b: StringMap = serde_json::from_str(r#"{"tier":"db","app":"web"}"#).unwrap();
+        assert_eq!(a, b);
+        assert!(Arc::ptr_eq(&a.text, &b.text) && Arc::ptr_eq(&a.ends, &b.ends));
+        let c: StringMap = [("app", "web"), ("tier", "dc")].into();
+        assert_ne!(a, c);
+        assert_eq!(c.get("tier"), Some("dc"));
+        let empty: StringMap = serde_json::from_str("{}").unwrap();
+        assert!(empty.is_empty() && empty == StringMap::new());
+    }
+
+    #[test]
+    fn a_key_whose_as_ref_builds_maps_itself_does_not_trip_the_table() {
+        // `FromIterator` takes any `AsRef<str>`: one that decodes while it is read must find
+        // the decoding thread's table free (no borrow held across it), not panic.
+        struct Busy(&'static str);
+        impl AsRef<str> for Busy {
+            fn as_ref(&self) -> &str {
+                let inner: StringMap = [("inner", self.0)].into();
+                assert_eq!(inner.get("inner"), Some(self.0));
+                let _: crate::api::SharedStr = serde_json::from_str(r#""x""#).unwrap();
+                self.0
+            }
+        }
+        for _ in 0..2 {
+            let m: StringMap = [(Busy("b"), "2"), (Busy("a"), "1")].into_iter().collect();
+            assert_eq!(m.iter().collect::<Vec<_>>(), [("a", "1"), ("b", "2")]);
+        }
     }
 
     #[test]
