@@ -45,11 +45,11 @@ thread_local! {
 
 /// A fast hash of bytes (not for hash tables an attacker fills: a collision here costs one
 /// allocation, nothing more).
-pub(crate) struct Hash(u64);
+pub(crate) struct ValueHash(u64);
 
-impl Hash {
-    pub(crate) fn new() -> Hash {
-        Hash(0)
+impl ValueHash {
+    pub(crate) fn new() -> ValueHash {
+        ValueHash(0)
     }
 
     pub(crate) fn add(&mut self, bytes: &[u8]) {
@@ -81,7 +81,7 @@ pub(crate) fn share_str(text: &str) -> Arc<str> {
     if text.len() > LONGEST_STRING {
         return Arc::from(text);
     }
-    let mut hash = Hash::new();
+    let mut hash = ValueHash::new();
     hash.add(text.as_bytes());
     let slot = hash.slot(STRING_SLOTS);
     let kept = TABLE.try_with(|table| {
@@ -108,7 +108,7 @@ pub(crate) fn share_str(text: &str) -> Arc<str> {
 /// caller's `AsRef`), so nothing here can be re-entered into a borrow.
 pub(crate) fn share_map<'e>(
     entries: impl Iterator<Item = (&'e str, &'e str)> + Clone,
-    hash: &Hash,
+    hash: &ValueHash,
     size: usize,
     make: impl FnOnce() -> MapParts,
 ) -> MapParts {
@@ -211,7 +211,7 @@ mod tests {
     #[test]
     fn the_hash_tells_splits_of_the_same_bytes_apart() {
         let of = |parts: &[&str]| {
-            let mut h = Hash::new();
+            let mut h = ValueHash::new();
             for p in parts {
                 h.add(p.as_bytes());
             }

@@ -20,7 +20,7 @@ use serde::de::{MapAccess, Visitor};
 
 use super::lent_str::LentStr;
 use super::scratch::Scratch;
-use super::shared::{self, Hash};
+use super::shared::{self, ValueHash};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -148,7 +148,7 @@ impl StringMap {
             .map(|(_, (k, v))| (k.as_ref(), v.as_ref()));
         let mut text_len = 0;
         let mut count = 0;
-        let mut hash = Hash::new();
+        let mut hash = ValueHash::new();
         for (k, v) in kept_entries.clone() {
             text_len += k.len() + v.len();
             count += 1;
