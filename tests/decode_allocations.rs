@@ -4,35 +4,14 @@
 //! strings, labels, annotations, `apiVersion`, `kind` and field names are shared with the
 //! first pod's (see `SharedStr` and `StringMap`).
 //!
-//! A counting global allocator makes the figure exact; this binary holds one test so that no
-//! other test allocates while it counts.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+//! A counting global allocator (`common/counting_allocator.rs`) makes the figure exact; this
+//! binary holds one test so that no other test allocates while it counts.
 
 use kube_informer::api::{DynamicObject, Object, PartialObjectMetadata, SharedStr};
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-struct Counting;
-
-// SAFETY: every call is passed on unchanged to the system allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "common/counting_allocator.rs"]
+mod counting_allocator;
+use counting_allocator::allocations_of;
 
 fn pod(i: u32) -> String {
     pod_of("7d4b9", "shop", i)
@@ -54,12 +33,6 @@ fn pod_of(hash: &str, ns: &str, i: u32) -> String {
         rv = 1000 + i,
         s = i % 60,
     )
-}
-
-fn allocations_of<T>(decode: impl FnOnce() -> T) -> (T, u64) {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let value = decode();
-    (value, ALLOCATIONS.load(Ordering::Relaxed) - before)
 }
 
 #[test]

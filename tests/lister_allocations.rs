@@ -2,37 +2,17 @@
 //! number of objects: its sort by key compares borrowed key pieces instead of building a
 //! `String` key per comparison (about n·log₂n allocations before: ~130,000 for 10,000 objects).
 //!
-//! A counting global allocator makes the figure exact; this binary holds one test so that no
-//! other test allocates while it counts.
+//! A counting global allocator (`common/counting_allocator.rs`) makes the figure exact; this
+//! binary holds one test so that no other test allocates while it counts.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use kube_informer::api::{DynamicObject, ObjectMeta};
 use kube_informer::cache::{Lister, Store};
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-struct Counting;
-
-// SAFETY: every call is passed on unchanged to the system allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "common/counting_allocator.rs"]
+mod counting_allocator;
+use counting_allocator::allocations_of;
 
 #[test]
 fn list_all_sorts_without_allocating_per_comparison() {
@@ -52,9 +32,7 @@ fn list_all_sorts_without_allocating_per_comparison() {
     }
     let lister = Lister::new(store);
 
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let listed = lister.list_all();
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let (listed, allocations) = allocations_of(|| lister.list_all());
 
     assert_eq!(listed.len(), N);
     let keys: Vec<String> = listed.iter().map(|o| o.metadata.key()).collect();

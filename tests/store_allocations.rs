@@ -2,37 +2,17 @@
 //! values (every watch update of a pod: same namespace), allocates nothing: the built-in
 //! namespace index compares namespaces in place and the key already held is kept.
 //!
-//! A counting global allocator makes the figure exact; this binary holds one test so that no
-//! other test allocates while it counts.
+//! A counting global allocator (`common/counting_allocator.rs`) makes the figure exact; this
+//! binary holds one test so that no other test allocates while it counts.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use kube_informer::api::{DynamicObject, ObjectMeta};
 use kube_informer::cache::{Store, NAMESPACE_INDEX};
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-struct Counting;
-
-// SAFETY: every call is passed on unchanged to the system allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "common/counting_allocator.rs"]
+mod counting_allocator;
+use counting_allocator::allocations_of;
 
 fn pod(version: u32) -> Arc<DynamicObject> {
     Arc::new(DynamicObject {
@@ -52,12 +32,12 @@ fn an_update_that_keeps_the_index_values_allocates_nothing() {
     store.upsert_keyed("lab/web-1", pod(1)).1.unwrap();
     let updates: Vec<Arc<DynamicObject>> = (2..=100).map(pod).collect();
 
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    for obj in updates {
-        let (old, indexed) = store.upsert_keyed("lab/web-1", obj);
-        assert!(old.is_some() && indexed.is_ok());
-    }
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let ((), allocations) = allocations_of(|| {
+        for obj in updates {
+            let (old, indexed) = store.upsert_keyed("lab/web-1", obj);
+            assert!(old.is_some() && indexed.is_ok());
+        }
+    });
 
     assert_eq!(allocations, 0, "allocations for 99 updates");
     let cached = store.get("lab/web-1").unwrap();
