@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use kube_informer::api::DynamicObject;
 use kube_informer::cache::{
-    DeletedObject, Delta, DeltaFifo, DeltaType, KnownObjects, Reflector, ReflectorConfig, Store,
+    DeletedObject, Delta, DeltaFifo, DeltaType, KnownObjects, Reflector, ReflectorConfig,
+    RelistCause, Store,
 };
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client};
@@ -151,7 +152,14 @@ impl Harness {
 }
 
 fn is_list(r: &str) -> bool {
-    r.starts_with("GET /api/v1/pods") && !r.contains("watch=")
+    r.starts_with("GET /api/v1/pods") && !r.contains("watch=") && !is_probe(r)
+}
+
+/// The reflector's probe of the server's present version: a consistent list of one object.
+fn is_probe(r: &str) -> bool {
+    r.starts_with("GET /api/v1/pods?")
+        && r.split(['?', '&']).any(|p| p == "limit=1")
+        && !r.contains("resourceVersion")
 }
 
 fn is_watch(r: &str) -> bool {
@@ -541,17 +549,36 @@ fn a_half_open_watch_is_noticed_within_the_idle_timeout() {
         1,
         "a reconnect, no relist"
     );
+    assert!(
+        !h.requests_matching(is_probe).is_empty(),
+        "the silent watch made it ask the server for its present version"
+    );
+    assert_eq!(
+        h.reflector()
+            .stats()
+            .relists
+            .get(&RelistCause::ServerBehind),
+        None
+    );
     h.stop();
 }
 
 #[test]
 fn a_transient_streaming_list_failure_does_not_disable_streaming_lists() {
     let server = seeded(40);
-    // The first streaming list meets a 503: a paged list this time...
+    // The first streaming list meets a 503, and the next one an ERROR event in the middle of
+    // its initial events: neither says anything about support, so it streams again after
+    // its back-off, never falling back to paged lists.
     server.inject(Target::Watch, Fault::status(503));
+    server.inject(Target::Watch, Fault::ErrorEventAfter(10, 500));
     let h = Harness::start(server, |c| c.streaming_list = true);
-    h.converge("paged fallback");
-    assert_eq!(h.requests_matching(is_list).len(), 1);
+    h.converge("streamed after two failures");
+    assert_eq!(h.requests_matching(is_list).len(), 0, "no paged list");
+    assert_eq!(
+        h.requests_matching(|r| r.contains("sendInitialEvents=true"))
+            .len(),
+        3
+    );
     // ...and the next list from scratch streams again.
     h.fault_next_watch(&[
         (Target::Watch, Fault::status(410)),
@@ -562,7 +589,7 @@ fn a_transient_streaming_list_failure_does_not_disable_streaming_lists() {
     h.wait_for("a second streaming list", || {
         h.requests_matching(|r| r.contains("sendInitialEvents=true"))
             .len()
-            == 2
+            == 4
     });
     h.stop();
 }

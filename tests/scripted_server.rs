@@ -146,7 +146,12 @@ fn serve(stream: TcpStream, requests: &Mutex<Vec<String>>, script: &Script) {
         let chunked = |out: &mut TcpStream, lines: &[String]| {
             let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
             let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
-            let chunk = format!("{:x}\r\n{body}\r\n", body.len());
+            // No lines, no chunk: an empty chunk would end the body.
+            let chunk = if body.is_empty() {
+                String::new()
+            } else {
+                format!("{:x}\r\n{body}\r\n", body.len())
+            };
             // The head and the lines in one write, so they arrive together.
             out.write_all(format!("{head}{chunk}").as_bytes())
         };
@@ -459,4 +464,237 @@ fn list_watch_410_cycles_back_off_instead_of_looping() {
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(server.requests().len(), 2, "{:?}", server.requests());
     r.stop();
+}
+
+/// How the server behind a load balancer answers the retry of a relist that failed part way.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RetryAnswer {
+    /// A lagging server (or proxy) that ignores the version asked for: the state at 105,
+    /// older than the pages already handed over (at 120), without `x`.
+    OlderIgnoringTheAsk,
+    /// A lagging kube-apiserver asked for a version it has not reached: 504, too large.
+    OlderTooLarge,
+    /// The same version as the pages handed over.
+    Equal,
+    /// A newer version.
+    Newer,
+}
+
+/// The HA case: the watch from 100 gets 410; the relist "at least as fresh as 100" is
+/// answered at 120 in three pages, `x` (created at 110) on the first, and fails at page
+/// `fail_at` (500). Whatever the retry meets, `x` is never deleted: no answer older than
+/// the pages handed over replaces them.
+fn partial_relist_then(fail_at: usize, answer: RetryAnswer) {
+    let consistent = Arc::new(Mutex::new(0usize));
+    let relists = Arc::new(Mutex::new(0usize));
+    let server = Scripted::start(move |_, path| {
+        let item = |n: &str, rv: &str| pod_json(n, rv);
+        if is_watch(path) {
+            if path.contains("resourceVersion=100&") {
+                return Reply::WatchEnd(vec![event("ERROR", &gone("100"))]);
+            }
+            return Reply::WatchHold(Vec::new());
+        }
+        let whole_at = |rv: &str| {
+            let items = [
+                item("a", "1"),
+                item("b", "2"),
+                item("c", "3"),
+                item("x", "110"),
+            ];
+            Reply::Full(200, list_json(rv, &items, None))
+        };
+        if let Some(page) = path.split("continue=").nth(1) {
+            let page: usize = page[1..2].parse().unwrap();
+            if page == fail_at {
+                return Reply::Full(500, "{}".to_owned());
+            }
+            return match page {
+                2 => Reply::Full(200, list_json("120", &[item("b", "2")], Some(("p3", "1")))),
+                _ => Reply::Full(200, list_json("120", &[item("c", "3")], None)),
+            };
+        }
+        if !path.contains("resourceVersion") {
+            // The first list, the probe, then any consistent list: the present at 130.
+            let n = {
+                let mut c = consistent.lock();
+                *c += 1;
+                *c
+            };
+            if n == 1 {
+                let items = [item("a", "1"), item("b", "2"), item("c", "3")];
+                return Reply::Full(200, list_json("100", &items, None));
+            }
+            return whole_at("130");
+        }
+        let n = {
+            let mut r = relists.lock();
+            *r += 1;
+            *r
+        };
+        if n == 1 {
+            if fail_at == 1 {
+                return Reply::Full(500, "{}".to_owned());
+            }
+            return Reply::Full(
+                200,
+                list_json(
+                    "120",
+                    &[item("a", "1"), item("x", "110")],
+                    Some(("p2", "2")),
+                ),
+            );
+        }
+        match answer {
+            RetryAnswer::OlderIgnoringTheAsk => {
+                let items = [item("a", "1"), item("b", "2"), item("c", "3")];
+                Reply::Full(200, list_json("105", &items, None))
+            }
+            RetryAnswer::OlderTooLarge => Reply::Full(
+                504,
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: Too large resource version: 120, current: 105","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}"#.to_owned(),
+            ),
+            RetryAnswer::Equal => whole_at("120"),
+            RetryAnswer::Newer => whole_at("125"),
+        }
+    });
+    let fifo = Arc::new(DeltaFifo::new(None));
+    let r = reflector_into(&server, Arc::clone(&fifo));
+    let case = format!("failure at page {fail_at}, retry answered {answer:?}");
+    // Done once it watches from a version past the 410.
+    let deadline = Instant::now() + PATIENCE;
+    let requests = loop {
+        let requests = server.requests();
+        let watching_on = requests
+            .iter()
+            .skip(2)
+            .any(|p| is_watch(p) && !p.contains("resourceVersion=100&"));
+        if watching_on {
+            break requests;
+        }
+        assert!(Instant::now() < deadline, "{case}: {requests:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let x_deleted = fifo
+        .deltas_of("lab/x")
+        .unwrap_or_default()
+        .iter()
+        .any(|d| matches!(d, kube_informer::cache::Delta::Deleted(_)));
+    assert!(!x_deleted, "{case}: x was announced deleted: {requests:?}");
+    let retried: Vec<&String> = requests
+        .iter()
+        .filter(|p| p.contains("resourceVersionMatch=NotOlderThan"))
+        .collect();
+    assert!(retried.len() >= 2, "{case}: {requests:?}");
+    let asked = if fail_at == 1 { "100" } else { "120" };
+    assert!(
+        retried[1].contains(&format!("resourceVersion={asked}&")),
+        "{case}: the retry asks for at least what was handed over ({asked}): {requests:?}"
+    );
+    let watch = requests.iter().rev().find(|p| is_watch(p)).unwrap();
+    let from: u64 = watch
+        .split("resourceVersion=")
+        .nth(1)
+        .and_then(|v| v.split('&').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    if fail_at > 1 {
+        assert!(from >= 120, "{case}: watching from {from}: {requests:?}");
+    }
+    r.stop();
+}
+
+#[test]
+fn a_relist_retried_after_a_partial_failure_never_travels_back() {
+    for fail_at in 1..=3 {
+        for answer in [
+            RetryAnswer::OlderIgnoringTheAsk,
+            RetryAnswer::OlderTooLarge,
+            RetryAnswer::Equal,
+            RetryAnswer::Newer,
+        ] {
+            partial_relist_then(fail_at, answer);
+        }
+    }
+}
+
+/// A server restored from a backup: its versions are behind the informer's. A watch from the
+/// informer's version is answered 200 and then nothing (`silent`, as captured from
+/// kube-apiserver 1.36: `watch-future-resourceversion*.jsonl`), or refused as too large. The
+/// probe of the server's present version finds it behind, and a consistent list replaces the
+/// cache: `a` changed, `b` gone, `c` new.
+fn restored_behind(silent: bool) {
+    let fresh = Arc::new(Mutex::new(0usize));
+    let server = Scripted::start(move |_, path| {
+        if is_watch(path) {
+            if path.contains("resourceVersion=500&") && !silent {
+                let too_large = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: Too large resource version: 500, current: 300","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}"#;
+                return Reply::WatchEnd(vec![event("ERROR", too_large)]);
+            }
+            return Reply::WatchHold(Vec::new());
+        }
+        if path.split(['?', '&']).any(|p| p == "limit=1") {
+            return Reply::Full(200, list_json("300", &[pod_json("a", "200")], None));
+        }
+        let n = {
+            let mut f = fresh.lock();
+            *f += 1;
+            *f
+        };
+        if n == 1 {
+            let items = [pod_json("a", "400"), pod_json("b", "450")];
+            return Reply::Full(200, list_json("500", &items, None));
+        }
+        let items = [pod_json("a", "200"), pod_json("c", "250")];
+        Reply::Full(200, list_json("301", &items, None))
+    });
+    let api: Api<DynamicObject> =
+        Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
+    let fifo = Arc::new(DeltaFifo::new(None));
+    let config = ReflectorConfig {
+        backoff_initial: Duration::from_millis(50),
+        backoff_max: Duration::from_millis(200),
+        watch_idle_timeout: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let r = Reflector::start(api, Arc::clone(&fifo), config).unwrap();
+    wait_until("the relist from scratch", || {
+        r.stats().relists.get(&RelistCause::ServerBehind) == Some(&1)
+            && r.last_sync_resource_version() == "301"
+    });
+    wait_until("a watch from the restored server's version", || {
+        server
+            .requests()
+            .iter()
+            .any(|p| is_watch(p) && p.contains("resourceVersion=301&"))
+    });
+    let error = r.last_error().expect("the health view says why");
+    assert!(
+        error.message.contains("300") && error.message.contains("older than 500"),
+        "{}",
+        error.message
+    );
+    let last = |key: &str| fifo.deltas_of(key).unwrap_or_default().pop();
+    assert!(matches!(
+        last("lab/b"),
+        Some(kube_informer::cache::Delta::Deleted(_))
+    ));
+    assert!(
+        matches!(last("lab/a"), Some(kube_informer::cache::Delta::Replaced(a)) if a.metadata.resource_version() == "200")
+    );
+    assert!(matches!(
+        last("lab/c"),
+        Some(kube_informer::cache::Delta::Replaced(_))
+    ));
+    r.stop();
+}
+
+#[test]
+fn a_server_restored_behind_us_is_found_by_a_silent_watch() {
+    restored_behind(true);
+}
+
+#[test]
+fn a_server_restored_behind_us_is_found_by_a_too_large_watch() {
+    restored_behind(false);
 }

@@ -25,14 +25,18 @@ pub enum RelistCause {
     /// A list "at least as fresh as" the version whose watch had just failed answered a
     /// version no newer than it (a watch from there would fail again): listed consistently.
     StaleList,
+    /// The server's present version is older than the one the informer reached (restored
+    /// from a backup, rebuilt behind the same address): listed consistently from scratch.
+    ServerBehind,
 }
 
 impl RelistCause {
     /// Every cause, in order.
-    pub const ALL: [RelistCause; 3] = [
+    pub const ALL: [RelistCause; 4] = [
         RelistCause::Expired,
         RelistCause::WatchError,
         RelistCause::StaleList,
+        RelistCause::ServerBehind,
     ];
 
     /// A short name, for logs and metric labels.
@@ -41,6 +45,7 @@ impl RelistCause {
             RelistCause::Expired => "expired",
             RelistCause::WatchError => "watch_error",
             RelistCause::StaleList => "stale_list",
+            RelistCause::ServerBehind => "server_behind",
         }
     }
 }

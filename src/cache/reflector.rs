@@ -33,6 +33,36 @@
 //! - anything else (a garbage line, a forbidden watch): back off and relist, since an event
 //!   may have been lost.
 //!
+//! **A relist never travels back.** Pages reach the informer as they arrive, so a list that
+//! fails part way (a 500 on a continue page, a dropped connection) has already handed over
+//! objects at its version L. Behind a load balancer, the retry may meet another server whose
+//! cache lags (every HA control plane): "at least as fresh as 100" is as well answered at
+//! 105 as at 120, and an answer at 105 would announce the deletion of an object created at
+//! 110 that the first pages delivered — a deletion that never happened, undone by the next
+//! watch. So once pages at L were handed over, the retry asks for at least L
+//! (`resourceVersionMatch=NotOlderThan`, L), and every page of a list at a version (its
+//! first, and the full page of a list restarted after an expired continue token) is checked
+//! before any of it reaches the FIFO: older than L, or after a 410 not newer than the
+//! failed version, it is refused and a consistent list follows. A consistent list is never
+//! refused: it is the server's present (see the next rule for a present that is older).
+//!
+//! **A server behind us is found.** When etcd is restored from a backup, or a cluster is
+//! rebuilt behind the same address, the server's versions restart below the informer's.
+//! kube-apiserver answers a watch from a version it has not reached with 200 and then
+//! nothing, not even bookmarks, until its timeout (and delivers nothing written meanwhile:
+//! captured on 1.36, `watch-future-resourceversion*.jsonl`), and a list at such a version
+//! with 504 `ResourceVersionTooLarge` after about three seconds. client-go then waits for
+//! ever, reporting healthy. Here a watch that opened and delivered neither event nor
+//! bookmark (it ended by the server's timeout, [`ReflectorConfig::watch_idle_timeout`] or a
+//! dropped connection after at least a second), and every "too large" answer, lead to a
+//! probe: a consistent list of one object, whose version is the server's present. If that
+//! is older than what the informer holds, the reflector says so (the health view's last
+//! error, a relist counted as [`RelistCause::ServerBehind`]) and lists from scratch: the
+//! consistent list replaces the cache, so handlers hear of every object that changed,
+//! appeared or went away. What no client can see: writes after the restore that carry the
+//! server past the informer's version before the probe runs (within the idle bound) leave
+//! the versions in between unseen; the probe narrows that window to the idle bound.
+//!
 //! No list is cut by the client's request timeout (sized for small requests): a list is
 //! bounded per read ([`ClientConfig::list_read_timeout`](crate::ClientConfig), 90 s by
 //! default), so a large relist that keeps arriving completes, and a dead one is noticed.
@@ -48,10 +78,13 @@
 //!
 //! Optionally the initial list is a streaming list (`sendInitialEvents`): the server sends
 //! the current state as events closed by a bookmark. If the server says it does not support
-//! it (the request is refused as invalid, the storage lacks the feature, or the closing
-//! bookmark does not come within a deadline), the reflector falls back to a paged list and
-//! remembers not to try again; any other failure (410, a dropped connection, 5xx) falls
-//! back to a paged list this time only.
+//! it (the request is refused as invalid, the storage lacks the feature — an ERROR event
+//! naming `RequestWatchProgress`, as kube-apiserver on etcd 3.4 sends —, an event a
+//! streaming list cannot contain, or the closing bookmark does not come within a deadline),
+//! the reflector falls back to a paged list and remembers not to try again. Any other
+//! failure (410, 5xx, a dropped connection, an ERROR event with another Status in the
+//! middle of the initial events) says nothing about support: the reflector backs off as
+//! after any failed list and streams again.
 //!
 //! **Stopping returns within a second**, whatever the reflector is doing: every request it
 //! makes carries a [`Cancel`] token, which ends the client-side rate-limit wait, a
@@ -61,6 +94,7 @@
 //! not answer, bounded by [`ClientConfig::connect_timeout`](crate::ClientConfig) (10 s);
 //! a TLS handshake or anything later is cut.
 
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -255,7 +289,10 @@ impl Reflector {
             config,
             shared: Arc::clone(&shared),
             name: name.clone(),
-            last_list: std::cell::Cell::new(None),
+            last_list: Cell::new(None),
+            pages_handed_over: RefCell::new(String::new()),
+            watch_opened: Cell::new(false),
+            delivered: Cell::new(0),
         };
         threads.push(
             std::thread::Builder::new()
@@ -360,6 +397,12 @@ fn newer(a: &str, b: &str) -> bool {
     }
 }
 
+/// Whether version `a` is older than `b`. Only numbers can be ordered: two versions that are
+/// not both numbers are never called older (nothing is refused on a guess).
+fn older(a: &str, b: &str) -> bool {
+    matches!((a.parse::<u64>(), b.parse::<u64>()), (Ok(a), Ok(b)) if a < b)
+}
+
 /// The newest version of a run: an event or bookmark without one (a broken server or proxy)
 /// leaves the run's last good version in place.
 fn keep_version(newest: &mut String, rv: &str) {
@@ -418,7 +461,14 @@ struct Run<K> {
     shared: Arc<Shared>,
     name: String,
     /// When the last list completed (a streaming list: its initial events), for `RELIST_CALM`.
-    last_list: std::cell::Cell<Option<Instant>>,
+    last_list: Cell<Option<Instant>>,
+    /// The version of the pages an unfinished list handed to the FIFO ("" when none, or once
+    /// a list completes): no later list older than it may replace them.
+    pages_handed_over: RefCell<String>,
+    /// Whether the current watch got its response (it may still deliver nothing).
+    watch_opened: Cell<bool>,
+    /// Events and bookmarks the current watch delivered.
+    delivered: Cell<u64>,
 }
 
 impl<K: Object> Run<K> {
@@ -462,6 +512,46 @@ impl<K: Object> Run<K> {
         );
         self.record(|h| *h.stats.relists.entry(cause).or_default() += 1);
         Next::List(from)
+    }
+
+    /// Asks the server for its present version (a consistent list of one object) and
+    /// compares it with the newest version the FIFO holds. `Some(error)` saying so when the
+    /// server is behind us; `None` when it is not, when it cannot be told (versions that are
+    /// not numbers) or when the probe fails (the next attempt will tell).
+    fn server_behind(&self) -> Option<Error> {
+        let ours = self.newest_handed_over();
+        let mut params = self.list_params();
+        params.limit = Some(1);
+        let theirs = match self.api.list(&params) {
+            Ok(list) => list.metadata.resource_version.unwrap_or_default(),
+            Err(e) => {
+                log::debug!(
+                    "kube-informer/{}: probing the server's version: {e}",
+                    self.name
+                );
+                return None;
+            }
+        };
+        if !older(&theirs, &ours) {
+            return None;
+        }
+        Some(Error::Decode {
+            request: format!("GET {}", self.api.list_path(&params)),
+            message: format!(
+                "the server's resourceVersion {theirs} is older than {ours}, which this informer \
+                 already reached: the server was restored from a backup or rebuilt; listing \
+                 its state from scratch"
+            ),
+        })
+    }
+
+    /// Relists from scratch because the server is behind us (see `server_behind`): reported
+    /// (the health view's last error says why), counted, and a consistent list replaces the
+    /// cache, so handlers hear of every difference.
+    fn relist_behind(&self, why: &Error) -> Next {
+        self.report(why);
+        self.pages_handed_over.borrow_mut().clear();
+        self.relist(RelistCause::ServerBehind, why, ListFrom::Fresh)
     }
 
     fn set_rv(&self, rv: &str) {
@@ -514,7 +604,15 @@ impl<K: Object> Run<K> {
                         // refuses (a proxy, an old aggregated server): at once, a consistent
                         // list, which every server answers.
                         let at_version = matches!(from, ListFrom::NotOlderThanLast { .. });
-                        if at_version && (version_unavailable(&e) || refused(&e)) {
+                        if e.is_resource_version_too_large() {
+                            // Ahead of the server: a lagging cache, or a server restored
+                            // behind us. Either way only a consistent list gets back; the
+                            // probe tells which, for the health view and the counters.
+                            match self.server_behind() {
+                                Some(why) => self.relist_behind(&why),
+                                None => Next::List(ListFrom::Fresh),
+                            }
+                        } else if at_version && (version_unavailable(&e) || refused(&e)) {
                             Next::List(ListFrom::Fresh)
                         } else {
                             if self.shared.stop.sleep(backoff.next_delay()) {
@@ -526,7 +624,38 @@ impl<K: Object> Run<K> {
                 },
                 Next::Watch => {
                     let started = Instant::now();
-                    match self.watch() {
+                    let result = self.watch();
+                    if self.stopped() {
+                        return;
+                    }
+                    // A watch that opened and stayed silent (no event, not even a bookmark,
+                    // which kube-apiserver sends about once a minute) may be waiting for a
+                    // version the server will not reach soon: it was restored from a backup
+                    // or rebuilt, and its versions are behind ours. So may one refused as
+                    // "too large". A cheap consistent probe tells.
+                    let silent = self.watch_opened.get()
+                        && self.delivered.get() == 0
+                        && started.elapsed() >= Duration::from_secs(1)
+                        && !matches!(&result, Err(e) if e.is_gone());
+                    let too_large = matches!(&result, Err(e) if e.is_resource_version_too_large());
+                    if silent || too_large {
+                        if let Some(why) = self.server_behind() {
+                            if let Err(e) = &result {
+                                self.report(e);
+                            }
+                            if self
+                                .last_list
+                                .get()
+                                .is_some_and(|t| t.elapsed() < RELIST_CALM)
+                                && self.shared.stop.sleep(relist_backoff.next_delay())
+                            {
+                                return;
+                            }
+                            next = self.relist_behind(&why);
+                            continue;
+                        }
+                    }
+                    match result {
                         Ok(WatchEnd::Closed) => return,
                         Ok(WatchEnd::Ended(events)) => {
                             if events == 0
@@ -611,40 +740,57 @@ impl<K: Object> Run<K> {
 
     fn list(&self, from: ListFrom) -> Result<(), ListError> {
         if from == ListFrom::Fresh && self.shared.streaming_supported.load(Ordering::SeqCst) {
-            let (e, unsupported) = match self.streaming_list() {
+            let e = match self.streaming_list() {
                 Ok(()) => return Ok(()),
                 // A streaming list is never checked for staleness (it is not at a version).
                 Err(e @ (ListError::Closed | ListError::Stale { .. })) => return Err(e),
                 Err(_) if self.stopped() => return Err(ListError::Closed),
-                Err(ListError::Unsupported(e)) => (e, true),
-                Err(ListError::Api(e)) => {
-                    let unsupported = streaming_unsupported(&e);
-                    (e, unsupported)
-                }
+                Err(ListError::Unsupported(e)) => e,
+                Err(ListError::Api(e)) if streaming_unsupported(&e) => e,
+                // Any other failure (410, 5xx, a dropped connection) says nothing about
+                // support: the run loop reports it, backs off and streams again.
+                Err(e @ ListError::Api(_)) => return Err(e),
             };
             self.report(&e);
-            if unsupported {
-                log::info!(
-                    "kube-informer/{}: streaming lists are not supported, using paged lists from now on",
-                    self.name
-                );
-                self.shared
-                    .streaming_supported
-                    .store(false, Ordering::SeqCst);
-            }
+            log::info!(
+                "kube-informer/{}: streaming lists are not supported, using paged lists from now on",
+                self.name
+            );
+            self.shared
+                .streaming_supported
+                .store(false, Ordering::SeqCst);
         }
         let mut params = self.list_params();
         params.limit = Some(self.config.page_size);
-        let mut must_pass = None;
+        let mut check = ListChecks::default();
         if let ListFrom::NotOlderThanLast { after_gone } = from {
             let rv = self.rv();
-            if !rv.is_empty() {
-                params.resource_version = Some(rv.clone());
+            // What the FIFO already holds: the last version, or newer pages a failed list
+            // handed over. The server is asked for at least that, and held to it.
+            let floor = self.newest_handed_over();
+            if !floor.is_empty() {
+                params.resource_version = Some(floor.clone());
                 params.resource_version_match = Some("NotOlderThan".into());
-                must_pass = after_gone.then_some(rv);
+                check = ListChecks {
+                    newer_than: after_gone.then_some(rv).filter(|rv| !rv.is_empty()),
+                    not_older_than: Some(floor),
+                };
             }
         }
-        self.paged_list(&params, must_pass)
+        self.paged_list(&params, check)
+    }
+
+    /// The newest version whose state reached the FIFO: the last version seen (a list that
+    /// completed, an event, a bookmark) or the version of pages an unfinished list handed
+    /// over, whichever is newer.
+    fn newest_handed_over(&self) -> String {
+        let rv = self.rv();
+        let pages = self.pages_handed_over.borrow();
+        if !pages.is_empty() && (rv.is_empty() || older(&rv, &pages)) {
+            pages.clone()
+        } else {
+            rv
+        }
     }
 
     /// Starts a watch whose connection counts as dead after `watch_idle_timeout` of silence.
@@ -660,7 +806,10 @@ impl<K: Object> Run<K> {
             }
             h.watches += 1;
         });
+        self.watch_opened.set(false);
+        self.delivered.set(0);
         let stream = self.start_watch(&self.watch_params(&self.rv()))?;
+        self.watch_opened.set(true);
         self.shared.watching.store(true, Ordering::SeqCst);
         let result = self.consume(stream);
         self.shared.watching.store(false, Ordering::SeqCst);
@@ -721,6 +870,8 @@ impl<K: Object> Run<K> {
             }
             // The objects this run's predecessors replaced, freed on the thread that made them.
             self.fifo.graveyard().clear();
+            self.delivered
+                .set(self.delivered.get() + handed + bookmarks);
             if handed + bookmarks > 0 {
                 // One lock for the run's counters and version.
                 self.record(|h| {
@@ -741,32 +892,33 @@ impl<K: Object> Run<K> {
 
     /// A paged list handed to the FIFO page by page, so the informer applies the first pages
     /// while later ones are read and decoded; deletions and sync wait for the last page.
-    /// With `must_pass`, the list's version must be newer than it (checked on the first
-    /// page, before any of it reaches the FIFO): else `ListError::Stale`.
-    fn paged_list(&self, params: &ListParams, must_pass: Option<String>) -> Result<(), ListError> {
+    /// Every page is held to `check` before any of it reaches the FIFO (else
+    /// `ListError::Stale`): newer than the version whose watch got 410, and not older than
+    /// what the FIFO already holds (a restarted list's full page too: its continue token
+    /// expired and the server answered again, possibly from a lagging cache).
+    fn paged_list(&self, params: &ListParams, check: ListChecks) -> Result<(), ListError> {
         self.fifo.begin_replace()?;
         let mut rv = String::new();
         let outcome = (|| -> Result<(), ListError> {
-            for (n, page) in self.api.pages(params).enumerate() {
+            for page in self.api.pages(params) {
                 let page = page?;
                 if self.stopped() {
                     return Err(ListError::Closed);
                 }
+                rv = page.list.metadata.resource_version.unwrap_or_default();
+                check.page(&rv, &self.pages_handed_over.borrow())?;
                 if page.restarted {
                     self.fifo.restart_replace();
-                }
-                rv = page.list.metadata.resource_version.unwrap_or_default();
-                if let Some(failed_at) = must_pass.as_deref().filter(|_| n == 0) {
-                    if !newer(&rv, failed_at) {
-                        return Err(ListError::Stale {
-                            failed_at: failed_at.to_owned(),
-                            listed: rv.clone(),
-                        });
-                    }
                 }
                 let items: Vec<Arc<K>> =
                     page.list.items.into_iter().map(|o| self.share(o)).collect();
                 self.fifo.replace_page(items)?;
+                // From here on, no answer older than this page may replace it.
+                let mut handed = self.pages_handed_over.borrow_mut();
+                if handed.is_empty() || older(&handed, &rv) {
+                    rv.clone_into(&mut handed);
+                }
+                drop(handed);
                 // What a relist's earlier pages replaced, freed here (see `consume`).
                 self.fifo.graveyard().clear();
             }
@@ -778,6 +930,7 @@ impl<K: Object> Run<K> {
         }
         // The version first: whoever sees the FIFO synced must see this version too.
         self.set_rv(&rv);
+        self.pages_handed_over.borrow_mut().clear();
         self.fifo.finish_replace()?;
         self.listed();
         Ok(())
@@ -819,6 +972,14 @@ impl<K: Object> Run<K> {
                 Some(Ok(WatchEvent::Added(o))) => items.push(self.share(o)),
                 Some(Ok(WatchEvent::Bookmark(b))) if b.is_initial_events_end() => break Ok(b.resource_version),
                 Some(Ok(WatchEvent::Bookmark(_))) => {}
+                // An ERROR event is the server's verdict on this request, not on streaming:
+                // `streaming_unsupported` reads its Status like any other failure's.
+                Some(Ok(WatchEvent::Error(status))) => {
+                    break Err(ListError::Api(Error::Api {
+                        request: stream.request().to_owned(),
+                        status,
+                    }))
+                }
                 Some(Ok(other)) => {
                     break Err(ListError::Unsupported(Error::Decode {
                         request: stream.request().to_owned(),
@@ -841,6 +1002,7 @@ impl<K: Object> Run<K> {
         }
         let rv = outcome?;
         self.set_rv(&rv);
+        self.pages_handed_over.borrow_mut().clear();
         self.fifo.replace(items)?;
         self.listed();
         // The same connection goes on as the watch.
@@ -857,6 +1019,42 @@ impl<K: Object> Run<K> {
                 Ok(())
             }
         }
+    }
+}
+
+/// What every page of a list at a version must satisfy before it reaches the FIFO.
+#[derive(Default)]
+struct ListChecks {
+    /// After a 410: the version whose watch failed; the list must be newer (a watch from an
+    /// equal or older version would fail again).
+    newer_than: Option<String>,
+    /// What the FIFO already holds: no page may be older (it would take back objects the
+    /// informer already announced: a deletion that never happened).
+    not_older_than: Option<String>,
+}
+
+impl ListChecks {
+    /// Checks one page at `rv`; `handed` is the version of pages this list (or an earlier,
+    /// unfinished one) already handed over.
+    fn page(&self, rv: &str, handed: &str) -> Result<(), ListError> {
+        let stale = |failed_at: &str| ListError::Stale {
+            failed_at: failed_at.to_owned(),
+            listed: rv.to_owned(),
+        };
+        if let Some(failed_at) = self.newer_than.as_deref() {
+            if !newer(rv, failed_at) {
+                return Err(stale(failed_at));
+            }
+        }
+        if let Some(floor) = self.not_older_than.as_deref() {
+            if older(rv, floor) {
+                return Err(stale(floor));
+            }
+            if !handed.is_empty() && older(rv, handed) {
+                return Err(stale(handed));
+            }
+        }
+        Ok(())
     }
 }
 

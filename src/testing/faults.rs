@@ -41,6 +41,10 @@ pub enum Fault {
     /// Send this many bytes of the body, then drop the connection (mid-line for a watch,
     /// short of `Content-Length` for other answers).
     CloseAfterBytes(usize),
+    /// Watch: after this many events (initial events of a streaming list count), one ERROR
+    /// event with a Status of this code (410 `Expired`, 504 `Timeout`, else
+    /// `InternalError`), then the body ends properly, as kube-apiserver ends a failed watch.
+    ErrorEventAfter(usize, u16),
     /// Watch: send a line that is not JSON before the first event.
     GarbageLine,
     /// Wait this long before answering.

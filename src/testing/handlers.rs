@@ -525,6 +525,10 @@ struct EventSink<'a, S: Peer> {
     close_after_events: Option<usize>,
     close_after_bytes: Option<usize>,
     silence_after_events: Option<usize>,
+    /// After this many events, one ERROR event with this code, then the body ends properly.
+    error_after_events: Option<(usize, u16)>,
+    /// The stream ended with an injected ERROR event: its body ends properly.
+    ended_by_error: bool,
     /// Lines not yet sent: events of one wake-up go out as one chunk.
     pending: Vec<u8>,
     /// Metadata only: each object is cut to its `metadata` (`kind`/`apiVersion` say so).
@@ -584,6 +588,17 @@ impl<S: Peer> EventSink<'_, S> {
         line.push_str("}\n");
         self.line(&line)?;
         self.events += 1;
+        if let Some((n, code)) = self.error_after_events.filter(|(n, _)| self.events >= *n) {
+            let reason = match code {
+                410 => "Expired",
+                504 => "Timeout",
+                _ => "InternalError",
+            };
+            let st = Status::failure(code, reason, format!("injected fault after {n} events"));
+            self.error(&st)?;
+            self.ended_by_error = true;
+            return Err(Dropped);
+        }
         let close = self.close_after_events.is_some_and(|n| self.events >= n);
         if close || self.silence_after_events.is_some_and(|n| self.events >= n) {
             // What was sent so far goes out; then the connection drops or goes quiet.
@@ -728,6 +743,11 @@ fn watch<S: Peer>(
             Some(Fault::SilenceAfterEvents(n)) => Some(*n),
             _ => None,
         },
+        error_after_events: match fault {
+            Some(Fault::ErrorEventAfter(n, code)) => Some((*n, *code)),
+            _ => None,
+        },
+        ended_by_error: false,
         pending: Vec::new(),
         metadata_only: matches!(form, metadata::Form::Metadata { .. }),
     };
@@ -847,6 +867,7 @@ fn watch<S: Peer>(
         peer.drop_connection();
         return Outcome::Close;
     }
+    let result = if sink.ended_by_error { Ok(()) } else { result };
     match result.and_then(|()| sink.flush()) {
         Ok(()) => outcome(sink.out.finish()),
         Err(Dropped) => {
