@@ -8,6 +8,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use kube_informer::api::DynamicObject;
 use kube_informer::testing::ApiServer;
@@ -287,6 +288,9 @@ fn the_test_server_answers_the_captured_resource_version_table() {
     assert_eq!(matrix.len(), 120, "the captured table has 120 entries");
 
     let server = ApiServer::start();
+    // The answers are compared, not how long they took: the future versions' 504s need not
+    // wait the real three seconds each (`a_list_at_a_future_version_waits_for_it` does).
+    server.set_too_large_wait(Duration::from_millis(20));
     let api: Api<DynamicObject> = Api::namespaced_with(
         Client::new(server.client_config()).unwrap(),
         NS,
@@ -326,4 +330,48 @@ fn the_test_server_answers_the_captured_resource_version_table() {
         diffs.len(),
         diffs.join("\n")
     );
+}
+
+/// A list at a version the server has not reached waits for it, as kube-apiserver waits for
+/// its cache (`list-future-resourceversion*.json`): reached meanwhile, the list is answered;
+/// not reached, 504 `ResourceVersionTooLarge` with `Retry-After: 1`.
+#[test]
+fn a_list_at_a_future_version_waits_for_it() {
+    let server = ApiServer::start();
+    server.set_too_large_wait(Duration::from_millis(50));
+    let future = server.resource_version() + 1;
+    let url = format!(
+        "{}/api/v1/namespaces/{NS}/pods?resourceVersion={future}&resourceVersionMatch=NotOlderThan",
+        server.url()
+    );
+    let (code, body) = common::raw_get(&url, None);
+    assert_eq!(code, 504, "{body}");
+    let status: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        status["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
+
+    // A wait as long as the test may take: the write below ends it, whenever it comes.
+    server.set_too_large_wait(Duration::from_secs(3600));
+    let list = {
+        let url = url.clone();
+        std::thread::spawn(move || common::raw_get(&url, None))
+    };
+    common::wait_until("the list is waiting", || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.contains("NotOlderThan"))
+            .count()
+            == 2
+    });
+    server
+        .create(&common::pods(), common::pod(NS, "reached", "Pending"))
+        .unwrap();
+    let (code, body) = list.join().unwrap();
+    assert_eq!(code, 200, "{body}");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(list["metadata"]["resourceVersion"], future.to_string());
+    assert_eq!(list["items"][0]["metadata"]["name"], "reached");
 }

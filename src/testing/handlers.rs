@@ -414,6 +414,15 @@ fn list_body(
     };
     let ns = r.namespace.as_deref();
     let mut store = shared.store.lock();
+    if let Some(rv) = rv.filter(|rv| token.is_none() && *rv > store.rv) {
+        // kube-apiserver waits up to three seconds for its cache to reach a version it has
+        // not seen, then answers 504 (`list_at`); a write that gets there ends the wait.
+        let wait = Duration::from_millis(shared.too_large_wait_ms.load(Ordering::SeqCst));
+        let deadline = Instant::now() + wait;
+        while store.rv < rv && Instant::now() < deadline && !shared.stopped.load(Ordering::SeqCst) {
+            shared.changed.wait_until(&mut store, deadline);
+        }
+    }
     let current = store.rv;
     let c = store.collection(&r.tk);
     let (at, after, limit) = if let Some(token) = token {

@@ -9,7 +9,9 @@
 //!   ignored); a paged list at a version, or `resourceVersionMatch=Exact`, is the state at
 //!   that version rebuilt from the history (410 once compacted); `NotOlderThan` and unpaged
 //!   lists at a version answer the present; a future version is 504 `Timeout`
-//!   (`ResourceVersionTooLarge`, `Retry-After: 1`); refused combinations are 422 and 400 as
+//!   (`ResourceVersionTooLarge`, `Retry-After: 1`) after waiting up to 3 s for the server to
+//!   get there, as captured (a watch from one is 200 and silent until the server gets there);
+//!   `backup` and `restore` put the server's versions back, as restoring etcd does; refused combinations are 422 and 400 as
 //!   the real server words them; continue tokens expire (HTTP 410 with a fresh token) once
 //!   the history has moved on;
 //! - **watch** from a resourceVersion inside the watch cache's window, replaying the event
@@ -193,7 +195,7 @@ mod writes;
 
 pub use faults::{Fault, Target};
 pub use resources::{is_builtin_group, ScaleSubresource, Subresources};
-pub use server::{ApiServer, ApiServerBuilder};
+pub use server::{ApiServer, ApiServerBuilder, Backup};
 pub use tls::{
     ADMIN_CERT_PEM, ADMIN_KEY_PEM, CA_PEM, OTHER_CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM,
     STRANGER_CERT_PEM, STRANGER_KEY_PEM,

@@ -171,6 +171,19 @@ impl ApiServerBuilder {
     }
 }
 
+/// The objects and version of an [`ApiServer`] at one moment: see
+/// [`ApiServer::backup`].
+#[derive(Clone)]
+pub struct Backup(super::store::Snapshot);
+
+impl std::fmt::Debug for Backup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backup")
+            .field("resource_version", &self.0.rv)
+            .finish_non_exhaustive()
+    }
+}
+
 /// State shared by the server's threads.
 pub(crate) struct Shared {
     pub store: Mutex<Store>,
@@ -185,6 +198,9 @@ pub(crate) struct Shared {
     pub aggregated_discovery: AtomicBool,
     pub initial_events_end_bookmark: AtomicBool,
     pub bookmark_interval: Duration,
+    /// How long a list at a version the server has not reached waits for it before the
+    /// 504 (milliseconds; kube-apiserver: 3 s).
+    pub too_large_wait_ms: AtomicU64,
     requests: Mutex<Vec<String>>,
     conns: Mutex<HashMap<u64, TcpStream>>,
     next_conn: AtomicU64,
@@ -261,6 +277,7 @@ impl ApiServer {
             aggregated_discovery: AtomicBool::new(true),
             initial_events_end_bookmark: AtomicBool::new(true),
             bookmark_interval: opts.bookmark_interval,
+            too_large_wait_ms: AtomicU64::new(3000),
             requests: Mutex::new(Vec::new()),
             conns: Mutex::new(HashMap::new()),
             next_conn: AtomicU64::new(0),
@@ -430,6 +447,50 @@ impl ApiServer {
     pub fn compact(&self) {
         self.shared.store.lock().compact();
         self.shared.notify();
+    }
+
+    /// How long a list at a version the server has not reached waits for the server to get
+    /// there before it answers 504 `ResourceVersionTooLarge` (default 3 s, as kube-apiserver
+    /// waits for its cache: captured, `list-future-resourceversion*.json`). A write that
+    /// reaches the version meanwhile ends the wait and the list is answered.
+    pub fn set_too_large_wait(&self, wait: Duration) {
+        let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.shared.too_large_wait_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// A copy of every object and of the version, as an etcd snapshot holds them, for
+    /// [`restore`](Self::restore).
+    pub fn backup(&self) -> Backup {
+        Backup(self.shared.store.lock().backup())
+    }
+
+    /// Restores `backup`, as a cluster whose etcd is restored from a snapshot (or rebuilt
+    /// behind the same address): the server restarts ([`restart`](Self::restart): every
+    /// connection dropped, a new watch cache) with the backup's objects at the backup's
+    /// versions, and the history before it gone. The resourceVersion goes **back**: a
+    /// client's version from after the backup is in the server's future, so a watch from it
+    /// is answered with nothing (until the server's versions reach it again) and a list at
+    /// it with 504 `ResourceVersionTooLarge`, as kube-apiserver does.
+    ///
+    /// ```
+    /// use kube_informer::api::ApiResource;
+    /// use kube_informer::testing::ApiServer;
+    ///
+    /// let server = ApiServer::start();
+    /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// server.create(&cms, serde_json::json!({"metadata": {"name": "old"}})).unwrap();
+    /// let backup = server.backup();
+    /// let before = server.resource_version();
+    /// server.create(&cms, serde_json::json!({"metadata": {"name": "lost"}})).unwrap();
+    /// server.restore(&backup).unwrap();
+    /// assert!(server.resource_version() <= before + 1);
+    /// let names: Vec<String> = server.keys_and_versions(&cms).into_iter().map(|(k, _)| k).collect();
+    /// assert_eq!(names, ["default/old"]);
+    /// ```
+    pub fn restore(&self, backup: &Backup) -> std::io::Result<()> {
+        self.go_down();
+        self.shared.store.lock().restore(&backup.0);
+        self.come_back()
     }
 
     /// Makes the next request of `target` fail with `fault`.

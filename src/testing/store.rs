@@ -417,6 +417,13 @@ impl Filter {
     }
 }
 
+/// Every collection's objects and the version, at one moment (see `Store::backup`).
+#[derive(Clone, Debug)]
+pub(crate) struct Snapshot {
+    pub rv: u64,
+    objects: HashMap<TypeKey, BTreeMap<Key, Stored>>,
+}
+
 /// The whole store.
 #[derive(Debug)]
 pub(crate) struct Store {
@@ -505,6 +512,31 @@ impl Store {
         for c in self.collections.values_mut() {
             c.history.clear();
             c.compacted = rv;
+        }
+    }
+
+    /// Every collection's objects and the version: what an etcd snapshot holds.
+    pub fn backup(&self) -> Snapshot {
+        Snapshot {
+            rv: self.rv,
+            objects: self
+                .collections
+                .iter()
+                .map(|(tk, c)| (tk.clone(), c.objects.clone()))
+                .collect(),
+        }
+    }
+
+    /// Puts a snapshot back, as restoring etcd does: its objects at its versions, the
+    /// version back to its own, no history before it (older starting points get 410). The
+    /// collections keep what they know of their resource (kind, subresources, schema).
+    pub fn restore(&mut self, snapshot: &Snapshot) {
+        self.rv = snapshot.rv;
+        for (tk, c) in self.collections.iter_mut() {
+            c.objects = snapshot.objects.get(tk).cloned().unwrap_or_default();
+            c.history.clear();
+            c.compacted = snapshot.rv;
+            c.sorted_keys = None;
         }
     }
 
