@@ -21,7 +21,11 @@
 //!   compaction of the history, every connection dropped, the server down for a while
 //!   (connections refused) and restarted on the same port, a restart with the history kept
 //!   (a new watch cache: watches from older versions get 410, paged lists at them answer the
-//!   old state), a restart after compaction;
+//!   old state), a restart after compaction; and, after some quiet periods, **a restore from
+//!   a backup** taken a few rounds before (etcd restored: the server's versions and objects
+//!   go back below the informer's; writes pause until the informer is no longer ahead of the
+//!   server, since no client can tell a restore once the server's versions pass its own
+//!   again, then the next quiet period checks the restored state);
 //! - **a quiet period**: churn stops, pending faults are cleared, connections are dropped if
 //!   a watch may have been left silent, then it waits (bounded) until the cache and every
 //!   handler's view equal the server, keys and resourceVersions, and the namespace index
@@ -125,6 +129,10 @@ struct TrackState {
     /// The last few notifications per key, for the failure report.
     history: HashMap<String, VecDeque<String>>,
     violations: Vec<String>,
+    /// Set by a restore from a backup: the server's versions went back, so versions may go
+    /// back for a while (the informer relists the restored state); the check resumes, from
+    /// what the handler then holds, after the next convergence.
+    restored: bool,
     adds: u64,
     updates: u64,
     resyncs: u64,
@@ -182,7 +190,9 @@ impl TrackState {
 
     fn see(&mut self, key: &str, rv: u64, what: &str) {
         let newest = self.newest.entry(key.to_owned()).or_insert(0);
-        if rv < *newest {
+        if self.restored {
+            *newest = rv;
+        } else if rv < *newest {
             let was = *newest;
             self.violation(format!(
                 "{what} of {key}: version {rv} after version {was} (went backwards)"
@@ -421,6 +431,10 @@ fn run_soak(seed: u64, duration: Duration) {
         .history_limit(history)
         .bookmark_interval(Duration::from_millis(rng.range(50, 500)))
         .start();
+    // A list at a version the server has not reached waits for it (kube-apiserver: 3 s),
+    // and the client retries the 504 five times: shorter here, so that a restore met by a
+    // list costs seconds, not half a minute.
+    server.set_too_large_wait(Duration::from_millis(rng.pick(&[50, 300, 1_000])));
     let track_threads = std::path::Path::new("/proc/self/task").exists();
     let threads_before = informer_threads();
 
@@ -514,6 +528,8 @@ fn run_soak(seed: u64, duration: Duration) {
     let mut late_added = false;
     let mut silence_pending = false;
     let mut down_until: Option<Instant> = None;
+    // A backup of the server and of which slots were live then, for a later restore.
+    let mut backup: Option<(kube_informer::testing::Backup, BTreeSet<(usize, usize)>)> = None;
     let mut round = 0u64;
     'soak: while Instant::now() < deadline {
         round += 1;
@@ -608,6 +624,14 @@ fn run_soak(seed: u64, duration: Duration) {
             ));
             break 'soak;
         }
+        for (_, h) in &handlers {
+            // Converged after a restore: versions are checked again from what it holds.
+            let mut s = h.state.lock();
+            if s.restored {
+                s.restored = false;
+                s.newest = s.objects.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            }
+        }
         for (name, h) in &handlers {
             let s = h.state.lock();
             if !s.violations.is_empty() {
@@ -642,6 +666,52 @@ fn run_soak(seed: u64, duration: Duration) {
                 journal.dump()
             ));
             break 'soak;
+        }
+        // Now and then, settled: a backup (kept for a later round), or etcd restored from
+        // the one taken earlier.
+        if backup.is_none() || rng.chance(10) {
+            backup = Some((server.backup(), live.clone()));
+            journal.note(format!("backup at version {}", server.resource_version()));
+        } else if rng.chance(25) {
+            let (b, was_live) = backup.take().expect("checked above");
+            let ahead = server.resource_version();
+            for (_, h) in &handlers {
+                h.state.lock().restored = true;
+            }
+            server
+                .restore(&b)
+                .unwrap_or_else(|e| panic!("the test API server cannot restore: {e}"));
+            live = was_live;
+            *counts.faults.entry("restore from a backup").or_default() += 1;
+            journal.note(format!(
+                "restore from a backup: version {ahead} -> {}",
+                server.resource_version()
+            ));
+            // No write until the informer is no longer ahead of the server (see the module
+            // docs): then churn goes on, and the next quiet period checks the result.
+            let give_up = Instant::now() + CONVERGENCE_BOUND;
+            let ahead_of_server = || {
+                informer
+                    .last_sync_resource_version()
+                    .parse::<u64>()
+                    .is_ok_and(|rv| rv > server.resource_version())
+            };
+            while ahead_of_server() {
+                if Instant::now() >= give_up {
+                    counts.failures.push(format!(
+                        "seed {seed}, round {round}: after a restore from a backup the informer is still at {}, ahead of the server's {}, after {CONVERGENCE_BOUND:?}\n--- last events ---\n{}",
+                        informer.last_sync_resource_version(),
+                        server.resource_version(),
+                        journal.dump()
+                    ));
+                    break 'soak;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            journal.note(format!(
+                "the informer found its way back (at {})",
+                informer.last_sync_resource_version()
+            ));
         }
     }
 
