@@ -726,3 +726,111 @@ fn a_recreated_object_is_handed_over_by_the_shard_that_had_its_name() {
     tracker.assert_no_overlap();
     b.stop();
 }
+
+/// An object's shard label removed by hand (`kubectl label … shard-`, with the drain label
+/// or without) mid-drain, while the shard that has it (replica-a) still works on it from a
+/// cache that never saw the drain (its watch lags): the removal is a move, not a free
+/// object. The name must go back to replica-a (and be drained from there), never to
+/// replica-b while replica-a may reconcile it; once replica-a stops, it moves to replica-b.
+fn a_shard_label_removed_by_hand_mid_drain(drain_too: bool) {
+    let server = ApiServer::builder().resource(&widgets()).start();
+    // A name that replica-b wins once it joins.
+    let name = (0..)
+        .map(|i| format!("w-{i:03}"))
+        .find(|n| shard_for(&format!("lab/{n}"), &["replica-a", "replica-b"]) == Some("replica-b"))
+        .unwrap();
+    let key = format!("lab/{name}");
+    server
+        .create(
+            &widgets(),
+            json!({"metadata": {"name": name, "namespace": "lab"}}),
+        )
+        .unwrap();
+    let tracker = Tracker::new();
+    let a = Replica::start(&server, "replica-a", &tracker, true);
+    wait_until("converged over a", || {
+        converged(&server, &["replica-a"], &[&a])
+    });
+    every_object_served_by_its_shard(&server, &tracker, &["replica-a"]);
+    // replica-a's watch of the widgets stops delivering: its cache keeps the object as its
+    // own (confirmed for its term), so it never sees the drain and never acknowledges.
+    a.informer.stop();
+    let b = Replica::start(&server, "replica-b", &tracker, true);
+    wait_until("the sharder to drain the object from replica-a", || {
+        tracker.any_event(|e| matches!(e, ShardingEvent::Draining { key: k, .. } if *k == key))
+    });
+    wait_until("the drain label on the object", || {
+        server
+            .get(&widgets(), Some("lab"), &name)
+            .is_some_and(|o| label_of(&o, DRAIN_LABEL).is_some())
+    });
+    tracker.sleep_ms.store(200, Ordering::SeqCst);
+    let a_queue = a.controller.as_ref().unwrap().queue();
+    // replica-a busy with the object from its stale cache.
+    wait_until("replica-a reconciling the object", || {
+        a_queue.add(key.clone());
+        tracker.inside.lock().get(&key).map(String::as_str) == Some("replica-a")
+    });
+    let mut labels = serde_json::Map::new();
+    labels.insert(SHARD_LABEL.to_owned(), Value::Null);
+    if drain_too {
+        labels.insert(DRAIN_LABEL.to_owned(), Value::Null);
+    }
+    server
+        .patch(
+            &widgets(),
+            Some("lab"),
+            &name,
+            &json!({"metadata": {"labels": labels}}),
+        )
+        .unwrap();
+    let since = Instant::now();
+    let given_back = || {
+        tracker.any_event(
+            |e| matches!(e, ShardingEvent::Assigned { key: k, shard } if *k == key && shard == "replica-a"),
+        )
+    };
+    let to_b = || {
+        tracker.any_event(
+            |e| matches!(e, ShardingEvent::Assigned { key: k, shard } if *k == key && shard == "replica-b"),
+        )
+    };
+    // Work keeps arriving on both sides: replica-a (from its stale cache) and whoever has the
+    // object on the server.
+    wait_until(
+        "the object given back to replica-a (or, wrongly, to replica-b)",
+        || {
+            a_queue.add(key.clone());
+            let p = json!({"metadata": {"annotations": {"t": format!("{:?}", Instant::now())}}});
+            let _ = server.patch(&widgets(), Some("lab"), &name, &p);
+            std::thread::sleep(Duration::from_millis(50));
+            tracker.reconciled(&key, "replica-a", since) >= 4
+                && (given_back() || (to_b() && tracker.reconciled(&key, "replica-b", since) >= 2))
+        },
+    );
+    assert!(
+        !to_b(),
+        "the unlabelled object went to replica-b while replica-a had not let go: {:?}",
+        tracker.events.lock()
+    );
+    tracker.sleep_ms.store(2, Ordering::SeqCst);
+    tracker.assert_no_overlap();
+    // replica-a stops (its watch never caught up): the object moves to replica-b.
+    a.stop();
+    wait_until("converged over b", || {
+        converged(&server, &["replica-b"], &[&b])
+    });
+    every_object_served_by_its_shard(&server, &tracker, &["replica-b"]);
+    tracker.assert_no_overlap();
+    b.stop();
+}
+
+#[test]
+fn a_shard_label_removed_by_hand_mid_drain_goes_back_to_its_shard() {
+    a_shard_label_removed_by_hand_mid_drain(false);
+}
+
+#[test]
+fn shard_and_drain_labels_removed_by_hand_mid_drain_go_back_to_their_shard() {
+    a_shard_label_removed_by_hand_mid_drain(true);
+}

@@ -15,9 +15,10 @@
 //! - **on a live shard A** that is its target: nothing.
 //! - **on a live shard A** that is not its target: *drain* it (patch: `test` the shard label
 //!   is still A, add the drain label), then wait. A's worker, holding the object's key (so no
-//!   reconcile of it runs on A), *acknowledges*: it removes both labels (patch: `test` both
-//!   are still A and `"true"`). The object is then unassigned, and the sharder assigns it to
-//!   its target B. A never reconciles it again: A's cache holds the drained version or
+//!   reconcile of it runs on A), *acknowledges*: it removes the shard label and sets the
+//!   drain label to `"acknowledged"` (patch: `test` both are still A and `"true"`). The
+//!   object is then unassigned, and the sharder assigns it to its target B (dropping the
+//!   drain label). A never reconciles it again: A's cache holds the drained version or
 //!   nothing (the object left A's label selector), and a drained object is acknowledged,
 //!   never reconciled.
 //! - **on a shard A that is not live** (expired, released, missing, nonsense, held by
@@ -42,6 +43,24 @@
 //!   name; a name leaves A only through A's acknowledgement or A's proven stop, whatever
 //!   happened to the objects behind it. See [`Sharder`](super::Sharder)'s docs for where the
 //!   tombstones come from and what a new sharder leader does without them.
+//! - **unassigned, because its shard label was removed by hand** (`kubectl label … shard-`,
+//!   with or without the drain label, mid-drain or not) while it was on A: a *move*, not a
+//!   free object. A did not let go: its worker may be inside a reconcile of it right now,
+//!   and its cache may lag behind the removal (still showing the object as A's, confirmed
+//!   for the term), so assigning it elsewhere at once could have two shards reconcile it.
+//!   The sharder treats it exactly like a name whose object was deleted while on A: a
+//!   tombstone A, so the object goes back to A if A is live (and is then drained, which A
+//!   acknowledges only while no reconcile of it runs there), or A is fenced and proven
+//!   stopped first. Which changes leave such a tombstone is [`held_by`]'s rule: every change
+//!   the sharder sees that takes the object off A without A's acknowledgement (a delete, a
+//!   new UID under the name, or a shard label gone while the drain label does not say
+//!   `"acknowledged"`). That is why the acknowledgement leaves the drain label set to
+//!   `"acknowledged"` rather than removing it: a hand that removes both labels mid-drain
+//!   must not look like A letting go. A sharder that was not watching when the label went
+//!   (a new leader after a fail-over) has no tombstone for it, and relies on its hold, as for
+//!   deletions: it assigns nothing during its first fence duration, by which time A's watch
+//!   has delivered the removal (A starts no reconcile of an object that left its cache) and
+//!   a reconcile A had in hand has returned.
 //!
 //! # The shard's rule for one key ([`gate`])
 //!
@@ -64,10 +83,10 @@
 //!
 //! These rules are checked by a model-based test over random schedules of joins, crashes,
 //! hangs, clean stops, Leases deleted, garbled or taken by strangers, objects deleted and
-//! created again, stale caches on both sides, reconciles outliving their term, sharder
-//! fail-overs and fences (`model` below; it finds overlaps when the first version's rules
-//! for unproven fences or for recreated names are put back), and over real HTTP by
-//! `tests/sharding.rs`.
+//! created again, shard labels removed by hand (mid-drain or not), stale caches on both
+//! sides, reconciles outliving their term, sharder fail-overs and fences (`model` below; it
+//! finds overlaps when the first version's rules for unproven fences, for recreated names
+//! or for labels removed by hand are put back), and over real HTTP by `tests/sharding.rs`.
 
 use super::ring::Ring;
 use crate::client::{pointer, PatchOperation};
@@ -126,12 +145,43 @@ pub(crate) fn plan<'a>(
     }
 }
 
+/// The value of the drain label once the object's shard let go of it (its acknowledgement
+/// leaves no shard label and this).
+pub(crate) const ACKNOWLEDGED: &str = "acknowledged";
+
+/// The sharder's rule for a change it sees of one object: the shard that may still hold
+/// the object's name without having let go of it (a tombstone), or `None`.
+///
+/// The object was last known on `before` (its shard label, or the sharder's own newer
+/// write); `same` is false when it went away (deleted) or another object (another UID) now
+/// has its name; `after` and `drain` are the shard and drain labels of what the change
+/// shows. Any change that takes the object off `before` other than `before`'s
+/// acknowledgement (the drain label then says [`ACKNOWLEDGED`]) leaves `before` holding
+/// the name: a delete, a recreation, a shard label removed by hand.
+pub(crate) fn held_by<'a>(
+    before: Option<&'a str>,
+    same: bool,
+    after: Option<&str>,
+    drain: Option<&str>,
+) -> Option<&'a str> {
+    let before = before?;
+    if !same {
+        return Some(before);
+    }
+    match after {
+        // Still labelled (only the sharder writes another shard, after a fence).
+        Some(_) => None,
+        None if drain == Some(ACKNOWLEDGED) => None,
+        None => Some(before),
+    }
+}
+
 /// What a shard's worker does with a key (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Gate {
     /// Not this shard's (or gone): nothing.
     Skip,
-    /// Drained: remove both labels.
+    /// Drained: let go (remove the shard label, mark the drain label acknowledged).
     Acknowledge,
     /// This shard's: reconcile (once confirmed for the term).
     Reconcile,
@@ -203,8 +253,10 @@ pub(crate) fn move_ops(
     ops
 }
 
-/// The shard's acknowledgement: removes both labels, only if they still say `me` and
-/// `drain` (the drain label's value as seen; the sharder writes `"true"`).
+/// The shard's acknowledgement: removes the shard label and sets the drain label to
+/// [`ACKNOWLEDGED`], only if they still say `me` and `drain` (the drain label's value as
+/// seen; the sharder writes `"true"`). The drain label stays so that the sharder can tell
+/// the acknowledgement from a shard label removed by hand (see [`held_by`]).
 pub(crate) fn acknowledge_ops(ring: &Ring, me: &str, drain: &str) -> Vec<PatchOperation> {
     let (shard, drain_path) = (
         label_path(&ring.shard_label()),
@@ -213,7 +265,7 @@ pub(crate) fn acknowledge_ops(ring: &Ring, me: &str, drain: &str) -> Vec<PatchOp
     vec![
         PatchOperation::test(&shard, me),
         PatchOperation::test(&drain_path, drain),
-        PatchOperation::remove(&drain_path),
+        PatchOperation::replace(&drain_path, ACKNOWLEDGED),
         PatchOperation::remove(&shard),
     ]
 }
@@ -289,6 +341,22 @@ mod tests {
     }
 
     #[test]
+    fn what_leaves_a_name_held() {
+        // Deleted, or another object under the name: the old shard holds the name.
+        assert_eq!(held_by(Some("a"), false, None, None), Some("a"));
+        assert_eq!(held_by(Some("a"), false, Some("b"), None), Some("a"));
+        // The shard label removed by hand, with or without the drain label.
+        assert_eq!(held_by(Some("a"), true, None, None), Some("a"));
+        assert_eq!(held_by(Some("a"), true, None, Some("true")), Some("a"));
+        // The shard's acknowledgement.
+        assert_eq!(held_by(Some("a"), true, None, Some(ACKNOWLEDGED)), None);
+        // Still labelled, or never was.
+        assert_eq!(held_by(Some("a"), true, Some("a"), Some("true")), None);
+        assert_eq!(held_by(None, true, None, None), None);
+        assert_eq!(held_by(None, false, None, None), None);
+    }
+
+    #[test]
     fn the_shards_rule() {
         assert_eq!(gate(Some("a"), false, "a"), Gate::Reconcile);
         assert_eq!(gate(Some("a"), true, "a"), Gate::Acknowledge);
@@ -307,7 +375,7 @@ mod tests {
         );
         assert_eq!(
             json(acknowledge_ops(&ring, "a", "true")),
-            r#"[{"op":"test","path":"/metadata/labels/shard.sharding.kube-informer.io~1w","value":"a"},{"op":"test","path":"/metadata/labels/drain.sharding.kube-informer.io~1w","value":"true"},{"op":"remove","path":"/metadata/labels/drain.sharding.kube-informer.io~1w"},{"op":"remove","path":"/metadata/labels/shard.sharding.kube-informer.io~1w"}]"#
+            r#"[{"op":"test","path":"/metadata/labels/shard.sharding.kube-informer.io~1w","value":"a"},{"op":"test","path":"/metadata/labels/drain.sharding.kube-informer.io~1w","value":"true"},{"op":"replace","path":"/metadata/labels/drain.sharding.kube-informer.io~1w","value":"acknowledged"},{"op":"remove","path":"/metadata/labels/shard.sharding.kube-informer.io~1w"}]"#
         );
         assert!(relabel_ops(&ring, "1", true, None, None).is_empty());
     }
@@ -328,8 +396,9 @@ mod tests {
 /// - in-flight reconciles outlive the end of their term (hang, lost Lease, stop) until
 ///   they return (a random step) or such a bound.
 /// - Leases are deleted, garbled (nonsense fields), taken by strangers; objects are deleted
-///   and created again under the same name (a new UID); caches and the sharder's views lag
-///   and jump.
+///   and created again under the same name (a new UID); their shard label is removed by
+///   hand (with the drain label or without, mid-drain or not); caches and the sharder's
+///   views lag and jump.
 /// - a sharder fail-over starts from a fresh list (no memory of fences or tombstones).
 ///
 /// Not modelled: a third party deleting or overwriting a fence the sharder is moving under
@@ -355,11 +424,17 @@ mod model {
         /// the shard that had it), confirmations per UID and dropped on acknowledgement or
         /// deletion, a new sharder's hold on assignments. Off: none of it.
         incarnations: bool,
+        /// A shard label removed by hand (mid-drain or not) leaves a tombstone like a
+        /// delete ([`held_by`]), and the acknowledgement marks the drain label so that it
+        /// is told apart. Off: the unlabelled object is free and assigned at once (the
+        /// rule before issue 30 part 5).
+        hand_removals: bool,
     }
 
     const CODE: Rules = Rules {
         wait_unknown: true,
         incarnations: true,
+        hand_removals: true,
     };
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -367,7 +442,20 @@ mod model {
         exists: bool,
         uid: u32,
         shard: Option<usize>,
+        /// The drain label says `"true"`.
         drain: bool,
+        /// The drain label says [`ACKNOWLEDGED`] (the shard label is gone).
+        acked: bool,
+    }
+
+    impl Obj {
+        fn drain_label(&self) -> Option<&'static str> {
+            match (self.drain, self.acked) {
+                (true, _) => Some("true"),
+                (false, true) => Some(ACKNOWLEDGED),
+                (false, false) => None,
+            }
+        }
     }
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -431,6 +519,10 @@ mod model {
         recreates: u64,
         sabotages: u64,
         stale_cache_reconciles: u64,
+        hand_removals: u64,
+        hand_removals_mid_drain: u64,
+        /// Objects given back to the shard whose label was removed by hand.
+        hand_removals_given_back: u64,
     }
 
     struct World {
@@ -449,6 +541,8 @@ mod model {
         fences: Vec<Option<FenceHeld>>,
         /// Per object: the shard its deleted previous incarnation was on.
         tomb: Vec<Option<usize>>,
+        /// Per object: its tombstone came from a shard label removed by hand (for `Seen`).
+        tomb_by_hand: Vec<bool>,
         /// Per object: the version the sharder's own last write made (known from the
         /// response before its watch delivers it).
         written: Vec<Option<usize>>,
@@ -472,6 +566,7 @@ mod model {
                             uid: x as u32,
                             shard: None,
                             drain: false,
+                            acked: false,
                         }]
                     })
                     .collect(),
@@ -496,6 +591,7 @@ mod model {
                 lease_view: vec![0; SHARDS.len()],
                 fences: vec![None; SHARDS.len()],
                 tomb: vec![None; OBJECTS],
+                tomb_by_hand: vec![false; OBJECTS],
                 written: vec![None; OBJECTS],
                 hold: rules.incarnations,
                 next_uid: OBJECTS as u32,
@@ -587,9 +683,16 @@ mod model {
                 self.written[x] = None;
             }
             let new = self.objects[x][v];
-            if self.rules.incarnations && old.exists && (!new.exists || new.uid != old.uid) {
-                if let Some(a) = old.shard {
-                    self.tomb[x] = Some(a);
+            if self.rules.incarnations && old.exists {
+                let same = new.exists && new.uid == old.uid;
+                if same && !self.rules.hand_removals {
+                    return;
+                }
+                let before = old.shard.map(|s| SHARDS[s]);
+                let after = new.shard.map(|s| SHARDS[s]);
+                if let Some(a) = held_by(before, same, after, new.drain_label()) {
+                    self.tomb[x] = Some(Self::idx(a));
+                    self.tomb_by_hand[x] = same;
                 }
             }
         }
@@ -645,11 +748,15 @@ mod model {
                             Obj {
                                 shard: Some(Self::idx(b)),
                                 drain: false,
+                                acked: false,
                                 ..view
                             },
                         );
                         if tomb == Some(b) {
                             self.seen.tomb_assigns += 1;
+                            if self.tomb_by_hand[x] {
+                                self.seen.hand_removals_given_back += 1;
+                            }
                         }
                         self.tomb[x] = None;
                         self.log.push(format!("assign {x} -> {b}"));
@@ -674,6 +781,7 @@ mod model {
                             Obj {
                                 shard: to.map(Self::idx),
                                 drain: false,
+                                acked: false,
                                 ..now
                             },
                         );
@@ -695,6 +803,7 @@ mod model {
                             Obj {
                                 shard: Some(Self::idx(to)),
                                 drain: false,
+                                acked: false,
                                 ..view
                             },
                         );
@@ -843,6 +952,32 @@ mod model {
             }
         }
 
+        /// Someone removes the object's shard label by hand (`kubectl label`), and the
+        /// drain label with it or not: mid-drain or not, on a live shard or not.
+        fn remove_label_by_hand(&mut self, x: usize) {
+            let now = self.obj(x);
+            if !now.exists || now.shard.is_none() {
+                return;
+            }
+            let both = self.rand(2) == 0;
+            self.write_obj(
+                x,
+                Obj {
+                    shard: None,
+                    drain: now.drain && !both,
+                    ..now
+                },
+            );
+            self.seen.hand_removals += 1;
+            if now.drain {
+                self.seen.hand_removals_mid_drain += 1;
+            }
+            self.log.push(format!(
+                "{x}: shard label removed by hand{}",
+                if both { " (and the drain label)" } else { "" }
+            ));
+        }
+
         fn create_object(&mut self, x: usize) {
             if !self.obj(x).exists {
                 self.next_uid += 1;
@@ -853,6 +988,7 @@ mod model {
                         uid: self.next_uid,
                         shard: None,
                         drain: false,
+                        acked: false,
                     },
                 );
                 self.seen.recreates += 1;
@@ -981,11 +1117,13 @@ mod model {
                 Gate::Acknowledge => {
                     let now = self.obj(x);
                     if now.exists && now.shard == Some(s) && now.drain {
+                        // The first version removed both labels.
                         self.write_obj(
                             x,
                             Obj {
                                 shard: None,
                                 drain: false,
+                                acked: self.rules.hand_removals,
                                 ..now
                             },
                         );
@@ -1042,7 +1180,7 @@ mod model {
         fn step(&mut self) {
             let s = self.rand(SHARDS.len());
             let x = self.rand(OBJECTS);
-            match self.rand(34) {
+            match self.rand(35) {
                 0..=3 => self.sharder_object(x),
                 4 => self.sharder_release_fence(s),
                 5 => self.foreign_lease_times_out(s),
@@ -1078,6 +1216,9 @@ mod model {
                 29 if self.rand(12) == 0 => self.sabotage_lease(s),
                 30 if self.rand(4) == 0 => self.delete_object(x),
                 31 => self.create_object(x),
+                // Only where the tombstones run: without them a recreation must show its
+                // own overlap (`recreations_without_incarnations_are_caught`).
+                32 if self.rand(3) == 0 && self.rules.incarnations => self.remove_label_by_hand(x),
                 _ => self.reconcile_returns(s, None),
             }
         }
@@ -1155,8 +1296,10 @@ mod model {
                     continue;
                 }
                 let want = shard_for(&Self::key(x), &live);
+                // With no shard live, an unassigned object may keep a drain label (its shard
+                // label removed by hand mid-drain): its assignment drops it.
                 assert_eq!(
-                    (o.shard.map(|s| SHARDS[s]), o.drain),
+                    (o.shard.map(|s| SHARDS[s]), o.drain && want.is_some()),
                     (want, false),
                     "object {x} did not converge (live {live:?}); log:\n{}",
                     self.log.join("\n")
@@ -1200,6 +1343,9 @@ mod model {
             total.recreates += s.recreates;
             total.sabotages += s.sabotages;
             total.stale_cache_reconciles += s.stale_cache_reconciles;
+            total.hand_removals += s.hand_removals;
+            total.hand_removals_mid_drain += s.hand_removals_mid_drain;
+            total.hand_removals_given_back += s.hand_removals_given_back;
         }
         Ok(total)
     }
@@ -1241,6 +1387,18 @@ mod model {
             per(seen.stale_cache_reconciles) > 100,
             "too few reconciles from a stale cache: {seen:?}"
         );
+        assert!(
+            per(seen.hand_removals) > 300,
+            "too few shard labels removed by hand: {seen:?}"
+        );
+        assert!(
+            per(seen.hand_removals_mid_drain) > 20,
+            "too few shard labels removed by hand mid-drain: {seen:?}"
+        );
+        assert!(
+            per(seen.hand_removals_given_back) > 20,
+            "too few objects given back after a removal by hand: {seen:?}"
+        );
     }
 
     /// The model has teeth: the first version's rule for Leases that prove nothing (finding
@@ -1249,6 +1407,19 @@ mod model {
     fn the_fence_alone_as_proof_is_caught() {
         let rules = Rules {
             wait_unknown: false,
+            ..CODE
+        };
+        let found = explore(rules, seeds()).expect_err("no overlap found");
+        eprintln!("{found}");
+        assert!(found.contains("reconcile object"), "{found}");
+    }
+
+    /// And the rule before issue 30 part 5: an object whose shard label was removed by hand
+    /// was free, assigned at once while its old shard might still reconcile it.
+    #[test]
+    fn hand_removed_labels_as_free_objects_are_caught() {
+        let rules = Rules {
+            hand_removals: false,
             ..CODE
         };
         let found = explore(rules, seeds()).expect_err("no overlap found");

@@ -33,7 +33,7 @@
 //! |---|---|---|
 //! | `sharding.kube-informer.io/ring` | shard Leases | the ring's name |
 //! | `shard.sharding.kube-informer.io/<ring>` | sharded and owned objects | the shard's id |
-//! | `drain.sharding.kube-informer.io/<ring>` | an object being handed over | `"true"` |
+//! | `drain.sharding.kube-informer.io/<ring>` | an object being handed over | `"true"`; `"acknowledged"` once its shard let go (no shard label then) |
 //!
 //! # Sharding a controller
 //!
@@ -101,6 +101,10 @@
 //! - **An object is deleted and created again under its name** while its shard's watch
 //!   lags: the new object goes to the old shard first and is handed over by a drain (the
 //!   sharder's tombstones; see [`Sharder`]).
+//! - **Someone removes an object's shard label by hand** (with or without the drain label,
+//!   mid-drain or not): the sharder treats it as a move from the shard it was on, not as a
+//!   new object: back to that shard and drained from there if it is live, fenced and proven
+//!   stopped first otherwise (see [`handover`](self#the-pieces-one-file-each)).
 //! - **Two processes run with the same shard id** (a StatefulSet pod force-deleted while
 //!   its old process runs): not supported; they share one Lease and both reconcile.
 //! - **A shard joins**: the sharder drains the objects it should now have from their

@@ -85,7 +85,8 @@ impl Ring {
     }
 
     /// The key of the label asking an object's shard to let go of it:
-    /// `drain.sharding.kube-informer.io/<ring>` (value `"true"`).
+    /// `drain.sharding.kube-informer.io/<ring>` (value `"true"`; `"acknowledged"`, with no
+    /// shard label, once the shard let go).
     pub fn drain_label(&self) -> String {
         format!("{DRAIN_LABEL_PREFIX}{}", self.name)
     }

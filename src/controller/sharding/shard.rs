@@ -32,6 +32,15 @@
 //! interrupted; see [`ShardConfig::renew_deadline`]). A reconcile that returns after its
 //! term ended is logged (a warning, an error past the margin).
 //!
+//! # A shard label removed by hand
+//!
+//! The shard's informers select its label, so an object whose shard label someone removes
+//! leaves the cache (a delete event): its key is skipped from then on and its confirmation
+//! dropped, but a reconcile of it already in hand goes on until it returns. That is why the
+//! sharder does not hand such an object to another shard: it gives it back to this shard
+//! and drains it ([`handover`](super::handover)), and the acknowledgement, like every key,
+//! waits for the worker that holds the key, so it comes only after that reconcile returned.
+//!
 //! Keys of objects that are not (or no longer) in the shard's cache are skipped: a sharded
 //! controller does not see deletions as reconciles of missing objects; use a finalizer
 //! ([`finalizer()`](crate::controller::finalizer())) for clean-up, which keeps the object

@@ -47,17 +47,35 @@
 //! when their shard is proven stopped (its next term confirms every object by UID); beyond
 //! 100 000 the oldest are forgotten, with a warning.
 //!
-//! A new sharder leader has no tombstones: what was deleted before its watch started is
-//! unknown to it. It therefore assigns nothing during its first
+//! # Shard labels removed by hand
+//!
+//! An object whose shard label someone removes (`kubectl label`, a script "cleaning up"),
+//! with or without its drain label, mid-drain or not, has not been let go by its shard: that
+//! shard may be inside a reconcile of it, or still cache it as its own. So the sharder
+//! treats the removal as a move from that shard, never as a new object: its watch shows the
+//! change (the informer's old object carries the label, or the sharder's own write the watch
+//! has not shown yet does), and the same tombstone as for a delete is left
+//! ([`handover::held_by`]): the object goes back to that shard and is drained from there, or
+//! the shard is fenced and proven stopped before it is assigned elsewhere. A shard's own
+//! acknowledgement is told apart by its drain label, which it leaves saying `acknowledged`.
+//! A new sharder leader that did not see the removal (it happened before its list) relies
+//! on its hold, as for deletions (below).
+//!
+//! A new sharder leader has no tombstones: what was deleted (or unlabelled by hand) before
+//! its watch started is unknown to it. It therefore assigns nothing during its first
 //! [`fence_duration`](SharderConfig::fence_duration), and relies on every live shard's watch
-//! having delivered, within that time, the deletions made before the new leader started
-//! (the same kind of assumption as the leader election's: requests and events land within
-//! the margin). Drains and moves off dead shards are not held.
+//! having delivered, within that time, the deletions and label removals made before the new
+//! leader started, and on the reconciles those shards had in hand of such objects having
+//! returned (the same kind of assumption as the leader election's: requests and events land
+//! within the margin, reconciles return within it). Drains and moves off dead shards are
+//! not held.
 //!
 //! # Limits
 //!
-//! - Only the sharder changes the shard and drain labels (shards only remove them, when
-//!   they acknowledge); a third party writing them can break the hand-over.
+//! - Only the sharder writes the shard label and the drain label's `"true"` (shards only
+//!   acknowledge: they remove the shard label and mark the drain label `acknowledged`). A
+//!   shard label removed by a third party is handled (above); a third party writing a shard
+//!   label, or `acknowledged`, can break the hand-over.
 //! - An object that stops matching [`SharderConfig::selector`] while assigned is forgotten
 //!   by the sharder (it keeps its labels and its shard; nothing moves it any more). Remove
 //!   the shard label yourself if it should leave the ring.
@@ -354,8 +372,16 @@ impl Wake {
 struct ObjectHandler {
     wake: Arc<Wake>,
     owned: Option<usize>,
-    /// For the sharded objects: what is remembered of deleted ones.
-    incarnations: Option<(Arc<Mutex<Incarnations>>, String)>,
+    /// For the sharded objects: what is remembered of deleted ones (and the shard and drain
+    /// label keys).
+    incarnations: Option<(Arc<Mutex<Incarnations>>, Labels)>,
+}
+
+/// The ring's shard and drain label keys.
+#[derive(Clone)]
+struct Labels {
+    shard: String,
+    drain: String,
 }
 
 /// The most tombstones kept (beyond it the oldest are forgotten, with a warning).
@@ -376,29 +402,64 @@ fn uid_of(o: &PartialObjectMetadata) -> &str {
 }
 
 impl Incarnations {
-    /// `old` went away (deleted, or replaced by another object of its name).
-    fn gone(&mut self, old: &PartialObjectMetadata, shard_label: &str) {
-        let key = old.metadata.key();
+    /// The shard `old` was on as far as the sharder knows: its own write when the watch has
+    /// not shown it yet (at least as new as what the watch showed), else `old`'s label.
+    fn last_shard(&mut self, old: &PartialObjectMetadata, shard_label: &str) -> Option<String> {
         let written = self
             .written
-            .remove(&key)
+            .remove(&old.metadata.key())
             .filter(|(uid, _)| uid == uid_of(old))
             .map(|(_, s)| s);
-        // The sharder's own write is at least as new as what the watch showed.
-        let shard = written.or_else(|| {
+        written.or_else(|| {
             old.metadata
                 .label(shard_label)
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
-        });
-        let Some(shard) = shard else {
-            return;
-        };
+        })
+    }
+
+    /// `old` went away (deleted, or replaced by another object of its name).
+    fn gone(&mut self, old: &PartialObjectMetadata, labels: &Labels) {
+        let before = self.last_shard(old, &labels.shard);
+        if let Some(shard) = handover::held_by(before.as_deref(), false, None, None) {
+            let shard = shard.to_owned();
+            self.bury(old.metadata.key(), shard);
+        }
+    }
+
+    /// The same object changed from `old` to `new`: a shard label gone without its shard's
+    /// acknowledgement (removed by hand) leaves a tombstone, as a delete does (see
+    /// [`handover::held_by`]).
+    fn changed(
+        &mut self,
+        old: &PartialObjectMetadata,
+        new: &PartialObjectMetadata,
+        labels: &Labels,
+    ) {
+        let after = new.metadata.label(&labels.shard).filter(|s| !s.is_empty());
+        if after.is_some() {
+            return; // the watch shows a label: `seen` settles the sharder's own write
+        }
+        let before = self.last_shard(old, &labels.shard);
+        let drain = new.metadata.label(&labels.drain);
+        if let Some(shard) = handover::held_by(before.as_deref(), true, after, drain) {
+            log::info!(
+                "sharder: the shard label of {} was removed while it was on {shard}, \
+                 without its acknowledgement (by hand?): it goes back to {shard} first",
+                new.metadata.key()
+            );
+            let shard = shard.to_owned();
+            self.bury(new.metadata.key(), shard);
+        }
+    }
+
+    /// Remembers that `shard` may still hold the name `key`.
+    fn bury(&mut self, key: String, shard: String) {
         if self.tombs.len() >= MAX_TOMBSTONES && !self.tombs.contains_key(&key) {
             if !self.warned {
                 log::warn!(
-                    "sharder: more than {MAX_TOMBSTONES} objects deleted while on live shards; \
-                     forgetting the oldest (a name created again may then reach another shard \
+                    "sharder: more than {MAX_TOMBSTONES} objects deleted (or unlabelled by hand) \
+                     while on live shards; forgetting the oldest (a name created again may then reach another shard \
                      before its old shard's watch saw the delete)"
                 );
                 self.warned = true;
@@ -443,25 +504,27 @@ impl ObjectHandler {
 
 impl EventHandler<PartialObjectMetadata> for ObjectHandler {
     fn on_add(&mut self, obj: Arc<PartialObjectMetadata>, _initial: bool) {
-        if let Some((inc, label)) = &self.incarnations {
-            inc.lock().seen(&obj, label);
+        if let Some((inc, labels)) = &self.incarnations {
+            inc.lock().seen(&obj, &labels.shard);
         }
         self.touch(obj.metadata.key());
     }
     fn on_update(&mut self, old: Arc<PartialObjectMetadata>, new: Arc<PartialObjectMetadata>) {
-        if let Some((inc, label)) = &self.incarnations {
+        if let Some((inc, labels)) = &self.incarnations {
             let mut inc = inc.lock();
             // A relist shows another object under the name: the old one was deleted.
             if uid_of(&old) != uid_of(&new) {
-                inc.gone(&old, label);
+                inc.gone(&old, labels);
+            } else {
+                inc.changed(&old, &new, labels);
             }
-            inc.seen(&new, label);
+            inc.seen(&new, &labels.shard);
         }
         self.touch(new.metadata.key());
     }
     fn on_delete(&mut self, obj: DeletedObject<PartialObjectMetadata>) {
-        if let Some((inc, label)) = &self.incarnations {
-            inc.lock().gone(obj.object(), label);
+        if let Some((inc, labels)) = &self.incarnations {
+            inc.lock().gone(obj.object(), labels);
         }
         // A deleted object's shard may now have nothing left (a fence to release).
         self.wake.mark(|d| d.leases = true);
@@ -724,7 +787,13 @@ impl<'t> Leader<'t> {
         self.objects.add_event_handler(ObjectHandler {
             wake: Arc::clone(&self.wake),
             owned: None,
-            incarnations: Some((Arc::clone(&self.incarnations), self.shard_label.clone())),
+            incarnations: Some((
+                Arc::clone(&self.incarnations),
+                Labels {
+                    shard: self.shard_label.clone(),
+                    drain: self.drain_label.clone(),
+                },
+            )),
         })?;
         self.leases.add_event_handler(LeaseHandler {
             wake: Arc::clone(&self.wake),
