@@ -271,14 +271,20 @@ impl Client {
             watch_read_margin: config.watch_read_margin,
             resolver: resolver.map(Arc::new),
             proxy: proxy
+                .as_ref()
                 .map(|(p, from)| {
-                    ureq::Proxy::new(&p).map_err(|e| {
-                        // The URL may carry credentials: never quoted with them.
-                        let shown = crate::config::redact_url(&p);
-                        Error::Config(format!("{from} {shown:?}: {e}"))
-                    })
+                    // The URL may carry credentials: never quoted with them.
+                    let shown = crate::config::redact_url(p);
+                    check_proxy_scheme(p)
+                        .map_err(|m| Error::Config(format!("{from} {shown:?}: {m}")))?;
+                    ureq::Proxy::new(p).map_err(|e| Error::Config(format!("{from} {shown:?}: {e}")))
                 })
                 .transpose()?,
+        };
+        // Connection errors say which proxy they went through (a SOCKS refusal does not).
+        let origin = match &proxy {
+            Some((p, _)) => format!("{origin} through proxy {}", crate::config::redact_url(p)),
+            None => origin,
         };
         let limiter = (config.qps > 0.0).then(|| RateLimiter::new(config.qps.into(), config.burst));
         Ok(Client {
@@ -829,6 +835,21 @@ fn server_origin(server: &str) -> String {
     match ServerUrl::parse(server) {
         Some(u) => format!("{}://{}:{}", u.scheme, u.host, u.port_or_default()),
         None => "<server with no scheme>".into(),
+    }
+}
+
+/// The proxy schemes client-go accepts: `http`, `https`, `socks5` (the proxy is given an
+/// address resolved here) and `socks5h` (the proxy resolves the name); a URL without a
+/// scheme is `http`. SOCKS4 and others are refused rather than tried.
+fn check_proxy_scheme(proxy: &str) -> std::result::Result<(), String> {
+    let Some((scheme, _)) = proxy.split_once("://") else {
+        return Ok(());
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" | "https" | "socks5" | "socks5h" => Ok(()),
+        other => Err(format!(
+            "unsupported proxy scheme {other:?} (http, https, socks5 and socks5h are)"
+        )),
     }
 }
 
