@@ -92,8 +92,8 @@ struct Inner {
     /// The configuration the client was built from, to rebuild TLS for a new identity.
     config: ClientConfig,
     auth: Auth,
-    impersonate_user: Option<String>,
-    impersonate_groups: Vec<String>,
+    /// The `Impersonate-*` headers every request carries.
+    impersonation: Vec<(String, String)>,
     limiter: Option<RateLimiter>,
     max_retries: u32,
     max_retry_after: Duration,
@@ -297,8 +297,12 @@ impl Client {
                     settings: agent_settings,
                 }),
                 auth: config.auth.clone(),
-                impersonate_user: config.impersonate_user.clone(),
-                impersonate_groups: config.impersonate_groups.clone(),
+                impersonation: super::impersonate::headers(
+                    config.impersonate_user.as_deref(),
+                    config.impersonate_uid.as_deref(),
+                    &config.impersonate_groups,
+                    &config.impersonate_extra,
+                ),
                 limiter,
                 max_retries: config.max_retries,
                 max_retry_after: config.max_retry_after,
@@ -606,11 +610,8 @@ impl Client {
             if let Some(h) = self.inner.auth.header()? {
                 rb = rb.header("authorization", h.expose());
             }
-            if let Some(u) = &self.inner.impersonate_user {
-                rb = rb.header("impersonate-user", u.as_str());
-            }
-            for g in &self.inner.impersonate_groups {
-                rb = rb.header("impersonate-group", g.as_str());
+            for (name, value) in &self.inner.impersonation {
+                rb = rb.header(name.as_str(), value.as_str());
             }
             for (name, value) in out.headers {
                 rb = rb.header(name.as_str(), value.as_str());
