@@ -234,6 +234,9 @@ impl Client {
                 "server {shown:?} must be an http:// or https:// URL"
             )));
         }
+        if let Auth::Provider(p) = &config.auth {
+            p.check()?;
+        }
         let mut resolver = None;
         // The configured proxy, else the environment's (client-go's rules; see
         // `config::proxy`), with where it came from for messages.
