@@ -63,7 +63,8 @@ pub struct ClientConfig {
     pub max_retry_after: Duration,
     /// `User-Agent` header.
     pub user_agent: String,
-    /// Proxy URL (`http://host:port`; `user:password@` allowed) for every request. `None`:
+    /// Proxy URL (`http://`, `https://`, `socks5://` or `socks5h://host:port`;
+    /// `user:password@` allowed; other schemes are refused) for every request. `None`:
     /// the environment's `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY`, by client-go's rules
     /// (see [`config`](crate::config#proxies)).
     pub proxy: Option<String>,

@@ -57,8 +57,10 @@
 //! case), except for hosts `NO_PROXY` matches (`*`, IP addresses, CIDR ranges, domains with
 //! their subdomains, `.domain` for subdomains only, optional `:port`). `localhost` and
 //! loopback addresses are never proxied — Go's rule too, kept because a remote proxy cannot
-//! reach the caller's loopback anyway. `tls-server-name` cannot be combined with a proxy;
-//! add the server to `NO_PROXY` if the environment sets one.
+//! reach the caller's loopback anyway. Proxies may be HTTP(S) or SOCKS5 (`socks5://`,
+//! `socks5h://` to let the proxy resolve the name), in `proxy-url` and in the environment
+//! alike; `ALL_PROXY` is not read (Go's rules do not read it). `tls-server-name` cannot be
+//! combined with a proxy; add the server to `NO_PROXY` if the environment sets one.
 //!
 //! # Credentials: which one wins, and never none by silence
 //!

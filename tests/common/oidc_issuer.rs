@@ -48,12 +48,15 @@ pub struct Behaviour {
     pub delay: Duration,
 }
 
+/// A token request: its form body and its `Authorization` header.
+pub type TokenRequest = (String, Option<String>);
+
 pub struct Issuer {
     pub addr: SocketAddr,
     pub discovery_hits: Arc<AtomicUsize>,
     pub token_hits: Arc<AtomicUsize>,
     /// The form bodies and `Authorization` headers of token requests.
-    pub token_requests: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    pub token_requests: Arc<Mutex<Vec<TokenRequest>>>,
 }
 
 impl Issuer {
@@ -125,7 +128,7 @@ fn serve(
     b: &Behaviour,
     discovery_hits: &AtomicUsize,
     token_hits: &AtomicUsize,
-    token_requests: &Mutex<Vec<(String, Option<String>)>>,
+    token_requests: &Mutex<Vec<TokenRequest>>,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
