@@ -424,3 +424,46 @@ fn exec_and_auth_provider_together_are_refused() {
     let err = Config::from_kubeconfig_str(&text, &Default::default()).unwrap_err();
     assert!(err.to_string().contains("exec and auth-provider"), "{err}");
 }
+
+#[test]
+fn a_cancelled_client_stops_waiting_for_a_slow_issuer() {
+    let (old, new) = (jwt("old", -60), jwt("new", 3600));
+    let server = api_server(&[&new]);
+    // The issuer never answers the token request in time.
+    let issuer = issuer(&new, Duration::from_secs(600));
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        &kubeconfig(
+            &server.url(),
+            &oidc_block(&issuer.url(), Some(&old), Some(REFRESH)),
+        ),
+    );
+    let cancel = kube_informer::client::Cancel::new();
+    let client = Config::from_kubeconfig(&path)
+        .unwrap()
+        .client()
+        .unwrap()
+        .with_cancel(cancel.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let api: Api<DynamicObject> = Api::all_with(client, &pods());
+        let _ = tx.send(api.list(&ListParams::default()).map(|l| l.items.len()));
+    });
+    let waited = std::time::Instant::now();
+    while issuer.token_hits.load(Ordering::SeqCst) == 0 {
+        assert!(
+            waited.elapsed() < PATIENCE,
+            "the refresh reached the issuer"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    cancel.cancel();
+    // Well within OIDC_TIMEOUT (30 s), which would end the wait otherwise.
+    let result = rx
+        .recv_timeout(Duration::from_secs(15))
+        .expect("cancelling ends the refresh");
+    let err = result.unwrap_err();
+    assert!(err.is_cancelled(), "{err}");
+    assert!(server.requests().is_empty());
+}

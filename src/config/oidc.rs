@@ -72,7 +72,9 @@ pub struct OidcProvider {
     client_secret: Option<Secret>,
     /// The file and user entry refreshed tokens are written back to.
     persist_to: Option<(PathBuf, String)>,
-    agent: Agent,
+    /// The settings of the agent each refresh makes (its own, so a [`Cancel`] can shut it
+    /// down without touching other requests).
+    agent_config: ureq::config::Config,
     tokens: Mutex<Tokens>,
     refreshes: AtomicU64,
 }
@@ -183,23 +185,21 @@ impl OidcProvider {
             })?),
             None => None,
         };
-        let agent = Agent::new_with_config(
-            Agent::config_builder()
-                .http_status_as_error(false)
-                .tls_config(tls.build())
-                .proxy(proxy)
-                .timeout_global(Some(OIDC_TIMEOUT))
-                .max_redirects(5)
-                .user_agent(concat!("kube-informer/", env!("CARGO_PKG_VERSION")))
-                .build(),
-        );
+        let agent_config = Agent::config_builder()
+            .http_status_as_error(false)
+            .tls_config(tls.build())
+            .proxy(proxy)
+            .timeout_global(Some(OIDC_TIMEOUT))
+            .max_redirects(5)
+            .user_agent(concat!("kube-informer/", env!("CARGO_PKG_VERSION")))
+            .build();
         Ok(OidcProvider {
             what: what.to_owned(),
             issuer_url,
             client_id,
             client_secret: setting(config, "client-secret").map(Secret::from),
             persist_to: source.map(|p| (p.to_path_buf(), user_name.to_owned())),
-            agent,
+            agent_config,
             tokens: Mutex::new(Tokens {
                 id_token: setting(config, "id-token").map(Secret::from),
                 refresh_token: setting(config, "refresh-token").map(Secret::from),
@@ -247,7 +247,7 @@ impl OidcProvider {
         if cancel.is_some_and(Cancel::is_cancelled) {
             return Err(self.fail("cancelled"));
         }
-        let (id_token, new_refresh) = self.refresh(&refresh_token)?;
+        let (id_token, new_refresh) = self.refresh(&refresh_token, cancel)?;
         self.refreshes.fetch_add(1, Ordering::SeqCst);
         let new_refresh = new_refresh.filter(|r| r.expose() != refresh_token.expose());
         if let Some((path, user)) = &self.persist_to {
@@ -271,8 +271,18 @@ impl OidcProvider {
 
     /// Asks the issuer for new tokens: the new id-token, and a new refresh token if it
     /// sent one.
-    fn refresh(&self, refresh_token: &Secret) -> Result<(Secret, Option<Secret>)> {
-        let endpoint = self.token_endpoint()?;
+    /// With `cancel`, its requests are cut short when it fires.
+    fn refresh(
+        &self,
+        refresh_token: &Secret,
+        cancel: Option<&Cancel>,
+    ) -> Result<(Secret, Option<Secret>)> {
+        let agent = Agent::new_with_config(self.agent_config.clone());
+        let _attached = match cancel {
+            Some(c) => Some(c.attach(&agent).ok_or_else(|| self.fail("cancelled"))?),
+            None => None,
+        };
+        let endpoint = self.token_endpoint(&agent)?;
         let mut form = String::from("grant_type=refresh_token&refresh_token=");
         percent_encode(refresh_token.expose(), &mut form);
         let in_params = |form: &str| {
@@ -294,17 +304,18 @@ impl OidcProvider {
                 percent_encode(secret.expose(), &mut pw);
                 let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{pw}"));
                 let first = self.post(
+                    &agent,
                     &endpoint,
                     &form,
                     Some(&Secret::new(format!("Basic {basic}"))),
                 )?;
                 if matches!(first.0, 400 | 401) {
-                    self.post(&endpoint, &in_params(&form), None)?
+                    self.post(&agent, &endpoint, &in_params(&form), None)?
                 } else {
                     first
                 }
             }
-            None => self.post(&endpoint, &in_params(&form), None)?,
+            None => self.post(&agent, &endpoint, &in_params(&form), None)?,
         };
         if code != 200 {
             let oauth = serde_json::from_slice::<OAuthError>(&body)
@@ -336,14 +347,13 @@ impl OidcProvider {
     }
 
     /// The issuer's token endpoint, from its discovery document.
-    fn token_endpoint(&self) -> Result<String> {
+    fn token_endpoint(&self, agent: &Agent) -> Result<String> {
         let url = format!(
             "{}/.well-known/openid-configuration",
             self.issuer_url.trim_end_matches('/')
         );
         let shown = super::redact_url(&url);
-        let res = self
-            .agent
+        let res = agent
             .get(&url)
             .header("accept", "application/json")
             .call()
@@ -382,10 +392,15 @@ impl OidcProvider {
     }
 
     /// One form POST to the token endpoint: the status and the body.
-    fn post(&self, endpoint: &str, form: &str, auth: Option<&Secret>) -> Result<(u16, Vec<u8>)> {
+    fn post(
+        &self,
+        agent: &Agent,
+        endpoint: &str,
+        form: &str,
+        auth: Option<&Secret>,
+    ) -> Result<(u16, Vec<u8>)> {
         let shown = super::redact_url(endpoint);
-        let mut req = self
-            .agent
+        let mut req = agent
             .post(endpoint)
             .header("accept", "application/json")
             .header("content-type", "application/x-www-form-urlencoded");
