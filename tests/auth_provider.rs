@@ -467,3 +467,50 @@ fn a_cancelled_client_stops_waiting_for_a_slow_issuer() {
     assert!(err.is_cancelled(), "{err}");
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn tokens_another_program_wrote_to_the_file_are_taken_instead_of_refreshing() {
+    let (old, theirs, new) = (jwt("old", -60), jwt("kubectl", 3600), jwt("new", 3600));
+    let server = api_server(&[&theirs, &new]);
+    // The issuer accepts only the refresh token the other program was given.
+    let issuer = Issuer::start(Behaviour {
+        refresh_token: "rotated-by-kubectl".into(),
+        client_id: CLIENT_ID.into(),
+        client_secret: CLIENT_SECRET.into(),
+        new_id_token: new.clone(),
+        new_refresh_token: None,
+        delay: Duration::ZERO,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let original = kubeconfig(
+        &server.url(),
+        &oidc_block(&issuer.url(), Some(&old), Some(REFRESH)),
+    );
+    let path = write_file(dir.path(), &original);
+    let config = Config::from_kubeconfig(&path).unwrap();
+
+    // kubectl refreshed after we loaded the file: its valid id-token is used as it is.
+    std::fs::write(&path, original.replace(&old, &theirs)).unwrap();
+    assert_eq!(list(&config).unwrap(), 1);
+    assert_eq!(issuer.token_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        server.request_headers()[0].values("authorization"),
+        [format!("Bearer {theirs}")]
+    );
+
+    // The file's id-token has expired too, but its refresh token was rotated: ours is stale
+    // and the file's is the one the issuer accepts.
+    std::fs::write(&path, &original).unwrap();
+    let config = Config::from_kubeconfig(&path).unwrap();
+    std::fs::write(&path, original.replace(REFRESH, "rotated-by-kubectl")).unwrap();
+    assert_eq!(list(&config).unwrap(), 1);
+    assert_eq!(issuer.token_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        user_config(&path, "id-token").as_deref(),
+        Some(new.as_str())
+    );
+    assert_eq!(
+        user_config(&path, "refresh-token").as_deref(),
+        Some("rotated-by-kubectl")
+    );
+}

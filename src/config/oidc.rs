@@ -55,6 +55,10 @@ const MAX_ISSUER_BODY: u64 = 1 << 20;
 ///   in memory only. A failed write is logged (path and reason, never a token) and the new
 ///   tokens are used anyway — unlike client-go, which fails the request; a read-only
 ///   kubeconfig (a mounted ConfigMap) should not make every refresh fail.
+/// - **Other programs' refreshes**: before refreshing, the user's entry in the file is read
+///   again; a valid id-token another program (kubectl) wrote there since is taken instead
+///   of refreshing, and a refresh token it wrote is used (the issuer may have rotated the
+///   one loaded).
 /// - **One refresh at a time**: the tokens sit behind one lock held during the refresh, so
 ///   threads that find the token expired together cause one refresh; the others wait
 ///   (bounded: each of the refresh's at most three issuer requests by [`OIDC_TIMEOUT`];
@@ -238,6 +242,12 @@ impl OidcProvider {
                 return Ok(t.clone());
             }
         }
+        // Another program (kubectl, another process of this one) may have refreshed since
+        // the file was loaded, and the issuer may have rotated the refresh token then: take
+        // the file's tokens when they differ from ours.
+        if let Some(t) = self.adopt_from_file(&mut tokens) {
+            return Ok(t);
+        }
         let Some(refresh_token) = tokens.refresh_token.clone() else {
             return Err(self.fail(match tokens.id_token {
                 Some(_) => "the id-token has expired and there is no refresh-token to renew it (log in again)",
@@ -267,6 +277,32 @@ impl OidcProvider {
             tokens.refresh_token = Some(r);
         }
         Ok(id_token)
+    }
+
+    /// Takes the tokens of the user's entry in the file when they differ from `tokens`:
+    /// the file's id-token when it is valid (returned), and its refresh token. A file that
+    /// cannot be read or no longer has the user changes nothing.
+    fn adopt_from_file(&self, tokens: &mut Tokens) -> Option<Secret> {
+        let (path, user) = self.persist_to.as_ref()?;
+        let config = persist::read_auth_provider_config(path, user)?;
+        let differs = |ours: &Option<Secret>, theirs: &str| {
+            !theirs.is_empty() && ours.as_ref().is_none_or(|o| o.expose() != theirs)
+        };
+        if let Some(r) = config.get("refresh-token") {
+            if differs(&tokens.refresh_token, r) {
+                tokens.refresh_token = Some(Secret::new(r.as_str()));
+            }
+        }
+        let id = config.get("id-token")?;
+        if !differs(&tokens.id_token, id) {
+            return None;
+        }
+        let valid = jwt_expiry(id).is_ok_and(|e| SystemTime::now() + EXPIRY_MARGIN < e);
+        if !valid {
+            return None;
+        }
+        tokens.id_token = Some(Secret::new(id.as_str()));
+        tokens.id_token.clone()
     }
 
     /// Asks the issuer for new tokens: the new id-token, and a new refresh token if it

@@ -1,5 +1,6 @@
 //! Writing refreshed `auth-provider` tokens back into the kubeconfig file a user came from,
-//! as kubectl does, so the next program to read the file does not refresh again.
+//! as kubectl does, so the next program to read the file does not refresh again; and
+//! reading them from there again, to take what another program wrote since.
 //!
 //! - The file is read again at write time and only the named keys of that user's
 //!   `auth-provider.config` change: anything another program wrote since it was loaded is
@@ -42,6 +43,30 @@ pub(crate) fn write_auth_provider_config(
     let new_text = serde_yaml::to_string(&doc)
         .map_err(|_| format!("cannot encode the new contents of {shown}"))?;
     replace_atomically(&real, new_text.as_bytes()).map_err(|e| format!("writing {shown}: {e}"))
+}
+
+/// The string settings of user `user`'s `auth-provider.config` in the kubeconfig at
+/// `path`, as the file holds them now; `None` when it cannot be read or has no such user
+/// with an auth-provider.
+pub(crate) fn read_auth_provider_config(
+    path: &Path,
+    user: &str,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let doc: Value = serde_yaml::from_str(&text).ok()?;
+    let entry = doc
+        .get("users")?
+        .as_sequence()?
+        .iter()
+        .find(|u| u.get("name").and_then(Value::as_str) == Some(user))?;
+    let config = entry.get("user")?.get("auth-provider")?.get("config")?;
+    Some(
+        config
+            .as_mapping()?
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
+            .collect(),
+    )
 }
 
 /// The `users[name == user].user.auth-provider.config` mapping (created when the
