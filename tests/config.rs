@@ -554,10 +554,20 @@ fn impersonation_headers_are_sent() {
         write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()).unwrap();
         head
     });
-    let user = "    token: t\n    as: alice\n    as-groups: [devs, ops]\n";
+    let user = "    token: t\n    as: alice\n    as-groups: [devs, ops]\n    as-uid: uid-1234\n    as-user-extra:\n      example.com/scopes: [view, edit]\n      reason: [on call]\n";
     let c = load(&url, "", user);
     assert_eq!(reaches(&c).unwrap(), 0);
     let head = server.join().unwrap();
+    // `as-uid` and `as-user-extra`, the key escaped as client-go escapes it (the server
+    // lower-cases what it records).
+    for expected in [
+        "impersonate-uid: uid-1234",
+        "impersonate-extra-example.com%2fscopes: view",
+        "impersonate-extra-example.com%2fscopes: edit",
+        "impersonate-extra-reason: on call",
+    ] {
+        assert!(head.contains(&expected.to_string()), "{expected}: {head:?}");
+    }
     assert!(
         head.contains(&"impersonate-user: alice".to_string()),
         "{head:?}"
@@ -574,6 +584,32 @@ fn impersonation_headers_are_sent() {
         head.contains(&"authorization: bearer t".to_string()),
         "{head:?}"
     );
+}
+
+#[test]
+fn impersonation_reaches_the_api_server_and_needs_a_user() {
+    let s = tls_server(ApiServer::builder().token("t"));
+    let user = "    token: t\n    as: alice\n    as-uid: u-1\n    as-groups: [devs]\n    as-user-extra:\n      acme.io/team: [a b]\n";
+    assert_eq!(reaches(&load(&s.url(), &ca_data(), user)).unwrap(), 1);
+    let seen = s.request_headers().pop().unwrap();
+    assert_eq!(seen.values("impersonate-user"), ["alice"]);
+    assert_eq!(seen.values("impersonate-uid"), ["u-1"]);
+    assert_eq!(seen.values("impersonate-group"), ["devs"]);
+    assert_eq!(seen.values("impersonate-extra-acme.io%2fteam"), ["a b"]);
+
+    // Without `as`, kubectl silently drops the rest and acts as the real user; refused here.
+    for partial in [
+        "    token: t\n    as-groups: [devs]\n",
+        "    token: t\n    as-uid: u-1\n",
+        "    token: t\n    as-user-extra:\n      k: [v]\n",
+    ] {
+        let err = Config::from_kubeconfig_str(
+            &kubeconfig(&s.url(), &ca_data(), partial),
+            &Default::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("without `as`"), "{err}");
+    }
 }
 
 #[test]

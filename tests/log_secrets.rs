@@ -6,6 +6,8 @@
 //! A logger is process-wide, so this binary has one test.
 
 mod common;
+#[path = "common/oidc_issuer.rs"]
+mod oidc_issuer;
 
 use std::sync::Mutex;
 
@@ -42,6 +44,9 @@ const USER: &str = "log-admin";
 const PASSWORD: &str = "pw-LOG-SECRET-93ab17c4e2f8";
 const OBJECT_DATA: &str = "annotation-LOG-SECRET-5d1e";
 const PROXY_PASSWORD: &str = "proxy-pw-LOG-SECRET-7a20";
+const OIDC_REFRESH: &str = "oidc-refresh-LOG-SECRET-c31f";
+const OIDC_NEW_REFRESH: &str = "oidc-refresh2-LOG-SECRET-e07b";
+const OIDC_CLIENT_SECRET: &str = "oidc-client-LOG-SECRET-88d2";
 
 /// A CONNECT proxy on loopback that tunnels every connection to `upstream`.
 fn connect_proxy(upstream: std::net::SocketAddr) -> std::net::SocketAddr {
@@ -102,6 +107,9 @@ fn no_log_record_outside_the_named_targets_carries_a_credential() {
     let b64 = |s: String| base64::engine::general_purpose::STANDARD.encode(s);
     let basic = b64(format!("{USER}:{PASSWORD}"));
     let proxy_basic = b64(format!("proxyuser:{PROXY_PASSWORD}"));
+    let old_id_token = oidc_issuer::jwt("old-LOG-SECRET", -60);
+    let new_id_token = oidc_issuer::jwt("new-LOG-SECRET", 3600);
+    let oidc_basic = b64(format!("kube-cli:{OIDC_CLIENT_SECRET}"));
     let secrets = [
         TOKEN,
         PASSWORD,
@@ -109,6 +117,12 @@ fn no_log_record_outside_the_named_targets_carries_a_credential() {
         OBJECT_DATA,
         PROXY_PASSWORD,
         proxy_basic.as_str(),
+        old_id_token.as_str(),
+        new_id_token.as_str(),
+        OIDC_REFRESH,
+        OIDC_NEW_REFRESH,
+        OIDC_CLIENT_SECRET,
+        oidc_basic.as_str(),
     ];
 
     let mut pod = pod("lab", "p", "Running");
@@ -151,6 +165,52 @@ fn no_log_record_outside_the_named_targets_carries_a_credential() {
     let api: Api<DynamicObject> =
         Api::namespaced_with(Client::new(via_proxy).unwrap(), "lab", &pods());
     assert_eq!(api.list(&ListParams::default()).unwrap().items.len(), 1);
+
+    // An oidc auth-provider whose id-token has expired: refreshed at the issuer (discovery,
+    // then the token endpoint with the client's basic credentials), once written back to
+    // the file and once failing to (the user left the file meanwhile: a warning).
+    let issuer = oidc_issuer::Issuer::start(oidc_issuer::Behaviour {
+        refresh_token: OIDC_REFRESH.into(),
+        client_id: "kube-cli".into(),
+        client_secret: OIDC_CLIENT_SECRET.into(),
+        new_id_token: new_id_token.clone(),
+        new_refresh_token: Some(OIDC_NEW_REFRESH.into()),
+        delay: std::time::Duration::ZERO,
+    });
+    let server = ApiServer::builder()
+        .tls()
+        .token(&new_id_token)
+        .resource(&pods())
+        .start();
+    let ca = b64(kube_informer::testing::CA_PEM.to_owned());
+    let kubeconfig = format!(
+        "current-context: c\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\ncontexts:\n- name: c\n  context: {{cluster: c, user: me}}\nusers:\n- name: me\n  user:\n    auth-provider:\n      name: oidc\n      config:\n        idp-issuer-url: {}\n        idp-certificate-authority-data: {ca}\n        client-id: kube-cli\n        client-secret: {OIDC_CLIENT_SECRET}\n        id-token: {old_id_token}\n        refresh-token: {OIDC_REFRESH}\n",
+        server.url(),
+        issuer.url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config");
+    for user_leaves in [false, true] {
+        std::fs::write(&path, &kubeconfig).unwrap();
+        let config = kube_informer::config::Config::from_kubeconfig(&path).unwrap();
+        if user_leaves {
+            std::fs::write(&path, "users: []\n").unwrap();
+        }
+        let api: Api<DynamicObject> = Api::all_with(config.client().unwrap(), &pods());
+        assert_eq!(api.list(&ListParams::default()).unwrap().items.len(), 0);
+    }
+    assert_eq!(
+        issuer.token_hits.load(std::sync::atomic::Ordering::SeqCst),
+        2
+    );
+    assert!(
+        RECORDS
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(_, text)| text.contains("could not be written back")),
+        "the failed write-back is logged"
+    );
 
     let records = RECORDS.lock().unwrap().clone();
     assert!(

@@ -34,6 +34,10 @@ fn secrets() -> Vec<String> {
         "ARG-Q4".into(),
         "ENV-Q5".into(),
         "SERVER-PW-Q6".into(),
+        "IDTOKEN-Q7".into(),
+        "REFRESH-Q8".into(),
+        "CLIENTSECRET-Q9".into(),
+        "GCPTOKEN-Q10".into(),
         "proxyuser".into(),
         b64(testing::ADMIN_KEY_PEM),
         key_line().into(),
@@ -78,7 +82,27 @@ users:
       installHint: install kube-login
       interactiveMode: Never
       provideClusterInfo: true
+- name: oidc
+  user:
+    auth-provider:
+      name: oidc
+      config:
+        idp-issuer-url: https://issuer.example
+        client-id: kube-cli
+        client-secret: CLIENTSECRET-Q9
+        id-token: IDTOKEN-Q7
+        refresh-token: REFRESH-Q8
+- name: gcp
+  user:
+    auth-provider:
+      name: gcp
+      config:
+        access-token: GCPTOKEN-Q10
 contexts:
+- name: oidc
+  context: {{cluster: c, user: oidc}}
+- name: gcp
+  context: {{cluster: c, user: gcp}}
 - name: tok
   context: {{cluster: c, user: tok}}
 - name: basic
@@ -131,7 +155,37 @@ fn debug_of_every_configuration_type_shows_names_but_no_secret() {
     let cluster = format!("{:?}", kc.clusters[0].cluster);
     assert!(cluster.contains("proxy.example:3128"), "{cluster}");
 
-    for context in ["tok", "basic", "cert", "exec", "userinfo", "exec-userinfo"] {
+    let oidc = kc
+        .users
+        .iter()
+        .find_map(|u| u.user.auth_provider.clone())
+        .unwrap();
+    assert_debug_clean("AuthProviderConfig", &oidc);
+    let shown = format!("{oidc:?}");
+    assert!(
+        shown.contains("https://issuer.example") && shown.contains("kube-cli"),
+        "non-secret settings stay visible: {shown}"
+    );
+    // A removed provider: its configuration loads, its client is refused, and neither the
+    // configuration's Debug nor the error shows its token.
+    let options = KubeconfigOptions {
+        context: Some("gcp".into()),
+        ..Default::default()
+    };
+    let config = Config::from_kubeconfig_str(&yaml, &options).unwrap();
+    assert_debug_clean("Config (gcp)", &config);
+    let e = config.client().unwrap_err();
+    assert_no_secret("gcp error", &format!("{e} {e:?}"));
+
+    for context in [
+        "tok",
+        "basic",
+        "cert",
+        "exec",
+        "userinfo",
+        "exec-userinfo",
+        "oidc",
+    ] {
         let options = KubeconfigOptions {
             context: Some(context.into()),
             ..Default::default()

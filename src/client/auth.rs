@@ -73,6 +73,16 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
         let _ = cancel;
         Ok(())
     }
+
+    /// Whether this source can ever produce a credential: an error says why not (a
+    /// kubeconfig `auth-provider` that kubectl removed, say). [`Client::new`] refuses a
+    /// source that fails this, so such a client is never built and never sends a request.
+    /// The default accepts.
+    ///
+    /// [`Client::new`]: crate::client::Client::new
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// How requests authenticate (besides a TLS client certificate).

@@ -92,8 +92,8 @@ struct Inner {
     /// The configuration the client was built from, to rebuild TLS for a new identity.
     config: ClientConfig,
     auth: Auth,
-    impersonate_user: Option<String>,
-    impersonate_groups: Vec<String>,
+    /// The `Impersonate-*` headers every request carries.
+    impersonation: Vec<(String, String)>,
     limiter: Option<RateLimiter>,
     max_retries: u32,
     max_retry_after: Duration,
@@ -234,6 +234,9 @@ impl Client {
                 "server {shown:?} must be an http:// or https:// URL"
             )));
         }
+        if let Auth::Provider(p) = &config.auth {
+            p.check()?;
+        }
         let mut resolver = None;
         // The configured proxy, else the environment's (client-go's rules; see
         // `config::proxy`), with where it came from for messages.
@@ -271,14 +274,20 @@ impl Client {
             watch_read_margin: config.watch_read_margin,
             resolver: resolver.map(Arc::new),
             proxy: proxy
+                .as_ref()
                 .map(|(p, from)| {
-                    ureq::Proxy::new(&p).map_err(|e| {
-                        // The URL may carry credentials: never quoted with them.
-                        let shown = crate::config::redact_url(&p);
-                        Error::Config(format!("{from} {shown:?}: {e}"))
-                    })
+                    // The URL may carry credentials: never quoted with them.
+                    let shown = crate::config::redact_url(p);
+                    check_proxy_scheme(p)
+                        .map_err(|m| Error::Config(format!("{from} {shown:?}: {m}")))?;
+                    ureq::Proxy::new(p).map_err(|e| Error::Config(format!("{from} {shown:?}: {e}")))
                 })
                 .transpose()?,
+        };
+        // Connection errors say which proxy they went through (a SOCKS refusal does not).
+        let origin = match &proxy {
+            Some((p, _)) => format!("{origin} through proxy {}", crate::config::redact_url(p)),
+            None => origin,
         };
         let limiter = (config.qps > 0.0).then(|| RateLimiter::new(config.qps.into(), config.burst));
         Ok(Client {
@@ -291,8 +300,12 @@ impl Client {
                     settings: agent_settings,
                 }),
                 auth: config.auth.clone(),
-                impersonate_user: config.impersonate_user.clone(),
-                impersonate_groups: config.impersonate_groups.clone(),
+                impersonation: super::impersonate::headers(
+                    config.impersonate_user.as_deref(),
+                    config.impersonate_uid.as_deref(),
+                    &config.impersonate_groups,
+                    &config.impersonate_extra,
+                ),
                 limiter,
                 max_retries: config.max_retries,
                 max_retry_after: config.max_retry_after,
@@ -600,11 +613,8 @@ impl Client {
             if let Some(h) = self.inner.auth.header()? {
                 rb = rb.header("authorization", h.expose());
             }
-            if let Some(u) = &self.inner.impersonate_user {
-                rb = rb.header("impersonate-user", u.as_str());
-            }
-            for g in &self.inner.impersonate_groups {
-                rb = rb.header("impersonate-group", g.as_str());
+            for (name, value) in &self.inner.impersonation {
+                rb = rb.header(name.as_str(), value.as_str());
             }
             for (name, value) in out.headers {
                 rb = rb.header(name.as_str(), value.as_str());
@@ -829,6 +839,21 @@ fn server_origin(server: &str) -> String {
     match ServerUrl::parse(server) {
         Some(u) => format!("{}://{}:{}", u.scheme, u.host, u.port_or_default()),
         None => "<server with no scheme>".into(),
+    }
+}
+
+/// The proxy schemes client-go accepts: `http`, `https`, `socks5` (the proxy is given an
+/// address resolved here) and `socks5h` (the proxy resolves the name); a URL without a
+/// scheme is `http`. SOCKS4 and others are refused rather than tried.
+fn check_proxy_scheme(proxy: &str) -> std::result::Result<(), String> {
+    let Some((scheme, _)) = proxy.split_once("://") else {
+        return Ok(());
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" | "https" | "socks5" | "socks5h" => Ok(()),
+        other => Err(format!(
+            "unsupported proxy scheme {other:?} (http, https, socks5 and socks5h are)"
+        )),
     }
 }
 

@@ -4,6 +4,7 @@
 //! `testing::ApiServer` build it directly. Secrets inside are [`Secret`]s, so the derived
 //! `Debug` is safe to log.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::auth::{Auth, Secret};
@@ -62,7 +63,8 @@ pub struct ClientConfig {
     pub max_retry_after: Duration,
     /// `User-Agent` header.
     pub user_agent: String,
-    /// Proxy URL (`http://host:port`; `user:password@` allowed) for every request. `None`:
+    /// Proxy URL (`http://`, `https://`, `socks5://` or `socks5h://host:port`;
+    /// `user:password@` allowed; other schemes are refused) for every request. `None`:
     /// the environment's `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY`, by client-go's rules
     /// (see [`config`](crate::config#proxies)).
     pub proxy: Option<String>,
@@ -73,6 +75,11 @@ pub struct ClientConfig {
     pub impersonate_user: Option<String>,
     /// Act with these groups (`Impersonate-Group` headers).
     pub impersonate_groups: Vec<String>,
+    /// Act as the user with this UID (`Impersonate-Uid`; kubeconfig `as-uid`).
+    pub impersonate_uid: Option<String>,
+    /// Act with these extra user fields (`Impersonate-Extra-<key>` headers, one per value,
+    /// the key percent-escaped as client-go does; kubeconfig `as-user-extra`).
+    pub impersonate_extra: BTreeMap<String, Vec<String>>,
     /// What to do with the server's `Warning:` headers (client-go's `WarningHandler`).
     /// Default [`WarningHandler::LogOnce`]: each distinct text logged once per client at
     /// `warn` level. See [`Warning`](super::Warning).
@@ -102,6 +109,8 @@ impl std::fmt::Debug for ClientConfig {
             tls_server_name,
             impersonate_user,
             impersonate_groups,
+            impersonate_uid,
+            impersonate_extra,
             warning_handler,
         } = self;
         let redact = crate::config::redact_url;
@@ -128,6 +137,8 @@ impl std::fmt::Debug for ClientConfig {
             .field("tls_server_name", tls_server_name)
             .field("impersonate_user", impersonate_user)
             .field("impersonate_groups", impersonate_groups)
+            .field("impersonate_uid", impersonate_uid)
+            .field("impersonate_extra", impersonate_extra)
             .field("warning_handler", warning_handler)
             .finish()
     }
@@ -174,6 +185,8 @@ impl ClientConfig {
             tls_server_name: None,
             impersonate_user: None,
             impersonate_groups: Vec::new(),
+            impersonate_uid: None,
+            impersonate_extra: BTreeMap::new(),
             warning_handler: WarningHandler::default(),
         }
     }

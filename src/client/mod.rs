@@ -54,6 +54,7 @@ mod cancel;
 mod client;
 mod config;
 mod deleted;
+mod impersonate;
 mod lines;
 #[cfg(feature = "metrics")]
 pub(crate) mod observer;

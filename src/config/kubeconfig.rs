@@ -3,6 +3,7 @@
 //! Relative file paths inside a kubeconfig are resolved against that file's folder as soon as
 //! it is read, so a merged configuration never loses track of where a path came from.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -95,6 +96,10 @@ pub struct NamedUser {
     /// Its credentials.
     #[serde(default)]
     pub user: AuthInfo,
+    /// The file this entry was read from (`None` for YAML given in memory): an
+    /// `auth-provider` writes refreshed tokens back there, as kubectl does.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
 }
 
 /// Credentials. Secrets stay [`Secret`]s, so `Debug` shows none of them.
@@ -124,8 +129,69 @@ pub struct AuthInfo {
     /// Groups to impersonate.
     #[serde(rename = "as-groups", default)]
     pub impersonate_groups: Option<Vec<String>>,
+    /// UID to impersonate (`Impersonate-Uid`).
+    #[serde(rename = "as-uid")]
+    pub impersonate_uid: Option<String>,
+    /// Extra fields of the impersonated user (`Impersonate-Extra-<key>` headers).
+    #[serde(rename = "as-user-extra", default)]
+    pub impersonate_user_extra: Option<BTreeMap<String, Vec<String>>>,
     /// Exec credential plugin.
     pub exec: Option<ExecConfig>,
+    /// A built-in authentication provider (`oidc`; `gcp` and `azure` were removed from
+    /// kubectl and give an error naming the exec plugin that replaced them).
+    pub auth_provider: Option<AuthProviderConfig>,
+}
+
+/// An `auth-provider` block: the provider's name and its string settings.
+///
+/// `Debug` shows every key but the values of non-secret ones only (`idp-issuer-url`,
+/// `client-id`, `idp-certificate-authority`, `extra-scopes`); `id-token`, `refresh-token`,
+/// `client-secret` and any key not known to be harmless show as `<redacted>`.
+#[derive(Clone, Default, Deserialize)]
+pub struct AuthProviderConfig {
+    /// `oidc`, `gcp`, `azure`, ...
+    #[serde(default)]
+    pub name: String,
+    /// Its settings (`idp-issuer-url`, `client-id`, `id-token`, ...).
+    #[serde(default, deserialize_with = "null_as_empty_map")]
+    pub config: BTreeMap<String, String>,
+}
+
+/// `auth-provider` settings whose values may be shown.
+const SHOWN_PROVIDER_KEYS: [&str; 4] = [
+    "idp-issuer-url",
+    "client-id",
+    "idp-certificate-authority",
+    "extra-scopes",
+];
+
+impl std::fmt::Debug for AuthProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        struct Config<'a>(&'a BTreeMap<String, String>);
+        impl std::fmt::Debug for Config<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut m = f.debug_map();
+                for (k, v) in self.0 {
+                    if SHOWN_PROVIDER_KEYS.contains(&k.as_str()) {
+                        m.entry(k, v);
+                    } else {
+                        m.entry(k, &format_args!("<redacted>"));
+                    }
+                }
+                m.finish()
+            }
+        }
+        f.debug_struct("AuthProviderConfig")
+            .field("name", &self.name)
+            .field("config", &Config(&self.config))
+            .finish()
+    }
+}
+
+fn null_as_empty_map<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, String>, D::Error> {
+    Ok(Option::<BTreeMap<String, String>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// An exec credential plugin (`client.authentication.k8s.io/v1` or `v1beta1`).
@@ -260,6 +326,9 @@ impl Kubeconfig {
                     exec.command = c.unwrap_or_default();
                 }
             }
+        }
+        for u in &mut kc.users {
+            u.source = Some(path.to_path_buf());
         }
         kc.sources = vec![path.to_path_buf()];
         Ok(kc)

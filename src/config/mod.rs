@@ -1,9 +1,11 @@
 //! Cluster configuration: kubeconfig files (with `KUBECONFIG` merging and contexts), the
 //! in-cluster service account, and the credentials they name — by the rules kubectl and
 //! client-go follow, so any cluster kubectl reaches is reachable with the same files:
-//! CA file or data, `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`; tokens, token
-//! files (re-read when they change), client certificates (files or data; RSA, EC, PKCS#8
-//! keys), basic auth, impersonation, and exec credential plugins (tokens or certificates).
+//! CA file or data, `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url` (HTTP or
+//! SOCKS5); tokens, token files (re-read when they change), client certificates (files or
+//! data; RSA, EC, PKCS#8 keys), basic auth, impersonation (`as`, `as-uid`, `as-groups`,
+//! `as-user-extra`), exec credential plugins (tokens or certificates) and the `oidc`
+//! auth-provider (refreshed and written back to the file, as kubectl does).
 //!
 //! Three common ways to get a [`Client`]:
 //!
@@ -55,20 +57,69 @@
 //! case), except for hosts `NO_PROXY` matches (`*`, IP addresses, CIDR ranges, domains with
 //! their subdomains, `.domain` for subdomains only, optional `:port`). `localhost` and
 //! loopback addresses are never proxied — Go's rule too, kept because a remote proxy cannot
-//! reach the caller's loopback anyway. `tls-server-name` cannot be combined with a proxy;
-//! add the server to `NO_PROXY` if the environment sets one.
+//! reach the caller's loopback anyway. Proxies may be HTTP(S) or SOCKS5 (`socks5://`,
+//! `socks5h://` to let the proxy resolve the name), in `proxy-url` and in the environment
+//! alike; `ALL_PROXY` is not read (Go's rules do not read it). `tls-server-name` cannot be
+//! combined with a proxy; add the server to `NO_PROXY` if the environment sets one.
+//!
+//! # Credentials: which one wins, and never none by silence
+//!
+//! As in client-go: a `token` (else a `tokenFile`) wins over basic credentials and an
+//! `auth-provider`; `exec` and `auth-provider` together are refused; a client certificate
+//! goes with any of them. Whatever the kubeconfig asks for is either used or an error:
+//!
+//! - `auth-provider: oidc`: see [`OidcProvider`] (expiry from the id-token's `exp`, refresh
+//!   at the issuer, write-back to the file the user came from, one refresh for many
+//!   threads). With no usable token, or when the issuer fails, requests fail with
+//!   [`Error::Config`] and are not sent.
+//! - `auth-provider: gcp` / `azure` (removed from kubectl in 1.26) and unknown names: the
+//!   kubeconfig still loads, but building a client for that user fails with an error
+//!   naming the exec plugin that replaced the provider (`gke-gcloud-auth-plugin`,
+//!   `kubelogin`) — see [`UnsupportedAuthProvider`]. Loading succeeds so that a program
+//!   can still read the file or use its other contexts; the client is refused, as
+//!   client-go refuses it when it builds the transport.
+//! - `as-uid`, `as-groups` or `as-user-extra` without `as`: refused at load. kubectl drops
+//!   them silently and acts as the real user, which is not what the file asked for.
+//!
+//! # Kubeconfig fields that are ignored, and why
+//!
+//! Every field of client-go's `clientcmd/api/v1` types (`Config`, `Cluster`, `AuthInfo`,
+//! `Context`, `Preferences`, `ExecConfig`, `AuthProviderConfig`) is read, except these,
+//! none of which makes a connection less safe when ignored:
+//!
+//! - `apiVersion`, `kind` of the file: not checked (kubectl reads files without them).
+//! - `preferences` (`colors`, `extensions`): terminal output settings of kubectl.
+//! - `extensions` of the file, of clusters, users and contexts: data for other tools. The
+//!   one client-go reads, a cluster's `client.authentication.k8s.io/exec`, is handed to
+//!   exec plugins as `spec.cluster.config`; it is not passed here (plugins asking for
+//!   cluster info get the server, the CA data and `insecure-skip-tls-verify`), which a
+//!   plugin sees as a missing option, never as weaker checks.
+//! - `disable-compression` of a cluster: responses may still come gzip-compressed; this
+//!   changes bandwidth, not who can read or change the data.
+//! - The `extra-scopes` of an oidc auth-provider: deprecated; client-go does not send
+//!   them on refresh either.
+//!
+//! Fields that matter for security are all honoured or refused: `insecure-skip-tls-verify`
+//! (refused together with a CA, as in client-go), `tls-server-name` (refused together with
+//! a proxy), `certificate-authority(-data)`, `proxy-url` (schemes other than http, https,
+//! socks5 and socks5h are refused), every credential above, and `interactiveMode: Always`
+//! of an exec plugin (refused: there is no terminal).
 //!
 //! # Secrets
 //!
 //! `Debug` of everything here is safe to log: tokens, passwords and keys are
 //! [`Secret`]s; exec plugin arguments and environment values are hidden (their count and
-//! names are shown); `user:password@` in server and proxy URLs becomes `<redacted>@`, also
+//! names are shown); `auth-provider` settings show their keys, and values only for the
+//! harmless ones (issuer, client id, CA file); `user:password@` in server and proxy URLs becomes `<redacted>@`, also
 //! in error messages. Logging at `trace` is safe too once the one dependency target that
 //! dumps the bytes on the wire is filtered: see [`SENSITIVE_LOG_TARGETS`].
 
+mod auth_provider;
 mod exec;
 mod kubeconfig;
 mod logging;
+mod oidc;
+mod persist;
 mod proxy;
 mod redact;
 pub(crate) mod server_url;
@@ -80,12 +131,14 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 
+pub use auth_provider::UnsupportedAuthProvider;
 pub use exec::{ExecProvider, EXEC_TIMEOUT};
 pub use kubeconfig::{
-    AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedCluster, NamedContext,
-    NamedUser,
+    AuthInfo, AuthProviderConfig, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig,
+    NamedCluster, NamedContext, NamedUser,
 };
 pub use logging::{is_sensitive_log_target, SENSITIVE_LOG_TARGETS};
+pub use oidc::{OidcProvider, OIDC_TIMEOUT};
 pub(crate) use proxy::proxy_from_env;
 pub(crate) use redact::redact_url;
 pub use time::parse_rfc3339;
@@ -275,13 +328,13 @@ impl Config {
                 ))
             })?;
         let user_name = options.user.clone().unwrap_or(context.user.clone());
-        let user = if user_name.is_empty() {
-            AuthInfo::default()
+        let (user, user_source) = if user_name.is_empty() {
+            (AuthInfo::default(), None)
         } else {
             kc.users
                 .iter()
                 .find(|u| u.name == user_name)
-                .map(|u| u.user.clone())
+                .map(|u| (u.user.clone(), u.source.clone()))
                 .ok_or_else(|| {
                     err(format!(
                         "context {context_name:?} names user {user_name:?}, which is not defined"
@@ -295,6 +348,7 @@ impl Config {
         apply_user(
             &mut cc,
             &user,
+            (&user_name, user_source.as_deref()),
             cluster,
             &format!("kubeconfig {origin}: user {user_name:?}"),
         )?;
@@ -404,7 +458,15 @@ fn cluster_config(cluster: &Cluster, what: &str) -> Result<ClientConfig> {
     Ok(cc)
 }
 
-fn apply_user(cc: &mut ClientConfig, user: &AuthInfo, cluster: &Cluster, what: &str) -> Result<()> {
+/// Fills in `user`'s credentials; `(user_name, source)` say which entry of which file it is
+/// (an auth-provider writes refreshed tokens back there).
+fn apply_user(
+    cc: &mut ClientConfig,
+    user: &AuthInfo,
+    (user_name, source): (&str, Option<&Path>),
+    cluster: &Cluster,
+    what: &str,
+) -> Result<()> {
     let cert = match (&user.client_certificate_data, &user.client_certificate) {
         (Some(d), _) if !d.is_empty() => Some(decode_base64(
             d,
@@ -446,6 +508,15 @@ fn apply_user(cc: &mut ClientConfig, user: &AuthInfo, cluster: &Cluster, what: &
         }
         (None, None) => {}
     }
+    let provider = user
+        .auth_provider
+        .as_ref()
+        .filter(|p| !p.name.is_empty() || !p.config.is_empty());
+    if provider.is_some() && user.exec.is_some() {
+        return Err(Error::Config(format!(
+            "{what}: exec and auth-provider cannot be used together (client-go refuses this too)"
+        )));
+    }
     if let Some(t) = user.token.as_ref().filter(|t| !t.expose().is_empty()) {
         cc.auth = Auth::Bearer(t.clone());
     } else if let Some(path) = user.token_file.as_deref().filter(|p| !p.is_empty()) {
@@ -468,7 +539,31 @@ fn apply_user(cc: &mut ClientConfig, user: &AuthInfo, cluster: &Cluster, what: &
             password: user.password.clone().unwrap_or_else(|| Secret::new("")),
         };
     }
+    if let Some(p) = provider {
+        // A token or basic credentials win over an auth-provider, as in client-go (whose
+        // header is set first); but a provider that cannot work at all (gcp, azure, an
+        // unknown name, an oidc block missing its issuer) is refused whatever else is set,
+        // as client-go refuses it when building the transport.
+        let built = auth_provider::build(p, user_name, source, what);
+        if matches!(cc.auth, Auth::None) || built.check().is_err() {
+            cc.auth = Auth::Provider(built);
+        }
+    }
+    let user_set = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.is_empty());
+    let groups = user.impersonate_groups.clone().unwrap_or_default();
+    let extra = user.impersonate_user_extra.clone().unwrap_or_default();
+    if !user_set(&user.impersonate)
+        && (user_set(&user.impersonate_uid) || !groups.is_empty() || !extra.is_empty())
+    {
+        // kubectl drops these silently without `as`, so requests would go out as the real
+        // user, not as the narrower identity the file asks for: refused instead.
+        return Err(Error::Config(format!(
+            "{what}: as-uid, as-groups or as-user-extra without `as` (the user to impersonate)"
+        )));
+    }
     cc.impersonate_user = user.impersonate.clone().filter(|u| !u.is_empty());
-    cc.impersonate_groups = user.impersonate_groups.clone().unwrap_or_default();
+    cc.impersonate_uid = user.impersonate_uid.clone().filter(|u| !u.is_empty());
+    cc.impersonate_groups = groups;
+    cc.impersonate_extra = extra;
     Ok(())
 }

@@ -13,8 +13,16 @@
 //! - `localhost` and loopback addresses are never proxied (Go's rule too: a proxy cannot
 //!   reach the caller's loopback anyway).
 //!
+//! - The proxy may be `http://`, `https://`, `socks5://` (the client resolves the server's
+//!   name and gives the proxy the address) or `socks5h://` (the proxy resolves the name),
+//!   with `user:password@` (SOCKS5 username/password authentication, RFC 1929). Other
+//!   schemes (`socks4://`, ...) are refused, as client-go refuses them. `ALL_PROXY` is not
+//!   read: Go's rules do not read it either.
+//!
 //! A `proxy-url` in the kubeconfig (or [`ClientConfig::proxy`](crate::client::ClientConfig))
-//! overrides all of this.
+//! overrides all of this, with the same schemes. The TLS connection to the API server, with
+//! its certificate checks and credentials, runs through the proxy's tunnel as it would run
+//! directly; a connection error names the proxy (without its `user:password@`).
 
 use std::net::IpAddr;
 

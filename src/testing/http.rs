@@ -16,6 +16,8 @@ pub(crate) struct Request {
     pub path: String,
     pub query: HashMap<String, String>,
     pub headers: HashMap<String, String>,
+    /// Every header as sent, in order (names in lower case; a repeated header repeats).
+    pub header_list: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
@@ -62,6 +64,7 @@ pub(crate) fn read_request(r: &mut impl BufRead) -> io::Result<Option<Request>> 
         })
         .collect();
     let mut headers = HashMap::new();
+    let mut header_list = Vec::new();
     loop {
         line.clear();
         let n = r.read_line(&mut line)?;
@@ -74,7 +77,9 @@ pub(crate) fn read_request(r: &mut impl BufRead) -> io::Result<Option<Request>> 
             break;
         }
         if let Some((k, v)) = l.split_once(':') {
-            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_owned());
+            header_list.push((k.clone(), v.clone()));
+            headers.insert(k, v);
         }
     }
     if headers.contains_key("transfer-encoding") {
@@ -95,6 +100,7 @@ pub(crate) fn read_request(r: &mut impl BufRead) -> io::Result<Option<Request>> 
         path,
         query,
         headers,
+        header_list,
         body,
     }))
 }

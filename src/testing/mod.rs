@@ -195,7 +195,7 @@ mod writes;
 
 pub use faults::{Fault, Target};
 pub use resources::{is_builtin_group, ScaleSubresource, Subresources};
-pub use server::{ApiServer, ApiServerBuilder, Backup};
+pub use server::{ApiServer, ApiServerBuilder, Backup, RequestHeaders};
 pub use tls::{
     ADMIN_CERT_PEM, ADMIN_KEY_PEM, CA_PEM, OTHER_CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM,
     STRANGER_CERT_PEM, STRANGER_KEY_PEM,

@@ -24,6 +24,29 @@ use super::tls;
 use crate::api::{ApiResource, Status};
 use crate::client::{Auth, ClientConfig, Identity, Secret};
 
+/// How many requests [`ApiServer::request_headers`] keeps.
+const MAX_HEADER_LOG: usize = 10_000;
+
+/// One request as [`ApiServer::request_headers`] records it.
+#[derive(Clone, Debug)]
+pub struct RequestHeaders {
+    /// `METHOD /path?query`, as in [`ApiServer::requests`].
+    pub request: String,
+    /// Its headers in order, names in lower case (a repeated header appears repeatedly).
+    pub headers: Vec<(String, String)>,
+}
+
+impl RequestHeaders {
+    /// Every value of header `name` (lower case), in order.
+    pub fn values(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+}
+
 /// Options of an [`ApiServer`].
 #[derive(Clone, Debug)]
 pub struct ApiServerBuilder {
@@ -202,6 +225,8 @@ pub(crate) struct Shared {
     /// 504 (milliseconds; kube-apiserver: 3 s).
     pub too_large_wait_ms: AtomicU64,
     requests: Mutex<Vec<String>>,
+    /// The headers of the first [`MAX_HEADER_LOG`] requests, beside their lines.
+    request_headers: Mutex<Vec<RequestHeaders>>,
     conns: Mutex<HashMap<u64, TcpStream>>,
     next_conn: AtomicU64,
     opts: ApiServerBuilder,
@@ -279,6 +304,7 @@ impl ApiServer {
             bookmark_interval: opts.bookmark_interval,
             too_large_wait_ms: AtomicU64::new(3000),
             requests: Mutex::new(Vec::new()),
+            request_headers: Mutex::new(Vec::new()),
             conns: Mutex::new(HashMap::new()),
             next_conn: AtomicU64::new(0),
             opts,
@@ -613,6 +639,13 @@ impl ApiServer {
         self.shared.requests.lock().clone()
     }
 
+    /// Every request so far (the first 10,000) with the headers it carried, in order, names
+    /// in lower case, credentials included: for tests of what a client sends
+    /// (`Authorization`, `Impersonate-*`, ...).
+    pub fn request_headers(&self) -> Vec<RequestHeaders> {
+        self.shared.request_headers.lock().clone()
+    }
+
     /// How many requests came so far (cheaper than [`requests`](Self::requests)`.len()`:
     /// for watching a client's request rate).
     pub fn request_count(&self) -> usize {
@@ -791,6 +824,13 @@ fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
             for (i, (k, v)) in q.iter().enumerate() {
                 line.push(if i == 0 { '?' } else { '&' });
                 line.push_str(&format!("{k}={v}"));
+            }
+            let mut headers = shared.request_headers.lock();
+            if headers.len() < MAX_HEADER_LOG {
+                headers.push(RequestHeaders {
+                    request: line.clone(),
+                    headers: req.header_list.clone(),
+                });
             }
             if log.len() < 100_000 {
                 log.push(line);
