@@ -59,7 +59,8 @@ pub struct FactoryOptions {
     pub field_selector: Option<String>,
     /// Default resync period of handlers.
     pub default_resync: Duration,
-    /// Drop `managedFields` from every cached object.
+    /// Drop `managedFields` from every cached object: skipped while decoding (see
+    /// [`ReflectorConfig::strip_managed_fields`]), never decoded.
     pub strip_managed_fields: bool,
     /// Reflector settings (page size, streaming list, back-off); selectors above win.
     pub reflector: ReflectorConfig,
@@ -177,13 +178,10 @@ impl SharedInformerFactory {
             .field_selector
             .clone()
             .or(reflector.field_selector);
+        reflector.strip_managed_fields |= self.options.strip_managed_fields;
         let config = InformerConfig {
             reflector,
             default_resync: self.options.default_resync,
-            transform: self
-                .options
-                .strip_managed_fields
-                .then(super::reflector::strip_managed_fields::<K>),
             ..Default::default()
         };
         let informer = SharedIndexInformer::new(api, config);
