@@ -19,6 +19,7 @@ mod status;
 pub(crate) mod url_encoding;
 mod watch_event;
 
+pub use crate::json::decode_options::{strip_managed_fields_on_this_thread, StripGuard};
 pub use crate::json::raw_json::RawJson;
 pub use crate::json::shared_str::SharedStr;
 pub use crate::json::string_map::StringMap;

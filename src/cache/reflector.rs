@@ -580,8 +580,9 @@ impl<K: Object> Run<K> {
 
     fn run(self) {
         // Every object this reflector caches is decoded on this thread.
-        let _strip =
-            crate::json::decode_options::set_strip_managed_fields(self.config.strip_managed_fields);
+        let _strip = crate::json::decode_options::strip_managed_fields_on_this_thread(
+            self.config.strip_managed_fields,
+        );
         let new_backoff = || {
             Backoff::new(
                 self.config.backoff_initial,

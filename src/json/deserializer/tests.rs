@@ -780,9 +780,12 @@ fn managed_fields_are_skipped_in_metadata_when_the_thread_strips_them() {
     let full: Value = serde_json::from_str(json).unwrap();
     let decoded = |json: &str| -> Value { from_str(json).unwrap() };
     assert_eq!(decoded(json), full, "off: as serde_json");
-    let _strip = crate::json::decode_options::set_strip_managed_fields(true);
+    let _strip = crate::json::decode_options::strip_managed_fields_on_this_thread(true);
     let mut expected = full.clone();
-    expected["metadata"].as_object_mut().unwrap().remove("managedFields");
+    expected["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
     expected["spec"]["template"]["metadata"]
         .as_object_mut()
         .unwrap()
