@@ -948,6 +948,8 @@ impl<K: Object> Run<K> {
         self.pages_handed_over.borrow_mut().clear();
         self.fifo.finish_replace()?;
         self.listed();
+        // The list's connection would sit idle beside the watch's until the next relist.
+        self.api.client().release_idle_connections();
         Ok(())
     }
 
