@@ -171,7 +171,7 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
-mod crd;
+pub(crate) mod crd;
 mod defaults;
 mod discovery;
 mod events;
@@ -189,6 +189,7 @@ mod schema;
 mod server;
 mod store;
 mod strategic_merge;
+pub(crate) mod structural;
 mod tls;
 mod validation;
 mod writes;
