@@ -94,7 +94,12 @@ fn node(m: &Map<String, Value>, path: &str, level: Level, errors: &mut Vec<Field
             ));
         }
         if let Value::Object(ap) = ap {
-            node(ap, &format!("{path}.additionalProperties"), Level::Field, errors);
+            node(
+                ap,
+                &format!("{path}.additionalProperties"),
+                Level::Field,
+                errors,
+            );
         }
     }
     if ty == "array" && !m.contains_key("items") {

@@ -198,7 +198,10 @@ fn plural_of(kind: &str) -> String {
         && !lower.ends_with("uy");
     if consonant_y {
         format!("{}ies", &lower[..lower.len() - 1])
-    } else if ["s", "x", "z", "ch", "sh"].iter().any(|e| lower.ends_with(e)) {
+    } else if ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|e| lower.ends_with(e))
+    {
         format!("{lower}es")
     } else {
         format!("{lower}s")
@@ -211,8 +214,7 @@ fn is_dns1035_label(s: &str) -> bool {
         && s.len() <= 63
         && s.starts_with(|c: char| c.is_ascii_lowercase())
         && !s.ends_with('-')
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
@@ -405,9 +407,7 @@ impl CrdBuilder {
     }
 
     fn plural_name(&self) -> String {
-        self.plural
-            .clone()
-            .unwrap_or_else(|| plural_of(&self.kind))
+        self.plural.clone().unwrap_or_else(|| plural_of(&self.kind))
     }
 
     /// The CustomResourceDefinition as JSON, ready for
@@ -553,7 +553,12 @@ impl CrdBuilder {
             });
             let mut paths = vec![
                 ("specReplicasPath", &s.spec_replicas, ".spec.", "integer"),
-                ("statusReplicasPath", &s.status_replicas, ".status.", "integer"),
+                (
+                    "statusReplicasPath",
+                    &s.status_replicas,
+                    ".status.",
+                    "integer",
+                ),
             ];
             if let Some(l) = &s.label_selector {
                 scale["labelSelectorPath"] = l.as_str().into();

@@ -25,7 +25,11 @@ impl CrdError {
 
 impl fmt::Display for CrdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CustomResourceDefinition: {} {}", self.path, self.problem)
+        write!(
+            f,
+            "CustomResourceDefinition: {} {}",
+            self.path, self.problem
+        )
     }
 }
 

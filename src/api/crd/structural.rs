@@ -239,7 +239,10 @@ fn node(schema: Value, path: &str) -> Result<Map<String, Value>, CrdError> {
 fn branches(list: Value, path: &str, key: &str) -> Result<Vec<Value>, CrdError> {
     match list {
         Value::Array(a) => Ok(a),
-        _ => Err(CrdError::at(path, format!("has a `{key}` that is not a list"))),
+        _ => Err(CrdError::at(
+            path,
+            format!("has a `{key}` that is not a list"),
+        )),
     }
 }
 
@@ -510,7 +513,10 @@ fn combine(
         kept.push(Value::Object(branch));
     }
     m.insert("type".into(), "object".into());
-    if kept.iter().any(|b| b.as_object().is_some_and(|o| !o.is_empty())) {
+    if kept
+        .iter()
+        .any(|b| b.as_object().is_some_and(|o| !o.is_empty()))
+    {
         m.insert(key.into(), Value::Array(kept));
     }
     Ok(())

@@ -18,7 +18,10 @@ fn spec_of<T: JsonSchema>() -> Value {
         .unwrap();
     let root = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
     let problems = crate::testing::structural::check(root, "openAPIV3Schema");
-    assert!(problems.is_empty(), "not structural: {problems:?}\n{root:#}");
+    assert!(
+        problems.is_empty(),
+        "not structural: {problems:?}\n{root:#}"
+    );
     root["properties"]["spec"].clone()
 }
 
@@ -107,7 +110,9 @@ fn enums_with_data_become_one_object_with_a_variant_check() {
     #[serde(rename_all = "camelCase")]
     enum Source {
         /// From git.
-        Git { url: String },
+        Git {
+            url: String,
+        },
         Bucket(Port),
     }
     #[derive(Serialize, Deserialize, JsonSchema)]
@@ -331,7 +336,11 @@ fn the_definition_has_names_versions_subresources_and_columns() {
         .version::<WidgetSpec>("v1")
         .storage()
         .status::<WidgetStatus>()
-        .scale_subresource(".spec.replicas", ".status.replicas", Some(".status.selector"))
+        .scale_subresource(
+            ".spec.replicas",
+            ".status.replicas",
+            Some(".status.selector"),
+        )
         .printer_column(PrinterColumn::new("Replicas", "integer", ".spec.replicas").priority(1))
         .build()
         .unwrap();
@@ -347,7 +356,10 @@ fn the_definition_has_names_versions_subresources_and_columns() {
         (&v[0]["name"], &v[0]["storage"], &v[0]["served"]),
         (&json!("v1beta1"), &json!(false), &json!(true))
     );
-    assert_eq!((&v[1]["name"], &v[1]["storage"]), (&json!("v1"), &json!(true)));
+    assert_eq!(
+        (&v[1]["name"], &v[1]["storage"]),
+        (&json!("v1"), &json!(true))
+    );
     assert!(v[0].get("subresources").is_none());
     assert_eq!(
         v[1]["subresources"],
@@ -366,7 +378,10 @@ fn the_definition_has_names_versions_subresources_and_columns() {
     assert_eq!(d.resource.version, "v1");
     assert!(!d.resource.namespaced);
     assert!(d.subresources.status);
-    assert_eq!(d.subresources.scale.unwrap().spec_replicas, "/spec/replicas");
+    assert_eq!(
+        d.subresources.scale.unwrap().spec_replicas,
+        "/spec/replicas"
+    );
 }
 
 #[test]
@@ -378,7 +393,10 @@ fn the_builder_refuses_what_the_server_would() {
         "spec.group"
     );
     assert_eq!(err(widget().plural("Widgets")), "spec.names.plural");
-    assert_eq!(err(widget().version::<WidgetSpec>("v1")), "spec.versions[1].name");
+    assert_eq!(
+        err(widget().version::<WidgetSpec>("v1")),
+        "spec.versions[1].name"
+    );
     assert_eq!(
         err(widget().version::<WidgetSpec>("v2").storage().served(false)),
         "spec.versions"
@@ -388,9 +406,11 @@ fn the_builder_refuses_what_the_server_would() {
         "spec.versions[0].subresources.scale.statusReplicasPath"
     );
     assert_eq!(
-        err(widget()
-            .status::<WidgetStatus>()
-            .scale_subresource(".spec.size", ".status.replicas", None)),
+        err(widget().status::<WidgetStatus>().scale_subresource(
+            ".spec.size",
+            ".status.replicas",
+            None
+        )),
         "spec.versions[0].subresources.scale.specReplicasPath"
     );
     assert_eq!(
@@ -398,7 +418,10 @@ fn the_builder_refuses_what_the_server_would() {
         "spec.versions[0].additionalPrinterColumns[0].type"
     );
     let yaml = widget().build_yaml().unwrap();
-    assert!(yaml.starts_with("apiVersion: apiextensions.k8s.io/v1\n"), "{yaml}");
+    assert!(
+        yaml.starts_with("apiVersion: apiextensions.k8s.io/v1\n"),
+        "{yaml}"
+    );
 }
 
 #[test]
