@@ -34,6 +34,9 @@
 //!   schema: which lists are keyed (and by what) is decided by field name for built-in
 //!   resources (`containers` by `name`, `conditions` by `type`, ...) and every list of a
 //!   custom resource is atomic; a few defaults are filled in (see `defaults.rs`);
+//! - **CustomResourceDefinitions** created or replaced over HTTP are checked as
+//!   kube-apiserver checks them (structural schemas, see `structural.rs`; a 422 listing the
+//!   problems) and their resource served at once, with its schema and subresources;
 //! - **discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/G`, `/apis/G/V` and
 //!   aggregated discovery with ETags, for the built-ins of a real server and every registered
 //!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
