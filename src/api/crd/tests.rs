@@ -160,6 +160,56 @@ fn enums_with_data_become_one_object_with_a_variant_check() {
 }
 
 #[test]
+fn flattened_and_optional_enums_with_data() {
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    enum Source {
+        Git { url: String },
+        Bucket { name: String },
+    }
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Spec {
+        name: String,
+        #[serde(flatten)]
+        source: Source,
+        backup: Option<Source>,
+    }
+    let s = spec_of::<Spec>();
+    assert_eq!(s["type"], "object");
+    assert_eq!(s["properties"]["name"]["type"], "string");
+    assert_eq!(s["properties"]["git"]["type"], "object");
+    assert_eq!(s["properties"]["bucket"]["type"], "object");
+    assert_eq!(
+        s["oneOf"],
+        json!([{"required": ["git"]}, {"required": ["bucket"]}])
+    );
+    let backup = &s["properties"]["backup"];
+    assert_eq!(backup["type"], "object");
+    assert_eq!(backup["nullable"], true);
+    assert_eq!(
+        backup["oneOf"],
+        json!([{"required": ["git"]}, {"required": ["bucket"]}])
+    );
+}
+
+#[test]
+fn adjacently_tagged_enums_are_refused_by_field() {
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    #[serde(tag = "t", content = "c")]
+    enum Adjacent {
+        A(String),
+        B(u32),
+    }
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Spec {
+        x: Adjacent,
+    }
+    let e = spec_error::<Spec>();
+    assert_eq!(e.path, ".spec.x.c");
+    assert!(e.problem.contains("different schemas"), "{e}");
+}
+
+#[test]
 fn untagged_int_or_string_and_the_helpers() {
     #[derive(Serialize, Deserialize, JsonSchema)]
     #[serde(untagged)]
