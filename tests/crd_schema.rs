@@ -12,7 +12,7 @@ mod common;
 use kube_informer::api::crd::{CrdBuilder, PrinterColumn};
 use kube_informer::api::{ApiResource, DynamicObject, Status};
 use kube_informer::testing::ApiServer;
-use kube_informer::{Api, Client, PostParams};
+use kube_informer::{Api, Client, Patch, PatchParams, PostParams};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -208,4 +208,57 @@ fn a_crd_that_is_not_structural_is_refused_with_each_problem() {
         err.status().unwrap().details.as_ref().unwrap().causes[0].field,
         "metadata.name"
     );
+}
+
+#[test]
+fn a_crd_applied_server_side_is_served_and_a_patch_is_checked() {
+    let (_server, crd_api, widgets) = setup();
+    let name = generated().name();
+    crd_api
+        .patch(
+            &name,
+            &PatchParams::apply("crd-installer"),
+            &Patch::Apply(generated().build().unwrap()),
+        )
+        .unwrap();
+    let err = widgets
+        .create(&PostParams::default(), &widget("bad", json!({"size": -1})))
+        .unwrap_err();
+    assert_eq!(err.code(), Some(422), "{err}");
+
+    // A merge patch that would make the schema non-structural is refused, and changes
+    // nothing.
+    let err = crd_api
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"versions": [{"name": "v1", "served": true,
+                "storage": true, "schema": {"openAPIV3Schema": {"type": "object",
+                "properties": {"spec": {"properties": {"size": {"type": "integer"}}}}}}}]}})),
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), Some(422), "{err}");
+    assert_eq!(
+        err.status().unwrap().details.as_ref().unwrap().causes[0].field,
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].type"
+    );
+    let err = widgets
+        .create(&PostParams::default(), &widget("bad", json!({"size": -1})))
+        .unwrap_err();
+    assert_eq!(err.code(), Some(422), "{err}");
+
+    // A merge patch that loosens the schema is served at once.
+    crd_api
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"versions": [{"name": "v1", "served": true,
+                "storage": true, "schema": {"openAPIV3Schema": {"type": "object",
+                "properties": {"spec": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}}}]}})),
+        )
+        .unwrap();
+    widgets
+        .create(&PostParams::default(), &widget("free", json!({"size": -1})))
+        .unwrap();
 }

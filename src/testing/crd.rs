@@ -8,13 +8,12 @@
 //! declare a custom resource exactly as its cluster would, instead of piecing it together.
 //! Only the storage version is served (no conversion between versions).
 //!
-//! A CRD created or replaced through the API (POST or PUT of
+//! A CRD written through the API (create, update, patch or server-side apply of
 //! `customresourcedefinitions`) is checked first as kube-apiserver checks it: its name is
 //! `PLURAL.GROUP` and every version has a *structural* schema (see `structural.rs`),
 //! otherwise a 422 lists the problems; then its resource is served at once (a real server
 //! takes a moment, and sets the `Established` condition, which this one leaves to the test).
-//! Patches and server-side apply of a CRD store it without serving it anew, and deleting
-//! it leaves the resource served.
+//! Deleting it leaves the resource served.
 //!
 //! [`ApiServerBuilder::custom_resource_definition`]: super::ApiServerBuilder::custom_resource_definition
 

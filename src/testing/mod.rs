@@ -34,7 +34,7 @@
 //!   schema: which lists are keyed (and by what) is decided by field name for built-in
 //!   resources (`containers` by `name`, `conditions` by `type`, ...) and every list of a
 //!   custom resource is atomic; a few defaults are filled in (see `defaults.rs`);
-//! - **CustomResourceDefinitions** created or replaced over HTTP are checked as
+//! - **CustomResourceDefinitions** written over HTTP (create, update, patch, apply) are checked as
 //!   kube-apiserver checks them (structural schemas, see `structural.rs`; a 422 listing the
 //!   problems) and their resource served at once, with its schema and subresources;
 //! - **discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/G`, `/apis/G/V` and

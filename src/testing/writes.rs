@@ -256,7 +256,14 @@ fn patch_object(
         .unwrap_or_default();
     let patched = patch::patched(ty, &doc, &req.body)?;
     super::events::validate(t.tk, &patched)?;
+    let crd = match t.subresource {
+        None => learn(t.tk, &patched)?,
+        Some(_) => None,
+    };
     let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
+    if let (Some(d), false) = (crd, o.dry_run) {
+        super::crd::serve(&mut store, &d);
+    }
     Ok(Answer::object(&mut store, t.tk, 200, w))
 }
 
