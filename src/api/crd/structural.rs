@@ -142,9 +142,8 @@ fn node(schema: Value, path: &str) -> Result<Map<String, Value>, CrdError> {
         ));
     }
     m.retain(|k, _| KNOWN.contains(&k.as_str()) || k.starts_with("x-kubernetes-"));
-    if m.get("uniqueItems").is_some() {
-        m.remove("uniqueItems");
-    }
+    // Sets: kube-apiserver refuses `uniqueItems: true` (quadratic to check).
+    m.remove("uniqueItems");
     if let Some(f) = m.get("format").and_then(Value::as_str) {
         if !FORMATS.contains(&f) {
             m.remove("format");
@@ -224,14 +223,6 @@ fn node(schema: Value, path: &str) -> Result<Map<String, Value>, CrdError> {
         } else {
             m.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
         }
-    }
-    if m.get("type").and_then(Value::as_str) == Some("object")
-        && !m.contains_key("properties")
-        && !m.contains_key("additionalProperties")
-        && m.get("x-kubernetes-preserve-unknown-fields").is_none()
-    {
-        // An object of anything (`serde_json::Map`): kept, not pruned to `{}`.
-        m.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
     }
     Ok(m)
 }
@@ -314,6 +305,7 @@ fn additional_properties(m: &mut Map<String, Value>, path: &str) -> Result<(), C
         .and_then(Value::as_object)
         .is_some_and(|p| !p.is_empty());
     let anything = match &ap {
+        // `deny_unknown_fields`: the server prunes instead.
         Value::Bool(false) => return Ok(()),
         Value::Bool(true) => true,
         Value::Object(s) => s.is_empty(),

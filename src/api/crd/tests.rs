@@ -327,6 +327,31 @@ fn nested_structs_vecs_flatten_renames_and_skips() {
 }
 
 #[test]
+fn empty_structs_declare_no_fields() {
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Empty {}
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Strict {}
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Spec {
+        empty: Empty,
+        strict: Strict,
+    }
+    let s = spec_of::<Spec>();
+    for f in ["empty", "strict"] {
+        assert_eq!(s["properties"][f]["type"], "object", "{f}");
+        assert!(
+            s["properties"][f]
+                .get("x-kubernetes-preserve-unknown-fields")
+                .is_none(),
+            "{f}: {}",
+            s["properties"][f]
+        );
+    }
+}
+
+#[test]
 fn what_has_no_structural_form_is_refused_by_field() {
     #[derive(Serialize, Deserialize, JsonSchema)]
     enum Mixed {
