@@ -5,6 +5,8 @@
 //! What an object *is* lives here; how its bytes are read fast (the scanner, the recorded
 //! container ends, raw JSON text) lives in the decoding engine, `src/json/`.
 
+#[cfg(feature = "crd")]
+pub mod crd;
 mod dynamic;
 #[cfg(feature = "k8s-openapi")]
 mod k8s_types;
