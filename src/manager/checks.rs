@@ -18,12 +18,15 @@
 //!   [`unready_after`](super::ManagerBuilder::unready_after), 30 s by default: its cache may
 //!   be stale), `controllers` (every controller started), `leader-election` (with one: this
 //!   replica leads, or stands by cleanly — the elector runs and its last read or write of
-//!   the Lease succeeded), `shutdown` (not stopping).
+//!   the Lease succeeded), `shutdown` (not stopping); with
+//!   [`unready_when_failing`](super::ManagerBuilder::unready_when_failing) (off by default),
+//!   `reconciles` (no controller's every reconcile has failed for longer than its bound).
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::cache::InformerHealth;
+use crate::controller::ControllerHealth;
 
 /// One named check's outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,6 +145,36 @@ pub(crate) fn watches(all: &[InformerHealth], bound: Duration) -> Check {
         })
         .collect();
     Check::new("watches", (!failing.is_empty()).then(|| failing.join("; ")))
+}
+
+/// `reconciles`: no controller whose every reconcile has failed for longer than `bound`.
+pub(crate) fn reconciles(all: &[ControllerHealth], bound: Duration) -> Check {
+    let failing: Vec<String> = all
+        .iter()
+        .filter(|h| h.failing_longer_than(bound))
+        .map(|h| {
+            let last: Vec<String> = h
+                .failing_keys
+                .iter()
+                .min_by_key(|k| k.ago)
+                .map(|k| format!("{}: {}", k.key, k.message))
+                .into_iter()
+                .collect();
+            format!(
+                "controller {}: every reconcile has failed for {:.0}s ({} in a row, {} keys failing, more than {:?} allowed; last error: {})",
+                h.name,
+                h.failing_for.unwrap_or_default().as_secs_f64(),
+                h.consecutive_failures,
+                h.failing_keys.len(),
+                bound,
+                last.first().map_or("unknown", String::as_str)
+            )
+        })
+        .collect();
+    Check::new(
+        "reconciles",
+        (!failing.is_empty()).then(|| failing.join("; ")),
+    )
 }
 
 #[cfg(test)]
