@@ -639,3 +639,50 @@ fn a_failing_reconcile_is_seen_in_health_and_readiness() {
     assert!(manager.readiness().only("reconciles").is_none());
     manager.stop().unwrap();
 }
+
+#[cfg(feature = "metrics")]
+#[test]
+fn filtered_updates_and_failing_keys_are_exported() {
+    let server = ApiServer::builder().resource(&configmaps()).start();
+    for name in ["a", "bad"] {
+        server
+            .create(
+                &configmaps(),
+                json!({"metadata": {"name": name, "namespace": "lab"}, "data": {"n": "0"}}),
+            )
+            .unwrap();
+    }
+    let factory = SharedInformerFactory::new(Client::new(server.client_config()).unwrap());
+    let controller = Controller::builder("cms-ctl", factory.dynamic_informer(&configmaps()))
+        .filter(EventFilter::resource_version_changed().and(EventFilter::labels_changed()))
+        .run(|key: &str| -> Result<Action, String> {
+            if key == "lab/bad" {
+                return Err("no".into());
+            }
+            Ok(Action::Done)
+        })
+        .unwrap();
+    let metrics = kube_informer::metrics::Metrics::new();
+    metrics.register_controller(&controller);
+    server
+        .patch(
+            &configmaps(),
+            Some("lab"),
+            "a",
+            &json!({"data": {"n": "1"}}),
+        )
+        .unwrap();
+    wait_until("the update filtered", || controller.stats().filtered == 1);
+    wait_until("lab/bad failing", || {
+        !controller.health().failing_keys.is_empty()
+    });
+    let text = metrics.encode();
+    for want in [
+        r#"kube_informer_controller_filtered_updates_total{controller="cms-ctl"} 1"#,
+        r#"kube_informer_controller_failing_keys{controller="cms-ctl"} 1.0"#,
+    ] {
+        assert!(text.lines().any(|l| l == want), "{want} not in\n{text}");
+    }
+    controller.stop();
+    factory.shutdown();
+}

@@ -52,7 +52,15 @@
 //! again after `d`; an error, or a panic (caught on the worker), retries with the queue's
 //! rate limiter (per-key exponential back-off). Either way the key is marked done, so it
 //! never stays in the queue's `processing` set, and a key added again while its reconcile
-//! was running is reconciled again afterwards. [`Controller::stats`] counts them.
+//! was running is reconciled again afterwards. [`Controller::stats`] counts them;
+//! [`Controller::health`] names the last error of every key whose last reconcile failed, and
+//! how long every reconcile has failed (the [`Manager`](crate::manager::Manager)'s opt-in
+//! readiness check `reconciles` reads it).
+//!
+//! # Keys
+//!
+//! A key is `namespace/name`, or `name` for a cluster-scoped object; [`split_key`] splits
+//! it back (`(Option<&str>, &str)`, what [`Lister::get`](crate::cache::Lister::get) takes).
 
 #[allow(clippy::module_inception)]
 pub(crate) mod controller;

@@ -32,7 +32,7 @@ use crate::controller::ControllerHealth;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Check {
     /// The check's name (`ping`, `informer-sync`, `watches`, `controllers`,
-    /// `leader-election`, `shutdown`).
+    /// `leader-election`, `shutdown`, and `reconciles` when asked for).
     pub name: &'static str,
     /// `None` when it passed; why it failed otherwise.
     pub failure: Option<String>,
@@ -180,6 +180,39 @@ pub(crate) fn reconciles(all: &[ControllerHealth], bound: Duration) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reconciles_names_a_controller_failing_longer_than_the_bound() {
+        let health = |failing_for: Option<Duration>| ControllerHealth {
+            name: "web".into(),
+            stats: Default::default(),
+            failing_for,
+            consecutive_failures: 7,
+            failing_keys: vec![crate::controller::KeyError {
+                key: "lab/web".into(),
+                message: "forbidden".into(),
+                panicked: false,
+                failures: 7,
+                ago: Duration::from_secs(1),
+            }],
+        };
+        let bound = Duration::from_secs(60);
+        assert_eq!(reconciles(&[health(None)], bound).failure, None);
+        assert_eq!(
+            reconciles(&[health(Some(Duration::from_secs(30)))], bound).failure,
+            None
+        );
+        let why = reconciles(&[health(Some(Duration::from_secs(90)))], bound)
+            .failure
+            .unwrap();
+        assert!(
+            why.starts_with(
+                "controller web: every reconcile has failed for 90s (7 in a row, 1 keys failing"
+            ),
+            "{why}"
+        );
+        assert!(why.ends_with("last error: lab/web: forbidden)"), "{why}");
+    }
 
     #[test]
     fn prints_like_kube_apiserver_verbose() {
