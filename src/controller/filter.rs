@@ -8,41 +8,8 @@
 //! [`owns_filtered`](super::ControllerBuilder::owns_filtered) and
 //! [`watches_filtered`](super::ControllerBuilder::watches_filtered).
 //!
-//! # What a filter sees, and what always passes
-//!
-//! A filter judges **updates only**, as `(old, new)`. These always pass, whatever the filter:
-//! - **adds**, the initial list included;
-//! - **deletes**, tombstones included (a deletion missed while disconnected): a filter can
-//!   never lose a delete;
-//! - **resyncs**: the informer handing its cached object again (the same object as `old` and
-//!   `new`), so a resync period set on the informer still reconciles everything.
-//!
-//! A relist (after a watch expired) delivers every listed object as an update from the
-//! cached state: one that did not change has the same `resourceVersion` and generation, and
-//! is judged like any update ([`resource_version_changed`](EventFilter::resource_version_changed)
-//! and [`generation_changed`](EventFilter::generation_changed) drop it). A handler that falls
-//! behind past its channel's bound merges an object's pending updates into one (see
-//! [`cache`](crate::cache)): the filter then judges the merged update, from the oldest
-//! `old` to the newest `new`, so no change is judged away by being merged.
-//!
-//! Dropped updates are counted: [`ControllerStats::filtered`](super::ControllerStats::filtered),
-//! and `kube_informer_controller_filtered_updates_total` with the `metrics` feature.
-//!
-//! # The stock filters
-//!
-//! | filter | passes an update when | typical use |
-//! |---|---|---|
-//! | [`generation_changed`](EventFilter::generation_changed) | `metadata.generation` changed (objects without one, such as ConfigMaps, always pass) | skip status-only writes |
-//! | [`labels_changed`](EventFilter::labels_changed) | the labels changed | |
-//! | [`annotations_changed`](EventFilter::annotations_changed) | the annotations changed | |
-//! | [`finalizers_changed`](EventFilter::finalizers_changed) | the finalizers changed | finalizer-driven cleanup |
-//! | [`deletion_started`](EventFilter::deletion_started) | `deletionTimestamp` was set by this update | |
-//! | [`resource_version_changed`](EventFilter::resource_version_changed) | `resourceVersion` changed | skip relists of unchanged objects |
-//!
-//! Combine them with [`any`](EventFilter::any) / [`or`](EventFilter::or) and
-//! [`all`](EventFilter::all) / [`and`](EventFilter::and); calling `filter` twice on a builder
-//! requires both. A typical operator filters its primary with
-//! `generation_changed().or(labels_changed()).or(deletion_started())`.
+//! The rules (what a filter sees, what always passes, the stock filters) are on
+//! [`EventFilter`], where users read them.
 
 use std::sync::Arc;
 
@@ -50,8 +17,46 @@ use crate::api::{Meta, Object};
 
 type Judge<K> = Arc<dyn Fn(&K, &K) -> bool + Send + Sync>;
 
-/// Decides which updates `(old, new)` of an object pass on to the controller's queue; adds,
-/// deletes and resyncs always pass (see the [module docs](self)).
+/// Decides which updates `(old, new)` of an object pass on to the controller's queue.
+///
+/// # What a filter sees, and what always passes
+///
+/// A filter judges **updates only**, as `(old, new)`. These always pass, whatever the filter:
+/// - **adds**, the initial list included;
+/// - **deletes**, tombstones included (a deletion missed while disconnected): a filter can
+///   never lose a delete;
+/// - **resyncs**: the informer handing its cached object again (the same object as `old` and
+///   `new`), so a resync period set on the informer still reconciles everything.
+///
+/// A relist (after a watch expired) delivers every listed object as an update from the
+/// cached state: one that did not change has the same `resourceVersion` and generation, and
+/// is judged like any update ([`resource_version_changed`](EventFilter::resource_version_changed)
+/// and [`generation_changed`](EventFilter::generation_changed) drop it). A handler that falls
+/// behind past its channel's bound merges an object's pending updates into one (see
+/// [`cache`](crate::cache)): the filter then judges the merged update, from the oldest
+/// `old` to the newest `new`, so no change is judged away by being merged (a resync merged
+/// into a pending update is judged with that update).
+///
+/// Dropped updates are counted: [`ControllerStats::filtered`](super::ControllerStats::filtered),
+/// and `kube_informer_controller_filtered_updates_total` with the `metrics` feature.
+///
+/// # The stock filters
+///
+/// | filter | passes an update when | typical use |
+/// |---|---|---|
+/// | [`generation_changed`](EventFilter::generation_changed) | `metadata.generation` changed (objects without one, such as ConfigMaps, always pass) | skip status-only writes |
+/// | [`labels_changed`](EventFilter::labels_changed) | the labels changed | |
+/// | [`annotations_changed`](EventFilter::annotations_changed) | the annotations changed | |
+/// | [`finalizers_changed`](EventFilter::finalizers_changed) | the finalizers changed | finalizer-driven cleanup |
+/// | [`deletion_started`](EventFilter::deletion_started) | `deletionTimestamp` was set by this update | |
+/// | [`resource_version_changed`](EventFilter::resource_version_changed) | `resourceVersion` changed | skip relists of unchanged objects |
+///
+/// Combine them with [`any`](EventFilter::any) / [`or`](EventFilter::or) and
+/// [`all`](EventFilter::all) / [`and`](EventFilter::and); calling `filter` twice on a builder
+/// requires both. A typical operator filters its primary with
+/// `generation_changed().or(labels_changed()).or(deletion_started())`.
+///
+/// # Example
 ///
 /// ```
 /// use kube_informer::api::{DynamicObject, Meta};

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-/// At most this many failing keys are remembered per controller (see the module docs).
+/// At most this many failing keys are remembered per controller: past it, the key whose
+/// last failure is the oldest is forgotten. A key's entry is also dropped when a reconcile
+/// of it succeeds and when its primary object is deleted.
 pub const MAX_FAILING_KEYS: usize = 1024;
 
 /// A snapshot of a controller's reconcile counters ([`Controller::stats`](super::Controller::stats)).
