@@ -177,8 +177,13 @@ impl Shared {
         *phase != Phase::Running
     }
 
+    /// Bounded: the stop holds the list while it stops the controllers (a probe then gets
+    /// none; the `shutdown` check says why).
     fn controllers_health(&self) -> Vec<ControllerHealth> {
-        self.controllers.lock().iter().map(|c| c.health()).collect()
+        match self.controllers.try_lock_for(Duration::from_millis(200)) {
+            Some(list) => list.iter().map(|c| c.health()).collect(),
+            None => Vec::new(),
+        }
     }
 
     fn liveness(&self) -> Report {
