@@ -40,7 +40,8 @@ use crate::client::Client;
 use crate::controller::controller::Spawner;
 use crate::controller::leader_election::ElectorStatus;
 use crate::controller::{
-    Action, Controller, ControllerBuilder, LeaderCallbacks, LeaderElectionConfig, LeaderElector,
+    Action, Controller, ControllerBuilder, ControllerHealth, LeaderCallbacks, LeaderElectionConfig,
+    LeaderElector,
 };
 use crate::error::{Error, Result};
 use crate::thread_name::thread_name;
@@ -48,6 +49,7 @@ use crate::thread_name::thread_name;
 /// A controller, its type erased.
 trait Managed: Send {
     fn spawner(&self) -> Option<Spawner>;
+    fn health(&self) -> ControllerHealth;
     fn wake(&self);
     fn stop(self: Box<Self>);
     #[cfg(feature = "metrics")]
@@ -57,6 +59,9 @@ trait Managed: Send {
 impl<K: Object> Managed for Controller<K> {
     fn spawner(&self) -> Option<Spawner> {
         Controller::spawner(self).cloned()
+    }
+    fn health(&self) -> ControllerHealth {
+        Controller::health(self)
     }
     fn wake(&self) {
         self.wake_workers();
@@ -84,6 +89,7 @@ pub struct ManagerBuilder {
     grace: Duration,
     unready_after: Duration,
     unhealthy_after: Duration,
+    unready_when_failing: Option<Duration>,
     #[cfg(feature = "probes")]
     probe_addr: Option<String>,
     #[cfg(feature = "metrics")]
@@ -145,6 +151,7 @@ struct Shared {
     workers_stop: Arc<AtomicBool>,
     unready_after: Duration,
     unhealthy_after: Duration,
+    unready_when_failing: Option<Duration>,
     election: bool,
 }
 
@@ -168,6 +175,15 @@ impl Shared {
             self.changed.wait_for(&mut phase, d);
         }
         *phase != Phase::Running
+    }
+
+    /// Bounded: the stop holds the list while it stops the controllers (a probe then gets
+    /// none; the `shutdown` check says why).
+    fn controllers_health(&self) -> Vec<ControllerHealth> {
+        match self.controllers.try_lock_for(Duration::from_millis(200)) {
+            Some(list) => list.iter().map(|c| c.health()).collect(),
+            None => Vec::new(),
+        }
     }
 
     fn liveness(&self) -> Report {
@@ -195,6 +211,9 @@ impl Shared {
             checks::watches(&all, self.unready_after),
             Check::new("controllers", controllers),
         ];
+        if let Some(bound) = self.unready_when_failing {
+            checks.push(checks::reconciles(&self.controllers_health(), bound));
+        }
         if self.election {
             let status = self.elector_status.lock().clone();
             let failure = match status {
@@ -309,11 +328,17 @@ impl Manager {
             grace: Duration::from_secs(30),
             unready_after: Duration::from_secs(30),
             unhealthy_after: Duration::from_secs(300),
+            unready_when_failing: None,
             #[cfg(feature = "probes")]
             probe_addr: None,
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::Metrics::new(),
         }
+    }
+
+    /// Every started controller's health (its counters and failing keys), in the order added.
+    pub fn controllers_health(&self) -> Vec<ControllerHealth> {
+        self.shared.controllers_health()
     }
 
     /// The informer factory every controller's informers should come from.
@@ -508,6 +533,19 @@ impl ManagerBuilder {
         self
     }
 
+    /// Adds the readiness check `reconciles`: it fails while some controller's every
+    /// reconcile has failed for longer than `bound` (since its first failure after the last
+    /// reconcile that succeeded, or after the start; see
+    /// [`ControllerHealth::failing_for`]), naming the controller and its last errors. Off by
+    /// default: a controller whose only objects are invalid fails every reconcile while the
+    /// process is fine, and readiness gates Service endpoints and rollouts. Turn it on (5
+    /// minutes is a fair bound) when a controller that fails everything should stop a
+    /// rollout: a new version missing an RBAC rule, say.
+    pub fn unready_when_failing(mut self, bound: Duration) -> Self {
+        self.unready_when_failing = Some(bound);
+        self
+    }
+
     /// Serves `/healthz`, `/livez`, `/readyz` (and `/metrics` with the `metrics` feature) on
     /// `addr` (`HOST:PORT`; port 0 picks one, see [`Manager::probe_addr`]).
     #[cfg(feature = "probes")]
@@ -547,6 +585,7 @@ impl ManagerBuilder {
             workers_stop: Arc::new(AtomicBool::new(false)),
             unready_after: self.unready_after,
             unhealthy_after: self.unhealthy_after,
+            unready_when_failing: self.unready_when_failing,
             election: self.election.is_some(),
         });
         #[cfg(feature = "metrics")]
