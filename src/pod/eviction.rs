@@ -34,8 +34,9 @@ impl<K: Object> Api<K> {
     /// use kube_informer::{Api, Client, DeleteParams};
     ///
     /// let server = ApiServer::start();
-    /// server.add_pod("lab", "web-1", &["app"]);
-    /// server.add_pod("lab", "web-2", &["app"]);
+    /// for name in ["web-1", "web-2"] {
+    ///     server.add_pod_on("lab", name, "node-1", serde_json::json!({"metadata": {"labels": {"app": "web"}}}));
+    /// }
     /// let pdbs = ApiResource::new("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true);
     /// server.create(&pdbs, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},
     ///     "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})).unwrap();
