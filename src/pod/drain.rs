@@ -1,29 +1,6 @@
 //! Draining a node with kubectl's rules (`k8s.io/kubectl/pkg/drain`), blocking.
 //!
-//! [`drain_node`] does what `kubectl drain` does, in its order:
-//!
-//! 1. **cordon**: `spec.unschedulable: true` (a strategic merge patch, as kubectl sends);
-//! 2. **list** the node's pods (`fieldSelector=spec.nodeName=NODE`, all namespaces, paged);
-//! 3. **filter** each pod through kubectl's filters, in kubectl's order, the last verdict
-//!    winning: a pod being deleted is kept (waited for); a pod whose controller is a
-//!    DaemonSet is refused unless `ignore_daemonsets` (then skipped with a warning; a
-//!    finished one is deleted; one whose DaemonSet is gone is deleted with `force`); a
-//!    mirror pod (annotation `kubernetes.io/config.mirror`) is skipped; a running pod with
-//!    an `emptyDir` volume is refused unless `delete_emptydir_data`; a running pod without a
-//!    controller is refused unless `force`. Completed pods (`Succeeded`/`Failed`) pass the
-//!    emptyDir and controller rules, as in kubectl. Any refusal stops the drain before
-//!    anything is evicted (the node stays cordoned), and is reported with kubectl's words
-//!    ("cannot delete Pods that declare no controller (use --force to override): ns/a");
-//! 4. **evict** each pod (`policy/v1` Eviction; a plain delete with `disable_eviction`),
-//!    all in turn rather than one after another: a pod a PodDisruptionBudget protects (429)
-//!    is tried again every `eviction_retry_delay` (kubectl: 5 s) until `timeout`, while the
-//!    others go ahead;
-//! 5. **wait** for each evicted pod to be gone **by UID** (a pod of the same name created
-//!    since by its controller does not count), polling every `poll_interval`.
-//!
-//! Every wait is bounded by `timeout` (none: until done, as kubectl's default 0) and ends at
-//! once when the client's [`Cancel`](crate::client::Cancel) token fires. The outcome is a
-//! [`DrainReport`], with what was cordoned, evicted, skipped, refused, retried and left.
+//! See [`drain_node`] for the rules, in kubectl's order.
 
 use std::time::{Duration, Instant};
 
@@ -344,9 +321,34 @@ fn list_node_pods(client: &Client, node: &str, o: &DrainOptions) -> Result<Vec<V
     }
 }
 
-/// Drains `node` with kubectl's rules (see the [module docs](self)). Errors are the
-/// requests that failed outright (the node missing, the list refused, a cancelled client);
-/// what the rules refused and how each pod fared is in the [`DrainReport`].
+/// Drains `node`: what `kubectl drain` does, in its order:
+///
+/// 1. **cordon**: `spec.unschedulable: true` (a strategic merge patch, as kubectl sends);
+/// 2. **list** the node's pods (`fieldSelector=spec.nodeName=NODE`, all namespaces, paged);
+/// 3. **filter** each pod through kubectl's filters, in kubectl's order, the last verdict
+///    winning: a pod being deleted is kept (waited for); a pod whose controller is a
+///    DaemonSet is refused unless `ignore_daemonsets` (then skipped with a warning; a
+///    finished one is deleted; one whose DaemonSet is gone is deleted with `force`); a
+///    mirror pod (annotation `kubernetes.io/config.mirror`) is skipped; a running pod with
+///    an `emptyDir` volume is refused unless `delete_emptydir_data`; a running pod without a
+///    controller is refused unless `force`. Completed pods (`Succeeded`/`Failed`) pass the
+///    emptyDir and controller rules, as in kubectl. Any refusal stops the drain before
+///    anything is evicted (the node stays cordoned), and is reported with kubectl's words
+///    ("cannot delete Pods that declare no controller (use --force to override): ns/a");
+/// 4. **evict** each pod (`policy/v1` Eviction; a plain delete with `disable_eviction`),
+///    all in turn rather than one after another: a pod a PodDisruptionBudget protects (429)
+///    is tried again every `eviction_retry_delay` (kubectl: 5 s) until `timeout`, while the
+///    others go ahead;
+/// 5. **wait** for each evicted pod to be gone **by UID** (a pod of the same name created
+///    since by its controller does not count), polling every `poll_interval`.
+///
+/// Every wait is bounded by `timeout` (none: until done, as kubectl's default 0) and ends at
+/// once when the client's [`Cancel`](crate::client::Cancel) token fires. The outcome is a
+/// [`DrainReport`], with what was cordoned, evicted, skipped, refused, retried and left.
+///
+/// Errors are the requests that failed outright (the node missing, the list refused, a
+/// cancelled client); what the rules refused and how each pod fared is in the
+/// [`DrainReport`].
 ///
 /// ```
 /// use kube_informer::pod::{drain_node, DrainOptions};

@@ -10,7 +10,13 @@
 
 use crate::api::Status;
 
-/// A pod request's failure that names what to choose (see the [module docs](self)).
+/// A pod request's failure that names what to choose.
+///
+/// kube-apiserver says these in prose (`400 BadRequest` with a message, `204 No Content`,
+/// `429 TooManyRequests` with a `DisruptionBudget` cause); [`PodError::from_status`] reads
+/// the captured wordings, and [`Error::Pod`](crate::Error::Pod) carries the result with the
+/// server's `Status`: match on the variant (list the containers, retry the eviction)
+/// instead of on text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PodError {
