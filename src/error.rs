@@ -60,6 +60,17 @@ pub enum Error {
     Config(String),
     /// A bad argument: an invalid selector, name or parameter.
     InvalidInput(String),
+    /// A pod request failed on a choice the caller has to make (which container, a pod not
+    /// yet scheduled, an eviction a PodDisruptionBudget refuses for now): see
+    /// [`PodError`](crate::pod::PodError).
+    Pod {
+        /// The request.
+        request: String,
+        /// What to choose.
+        error: crate::pod::PodError,
+        /// The server's Status (`None` for a `204` with no body: a pod not scheduled).
+        status: Option<Box<Status>>,
+    },
     /// The request was given up because its client's [`Cancel`](crate::client::Cancel)
     /// token fired (the informer or reflector making it is stopping).
     Cancelled {
@@ -73,6 +84,18 @@ impl Error {
     pub fn status(&self) -> Option<&Status> {
         match self {
             Error::Api { status, .. } => Some(status),
+            Error::Pod {
+                status: Some(status),
+                ..
+            } => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The [`PodError`](crate::pod::PodError) of a pod request that named a choice.
+    pub fn pod_error(&self) -> Option<&crate::pod::PodError> {
+        match self {
+            Error::Pod { error, .. } => Some(error),
             _ => None,
         }
     }
@@ -150,6 +173,9 @@ impl Error {
         match self {
             Error::Transport { .. } | Error::Io { .. } => true,
             Error::Api { status, .. } => status.code == 429 || status.code >= 500,
+            Error::Pod { error, .. } => {
+                matches!(error, crate::pod::PodError::DisruptionBudget { .. })
+            }
             _ => false,
         }
     }
@@ -213,6 +239,7 @@ impl fmt::Display for Error {
             } => write!(f, "{request}: watch line {line}: {message}"),
             Error::Config(m) => write!(f, "configuration: {m}"),
             Error::InvalidInput(m) => write!(f, "invalid input: {m}"),
+            Error::Pod { request, error, .. } => write!(f, "{request}: {error}"),
             Error::Cancelled { request } => write!(f, "{request}: cancelled"),
         }
     }

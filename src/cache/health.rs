@@ -191,6 +191,7 @@ pub(crate) fn error_kind(e: &Error) -> String {
         Error::WatchLine { .. } => "watch_line".into(),
         Error::Config(_) => "config".into(),
         Error::InvalidInput(_) => "invalid_input".into(),
+        Error::Pod { .. } => "pod".into(),
         Error::Cancelled { .. } => "cancelled".into(),
     }
 }

@@ -80,6 +80,7 @@ pub use lines::Lines;
 pub use params::{percent_decode, ListParams, WatchParams};
 pub use patch::{escape_pointer_token, pointer, Patch, PatchOperation};
 pub use rate_limit::{RateLimiter, RateLimiterStats};
+pub(crate) use request::Streamed;
 pub use request::{Request, Response};
 pub use retry::{retry_on_conflict, RetryBackoff};
 pub use scale::{Scale, ScaleSpec, ScaleStatus};

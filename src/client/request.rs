@@ -270,6 +270,34 @@ impl Request {
     }
 }
 
+/// A 2xx answer whose body is read as it comes, on a connection of its own (pod logs).
+pub(crate) struct Streamed {
+    pub(crate) status: u16,
+    pub(crate) body: ureq::BodyReader<'static>,
+    pub(crate) canceller: WatchCanceller,
+    pub(crate) request: String,
+}
+
+impl Request {
+    /// Sends the request and hands back a 2xx answer's status and its body unread, as
+    /// [`lines`](Self::lines) does but without the line framing (a pod's log has lines of
+    /// its own rules: blank ones count, long ones are split).
+    pub(crate) fn stream(self) -> Result<Streamed> {
+        self.check()?;
+        let request = self.describe();
+        let agent = self.client.watch_agent(None, self.idle, &request)?;
+        let attached = self.client.attach(&agent, &request)?;
+        let res = self.client.send(&agent, &self.outgoing(Bound::Agent))?;
+        let canceller = WatchCanceller::new(agent, attached, self.client.cancel_token().cloned());
+        Ok(Streamed {
+            status: res.status().as_u16(),
+            body: res.into_body().into_reader(),
+            canceller,
+            request,
+        })
+    }
+}
+
 /// A 2xx answer read whole: status, headers, body bytes and the server's warnings.
 #[derive(Clone)]
 pub struct Response {

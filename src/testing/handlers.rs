@@ -153,6 +153,20 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         );
         return outcome(write_status(peer, &st, &[]));
     };
+    // Pod subresources that are not objects: logs and evictions (their own files).
+    if let (true, Some(ns), Some(name)) = (
+        route.tk.group.is_empty() && route.tk.plural == "pods",
+        route.namespace.as_deref(),
+        route.name.as_deref(),
+    ) {
+        match (req.method.as_str(), route.subresource.as_deref()) {
+            ("GET", Some("log")) => return super::pod_logs::serve(req, ns, name, peer, shared),
+            ("POST", Some("eviction")) => {
+                return super::eviction::serve(req, ns, name, peer, shared)
+            }
+            _ => {}
+        }
+    }
     let kind = match (req.method.as_str(), &route.name) {
         ("GET", Some(_)) => Target::Get,
         ("GET", None) if req.flag("watch") => Target::Watch,

@@ -42,6 +42,11 @@
 //!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
 //! - **auth**: bearer tokens, basic auth, TLS with client certificates (401 with the real
 //!   Status body otherwise);
+//! - **pod logs and evictions** (`pod_logs.rs`, `eviction.rs`): `pods/{name}/log` as the
+//!   captures show it, from a container log the test writes ([`ApiServer::append_log`],
+//!   [`ApiServer::terminate_container`], [`ApiServer::drop_log_streams`] for a kubelet
+//!   restart), and `pods/{name}/eviction` honouring PodDisruptionBudgets; pods and nodes in
+//!   one call ([`ApiServer::add_pod`], [`ApiServer::add_pod_on`], [`ApiServer::add_node`]);
 //! - **faults** ([`Fault`], [`Target`]): error statuses (with `Retry-After`), connections
 //!   dropped after N events or bytes, garbage lines, stalls; [`ApiServer::compact`] for
 //!   expiry, [`ApiServer::disconnect_all`] for dropped connections,
@@ -167,6 +172,8 @@
 //! - `events.k8s.io/v1` and `core/v1` Events are stored apart: each API lists only the
 //!   Events written through it (the real server serves one set through both); the eventTime
 //!   check is not made for a server-side apply.
+//! - An allowed eviction deletes the pod at once (grace period 0: the stand-in kubelet is
+//!   quick), so a drain never waits on a Terminating pod here.
 //! - Namespaces are not objects that must exist (see `patch.rs` for apply's exception).
 
 // The test server passes `Status` bodies around by value: they are what it answers with,
@@ -178,6 +185,7 @@ pub(crate) mod crd;
 mod defaults;
 mod discovery;
 mod events;
+mod eviction;
 mod faults;
 mod handlers;
 mod http;
@@ -185,6 +193,8 @@ mod json_patch;
 mod managed_fields;
 mod metadata;
 mod patch;
+mod pod_logs;
+mod pods;
 mod read_versions;
 mod resources;
 mod scale;

@@ -230,6 +230,8 @@ pub(crate) struct Shared {
     conns: Mutex<HashMap<u64, TcpStream>>,
     next_conn: AtomicU64,
     opts: ApiServerBuilder,
+    /// The containers' logs (`pod_logs.rs`).
+    pub pod_logs: super::pod_logs::PodLogs,
 }
 
 impl Shared {
@@ -308,6 +310,7 @@ impl ApiServer {
             conns: Mutex::new(HashMap::new()),
             next_conn: AtomicU64::new(0),
             opts,
+            pod_logs: Default::default(),
         });
         let workers: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let tls_config = shared
@@ -656,6 +659,11 @@ impl ApiServer {
     /// for watching a client's request rate).
     pub fn request_count(&self) -> usize {
         self.shared.requests.lock().len()
+    }
+
+    /// The state the request handlers share (for the pod helpers of sibling files).
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     /// Stops accepting, drops every connection and joins every thread.

@@ -357,7 +357,8 @@ fn guess_kind(plural: &str) -> String {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Filter {
     pub labels: LabelSelector,
-    /// `(field, value, equal)` for `metadata.name` and `metadata.namespace`.
+    /// `(field, value, equal)` for `metadata.name`, `metadata.namespace`, and the pod
+    /// fields `spec.nodeName` and `status.phase` (an absent field reads as "").
     pub fields: Vec<(String, String, bool)>,
 }
 
@@ -385,7 +386,10 @@ impl Filter {
                 ));
             };
             let field = field.trim();
-            if field != "metadata.name" && field != "metadata.namespace" {
+            if !matches!(
+                field,
+                "metadata.name" | "metadata.namespace" | "spec.nodeName" | "status.phase"
+            ) {
                 return Err(Status::failure(
                     400,
                     "BadRequest",
@@ -407,12 +411,23 @@ impl Filter {
     pub fn matches(&self, o: &StoredObject) -> bool {
         self.labels.matches(&o.labels)
             && self.fields.iter().all(|(f, v, eq)| {
-                let actual = if f == "metadata.name" {
-                    &o.name
-                } else {
-                    &o.namespace
+                let actual = match f.as_str() {
+                    "metadata.name" => o.name.clone(),
+                    "metadata.namespace" => o.namespace.clone(),
+                    other => {
+                        // A pod field: read from the stored JSON (tests only, small stores).
+                        let pointer = format!("/{}", other.replace('.', "/"));
+                        serde_json::from_str::<serde_json::Value>(&o.json)
+                            .ok()
+                            .and_then(|j| {
+                                j.pointer(&pointer)
+                                    .and_then(|x| x.as_str())
+                                    .map(str::to_owned)
+                            })
+                            .unwrap_or_default()
+                    }
                 };
-                (actual == v) == *eq
+                (actual == *v) == *eq
             })
     }
 }

@@ -1,4 +1,4 @@
-//! A tiny `kubectl get`, built from the four client kinds of client-go:
+//! `kubectl get` (`cargo run --example kubectl -- get ...`), built from the four client kinds of client-go:
 //!
 //! - **discovery** (`Discovery`, `RestMapper`): `RESOURCE` may be a plural (`pods`), a
 //!   singular (`pod`), a short name (`po`, `deploy`, or a custom resource's own, `wdg`), a kind
@@ -15,7 +15,7 @@
 //!   `Api<PartialObjectMetadata>` (the server sends metadata only);
 //! - the **typed clients**: with the `k8s-openapi` cargo feature, pods, configmaps,
 //!   namespaces, nodes and deployments are listed through `Api<k8s_openapi::...>` (see
-//!   `typed_list`; `cargo run --example get --features k8s-openapi,k8s-openapi/v1_35 -- po`);
+//!   `typed_list`; `cargo run --example kubectl --features k8s-openapi,k8s-openapi/v1_35 -- get po`);
 //!   every other resource through the dynamic client.
 //!
 //! `--watch` (`-w`) then prints each change through a shared informer (dynamic, or metadata
@@ -23,14 +23,14 @@
 //! (`--watch-for 10s`: seconds).
 //!
 //! ```text
-//! $ cargo run --example get -- po -A
+//! $ cargo run --example kubectl -- get po -A
 //! get: no cluster configured; running against the embedded test API server (demo)
 //! NAMESPACE   NAME     READY   STATUS              RESTARTS   AGE
 //! default     web-0    1/1     Running             0          0s
 //! lab         web-1    1/1     Running             2          0s
 //! lab         web-2    0/1     ContainerCreating   0          0s
 //! shop        cart-0   2/2     Running             0          0s
-//! $ cargo run --example get -- po -w --watch-for 3
+//! $ cargo run --example kubectl -- get po -w --watch-for 3
 //! ...
 //! ADDED    demo-watch   0/1     ContainerCreating   0          0s
 //! MODIFIED demo-watch   1/1     Running             0          0s
@@ -748,11 +748,9 @@ where
 // ---------------------------------------------------------------------------------------
 // main
 
-fn main() {
-    // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
-    // stderr; without it, errors only.
-    env_logger::init();
-    let args = match parse_args(std::env::args().skip(1)) {
+/// `kubectl get ...`: exits 1 (after one `get: error: ...` line) on failure.
+pub fn main(argv: impl Iterator<Item = String>) {
+    let args = match parse_args(argv) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("get: error: {e}");

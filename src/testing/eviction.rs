@@ -1,0 +1,264 @@
+//! `POST .../pods/{name}/eviction` honouring PodDisruptionBudgets, as kube-apiserver's
+//! eviction handler decides it.
+//!
+//! The budgets are the `policy/v1` `poddisruptionbudgets` stored in the pod's namespace;
+//! one selects the pod when its `spec.selector` (`matchLabels`, `matchExpressions`) matches
+//! the pod's labels. The budget's status is computed on the spot the way the disruption
+//! controller would: expected = the pods it selects, healthy = those Ready and not being
+//! deleted, desired = `minAvailable` (a number or a percentage of expected, rounded up) or
+//! expected - `maxUnavailable` (a percentage rounded up); an eviction is allowed when
+//! healthy - desired > 0, or when the pod itself is not healthy and the budget is met
+//! (`IfHealthyBudget`, the default policy). A pod that is `Pending`, `Succeeded`, `Failed`
+//! or already being deleted is evicted whatever the budgets say. Two budgets over one pod:
+//! `500` as the real server ("This pod has more than one PodDisruptionBudget, which the
+//! eviction subresource does not support."). Refused: `429 TooManyRequests` "Cannot evict
+//! pod as it would violate the pod's disruption budget." with the cause `DisruptionBudget`
+//! "The disruption budget NAME needs D healthy pods and has H currently" (no capture holds
+//! one: the shape is the handler's, `pkg/registry/core/pod/storage/eviction.go`).
+//!
+//! Allowed: the pod is deleted with the eviction's `deleteOptions` (preconditions and dry
+//! run as a delete checks them), and — the stand-in kubelet being quick — at once, with
+//! grace period 0; the answer is `201` with a `Success` Status. `dryRun` changes nothing.
+
+use serde_json::{json, Value};
+
+use super::handlers::{write_status, Outcome};
+use super::http::{self, Request};
+use super::server::{Peer, Shared};
+use super::store::{not_found, TypeKey};
+use super::writes;
+use crate::api::{Status, StatusCause, StatusDetails};
+
+fn tk(group: &str, version: &str, plural: &str) -> TypeKey {
+    TypeKey {
+        group: group.into(),
+        version: version.into(),
+        plural: plural.into(),
+    }
+}
+
+fn send_status<S: Peer>(peer: &mut S, st: &Status) -> Outcome {
+    match write_status(peer, st, &[]) {
+        Ok(()) => Outcome::KeepAlive,
+        Err(_) => Outcome::Close,
+    }
+}
+
+/// Whether a `LabelSelector` object selects `labels` (an empty selector selects all).
+fn selects(selector: &Value, labels: &Value) -> bool {
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let by_labels = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
+    let by_expressions = selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .is_none_or(|es| {
+            es.iter().all(|e| {
+                let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+                let values: Vec<&str> = e
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .map(|vs| vs.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                match e.get("operator").and_then(Value::as_str) {
+                    Some("In") => label(key).is_some_and(|v| values.contains(&v)),
+                    Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
+                    Some("Exists") => label(key).is_some(),
+                    Some("DoesNotExist") => label(key).is_none(),
+                    _ => false,
+                }
+            })
+        });
+    by_labels && by_expressions
+}
+
+fn healthy(pod: &Value) -> bool {
+    pod.pointer("/metadata/deletionTimestamp").is_none()
+        && pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("Ready")
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            })
+}
+
+/// `minAvailable`/`maxUnavailable`: an integer, or a percentage of `expected` rounded up.
+fn scaled(v: &Value, expected: i64) -> i64 {
+    match v {
+        Value::Number(n) => n.as_i64().unwrap_or(0),
+        Value::String(s) => {
+            let p: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
+            (p * expected + 99) / 100
+        }
+        _ => 0,
+    }
+}
+
+/// The budget's refusal, or `None` when it allows evicting `pod`.
+fn check(pdb: &Value, pod: &Value, pods: &[Value]) -> Option<String> {
+    let selector = pdb.pointer("/spec/selector").cloned().unwrap_or(json!({}));
+    let selected: Vec<&Value> = pods
+        .iter()
+        .filter(|p| {
+            selects(
+                &selector,
+                p.pointer("/metadata/labels").unwrap_or(&Value::Null),
+            )
+        })
+        .collect();
+    let expected = selected.len() as i64;
+    let current = selected.iter().filter(|p| healthy(p)).count() as i64;
+    let desired = if let Some(m) = pdb.pointer("/spec/minAvailable") {
+        scaled(m, expected)
+    } else if let Some(m) = pdb.pointer("/spec/maxUnavailable") {
+        (expected - scaled(m, expected)).max(0)
+    } else {
+        expected
+    };
+    let allowed = (current - desired).max(0);
+    if allowed > 0 || (!healthy(pod) && current >= desired) {
+        return None;
+    }
+    let name = pdb
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    Some(format!(
+        "The disruption budget {name} needs {desired} healthy pods and has {current} currently"
+    ))
+}
+
+/// `POST /api/v1/namespaces/{ns}/pods/{name}/eviction`.
+pub(crate) fn serve<S: Peer>(
+    req: &Request,
+    ns: &str,
+    name: &str,
+    peer: &mut S,
+    shared: &Shared,
+) -> Outcome {
+    let eviction: Value = match serde_json::from_slice(&req.body) {
+        Ok(v) => v,
+        Err(e) => {
+            let st = Status::failure(
+                400,
+                "BadRequest",
+                format!("the eviction body is not JSON: {e}"),
+            );
+            return send_status(peer, &st);
+        }
+    };
+    let pods_tk = tk("", "v1", "pods");
+    let (pod, pods, pdbs) = {
+        let mut store = shared.store.lock();
+        let pod: Value = match store.get(&pods_tk, Some(ns), name) {
+            Ok(s) => serde_json::from_str(&s.json).unwrap_or(Value::Null),
+            Err(_) => return send_status(peer, &not_found(&pods_tk, name)),
+        };
+        let rv = store.rv;
+        let all = |store: &mut super::store::Store, t: &TypeKey| -> Vec<Value> {
+            store
+                .collection(t)
+                .snapshot(rv, None, Some(ns))
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|o| serde_json::from_str(&o.json).ok())
+                .collect()
+        };
+        let pods = all(&mut store, &pods_tk);
+        let pdbs = all(&mut store, &tk("policy", "v1", "poddisruptionbudgets"));
+        (pod, pods, pdbs)
+    };
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let ignore_budgets = matches!(phase, "Pending" | "Succeeded" | "Failed")
+        || pod.pointer("/metadata/deletionTimestamp").is_some();
+    if !ignore_budgets {
+        let labels = pod
+            .pointer("/metadata/labels")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let over: Vec<&Value> = pdbs
+            .iter()
+            .filter(|_| !labels.is_null())
+            .filter(|b| {
+                selects(
+                    &b.pointer("/spec/selector").cloned().unwrap_or(json!({})),
+                    &labels,
+                )
+            })
+            .collect();
+        if over.len() > 1 {
+            let st = Status::failure(
+                500,
+                "InternalError",
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            );
+            return send_status(peer, &st);
+        }
+        if let Some(refusal) = over.first().and_then(|b| check(b, &pod, &pods)) {
+            let mut st = Status::failure(
+                429,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+            );
+            st.details = Some(StatusDetails {
+                causes: vec![StatusCause {
+                    reason: "DisruptionBudget".into(),
+                    message: refusal,
+                    field: String::new(),
+                }],
+                ..Default::default()
+            });
+            return send_status(peer, &st);
+        }
+    }
+    // Allowed: a delete with the eviction's options, finished at once (grace 0).
+    let mut options = eviction.get("deleteOptions").cloned().unwrap_or(json!({}));
+    if !options.is_object() {
+        options = json!({});
+    }
+    let dry_run = options
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|d| !d.is_empty())
+        || req.param("dryRun").is_some();
+    options["gracePeriodSeconds"] = json!(0);
+    let delete = Request {
+        method: "DELETE".into(),
+        path: format!("/api/v1/namespaces/{ns}/pods/{name}"),
+        query: if dry_run {
+            [("dryRun".to_owned(), "All".to_owned())]
+                .into_iter()
+                .collect()
+        } else {
+            Default::default()
+        },
+        headers: Default::default(),
+        header_list: Vec::new(),
+        body: serde_json::to_vec(&options).unwrap_or_default(),
+    };
+    let address = writes::Address {
+        tk: &pods_tk,
+        namespace: Some(ns),
+        name: Some(name),
+        subresource: None,
+    };
+    match writes::write(&delete, &address, shared) {
+        Ok(_) => {
+            shared.notify();
+            let body = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}"#;
+            match http::write_response(peer, 201, &[], body.as_bytes()) {
+                Ok(()) => Outcome::KeepAlive,
+                Err(_) => Outcome::Close,
+            }
+        }
+        Err(st) => send_status(peer, &st),
+    }
+}

@@ -1,0 +1,246 @@
+//! End-to-end pod logs and eviction against a real cluster, opt-in:
+//!
+//! ```text
+//! KUBE_E2E=1 cargo test --test e2e_pod_logs -- --ignored --nocapture
+//! ```
+//!
+//! As in `tests/e2e.rs`, the `real_*` tests are ignored by default and print `skipped: ...`
+//! unless `KUBE_E2E=1` is set and a kubeconfig (or an in-cluster service account) is found.
+//! They create a namespace `kube-informer-e2e-logs-<random>` (deleted at the end, also when a
+//! test fails), a busybox pod that prints three lines and sleeps, and a PodDisruptionBudget
+//! over it; they need a node that can pull `busybox`. Nothing else is touched (no drain: it
+//! would cordon a node of the cluster).
+//!
+//! The same body runs in every `cargo test` against `testing::ApiServer` (the `fake_*`
+//! twin), so it cannot rot unseen.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use kube_informer::api::{ApiResource, DynamicObject};
+use kube_informer::config::{Config, KubeconfigOptions};
+use kube_informer::pod::{LogParams, PodError};
+use kube_informer::testing::ApiServer;
+use kube_informer::{Api, Client, DeleteParams, PostParams};
+use serde_json::{json, Value};
+
+fn pods() -> ApiResource {
+    ApiResource::new("", "v1", "Pod", "pods", true)
+}
+
+fn pdbs() -> ApiResource {
+    ApiResource::new(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+    )
+}
+
+fn namespaces() -> ApiResource {
+    ApiResource::new("", "v1", "Namespace", "namespaces", false)
+}
+
+/// A namespace of the test's own, deleted on drop.
+struct TestNamespace {
+    name: String,
+    api: Api<DynamicObject>,
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        match self.api.delete(&self.name, &DeleteParams::default()) {
+            Ok(_) => println!("e2e: namespace {} deleted", self.name),
+            Err(e) => eprintln!("e2e: deleting namespace {}: {e}", self.name),
+        }
+    }
+}
+
+fn real_client() -> Option<Client> {
+    if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
+        println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
+        return None;
+    }
+    match Config::infer_if_configured(&KubeconfigOptions::default()) {
+        Ok(Some(c)) => {
+            println!("e2e: against {}", c.source);
+            Some(c.client().expect("a client for the configured cluster"))
+        }
+        Ok(None) => {
+            println!("skipped: KUBE_E2E=1 but no kubeconfig was found and this is not a pod");
+            None
+        }
+        Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
+    }
+}
+
+/// Creates the namespace and the pod on a real cluster and waits until it runs.
+fn real_setup(client: &Client) -> TestNamespace {
+    let name = format!("kube-informer-e2e-logs-{:08x}", common::random_u64() as u32);
+    let api = Api::all_with(client.clone(), &namespaces());
+    api.create(
+        &PostParams::default(),
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
+            "labels": {"app.kubernetes.io/created-by": "kube-informer-e2e"}}}),
+    )
+    .unwrap();
+    let ns = TestNamespace { name, api };
+    let pods: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &pods());
+    pods.create(
+        &PostParams::default(),
+        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "talker", "labels": {"app": "talker"}},
+            "spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "main", "image": "busybox",
+                "command": ["sh", "-c", "echo line 1; echo line 2; echo line 3; sleep 3600"]}]}}),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let p: Value = client
+            .request(
+                kube_informer::Method::GET,
+                &format!("/api/v1/namespaces/{}/pods/talker", ns.name),
+            )
+            .send_json()
+            .unwrap();
+        let ready = p["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        });
+        if ready
+            && pods
+                .logs("talker", &LogParams::default())
+                .unwrap_or_default()
+                .contains("line 3")
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pod did not start in 3 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    ns
+}
+
+/// The scenario: whole log, tail, a follow stopped from another thread, typed errors, and
+/// an eviction a PodDisruptionBudget refuses (then a dry run it allows once it is gone).
+fn scenario(client: &Client, ns: &str, budgets: &dyn Fn(Option<Value>)) {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &pods());
+    let all = api.logs("talker", &LogParams::default()).unwrap();
+    assert_eq!(all, "line 1\nline 2\nline 3\n");
+    assert_eq!(
+        api.logs("talker", &LogParams::default().tail_lines(1))
+            .unwrap(),
+        "line 3\n"
+    );
+    let stamped = api
+        .logs("talker", &LogParams::default().timestamps().tail_lines(1))
+        .unwrap();
+    assert!(stamped.ends_with("Z line 3\n"), "{stamped}");
+
+    let mut follow = api
+        .log_stream("talker", &LogParams::default().follow().tail_lines(2))
+        .unwrap();
+    assert_eq!(follow.next().unwrap().unwrap().text(), "line 2");
+    assert_eq!(follow.next().unwrap().unwrap().text(), "line 3");
+    let stopper = follow.stopper();
+    let t = std::thread::spawn(move || follow.next().is_none());
+    std::thread::sleep(Duration::from_millis(200));
+    stopper.stop();
+    assert!(t.join().unwrap(), "a stopped follow ends");
+
+    let e = api
+        .logs("talker", &LogParams::default().container("nope"))
+        .unwrap_err();
+    assert!(
+        matches!(e.pod_error(), Some(PodError::UnknownContainer { .. })),
+        "{e}"
+    );
+    let e = api
+        .logs("talker", &LogParams::default().previous())
+        .unwrap_err();
+    assert!(
+        matches!(e.pod_error(), Some(PodError::NoPreviousContainer { .. })),
+        "{e}"
+    );
+
+    budgets(Some(
+        json!({"minAvailable": 1, "selector": {"matchLabels": {"app": "talker"}}}),
+    ));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // A real cluster's budget needs its controller first: 429 either way, typed.
+        let e = api.evict("talker", &DeleteParams::default()).unwrap_err();
+        assert!(
+            matches!(e.pod_error(), Some(PodError::DisruptionBudget { .. })),
+            "{e}"
+        );
+        assert!(e.is_transient());
+        if e.to_string().contains("needs 1 healthy pods") || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    budgets(None);
+    api.evict("talker", &DeleteParams::default().dry_run())
+        .unwrap();
+    assert!(
+        api.logs("talker", &LogParams::default()).is_ok(),
+        "a dry run keeps the pod"
+    );
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e_pod_logs -- --ignored"]
+fn real_pod_logs_and_eviction() {
+    let Some(client) = real_client() else {
+        return;
+    };
+    let ns = real_setup(&client);
+    let budgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &pdbs());
+    scenario(&client, &ns.name, &|spec| match spec {
+        Some(spec) => {
+            budgets
+                .create(
+                    &PostParams::default(),
+                    &json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                        "metadata": {"name": "talker"}, "spec": spec}),
+                )
+                .unwrap();
+        }
+        None => {
+            budgets.delete("talker", &DeleteParams::default()).unwrap();
+            // The eviction handler reads budgets from a cache: give it a moment.
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    });
+}
+
+#[test]
+fn fake_pod_logs_and_eviction() {
+    let server = ApiServer::builder().tls().start();
+    server.add_pod_on(
+        "e2e",
+        "talker",
+        "lab-node",
+        json!({"metadata": {"labels": {"app": "talker"}}}),
+    );
+    server.append_log("e2e", "talker", "main", "line 1\nline 2\nline 3");
+    let client = Client::new(server.client_config()).unwrap();
+    scenario(&client, "e2e", &|spec| match spec {
+        Some(spec) => {
+            server
+                .create(
+                    &pdbs(),
+                    json!({"metadata": {"name": "talker", "namespace": "e2e"}, "spec": spec}),
+                )
+                .unwrap();
+        }
+        None => {
+            server.delete(&pdbs(), Some("e2e"), "talker").unwrap();
+        }
+    });
+}
