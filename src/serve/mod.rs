@@ -24,8 +24,20 @@
 //! server.stop();                                   // joins every thread within the grace
 //! ```
 
+mod connection;
 mod handler;
+mod limits;
+mod read;
 mod router;
+mod server;
+mod stream;
+#[cfg(feature = "webhook")]
+mod tls;
 
 pub use handler::{Handler, Request, Response};
+pub use limits::Limits;
 pub use router::Router;
+pub use server::{Server, ServerBuilder};
+#[cfg(feature = "webhook")]
+#[cfg_attr(docsrs, doc(cfg(feature = "webhook")))]
+pub use tls::{TlsFiles, TlsStatus};

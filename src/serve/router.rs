@@ -42,7 +42,8 @@ impl Router {
     pub fn subtree(mut self, prefix: &str, handler: impl Handler) -> Self {
         self.subtrees.retain(|(p, _)| p != prefix);
         self.subtrees.push((prefix.to_string(), Arc::new(handler)));
-        self.subtrees.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.subtrees
+            .sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
         self
     }
 
