@@ -24,9 +24,13 @@
 //! server.stop();                                   // joins every thread within the grace
 //! ```
 
+#[cfg(feature = "webhook")]
+mod access;
 mod connection;
 mod handler;
 mod limits;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod read;
 mod router;
 mod server;
@@ -34,8 +38,14 @@ mod stream;
 #[cfg(feature = "webhook")]
 mod tls;
 
+#[cfg(feature = "webhook")]
+#[cfg_attr(docsrs, doc(cfg(feature = "webhook")))]
+pub use access::{RequireAccess, AUTHENTICATED_TTL, CACHE_ENTRIES, DENIED_TTL};
 pub use handler::{Handler, Request, Response};
 pub use limits::Limits;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use metrics::MetricsHandler;
 pub use router::Router;
 pub use server::{Server, ServerBuilder};
 #[cfg(feature = "webhook")]

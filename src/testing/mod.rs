@@ -38,7 +38,9 @@
 //!   aggregated discovery with ETags, for the built-ins of a real server and every registered
 //!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
 //! - **auth**: bearer tokens, basic auth, TLS with client certificates (401 with the real
-//!   Status body otherwise);
+//!   Status body otherwise); `TokenReview`, `SubjectAccessReview`, `SelfSubjectReview` and
+//!   service-account `TokenRequest`s answered (`reviews.rs`: who is who, and the
+//!   authorisation rule, [`ApiServer::set_authorizer`]);
 //! - **faults** ([`Fault`], [`Target`]): error statuses (with `Retry-After`), connections
 //!   dropped after N events or bytes, garbage lines, stalls; [`ApiServer::compact`] for
 //!   expiry, [`ApiServer::disconnect_all`] for dropped connections,
@@ -184,6 +186,7 @@ mod metadata;
 mod patch;
 mod read_versions;
 mod resources;
+mod reviews;
 mod scale;
 mod schema;
 mod server;
@@ -195,6 +198,7 @@ mod writes;
 
 pub use faults::{Fault, Target};
 pub use resources::{is_builtin_group, ScaleSubresource, Subresources};
+pub use reviews::API_AUDIENCE;
 pub use server::{ApiServer, ApiServerBuilder, Backup, RequestHeaders};
 pub use tls::{
     ADMIN_CERT_PEM, ADMIN_KEY_PEM, CA_PEM, OTHER_CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM,
