@@ -55,8 +55,9 @@ pub struct Limits {
     /// The time writing one answer may take (a client that does not read is cut off here,
     /// and its thread freed). Default 10 s.
     pub write_timeout: Duration,
-    /// How long a keep-alive connection may wait for its next request (and a new one for its
-    /// first byte) before the server closes it. Default 60 s.
+    /// How long a keep-alive connection may wait for its next request before the server
+    /// closes it (a new connection's first request must start within `header_timeout`).
+    /// Default 60 s.
     pub idle_timeout: Duration,
     /// Each connection thread's stack, in bytes (virtual: an idle connection touches a few
     /// pages of it). Default 512 KiB.
