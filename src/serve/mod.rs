@@ -10,18 +10,41 @@
 //!   whole values; a handler computes, the server does the socket work.
 //! - [`Router`] (`router.rs`): exact paths and subtrees to handlers. Webhooks, probes and
 //!   `/metrics` are handlers on paths.
+//! - [`Server`] (`server.rs`): the listener, one accepting thread (`ki/<name>/acpt`), a
+//!   thread per connection (`ki/<name>/conn`), the stop.
+//! - [`Limits`] (`limits.rs`): every bound, with its default and what passing it answers.
+//!   `connection.rs`, `read.rs` and `stream.rs` apply them.
+//! - With `webhook`: [`TlsFiles`] (`tls.rs`, certificates reloaded when their files change)
+//!   and [`RequireAccess`] (`access.rs`, TokenReview and SubjectAccessReview in front of a
+//!   handler); with `metrics`: [`MetricsHandler`].
 //!
-//! Wiring (the server itself lands next; this is the interface it serves):
+//! Why our own server: the crate is synchronous, and the servers of that kind on crates.io
+//! either set no timeouts (tiny_http, which this replaced: one thread answered everyone and
+//! a client that never read stalled every probe) or bring a runtime. The request head is
+//! parsed by `httparse` (hyper's parser: no dependencies, no allocation, incremental, fuzzed,
+//! and already in the tree through ureq); the bounds are applied before it parses, while the
+//! bytes arrive. Bodies need a `Content-Length` (`Transfer-Encoding: chunked` is answered
+//! with 411: kube-apiserver, the kubelet and Prometheus send a length). HTTP/1.1 only (no
+//! HTTP/2; kube-apiserver's webhook client falls back to HTTP/1.1 through ALPN).
 //!
-//! ```text
+//! Figures (`cargo bench --bench serve`, 2 shared cores, loopback): `/healthz` of a
+//! manager's probe endpoint answers about 42,000 requests/s to 4 keep-alive clients and
+//! 10,000/s with a new connection per request (`wrk -t2 -c16 -d10s`: 56,000/s); an idle
+//! plain connection costs about 14 KiB of resident memory (its thread), an idle TLS one
+//! about 37 KiB counting both ends.
+//!
+//! ```
+//! use kube_informer::serve::{Limits, Request, Response, Router, Server};
+//!
 //! let router = Router::new()
-//!     .route("/validate", my_validating_hook)   // any Handler
-//!     .route("/mutate", my_mutating_hook);
-//! let server = Server::builder("webhook")          // names its threads ki/webhook/...
-//!     .tls(TlsFiles::new("/tmp/k8s-webhook-server/serving-certs"))  // tls.crt, tls.key
-//!     .bind("0.0.0.0:9443", router)?;
-//! ...
-//! server.stop();                                   // joins every thread within the grace
+//!     .route("/validate", |_: &Request| Response::json(200, &serde_json::json!({"ok": true})))
+//!     .subtree("/debug/", |r: &Request| Response::text(200, format!("{}\n", r.path)));
+//! let server = Server::builder("webhook")          // threads ki/webhook/acpt, ki/webhook/conn
+//!     .limits(Limits { max_body_bytes: 4 << 20, ..Limits::default() })
+//!     // with `webhook`: .tls(TlsFiles::new("/tmp/k8s-webhook-server/serving-certs"))
+//!     .bind("127.0.0.1:0", router)?;
+//! server.stop();                                   // every thread joined
+//! # Ok::<(), kube_informer::Error>(())
 //! ```
 
 #[cfg(feature = "webhook")]
