@@ -155,6 +155,12 @@ fn a_request_line_or_header_that_never_ends_costs_at_most_the_bound() {
         );
         assert_eq!(healthz(addr), 200);
     }
+    // A request line over the bound that arrives whole, its end included.
+    let (status, _, _) = exchange(
+        addr,
+        format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(2000)).as_bytes(),
+    );
+    assert_eq!(status, 414);
     let many: String = (0..40).map(|i| format!("X-{i}: v\r\n")).collect();
     let (status, _, _) = exchange(
         addr,

@@ -64,14 +64,12 @@ pub(crate) fn read_head(
     let mut scanned = 0;
     let mut chunk = [0u8; 4096];
     loop {
-        if let Some(end) = find_blank_line(buf, scanned) {
-            if end > limits.max_head_bytes {
-                return Err(too_large_head(limits));
-            }
-            return Ok(end);
-        }
-        scanned = buf.len();
-        if !buf.windows(2).any(|w| w == b"\r\n") && buf.len() > limits.max_request_line {
+        // The request line's bound, whether its end has arrived or not.
+        let line_end = buf
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .unwrap_or(buf.len());
+        if line_end > limits.max_request_line {
             return Err(ReadError::Refuse(
                 414,
                 format!(
@@ -80,6 +78,13 @@ pub(crate) fn read_head(
                 ),
             ));
         }
+        if let Some(end) = find_blank_line(buf, scanned) {
+            if end > limits.max_head_bytes {
+                return Err(too_large_head(limits));
+            }
+            return Ok(end);
+        }
+        scanned = buf.len();
         if buf.len() >= limits.max_head_bytes {
             return Err(too_large_head(limits));
         }
