@@ -209,6 +209,9 @@ pub mod manager;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod pod;
+#[cfg(any(feature = "probes", feature = "webhook"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "probes", feature = "webhook"))))]
+pub mod serve;
 mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -12,8 +12,9 @@
 //! handlers), `lis<N>` (the listener thread of handler N), `page` (a list page fetched ahead),
 //! `sldl` (streaming-list deadline), `stop` (a factory's parallel stop), `wrk<N>` (controller
 //! worker N), `elec` / `lead` / `wdog` (leader election's elector, term and watchdog),
-//! `dlay` (a work queue's delay timer), `ev` (an event recorder), `http` (the probe
-//! endpoint, `ki/probes/http`), `start` / `stop` (a manager: `ki/mgr/start`), and an exec
+//! `dlay` (a work queue's delay timer), `ev` (an event recorder), `acpt` and `conn` (a
+//! server's accepting thread and its connections' threads: `ki/probes/acpt`,
+//! `ki/webhook/conn`), `start` / `stop` (a manager: `ki/mgr/start`), and an exec
 //! credential plugin's pipe readers (`ki/exec/stdout`, `ki/exec/stderr`).
 
 /// The longest thread name Linux keeps, in bytes.

@@ -227,6 +227,22 @@ fn bad_requests_get_a_clear_status_and_never_block_the_controller() {
         (200, "ok\n".into()),
         "the slow client gets its answer"
     );
+    // Issue 33: a client that pipelines probes and never reads its answers fills its
+    // socket; its connection's thread waits on it alone (until the write bound), and
+    // everyone else's probes are answered meanwhile.
+    let mut greedy = TcpStream::connect(addr).unwrap();
+    greedy
+        .set_write_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let verbose = b"GET /readyz?verbose HTTP/1.1\r\nHost: p\r\n\r\n";
+    for _ in 0..20_000 {
+        if greedy.write_all(verbose).is_err() {
+            break;
+        }
+    }
+    for _ in 0..10 {
+        assert_eq!(get(addr, "/healthz"), (200, "ok\n".into()));
+    }
     // The stop is not held up by the stalled client either.
     let started = Instant::now();
     m.stop().unwrap();
@@ -235,6 +251,7 @@ fn bad_requests_get_a_clear_status_and_never_block_the_controller() {
         started.elapsed()
     );
     drop(stalled);
+    drop(greedy);
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod meta_trait;
 mod metadata;
 mod resource;
 mod resource_macro;
+mod reviews;
 mod selector;
 mod status;
 pub(crate) mod url_encoding;
@@ -36,6 +37,12 @@ pub use metadata::{
     PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
 };
 pub use resource::{ApiResource, Object, Resource};
+pub use reviews::{
+    BoundObjectReference, NonResourceAttributes, ResourceAttributes, SelfSubjectReview,
+    SelfSubjectReviewStatus, SubjectAccessReview, SubjectAccessReviewSpec,
+    SubjectAccessReviewStatus, TokenRequest, TokenRequestSpec, TokenRequestStatus, TokenReview,
+    TokenReviewSpec, TokenReviewStatus, UserInfo,
+};
 pub use selector::{LabelSelector, Requirement};
 pub use status::{Status, StatusCause, StatusDetails};
 pub use watch_event::{Bookmark, WatchEvent, INITIAL_EVENTS_END_ANNOTATION};

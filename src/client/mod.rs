@@ -63,6 +63,7 @@ mod patch;
 mod rate_limit;
 mod request;
 mod retry;
+mod reviews;
 mod scale;
 mod server_name;
 mod warning;

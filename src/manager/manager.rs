@@ -94,6 +94,8 @@ pub struct ManagerBuilder {
     probe_addr: Option<String>,
     #[cfg(feature = "metrics")]
     metrics: crate::metrics::Metrics,
+    #[cfg(all(feature = "metrics", feature = "webhook"))]
+    secure_metrics: Option<(String, crate::serve::TlsFiles)>,
 }
 
 impl std::fmt::Debug for ManagerBuilder {
@@ -300,6 +302,8 @@ pub struct Manager {
     probes: Option<super::probes::ProbeServer>,
     #[cfg(feature = "metrics")]
     metrics: crate::metrics::Metrics,
+    #[cfg(all(feature = "metrics", feature = "webhook"))]
+    metrics_server: Option<crate::serve::Server>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -331,6 +335,8 @@ impl Manager {
             unready_when_failing: None,
             #[cfg(feature = "probes")]
             probe_addr: None,
+            #[cfg(all(feature = "metrics", feature = "webhook"))]
+            secure_metrics: None,
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::Metrics::new(),
         }
@@ -361,6 +367,14 @@ impl Manager {
     #[cfg(feature = "probes")]
     pub fn probe_addr(&self) -> Option<std::net::SocketAddr> {
         self.probes.as_ref().map(|p| p.addr())
+    }
+
+    /// Where the secure metrics endpoint listens, if it was asked for (see
+    /// [`ManagerBuilder::secure_metrics`]).
+    #[cfg(all(feature = "metrics", feature = "webhook"))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "metrics", feature = "webhook"))))]
+    pub fn secure_metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_server.as_ref().map(|s| s.addr())
     }
 
     /// What `/healthz` answers (see the module docs for the checks).
@@ -412,6 +426,8 @@ impl Manager {
         let starter = self.starter.take();
         #[cfg(feature = "probes")]
         let probes = self.probes.take();
+        #[cfg(all(feature = "metrics", feature = "webhook"))]
+        let metrics_server = self.metrics_server.take();
         let step = Arc::new(Mutex::new("joining the start-up thread"));
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
         let step2 = Arc::clone(&step);
@@ -439,6 +455,10 @@ impl Manager {
                 #[cfg(feature = "probes")]
                 if let Some(p) = probes {
                     p.stop();
+                }
+                #[cfg(all(feature = "metrics", feature = "webhook"))]
+                if let Some(m) = metrics_server {
+                    m.stop();
                 }
                 let _ = done_tx.send(());
             })
@@ -554,6 +574,20 @@ impl ManagerBuilder {
         self
     }
 
+    /// Serves `/metrics` over TLS on `addr` (`HOST:PORT`; controller-runtime's default is
+    /// `:8443`) with the certificate and key of `tls` (reloaded when they change), to callers
+    /// kube-apiserver authenticates (`TokenReview`) and authorises to `get` the non-resource
+    /// URL `/metrics` (`SubjectAccessReview`), as controller-runtime's secure metrics
+    /// (see [`RequireAccess`](crate::serve::RequireAccess)). The manager's client needs the
+    /// `system:auth-delegator` ClusterRole. Separate from the plain probe endpoint, which
+    /// keeps its own `/metrics` for scrapes from inside the pod.
+    #[cfg(all(feature = "metrics", feature = "webhook"))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "metrics", feature = "webhook"))))]
+    pub fn secure_metrics(mut self, addr: &str, tls: crate::serve::TlsFiles) -> Self {
+        self.secure_metrics = Some((addr.to_owned(), tls));
+        self
+    }
+
     /// Uses `metrics` as the registry (default: a new one); everything the manager runs is
     /// registered in it.
     #[cfg(feature = "metrics")]
@@ -610,6 +644,24 @@ impl ManagerBuilder {
             }
             None => None,
         };
+        #[cfg(all(feature = "metrics", feature = "webhook"))]
+        let metrics_server = match self.secure_metrics {
+            Some((addr, tls)) => {
+                use crate::serve::{MetricsHandler, RequireAccess, Router, Server};
+                let handler = RequireAccess::new(
+                    self.client.clone(),
+                    MetricsHandler::new(self.metrics.clone()),
+                );
+                Some(
+                    Server::builder("metrics")
+                        .limits(crate::serve::Limits::probes())
+                        .grace(Duration::from_secs(1))
+                        .tls(tls)
+                        .bind(&addr, Router::new().route("/metrics", handler))?,
+                )
+            }
+            None => None,
+        };
         self.factory.start()?;
         let s = Arc::clone(&shared);
         let (recipes, election, client) = (self.recipes, self.election, self.client.clone());
@@ -648,6 +700,8 @@ impl ManagerBuilder {
             probes,
             #[cfg(feature = "metrics")]
             metrics: self.metrics,
+            #[cfg(all(feature = "metrics", feature = "webhook"))]
+            metrics_server,
         })
     }
 }

@@ -142,6 +142,9 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         );
         return outcome(http::write_response(peer, 200, &[], body.as_bytes()));
     }
+    if let Some(outcome) = super::reviews::handle(req, peer, shared) {
+        return outcome;
+    }
     if let Some(outcome) = super::discovery::handle(req, peer, shared) {
         return outcome;
     }

@@ -41,7 +41,9 @@
 //!   aggregated discovery with ETags, for the built-ins of a real server and every registered
 //!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
 //! - **auth**: bearer tokens, basic auth, TLS with client certificates (401 with the real
-//!   Status body otherwise);
+//!   Status body otherwise); `TokenReview`, `SubjectAccessReview`, `SelfSubjectReview` and
+//!   service-account `TokenRequest`s answered (`reviews.rs`: who is who, and the
+//!   authorisation rule, [`ApiServer::set_authorizer`]);
 //! - **pod logs and evictions** (`pod_logs.rs`, `eviction.rs`): `pods/{name}/log` as the
 //!   captures show it, from a container log the test writes ([`ApiServer::append_log`],
 //!   [`ApiServer::terminate_container`], [`ApiServer::drop_log_streams`] for a kubelet
@@ -197,6 +199,7 @@ mod pod_logs;
 mod pods;
 mod read_versions;
 mod resources;
+mod reviews;
 mod scale;
 mod schema;
 mod server;
@@ -209,6 +212,7 @@ mod writes;
 
 pub use faults::{Fault, Target};
 pub use resources::{is_builtin_group, ScaleSubresource, Subresources};
+pub use reviews::API_AUDIENCE;
 pub use server::{ApiServer, ApiServerBuilder, Backup, RequestHeaders};
 pub use tls::{
     ADMIN_CERT_PEM, ADMIN_KEY_PEM, CA_PEM, OTHER_CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM,

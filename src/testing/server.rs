@@ -53,6 +53,7 @@ pub struct ApiServerBuilder {
     tls: bool,
     client_certs: bool,
     tokens: Vec<String>,
+    user_tokens: Vec<(String, crate::api::UserInfo)>,
     basic: Option<(String, String)>,
     history_limit: usize,
     bookmark_interval: Duration,
@@ -70,6 +71,7 @@ impl Default for ApiServerBuilder {
             tls: false,
             client_certs: false,
             tokens: Vec::new(),
+            user_tokens: Vec::new(),
             basic: None,
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(1),
@@ -96,9 +98,27 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Require this bearer token (several calls allow several tokens).
+    /// Require this bearer token (several calls allow several tokens). Its user is
+    /// `kube-admin` in `system:masters` (for `SelfSubjectReview` and `TokenReview`).
     pub fn token(mut self, token: &str) -> Self {
         self.tokens.push(token.into());
+        self
+    }
+
+    /// Accepts `token` as the user `username` in `groups` (and `system:authenticated`):
+    /// for API requests, `TokenReview` and `SelfSubjectReview` (see `reviews.rs`). It does
+    /// not by itself make the server require a token.
+    pub fn user_token(mut self, token: &str, username: &str, groups: &[&str]) -> Self {
+        let mut groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        groups.push("system:authenticated".into());
+        self.user_tokens.push((
+            token.into(),
+            crate::api::UserInfo {
+                username: username.into(),
+                groups,
+                ..Default::default()
+            },
+        ));
         self
     }
 
@@ -232,6 +252,8 @@ pub(crate) struct Shared {
     opts: ApiServerBuilder,
     /// The containers' logs (`pod_logs.rs`).
     pub pod_logs: super::pod_logs::PodLogs,
+    /// Known tokens and the authorisation rule (`reviews.rs`).
+    pub identities: super::reviews::Identities,
 }
 
 impl Shared {
@@ -308,6 +330,7 @@ impl ApiServer {
             requests: Mutex::new(Vec::new()),
             request_headers: Mutex::new(Vec::new()),
             conns: Mutex::new(HashMap::new()),
+            identities: super::reviews::Identities::new(&opts.tokens, &opts.user_tokens),
             next_conn: AtomicU64::new(0),
             opts,
             pod_logs: Default::default(),
@@ -637,6 +660,36 @@ impl ApiServer {
             .store(served, Ordering::SeqCst);
     }
 
+    /// A token of the service account `namespace/name` for `audiences` (none:
+    /// [`API_AUDIENCE`](super::API_AUDIENCE)), valid for an hour, as a `TokenRequest` would
+    /// give, without the service account having to exist (see `reviews.rs`).
+    pub fn issue_token(&self, namespace: &str, name: &str, audiences: &[&str]) -> String {
+        let audiences: Vec<String> = audiences.iter().map(|a| a.to_string()).collect();
+        self.shared
+            .identities
+            .issue(namespace, name, "", &audiences, 3600)
+            .0
+    }
+
+    /// The rule `SubjectAccessReview`s of users outside `system:masters` are allowed by
+    /// (default: none is).
+    ///
+    /// ```
+    /// use kube_informer::testing::ApiServer;
+    ///
+    /// let server = ApiServer::start();
+    /// server.set_authorizer(|spec| {
+    ///     spec.user.starts_with("system:serviceaccount:monitoring:")
+    ///         && spec.non_resource_attributes.as_ref().is_some_and(|a| a.path == "/metrics" && a.verb == "get")
+    /// });
+    /// ```
+    pub fn set_authorizer(
+        &self,
+        rule: impl Fn(&crate::api::SubjectAccessReviewSpec) -> bool + Send + Sync + 'static,
+    ) {
+        self.shared.identities.set_authorizer(Arc::new(rule));
+    }
+
     /// Every request so far, as `METHOD /path?query`.
     pub fn requests(&self) -> Vec<String> {
         self.shared.requests.lock().clone()
@@ -851,7 +904,7 @@ fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
             }
         }
         let stream = reader.get_mut();
-        if !authorized(&req, stream.has_client_certificate(), &shared.opts) {
+        if !authorized(&req, stream.has_client_certificate(), shared) {
             let st = Status::failure(401, "Unauthorized", "Unauthorized");
             if handlers::write_status(stream, &st, &[]).is_err() {
                 return;
@@ -866,7 +919,8 @@ fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
     }
 }
 
-fn authorized(req: &http::Request, client_cert: bool, o: &ApiServerBuilder) -> bool {
+fn authorized(req: &http::Request, client_cert: bool, shared: &Shared) -> bool {
+    let o = &shared.opts;
     if o.tokens.is_empty() && o.basic.is_none() && !o.client_certs {
         return true;
     }
@@ -877,7 +931,7 @@ fn authorized(req: &http::Request, client_cert: bool, o: &ApiServerBuilder) -> b
         return false;
     };
     if let Some(t) = h.strip_prefix("Bearer ") {
-        return o.tokens.iter().any(|x| x == t.trim());
+        return o.tokens.iter().any(|x| x == t.trim()) || shared.identities.accepts(t.trim());
     }
     if let (Some(b), Some((u, p))) = (h.strip_prefix("Basic "), &o.basic) {
         use base64::Engine as _;
