@@ -1,5 +1,14 @@
 //! `SharedIndexInformer`: one reflector, one DeltaFIFO, one indexed cache, many handlers.
 //!
+//! An informer over several namespaces ([`SharedIndexInformer::for_namespaces`]) has one
+//! reflector, one FIFO and one informer thread (`inf`, `inf1`, ...) per namespace, all
+//! applying to the one cache and telling the same handlers. Each FIFO's view of the cache
+//! (what a relist compares with, what a resync queues) is its namespace's part only, so a
+//! relist of one namespace never announces the deletion of another's objects; keys of two
+//! namespaces never meet, so each object's changes still pass through one FIFO, in order.
+//! Or, by choice ([`NamespaceWatch::ClusterWide`]), one cluster-wide reflector whose
+//! objects of other namespaces are dropped before the cache.
+//!
 //! The informer thread pops each key's deltas, applies them to the cache, then hands a
 //! notification to every handler's listener (see [`listener`](super::listener)); handlers run
 //! on their own threads. Applying and notifying happen under one lock that registering a
@@ -509,21 +518,21 @@ impl<K: Object> SharedIndexInformer<K> {
         // Said when the initial list is in the cache, whichever thread completes it (with
         // several parts: the last one to sync).
         let said = Arc::new(AtomicBool::new(false));
-        for (i, part) in inner.parts.iter().enumerate() {
+        let fifos: Arc<[std::sync::Weak<DeltaFifo<K>>]> = inner
+            .parts
+            .iter()
+            .map(|p| Arc::downgrade(&p.fifo))
+            .collect();
+        for part in &inner.parts {
             let (name, store, started) =
                 (inner.name.clone(), Arc::clone(&inner.store), Instant::now());
-            let weak = Arc::downgrade(inner);
-            let said = Arc::clone(&said);
+            let (fifos, said) = (Arc::clone(&fifos), Arc::clone(&said));
             part.fifo.on_synced(Box::new(move || {
-                // This FIFO is synced (its flag is set before the callback); the others'
-                // flags are read without their locks.
-                let all = weak.upgrade().is_none_or(|inner| {
-                    inner
-                        .parts
-                        .iter()
-                        .enumerate()
-                        .all(|(j, p)| j == i || p.fifo.has_synced())
-                });
+                // This FIFO's flag is set before the callback; the flags are read without
+                // the FIFOs' locks (weak: a FIFO that never syncs keeps no other alive).
+                let all = fifos
+                    .iter()
+                    .all(|f| f.upgrade().is_none_or(|f| f.has_synced()));
                 if all && !said.swap(true, Ordering::SeqCst) {
                     log::info!(
                         "kube-informer/{name}: synced {} objects in {:.2?}",
