@@ -62,7 +62,8 @@ type InformerKey = (std::any::TypeId, ApiResource);
 /// An informer and the name it is reported under.
 type NamedInformer = (String, Arc<dyn ManagedInformer>);
 
-/// Options every informer of a factory gets.
+/// Options every informer of a factory gets, except where a resource's [`InformerScope`]
+/// says otherwise.
 #[derive(Clone, Debug, Default)]
 pub struct FactoryOptions {
     /// Watch one namespace only (`None`: all namespaces).
@@ -308,7 +309,9 @@ impl SharedInformerFactory {
         self.informer_for(resource)
     }
 
-    /// The shared informer for objects of type `K` at `resource`.
+    /// The shared informer for objects of type `K` at `resource`, made on first request as
+    /// the resource's [`InformerScope`] (if one was set) and the factory's options say, and
+    /// started at once if the factory was.
     pub fn informer_for<K: Object>(&self, resource: &ApiResource) -> SharedIndexInformer<K> {
         let key = (std::any::TypeId::of::<K>(), resource.clone());
         let mut informers = self.informers.lock();
