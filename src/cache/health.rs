@@ -322,4 +322,46 @@ mod tests {
         assert!(rec.failing_since.is_none());
         assert!(rec.last_error().is_some(), "the last error stays visible");
     }
+
+    #[test]
+    fn a_run_of_404s_is_gone_not_failing_until_the_server_says_otherwise() {
+        let not_found = Error::Api {
+            request: "GET /apis/lab.example.com/v1/widgets?limit=500".into(),
+            status: Box::new(Status::failure(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )),
+        };
+        let mut rec = HealthRecord::default();
+        rec.failed(&not_found);
+        assert!(rec.gone_for().is_some());
+        assert!(rec.failing_for().is_none(), "gone is not failing");
+        // A dropped connection says nothing about the resource: still gone.
+        rec.failed(&Error::Io {
+            request: "watch".into(),
+            source: std::io::Error::other("Peer disconnected"),
+        });
+        assert!(rec.gone_for().is_some());
+        // Another answer of the server (a 500) means it serves the resource: failing.
+        let e500 = Error::Api {
+            request: "GET".into(),
+            status: Box::new(Status::failure(500, "InternalError", "etcd")),
+        };
+        rec.failed(&e500);
+        assert!(rec.gone_for().is_none());
+        assert!(rec.failing_for().is_some());
+        rec.failed(&not_found);
+        assert!(rec.gone_for().is_some());
+        rec.succeeded();
+        assert!(rec.gone_for().is_none() && rec.failing_for().is_none());
+        let h = InformerHealth {
+            name: "widgets".into(),
+            running: true,
+            gone_for: Some(Duration::from_secs(12)),
+            ..Default::default()
+        };
+        assert!(h.is_gone() && !h.is_healthy());
+        assert!(h.to_string().contains(", gone (not served for 12s)"), "{h}");
+    }
 }
