@@ -31,7 +31,14 @@
 //! - connection refused or dropped, 429, 5xx: back off (0.8 s doubling to 30 s, with jitter,
 //!   reset after 2 minutes of health) and watch again from the last version;
 //! - anything else (a garbage line, a forbidden watch): back off and relist, since an event
-//!   may have been lost.
+//!   may have been lost;
+//! - 404 on a list or a watch: the resource is not served (its CRD deleted, its API group
+//!   switched off). The health view says *gone* ([`InformerHealth::gone_for`]), not failing;
+//!   lists are retried on a slow back-off (`backoff_max` doubling to
+//!   [`ReflectorConfig::gone_backoff_max`], 5 minutes) and the first that works (the CRD
+//!   created again) replaces the cache as any relist does.
+//!
+//! [`InformerHealth::gone_for`]: super::InformerHealth::gone_for
 //!
 //! **A relist never travels back.** Pages reach the informer as they arrive, so a list that
 //! fails part way (a 500 on a continue page, a dropped connection) has already handed over
@@ -645,7 +652,7 @@ impl<K: Object> Run<K> {
                         } else {
                             let delay = if e.is_not_found() {
                                 if !self.gone_announced.replace(true) {
-                                    log::warn!(
+                                    log::info!(
                                         "kube-informer/{}: the server does not serve this resource (404): gone until it is served again; asking again on a slow back-off",
                                         self.name
                                     );
