@@ -19,6 +19,7 @@
 //! burst waited for no token).
 //! `BENCH_KINDS=slim` (a comma-separated subset of `dynamic,slim,metadata`) runs only those.
 //! `BENCH_STREAMING=1` makes the initial list a streaming list (`sendInitialEvents`);
+//! `BENCH_STRIP=1` skips `managedFields` while decoding (`strip_managed_fields`);
 //! `BENCH_RUNS=N` runs each client N times. With `--cfg bench_count_allocs` it also prints
 //! the heap bytes in use per cached object at sync.
 //!
@@ -302,6 +303,8 @@ fn client<K: Object>(url: &str, n: usize, ctl: &mut dyn FnMut(&str) -> String) -
     let mut config = InformerConfig::default();
     // `BENCH_STREAMING=1`: the initial list as a streaming list (`sendInitialEvents`).
     config.reflector.streaming_list = std::env::var_os("BENCH_STREAMING").is_some();
+    // `BENCH_STRIP=1`: `managedFields` skipped while decoding.
+    config.reflector.strip_managed_fields = std::env::var_os("BENCH_STRIP").is_some();
     let informer = SharedIndexInformer::new(api, config);
     #[cfg(feature = "metrics")]
     metrics.register_informer(&informer);

@@ -5,6 +5,11 @@
 //!   sees of its ReplicaSets (`RECONCILE lab/web replicasets=web-7d9f8 ready=2/3`), so a
 //!   ReplicaSet whose readiness moved shows up as a new line for its Deployment even though
 //!   the Deployment itself did not change.
+//! - a filter on the Deployments: only updates that change their generation (the spec),
+//!   labels or finalizers, or start their deletion, reconcile; status-only writes (the
+//!   Deployment controller's own, every few seconds on a real cluster) do not
+//!   (`FILTERED lab/web ...`). The owned ReplicaSets are not filtered: their status is what
+//!   the reconcile reports.
 //! - `finalizer`: before the first reconcile of a managed Deployment the finalizer
 //!   `example.com/deployment-controller` is added (`FINALIZER lab/web ...`); when it is
 //!   deleted, the server keeps it until the cleanup ran (`CLEANUP lab/web ...`, where a real
@@ -21,6 +26,9 @@
 //! It runs under a `Manager`: with `--probe-addr HOST:PORT` it serves `/healthz`, `/readyz`
 //! and (built with the `metrics` feature) `/metrics` there.
 //!
+//! `RUST_LOG=info` (or `debug`) prints the library's log lines on stderr (a failing
+//! reconcile is logged as a warning).
+//!
 //! Flags: `--kubeconfig PATH`, `--context NAME`, `--namespace NS`, `--demo`,
 //! `--duration SECS`, `--probe-addr HOST:PORT`. Ctrl-C or SIGTERM stops it.
 
@@ -31,7 +39,9 @@ use std::time::{Duration, Instant};
 use kube_informer::api::{ApiResource, Object, ObjectMeta, Resource};
 use kube_informer::cache::{FactoryOptions, Lister};
 use kube_informer::config::{Config, KubeconfigOptions};
-use kube_informer::controller::{finalizer, Action, Controller, FinalizerError, FinalizerEvent};
+use kube_informer::controller::{
+    finalizer, split_key, Action, Controller, EventFilter, FinalizerError, FinalizerEvent,
+};
 use kube_informer::manager::Manager;
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client};
@@ -95,6 +105,9 @@ resource!(ReplicaSet, "ReplicaSet", "replicasets");
 type Seen = Arc<Mutex<HashMap<String, String>>>;
 
 fn main() {
+    // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
+    // stderr; without it, errors only.
+    env_logger::init();
     let mut args = std::env::args().skip(1);
     let (mut kubeconfig, mut context, mut namespace, mut demo, mut duration) =
         (None, None, None, false, None);
@@ -177,7 +190,14 @@ fn main() {
     };
     let manager = manager
         .controller(
-            Controller::builder("deployment-controller", deployments).owns(replicasets),
+            Controller::builder("deployment-controller", deployments)
+                .filter(
+                    EventFilter::generation_changed()
+                        .or(EventFilter::labels_changed())
+                        .or(EventFilter::finalizers_changed())
+                        .or(EventFilter::deletion_started()),
+                )
+                .owns(replicasets),
             move |key: &str| reconciler.reconcile(key),
         )
         .start()
@@ -193,7 +213,15 @@ fn main() {
     .expect("install the Ctrl-C handler");
     let deadline = duration.map(|d| Instant::now() + d);
     match &server {
-        Some(server) => demo_script(server, &seen, &rx, deadline),
+        Some(server) => {
+            let filtered = || {
+                manager
+                    .controllers_health()
+                    .first()
+                    .map_or(0, |h| h.stats.filtered)
+            };
+            demo_script(server, &seen, &filtered, &rx, deadline)
+        }
         None => match deadline {
             Some(d) => {
                 let _ = rx.recv_deadline(d);
@@ -220,10 +248,12 @@ struct Reconciler {
 
 impl Reconciler {
     fn reconcile(&self, key: &str) -> Result<Action, FinalizerError<String>> {
-        let Some((ns, name)) = key.split_once('/') else {
+        // Keys are `namespace/name` (Deployments are namespaced); a malformed key (none of
+        // ours) is dropped.
+        let Ok((ns, name)) = split_key(key) else {
             return Ok(Action::Done);
         };
-        let Some(deployment) = self.deployments.get(Some(ns), name) else {
+        let Some(deployment) = self.deployments.get(ns, name) else {
             if self.seen.lock().remove(key).is_some() {
                 println!("GONE {key}");
             }
@@ -295,11 +325,13 @@ impl Reconciler {
 }
 
 /// The demo, after [`demo_seed`]: the ReplicaSet's pods become ready one by one (only the
-/// ReplicaSet changes), then the Deployment is deleted. Each step waits (bounded) until the
+/// ReplicaSet changes), the Deployment's status is written (filtered: no reconcile), then
+/// the Deployment is deleted. Each step waits (bounded) until the
 /// controller printed what it should, so the output is the same on a slow machine.
 fn demo_script(
     server: &ApiServer,
     seen: &Seen,
+    filtered: &dyn Fn() -> u64,
     ctrl_c: &crossbeam_channel::Receiver<()>,
     deadline: Option<Instant>,
 ) {
@@ -336,6 +368,24 @@ fn demo_script(
         if !wait(&want, &|line| line.is_some_and(|l| l.ends_with(&want))) {
             return;
         }
+    }
+    // A status-only write, as the Deployment controller makes: no new generation, so the
+    // filter keeps it from the queue.
+    let before = filtered();
+    let _ = server.patch(
+        &deployments,
+        Some("lab"),
+        "web",
+        &serde_json::json!({"status": {"readyReplicas": 3}}),
+    );
+    let limit = Instant::now() + Duration::from_secs(30);
+    while filtered() == before && Instant::now() < limit {
+        if ctrl_c.recv_timeout(Duration::from_millis(20)).is_ok() {
+            return;
+        }
+    }
+    if filtered() > before {
+        println!("FILTERED {key} status-only write (no new generation): not reconciled");
     }
     println!("DEMO delete deployment lab/web");
     let _ = server.delete(&deployments, Some("lab"), "web");

@@ -179,6 +179,9 @@ fn report(l: &Listers) {
 }
 
 fn main() {
+    // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
+    // stderr; without it, errors only.
+    env_logger::init();
     let mut args = std::env::args().skip(1);
     let (mut namespace, mut kubeconfig, mut context) = (None, None, None);
     let (mut demo, mut once, mut duration) = (false, false, None);

@@ -749,6 +749,9 @@ where
 // main
 
 fn main() {
+    // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
+    // stderr; without it, errors only.
+    env_logger::init();
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {

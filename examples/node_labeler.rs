@@ -81,6 +81,9 @@ fn wants_label(node: &Node) -> bool {
 }
 
 fn main() {
+    // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
+    // stderr; without it, errors only.
+    env_logger::init();
     let mut args = std::env::args().skip(1);
     let (mut kubeconfig, mut context, mut demo, mut duration) = (None, None, false, None);
     let (mut leader_elect, mut probe_addr) = (false, None::<String>);

@@ -257,6 +257,9 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() {
+    // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
+    // stderr; without it, errors only.
+    env_logger::init();
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

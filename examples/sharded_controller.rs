@@ -200,8 +200,8 @@ fn reconcile(
     api: &Api<DynamicObject>,
     verbose: bool,
 ) -> kube_informer::Result<Action> {
-    let (ns, name) = key.split_once('/').unwrap_or(("", key));
-    let Some(cm) = lister.get(Some(ns), name) else {
+    let (ns, name) = kube_informer::controller::split_key(key)?;
+    let Some(cm) = lister.get(ns, name) else {
         return Ok(Action::Done);
     };
     if verbose {
@@ -332,6 +332,9 @@ fn demo(exclusivity: &Arc<Exclusivity>) {
 }
 
 fn main() {
+    // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
+    // stderr; without it, errors only.
+    env_logger::init();
     let mut args = std::env::args().skip(1);
     let (mut kubeconfig, mut context, mut demo_mode, mut duration) = (None, None, false, None);
     let (mut shard_id, mut namespace, mut ring_name) = (None, None, "sharded-demo".to_owned());

@@ -54,11 +54,11 @@ fn a_build_without_dev_dependencies_has_no_testing() {
 
 /// Issue 22: `metrics` and `probes` are optional and off by default: a build without the
 /// dev-dependencies resolves neither prometheus-client nor tiny_http, and the default
-/// feature set stays empty (checked above).
+/// feature set stays empty (checked above). Issue 32: the same for `crd` and schemars.
 #[test]
 fn a_default_build_has_no_metrics_or_probe_crates() {
     let normal = cargo(&["tree", "-e", "normal,build", "-p", "kube-informer"]);
-    for krate in ["prometheus-client", "tiny_http"] {
+    for krate in ["prometheus-client", "tiny_http", "schemars"] {
         assert!(
             !normal.contains(krate),
             "{krate} in a default build:\n{normal}"
@@ -71,9 +71,9 @@ fn a_default_build_has_no_metrics_or_probe_crates() {
         "-p",
         "kube-informer",
         "--features",
-        "metrics,probes",
+        "metrics,probes,crd",
     ]);
-    for krate in ["prometheus-client", "tiny_http"] {
+    for krate in ["prometheus-client", "tiny_http", "schemars"] {
         assert!(
             with.contains(krate),
             "{krate} missing with the features:\n{with}"

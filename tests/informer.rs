@@ -506,3 +506,29 @@ fn objects_handlers_let_go_are_freed_and_never_pile_up() {
     drop(inf);
     assert_eq!(alive(), 0, "old states alive after the informer is gone");
 }
+
+/// The resync timer starts with the first handler that asks for resyncs, even one added
+/// after the informer started (an informer whose handlers never resync runs no timer).
+#[test]
+fn a_resyncing_handler_added_after_start_gets_its_resyncs() {
+    let server = server_with(3);
+    let inf = pods_informer(&server, fast_config());
+    inf.add_event_handler(View::default()).unwrap();
+    inf.start().unwrap();
+    assert!(inf.wait_for_cache_sync(PATIENCE));
+    let resyncs = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&resyncs);
+    inf.add_event_handler_with_resync(
+        HandlerFns::new().on_update(move |old: Arc<DynamicObject>, new: Arc<DynamicObject>| {
+            if old.metadata.resource_version() == new.metadata.resource_version() {
+                r.fetch_add(1, Ordering::SeqCst);
+            }
+        }),
+        Duration::from_millis(50),
+    )
+    .unwrap();
+    wait_until("two rounds of resyncs", || {
+        resyncs.load(Ordering::SeqCst) >= 6
+    });
+    inf.stop();
+}

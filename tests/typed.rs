@@ -574,6 +574,19 @@ fn strip_managed_fields_on_a_k8s_openapi_type() {
     let cached = inf.lister().get(Some(NS), "applied").unwrap();
     assert!(cached.metadata.managed_fields.is_none());
     inf.stop();
+
+    // Skipped while decoding (never decoded), and kept when not asked.
+    for strip in [true, false] {
+        let mut config = InformerConfig::<ConfigMap>::default();
+        config.reflector.strip_managed_fields = strip;
+        let inf: SharedIndexInformer<ConfigMap> = SharedIndexInformer::new(api.clone(), config);
+        inf.start().unwrap();
+        assert!(inf.wait_for_cache_sync(PATIENCE));
+        let cached = inf.lister().get(Some(NS), "applied").unwrap();
+        assert_eq!(cached.metadata.managed_fields.is_none(), strip);
+        assert_eq!(cached.data.as_ref().unwrap()["a"], "1");
+        inf.stop();
+    }
 }
 
 /// A custom resource as kube-derive's `CustomResource` would declare it: it implements

@@ -5,6 +5,8 @@
 //! What an object *is* lives here; how its bytes are read fast (the scanner, the recorded
 //! container ends, raw JSON text) lives in the decoding engine, `src/json/`.
 
+#[cfg(feature = "crd")]
+pub mod crd;
 mod dynamic;
 #[cfg(feature = "k8s-openapi")]
 mod k8s_types;
@@ -19,6 +21,7 @@ mod status;
 pub(crate) mod url_encoding;
 mod watch_event;
 
+pub use crate::json::decode_options::{strip_managed_fields_on_this_thread, StripGuard};
 pub use crate::json::raw_json::RawJson;
 pub use crate::json::shared_str::SharedStr;
 pub use crate::json::string_map::StringMap;

@@ -74,7 +74,8 @@ pub struct FactoryOptions {
     pub field_selector: Option<String>,
     /// Default resync period of handlers.
     pub default_resync: Duration,
-    /// Drop `managedFields` from every cached object.
+    /// Drop `managedFields` from every cached object: skipped while decoding (see
+    /// [`ReflectorConfig::strip_managed_fields`]), never decoded.
     pub strip_managed_fields: bool,
     /// Reflector settings (page size, streaming list, back-off); selectors above win.
     pub reflector: ReflectorConfig,
@@ -195,14 +196,14 @@ impl InformerScope {
         self
     }
 
-    /// Whether `managedFields` are dropped from every cached object.
+    /// Whether `metadata.managedFields` are skipped while decoding (see
+    /// [`ReflectorConfig::strip_managed_fields`]).
     pub fn strip_managed_fields(mut self, strip: bool) -> Self {
         self.strip_managed_fields = Some(strip);
         self
     }
 
-    /// Changes every object of type `K` before it is cached (after stripping
-    /// `managedFields`, when that is asked for too). It applies to the resource's informers
+    /// Changes every object of type `K` before it is cached. It applies to the resource's informers
     /// of type `K` only (a metadata informer of the same resource has another type).
     pub fn transform<K: crate::api::Object>(mut self, transform: Transform<K>) -> Self {
         self.transform = Some(TypedTransform {
@@ -365,11 +366,13 @@ impl SharedInformerFactory {
             &o.field_selector,
             reflector.field_selector.take(),
         );
-        let strip = scope
-            .strip_managed_fields
-            .unwrap_or(o.strip_managed_fields)
-            .then(super::reflector::strip_managed_fields::<K>);
-        let own = scope.transform.as_ref().and_then(|t| {
+        // `managedFields` are skipped while decoding (the scope's choice, else the factory's
+        // added to the reflector settings').
+        match scope.strip_managed_fields {
+            Some(strip) => reflector.strip_managed_fields = strip,
+            None => reflector.strip_managed_fields |= o.strip_managed_fields,
+        }
+        let transform = scope.transform.as_ref().and_then(|t| {
             let typed = t.transform.downcast_ref::<Transform<K>>().cloned();
             if typed.is_none() {
                 log::debug!(
@@ -381,13 +384,6 @@ impl SharedInformerFactory {
             }
             typed
         });
-        let transform: Option<Transform<K>> = match (strip, own) {
-            (Some(a), Some(b)) => Some(Arc::new(move |o: &mut K| {
-                a(o);
-                b(o);
-            })),
-            (a, b) => a.or(b),
-        };
         let config = InformerConfig {
             reflector,
             default_resync: o.default_resync,

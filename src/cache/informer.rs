@@ -21,8 +21,9 @@
 //! reflector serves as the default for handlers registered without one.
 //!
 //! Threads, all named `ki/<resource>/<role>` (15 bytes at most, what Linux shows) and all
-//! joined by [`stop`]: the reflector (`refl`), the informer (`inf`), the resync timer
-//! (`rsyn`) when any handler asked for resyncs, and one per handler (`lis<n>`).
+//! joined by [`stop`]: the reflector (`refl`), the informer (`inf`), one per handler
+//! (`lis<n>`), and the resync timer (`rsyn`) only once a handler asks for resyncs: an
+//! informer with one handler that does not resync runs three threads.
 //!
 //! [`stop`]: SharedIndexInformer::stop
 
@@ -106,6 +107,9 @@ struct Inner<K> {
     listeners: Mutex<Vec<Arc<Listener<K>>>>,
     next_id: AtomicU64,
     started: AtomicBool,
+    /// The resync timer (`rsyn`) runs: started with the informer, or later by the first
+    /// handler that asks for resyncs. An informer whose handlers never resync has none.
+    resync_timer: AtomicBool,
     stop: StopSignal,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -374,6 +378,7 @@ impl<K: Object> SharedIndexInformer<K> {
             listeners: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(0),
             started: AtomicBool::new(false),
+            resync_timer: AtomicBool::new(false),
             stop: StopSignal::new(),
             threads: Mutex::new(Vec::new()),
         });
@@ -459,6 +464,11 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
             listeners.push(Arc::clone(&listener));
+        }
+        if !resync.is_zero() {
+            inner
+                .start_resync_timer()
+                .map_err(|e| Error::Config(format!("spawning an informer thread: {e}")))?;
         }
         Ok(HandlerRegistration {
             listener,
@@ -555,12 +565,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 .map_err(spawn_err)?;
             inner.threads.lock().push(process);
         }
-        let me = Arc::clone(inner);
-        let resync = thread::Builder::new()
-            .name(crate::thread_name::thread_name(&inner.name, "rsyn"))
-            .spawn(move || me.resync_loop())
-            .map_err(spawn_err)?;
-        inner.threads.lock().push(resync);
+        inner.start_resync_timer().map_err(spawn_err)?;
         for part in &inner.parts {
             let mut config = reflector_config.clone();
             if let Some(ns) = &part.namespace {
@@ -695,6 +700,40 @@ impl<K: Object> SharedIndexInformer<K> {
 }
 
 impl<K: Object> Inner<K> {
+    /// Starts the resync timer once the informer runs and some handler asks for resyncs
+    /// (called by `start` and by each registration with a period, so whichever comes second
+    /// starts it); never twice, never after `stop`.
+    fn start_resync_timer(self: &Arc<Self>) -> std::io::Result<()> {
+        if !self.started.load(Ordering::SeqCst)
+            || !self
+                .listeners
+                .lock()
+                .iter()
+                .any(|l| !l.resync_period.is_zero())
+        {
+            return Ok(());
+        }
+        // Under the threads' lock, which `shutdown` takes to join them after stopping.
+        let mut threads = self.threads.lock();
+        if self.stop.is_stopped() || self.resync_timer.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let me = Arc::clone(self);
+        let timer = thread::Builder::new()
+            .name(crate::thread_name::thread_name(&self.name, "rsyn"))
+            .spawn(move || me.resync_loop());
+        match timer {
+            Ok(t) => {
+                threads.push(t);
+                Ok(())
+            }
+            Err(e) => {
+                self.resync_timer.store(false, Ordering::SeqCst);
+                Err(e)
+            }
+        }
+    }
+
     fn shutdown(&self) {
         self.stop.stop();
         for part in &self.parts {

@@ -385,6 +385,18 @@ impl Client {
         Ok(agent)
     }
 
+    /// Closes the connections this client's cancel scope keeps open for reuse (see
+    /// [`Api::with_cancel`](super::Api::with_cancel)); the next request opens a new one. A
+    /// reflector calls it after each list: lists are rare once an informer watches, and
+    /// otherwise every informer would hold an idle connection beside its watch. Without a
+    /// scope (the client's shared agent, whose idle connections serve every request) it
+    /// does nothing.
+    pub(crate) fn release_idle_connections(&self) {
+        if let Some(scope) = &self.scope {
+            *scope.agent.lock() = None;
+        }
+    }
+
     /// The client-side rate limiter's counters (`None` when the limit is off): how many
     /// requests took a token, how many waited and for how long.
     pub fn rate_limiter_stats(&self) -> Option<RateLimiterStats> {

@@ -11,8 +11,10 @@
 //!   back-off and an overall bucket, like client-go's default).
 //!
 //! Besides the primary informer, [`ControllerBuilder::owns`] and [`ControllerBuilder::watches`]
-//! add other informers whose changes become primary keys (`triggers.rs`); every reconcile's
-//! outcome is counted (`stats.rs`, [`Controller::stats`]).
+//! add other informers whose changes become primary keys (`triggers.rs`); an
+//! [`EventFilter`] on each decides which updates are worth a reconcile (`filter.rs`); every
+//! reconcile's outcome is counted, and the last error of each failing key kept
+//! (`stats.rs`, [`Controller::stats`], [`Controller::health`]).
 //!
 //! Workers start only after the cache has synced, so reconcile never sees a half-filled
 //! cache. `stop` lets each worker finish the key in hand, then joins every thread.
@@ -32,11 +34,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::enqueue::{Primary, Sink};
+use super::filter::EventFilter;
 use super::leader_election::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Term};
-use super::stats::{ControllerStats, Counters, Outcome};
+use super::stats::{ControllerHealth, ControllerStats, Counters, Outcome};
 use super::triggers::{Attached, Source, Trigger};
-use crate::api::{Meta, Object};
-use crate::cache::{DeletedObject, EventHandler, HandlerRegistration, SharedIndexInformer};
+use crate::api::Object;
+use crate::cache::{HandlerRegistration, SharedIndexInformer};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::workqueue::{RateLimiter, RateLimitingQueue};
@@ -62,6 +66,7 @@ pub struct ControllerBuilder<K: Object, E> {
     election: Option<(Client, LeaderElectionConfig)>,
     on_leadership: Option<OnLeadership>,
     triggers: Vec<Box<dyn Trigger>>,
+    filter: Option<EventFilter<K>>,
     sharding: Option<(Client, super::sharding::ShardConfig)>,
     /// Workers started by a [`Manager`](crate::manager::Manager) in its terms, not by `run`.
     managed: bool,
@@ -98,25 +103,6 @@ impl<K: Object> std::fmt::Debug for Controller<K> {
     }
 }
 
-/// Enqueues the key of every changed object.
-struct Enqueue(Arc<RateLimitingQueue<String>>);
-
-impl<K: Object> EventHandler<K> for Enqueue {
-    fn on_add(&mut self, obj: Arc<K>, _initial: bool) {
-        self.0.add(obj.metadata().key());
-    }
-    fn on_update(&mut self, _old: Arc<K>, new: Arc<K>) {
-        self.0.add(new.metadata().key());
-    }
-    fn on_delete(&mut self, obj: DeletedObject<K>) {
-        let key = match &obj {
-            DeletedObject::Tombstone(t) => t.key.clone(),
-            DeletedObject::Object(o) => o.metadata().key(),
-        };
-        self.0.add(key);
-    }
-}
-
 impl<K: Object> Controller<K> {
     /// A controller named `name` reconciling the objects of `informer`.
     pub fn builder<E>(name: &str, informer: SharedIndexInformer<K>) -> ControllerBuilder<K, E> {
@@ -129,6 +115,7 @@ impl<K: Object> Controller<K> {
             election: None,
             on_leadership: None,
             triggers: Vec::new(),
+            filter: None,
             sharding: None,
             managed: false,
             _error: std::marker::PhantomData,
@@ -145,9 +132,41 @@ impl<K: Object> Controller<K> {
         &self.queue
     }
 
-    /// How many reconciles ended, and how: errors, panics, requeues.
+    /// How many reconciles ended, and how (errors, panics, requeues); how many keys the
+    /// handlers queued and how many updates a filter dropped.
     pub fn stats(&self) -> ControllerStats {
         self.counters.snapshot()
+    }
+
+    /// The counters, how long every reconcile has failed (if it has), and the last error of
+    /// every key whose last reconcile failed: what a program without a logger can show.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kube_informer::api::ApiResource;
+    /// use kube_informer::cache::SharedInformerFactory;
+    /// use kube_informer::controller::{Action, Controller};
+    /// use kube_informer::Client;
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// server.create(&cms, serde_json::json!({"metadata": {"name": "settings", "namespace": "lab"}})).unwrap();
+    /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let controller = Controller::builder("cms", factory.dynamic_informer(&cms))
+    ///     .run(|_key: &str| -> Result<Action, String> { Err("forbidden: cannot patch".into()) })?;
+    /// # let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    /// while controller.health().failing_keys.is_empty() {
+    /// #   assert!(std::time::Instant::now() < deadline);
+    ///     std::thread::sleep(Duration::from_millis(10));
+    /// }
+    /// let health = controller.health();
+    /// assert_eq!(health.failing_keys[0].key, "lab/settings");
+    /// assert_eq!(health.failing_keys[0].message, "forbidden: cannot patch");
+    /// assert!(health.failing_for.is_some()); // no reconcile has succeeded yet
+    /// controller.stop();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn health(&self) -> ControllerHealth {
+        self.counters.health(&self.name)
     }
 
     /// True when the workers may run: always without leader election, during a term with it.
@@ -279,6 +298,48 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
         self
     }
 
+    /// Judges the primary informer's updates with `filter`: an update it rejects is not
+    /// queued (and is counted in [`ControllerStats::filtered`]). Adds, deletes (tombstones
+    /// included) and resyncs always pass; a second call requires both filters. See
+    /// [`EventFilter`] for the stock filters.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kube_informer::api::ApiResource;
+    /// use kube_informer::cache::SharedInformerFactory;
+    /// use kube_informer::controller::{Action, Controller, EventFilter};
+    /// use kube_informer::Client;
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// let deployments = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+    /// server.create(&deployments, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},
+    ///     "spec": {"replicas": 1}})).unwrap();
+    /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// let controller = Controller::builder("deployments", factory.dynamic_informer(&deployments))
+    ///     // Our own status writes (no new generation) do not call us again.
+    ///     .filter(EventFilter::generation_changed())
+    ///     .run(move |key: &str| -> Result<Action, kube_informer::Error> {
+    ///         tx.send(key.to_owned()).ok();
+    ///         Ok(Action::Done)
+    ///     })?;
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/web"); // the add
+    /// server.patch(&deployments, Some("lab"), "web", &serde_json::json!({"status": {"replicas": 1}})).unwrap();
+    /// server.patch(&deployments, Some("lab"), "web", &serde_json::json!({"spec": {"replicas": 2}})).unwrap();
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/web"); // the spec change
+    /// # let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    /// # while controller.stats().filtered < 1 { assert!(std::time::Instant::now() < deadline); std::thread::sleep(Duration::from_millis(10)); }
+    /// assert_eq!(controller.stats().filtered, 1); // the status write
+    /// controller.stop();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn filter(mut self, filter: EventFilter<K>) -> Self {
+        self.filter = Some(match self.filter.take() {
+            Some(first) => first.and(filter),
+            None => filter,
+        });
+        self
+    }
+
     /// Also reconciles the owner of every object of `informer` whose controller (the
     /// `ownerReferences` entry with `controller: true`) is of the primary resource's kind and
     /// API group: its key is `namespace/name` (the owned object's namespace) or `name` for a
@@ -320,7 +381,23 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
     pub fn owns<C: Object>(mut self, informer: SharedIndexInformer<C>) -> Self {
         let primary = self.informer.resource().clone();
         self.triggers
-            .push(Box::new(Source::owned(informer, &primary)));
+            .push(Box::new(Source::owned(informer, &primary, None)));
+        self
+    }
+
+    /// [`owns`](Self::owns), with the owned objects' updates judged by `filter` first (adds,
+    /// deletes and resyncs always pass; see [`EventFilter`]). For example
+    /// `EventFilter::generation_changed()` on owned Deployments skips their status updates;
+    /// an update the filter drops does not reconcile the owner, even when it changed the
+    /// owner reference.
+    pub fn owns_filtered<C: Object>(
+        mut self,
+        informer: SharedIndexInformer<C>,
+        filter: EventFilter<C>,
+    ) -> Self {
+        let primary = self.informer.resource().clone();
+        self.triggers
+            .push(Box::new(Source::owned(informer, &primary, Some(filter))));
         self
     }
 
@@ -372,7 +449,27 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
     {
         let mapper = move |o: &C| mapper(o).into_iter().collect();
         self.triggers
-            .push(Box::new(Source::new(informer, Box::new(mapper))));
+            .push(Box::new(Source::new(informer, Box::new(mapper), None)));
+        self
+    }
+
+    /// [`watches`](Self::watches), with the objects' updates judged by `filter` before
+    /// `mapper` runs (adds, deletes and resyncs always pass; see [`EventFilter`]).
+    pub fn watches_filtered<C: Object, I>(
+        mut self,
+        informer: SharedIndexInformer<C>,
+        filter: EventFilter<C>,
+        mapper: impl Fn(&C) -> I + Send + 'static,
+    ) -> Self
+    where
+        I: IntoIterator<Item = String>,
+    {
+        let mapper = move |o: &C| mapper(o).into_iter().collect();
+        self.triggers.push(Box::new(Source::new(
+            informer,
+            Box::new(mapper),
+            Some(filter),
+        )));
         self
     }
 
@@ -391,9 +488,15 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
         let queue = Arc::new(queue.map_err(|e| {
             Error::Config(format!("controller {}: starting its queue: {e}", self.name))
         })?);
-        let registration = self
-            .informer
-            .add_event_handler(Enqueue(Arc::clone(&queue)))?;
+        let counters = Arc::new(Counters::default());
+        let sink = Sink {
+            queue: Arc::clone(&queue),
+            counters: Arc::clone(&counters),
+        };
+        let registration = self.informer.add_event_handler(Primary {
+            sink: sink.clone(),
+            filter: self.filter,
+        })?;
         self.informer.start()?;
         let mut controller = Controller {
             name: self.name.clone(),
@@ -403,15 +506,13 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
             registration: Some(registration),
             informer: self.informer.clone(),
             triggers: Vec::new(),
-            counters: Arc::new(Counters::default()),
+            counters,
             elector: None,
             spawner: None,
         };
         for trigger in self.triggers {
             // On an error, dropping `controller` removes the handlers registered so far.
-            controller
-                .triggers
-                .push(trigger.attach(Arc::clone(&queue))?);
+            controller.triggers.push(trigger.attach(sink.clone())?);
         }
         let deadline = crate::deadline::after(self.sync_timeout);
         let left = || deadline.saturating_duration_since(std::time::Instant::now());
@@ -589,18 +690,30 @@ fn work<E: std::fmt::Display>(
                     queue.num_requeues(&key) + 1
                 );
                 queue.add_rate_limited(key.clone());
-                Outcome::Error
+                Outcome::Error(e)
             }
-            Err(_) => {
+            Err(payload) => {
+                let message = panic_message(payload.as_ref());
                 log::error!(
-                    "controller {name}: reconciling {key} panicked (retry {})",
+                    "controller {name}: reconciling {key} panicked (retry {}): {message}",
                     queue.num_requeues(&key) + 1
                 );
                 queue.add_rate_limited(key.clone());
-                Outcome::Panic
+                Outcome::Panic(message)
             }
         };
-        reconciling.end(counted);
+        reconciling.end(&key, counted);
         queue.done(&key);
+    }
+}
+
+/// A panic's message, when it is text (`panic!("...")` with or without arguments).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked (no message)".to_owned()
     }
 }

@@ -10,7 +10,11 @@
 //!   by a background thread so that reconciles never wait on them.
 //! - [`finalizer()`] ([`mod@finalizer`]): clean up before an object is deleted, kube-rs's
 //!   `finalizer` made blocking.
-//! - [`ControllerStats`] (`stats.rs`): how many reconciles ended, and how.
+//! - [`ControllerStats`] and [`ControllerHealth`] (`stats.rs`): how many reconciles ended,
+//!   and how; the last error of every failing key.
+//! - [`EventFilter`] (`filter.rs`): which updates are worth a reconcile (generation
+//!   changed, labels changed, ...); [`split_key`] (`key.rs`): a key back into namespace and
+//!   name.
 //! - [`sharding`]: a controller's objects spread over its live replicas (shard Leases,
 //!   consistent hashing, a sharder writing shard labels, a drain hand-over);
 //!   [`ControllerBuilder::sharded`].
@@ -28,8 +32,10 @@
 //! - [`ControllerBuilder::watches`]: any resource, with your function from an object to
 //!   primary keys.
 //!
-//! Adds (the initial list included), updates (the keys of the old and of the new object, so
-//! an object that changed owner triggers both) and deletions (tombstones included) trigger.
+//! Adds (the initial list included), updates (the keys of the old and of the new object, each
+//! once: an object that changed owner triggers both owners, one that did not triggers its
+//! owner once) and deletions (tombstones included) trigger; `owns_filtered` and
+//! `watches_filtered` judge updates with an [`EventFilter`] first.
 //! Both take a shared informer you pass in (from the factory the rest of the program uses:
 //! nothing is listed twice); the controller starts it if needed, waits for it to sync before
 //! its workers start, and removes its handler on stop (the informer keeps running).
@@ -46,14 +52,25 @@
 //! again after `d`; an error, or a panic (caught on the worker), retries with the queue's
 //! rate limiter (per-key exponential back-off). Either way the key is marked done, so it
 //! never stays in the queue's `processing` set, and a key added again while its reconcile
-//! was running is reconciled again afterwards. [`Controller::stats`] counts them.
+//! was running is reconciled again afterwards. [`Controller::stats`] counts them;
+//! [`Controller::health`] names the last error of every key whose last reconcile failed, and
+//! how long every reconcile has failed (the [`Manager`](crate::manager::Manager)'s opt-in
+//! readiness check `reconciles` reads it).
+//!
+//! # Keys
+//!
+//! A key is `namespace/name`, or `name` for a cluster-scoped object; [`split_key`] splits
+//! it back (`(Option<&str>, &str)`, what [`Lister::get`](crate::cache::Lister::get) takes).
 
 #[allow(clippy::module_inception)]
 pub(crate) mod controller;
+mod enqueue;
 mod events;
+mod filter;
 pub mod finalizer;
 #[cfg(all(test, shuttle))]
 mod interleavings;
+mod key;
 pub mod leader_election;
 mod lease;
 pub mod sharding;
@@ -64,7 +81,9 @@ pub use controller::{Action, Controller, ControllerBuilder};
 pub use events::{
     EventRecorder, EventRecorderConfig, EventRecorderStats, EventType, ObjectReference,
 };
+pub use filter::EventFilter;
 pub use finalizer::{finalizer, FinalizerError, FinalizerEvent};
+pub use key::split_key;
 pub use leader_election::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Term};
 pub use lease::{Lease, LeaseSpec, MicroTime};
-pub use stats::ControllerStats;
+pub use stats::{ControllerHealth, ControllerStats, KeyError, MAX_FAILING_KEYS};

@@ -27,8 +27,10 @@
 //! # What triggers
 //!
 //! - add (the initial list included): the keys of the object;
-//! - update: the keys of the new object and of the old one (an object that changed owner
-//!   triggers both the old and the new owner);
+//! - update: the keys of the new object and of the old one, each key once (an object that
+//!   changed owner triggers both the old and the new owner; one that did not, its owner
+//!   once); an [`EventFilter`](super::EventFilter) given with `owns_filtered` or
+//!   `watches_filtered` judges updates first (resyncs always pass);
 //! - delete, tombstones included (a deletion missed while disconnected): the keys of the last
 //!   known state, so the owner of a deleted ReplicaSet is reconciled and can recreate it.
 //!
@@ -40,18 +42,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::enqueue::Sink;
+use super::filter::{update_passes, EventFilter};
 use crate::api::{ApiResource, Meta, Object};
 use crate::cache::{DeletedObject, EventHandler, HandlerRegistration, SharedIndexInformer};
 use crate::error::Result;
-use crate::workqueue::RateLimitingQueue;
 
 /// A user mapping: a secondary object to the keys of the primary objects to reconcile.
 pub(super) type Mapper<C> = Box<dyn Fn(&C) -> Vec<String> + Send + 'static>;
 
 /// A trigger not yet registered: an informer and how its objects map to primary keys.
 pub(super) trait Trigger: Send {
-    /// Registers the handler that feeds `queue` and starts the informer.
-    fn attach(self: Box<Self>, queue: Arc<RateLimitingQueue<String>>) -> Result<Box<dyn Attached>>;
+    /// Registers the handler that feeds `sink` and starts the informer.
+    fn attach(self: Box<Self>, sink: Sink) -> Result<Box<dyn Attached>>;
 }
 
 /// A registered trigger.
@@ -68,28 +71,50 @@ pub(super) trait Attached: Send {
 pub(super) struct Source<C: Object> {
     informer: SharedIndexInformer<C>,
     mapper: Mapper<C>,
+    filter: Option<EventFilter<C>>,
 }
 
 impl<C: Object> Source<C> {
-    /// Objects of `informer` mapped by `mapper`.
-    pub(super) fn new(informer: SharedIndexInformer<C>, mapper: Mapper<C>) -> Self {
-        Source { informer, mapper }
+    /// Objects of `informer` mapped by `mapper`, their updates judged by `filter`.
+    pub(super) fn new(
+        informer: SharedIndexInformer<C>,
+        mapper: Mapper<C>,
+        filter: Option<EventFilter<C>>,
+    ) -> Self {
+        Source {
+            informer,
+            mapper,
+            filter,
+        }
     }
 
     /// Objects of `informer` mapped to their controller of kind `owner` (see the module docs).
-    pub(super) fn owned(informer: SharedIndexInformer<C>, owner: &ApiResource) -> Self {
+    pub(super) fn owned(
+        informer: SharedIndexInformer<C>,
+        owner: &ApiResource,
+        filter: Option<EventFilter<C>>,
+    ) -> Self {
         let owner = OwnerKind::of(owner);
         Source::new(
             informer,
             Box::new(move |o: &C| owner.key_of_owner(o.metadata()).into_iter().collect()),
+            filter,
         )
     }
 }
 
 impl<C: Object> Trigger for Source<C> {
-    fn attach(self: Box<Self>, queue: Arc<RateLimitingQueue<String>>) -> Result<Box<dyn Attached>> {
-        let Source { informer, mapper } = *self;
-        let registration = informer.add_event_handler(MapToKeys { mapper, queue })?;
+    fn attach(self: Box<Self>, sink: Sink) -> Result<Box<dyn Attached>> {
+        let Source {
+            informer,
+            mapper,
+            filter,
+        } = *self;
+        let registration = informer.add_event_handler(MapToKeys {
+            mapper,
+            sink,
+            filter,
+        })?;
         let attached = Registered {
             informer,
             registration,
@@ -129,31 +154,30 @@ impl<C: Object> Attached for Registered<C> {
 /// The handler: every change of a secondary object becomes primary keys on the queue.
 struct MapToKeys<C> {
     mapper: Mapper<C>,
-    queue: Arc<RateLimitingQueue<String>>,
-}
-
-impl<C> MapToKeys<C> {
-    fn enqueue(&self, obj: &C) {
-        for key in (self.mapper)(obj) {
-            self.queue.add(key);
-        }
-    }
+    sink: Sink,
+    filter: Option<EventFilter<C>>,
 }
 
 impl<C: Object> EventHandler<C> for MapToKeys<C> {
     fn on_add(&mut self, obj: Arc<C>, _initial: bool) {
-        self.enqueue(&obj);
+        self.sink.add_all((self.mapper)(&obj));
     }
 
     fn on_update(&mut self, old: Arc<C>, new: Arc<C>) {
-        self.enqueue(&new);
-        if !Arc::ptr_eq(&old, &new) {
-            self.enqueue(&old);
+        if !update_passes(self.filter.as_ref(), &old, &new) {
+            self.sink.counters.filtered();
+            return;
         }
+        // The keys of both states, each once: an owner that did not change is queued once.
+        let mut keys = (self.mapper)(&new);
+        if !Arc::ptr_eq(&old, &new) {
+            keys.extend((self.mapper)(&old));
+        }
+        self.sink.add_all(keys);
     }
 
     fn on_delete(&mut self, obj: DeletedObject<C>) {
-        self.enqueue(obj.object());
+        self.sink.add_all((self.mapper)(obj.object()));
     }
 }
 

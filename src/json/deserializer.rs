@@ -41,12 +41,17 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, Unexp
 use serde::forward_to_deserialize_any;
 use serde_json::Error;
 
+use super::decode_options::strip_managed_fields;
 use super::json_scan::{Key, Scanner};
 use super::meta_scan::{hand_over, META_TOKEN};
 use super::raw_json::RAW_VALUE_TOKEN;
 use crate::api::ObjectMeta;
 
 type Result<T> = std::result::Result<T, Error>;
+
+/// The member stripped while decoding, and the member whose object holds it.
+const MANAGED_FIELDS: &str = "managedFields";
+const METADATA: &str = "metadata";
 
 /// serde_json's nesting limit: the 128th nested container is an error.
 const RECURSION_LIMIT: u8 = 128;
@@ -72,6 +77,11 @@ pub(crate) fn from_str<'de, T: de::Deserialize<'de>>(json: &'de str) -> Result<T
 pub(crate) struct Deserializer<'de> {
     s: Scanner<'de>,
     remaining_depth: u8,
+    /// This thread skips `metadata.managedFields` (see `decode_options`).
+    strip_managed_fields: bool,
+    /// The value about to be read is a `metadata` member's: an object read now skips its
+    /// `managedFields` member (when stripping).
+    metadata_next: bool,
 }
 
 impl<'de> Deserializer<'de> {
@@ -79,6 +89,8 @@ impl<'de> Deserializer<'de> {
         Deserializer {
             s: Scanner::new(text),
             remaining_depth: RECURSION_LIMIT,
+            strip_managed_fields: strip_managed_fields(),
+            metadata_next: false,
         }
     }
 
@@ -109,11 +121,14 @@ impl<'de> Deserializer<'de> {
     fn visit_object<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value> {
         self.enter()?;
         self.s.begin_object()?;
+        let in_metadata = std::mem::take(&mut self.metadata_next);
         let mut access = MapAcc {
             de: self,
             first: true,
             pending: false,
             done: false,
+            pending_is_metadata: false,
+            in_metadata,
         };
         let ret = visitor.visit_map(&mut access);
         let end = access.end();
@@ -332,6 +347,10 @@ struct MapAcc<'a, 'de> {
     pending: bool,
     /// The closing `}` was consumed.
     done: bool,
+    /// The pending key is `metadata` (read only when stripping `managedFields`).
+    pending_is_metadata: bool,
+    /// This object is a `metadata` member's value and its `managedFields` are skipped.
+    in_metadata: bool,
 }
 
 impl MapAcc<'_, '_> {
@@ -361,17 +380,23 @@ impl<'de> de::MapAccess<'de> for MapAcc<'_, 'de> {
         if self.done {
             return Ok(None);
         }
-        match self.de.s.next_key(self.first)? {
-            None => {
+        loop {
+            let Some(key) = self.de.s.next_key(self.first)? else {
                 self.done = true;
-                Ok(None)
+                return Ok(None);
+            };
+            self.first = false;
+            if self.de.strip_managed_fields {
+                if self.in_metadata && key.is(MANAGED_FIELDS) {
+                    // Stripped while decoding: checked and jumped over, never decoded.
+                    self.de.s.value()?;
+                    continue;
+                }
+                self.pending_is_metadata = key.is(METADATA);
             }
-            Some(key) => {
-                self.first = false;
-                self.pending = true;
-                let text = self.de.s.text();
-                seed.deserialize(KeyDe { key, text }).map(Some)
-            }
+            self.pending = true;
+            let text = self.de.s.text();
+            return seed.deserialize(KeyDe { key, text }).map(Some);
         }
     }
 
@@ -382,6 +407,13 @@ impl<'de> de::MapAccess<'de> for MapAcc<'_, 'de> {
             ));
         }
         self.pending = false;
+        if std::mem::take(&mut self.pending_is_metadata) {
+            self.de.metadata_next = true;
+            let value = seed.deserialize(&mut *self.de);
+            // Taken by the object read for it; not an object (`null`): dropped here.
+            self.de.metadata_next = false;
+            return value;
+        }
         seed.deserialize(&mut *self.de)
     }
 }

@@ -97,6 +97,15 @@ pub(crate) struct Key<'a> {
 }
 
 impl<'a> Key<'a> {
+    /// Whether the name is `name` (an escaped spelling of it too).
+    pub fn is(&self, name: &str) -> bool {
+        if self.escaped {
+            self.text().is_ok_and(|t| t == name)
+        } else {
+            self.raw == name
+        }
+    }
+
     /// The name with escapes undone.
     pub fn text(&self) -> Result<Cow<'a, str>> {
         if self.escaped {

@@ -24,6 +24,7 @@ use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, DeserializeOwned, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::{Deserialize, Deserializer};
 
+use super::decode_options::strip_managed_fields;
 use super::json_scan::{Result as ScanResult, Scanner};
 use super::raw_json::RawJson;
 use super::scratch::Scratch;
@@ -99,7 +100,9 @@ impl ObjectMeta {
                     managed = if s.take_null()? {
                         None
                     } else {
-                        Some(s.value()?)
+                        let text = s.value()?;
+                        // Checked and jumped over: not kept when the thread strips them.
+                        (!strip_managed_fields()).then_some(text)
                     }
                 }
             }

@@ -13,6 +13,8 @@
 //!   checked list page) and strings lent from the input; its module docs list which serde
 //!   requests it answers itself and which it hands to serde_json (numbers, booleans, chars,
 //!   bytes, values of the wrong type);
+//! - `decode_options`: what the decoding thread leaves out (`managedFields`, for caches
+//!   that never read them), skipped while decoding;
 //! - `lent_str`: strings lent from the input while decoding, where `Cow`'s own impl copies;
 //! - `meta_scan`: `ObjectMeta` decoded with the scanner for `DynamicObject`, whose raw parts
 //!   share one buffer (its serde derive, through `deserializer`, serves every other type);
@@ -24,6 +26,7 @@
 //! - `string_map`: [`StringMap`](crate::api::StringMap), the compact map labels and
 //!   annotations decode into.
 
+pub(crate) mod decode_options;
 pub(crate) mod deserializer;
 pub(crate) mod json_scan;
 pub(crate) mod known_ends;

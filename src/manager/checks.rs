@@ -18,18 +18,21 @@
 //!   [`unready_after`](super::ManagerBuilder::unready_after), 30 s by default: its cache may
 //!   be stale), `controllers` (every controller started), `leader-election` (with one: this
 //!   replica leads, or stands by cleanly — the elector runs and its last read or write of
-//!   the Lease succeeded), `shutdown` (not stopping).
+//!   the Lease succeeded), `shutdown` (not stopping); with
+//!   [`unready_when_failing`](super::ManagerBuilder::unready_when_failing) (off by default),
+//!   `reconciles` (no controller's every reconcile has failed for longer than its bound).
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::cache::InformerHealth;
+use crate::controller::ControllerHealth;
 
 /// One named check's outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Check {
     /// The check's name (`ping`, `informer-sync`, `watches`, `controllers`,
-    /// `leader-election`, `shutdown`).
+    /// `leader-election`, `shutdown`, and `reconciles` when asked for).
     pub name: &'static str,
     /// `None` when it passed; why it failed otherwise.
     pub failure: Option<String>,
@@ -144,9 +147,72 @@ pub(crate) fn watches(all: &[InformerHealth], bound: Duration) -> Check {
     Check::new("watches", (!failing.is_empty()).then(|| failing.join("; ")))
 }
 
+/// `reconciles`: no controller whose every reconcile has failed for longer than `bound`.
+pub(crate) fn reconciles(all: &[ControllerHealth], bound: Duration) -> Check {
+    let failing: Vec<String> = all
+        .iter()
+        .filter(|h| h.failing_longer_than(bound))
+        .map(|h| {
+            let last: Vec<String> = h
+                .failing_keys
+                .iter()
+                .min_by_key(|k| k.ago)
+                .map(|k| format!("{}: {}", k.key, k.message))
+                .into_iter()
+                .collect();
+            format!(
+                "controller {}: every reconcile has failed for {:.0}s ({} in a row, {} keys failing, more than {:?} allowed; last error: {})",
+                h.name,
+                h.failing_for.unwrap_or_default().as_secs_f64(),
+                h.consecutive_failures,
+                h.failing_keys.len(),
+                bound,
+                last.first().map_or("unknown", String::as_str)
+            )
+        })
+        .collect();
+    Check::new(
+        "reconciles",
+        (!failing.is_empty()).then(|| failing.join("; ")),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reconciles_names_a_controller_failing_longer_than_the_bound() {
+        let health = |failing_for: Option<Duration>| ControllerHealth {
+            name: "web".into(),
+            stats: Default::default(),
+            failing_for,
+            consecutive_failures: 7,
+            failing_keys: vec![crate::controller::KeyError {
+                key: "lab/web".into(),
+                message: "forbidden".into(),
+                panicked: false,
+                failures: 7,
+                ago: Duration::from_secs(1),
+            }],
+        };
+        let bound = Duration::from_secs(60);
+        assert_eq!(reconciles(&[health(None)], bound).failure, None);
+        assert_eq!(
+            reconciles(&[health(Some(Duration::from_secs(30)))], bound).failure,
+            None
+        );
+        let why = reconciles(&[health(Some(Duration::from_secs(90)))], bound)
+            .failure
+            .unwrap();
+        assert!(
+            why.starts_with(
+                "controller web: every reconcile has failed for 90s (7 in a row, 1 keys failing"
+            ),
+            "{why}"
+        );
+        assert!(why.ends_with("last error: lab/web: forbidden)"), "{why}");
+    }
 
     #[test]
     fn prints_like_kube_apiserver_verbose() {

@@ -53,7 +53,8 @@ use crate::client::Client;
 use crate::controller::controller::Spawner;
 use crate::controller::leader_election::ElectorStatus;
 use crate::controller::{
-    Action, Controller, ControllerBuilder, LeaderCallbacks, LeaderElectionConfig, LeaderElector,
+    Action, Controller, ControllerBuilder, ControllerHealth, LeaderCallbacks, LeaderElectionConfig,
+    LeaderElector,
 };
 use crate::error::{Error, Result};
 use crate::thread_name::thread_name;
@@ -61,6 +62,7 @@ use crate::thread_name::thread_name;
 /// A controller, its type erased.
 trait Managed: Send {
     fn spawner(&self) -> Option<Spawner>;
+    fn health(&self) -> ControllerHealth;
     fn wake(&self);
     fn stop(self: Box<Self>);
     #[cfg(feature = "metrics")]
@@ -70,6 +72,9 @@ trait Managed: Send {
 impl<K: Object> Managed for Controller<K> {
     fn spawner(&self) -> Option<Spawner> {
         Controller::spawner(self).cloned()
+    }
+    fn health(&self) -> ControllerHealth {
+        Controller::health(self)
     }
     fn wake(&self) {
         self.wake_workers();
@@ -93,11 +98,12 @@ type UserCheck = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
 type HealthSource = Box<dyn Fn() -> Option<InformerHealth> + Send + Sync>;
 
 /// The checks every report has, whose names an application's check may not take.
-const BUILT_IN_CHECKS: [&str; 6] = [
+const BUILT_IN_CHECKS: [&str; 7] = [
     "ping",
     "informer-sync",
     "watches",
     "controllers",
+    "reconciles",
     "leader-election",
     "shutdown",
 ];
@@ -138,6 +144,7 @@ pub struct ManagerBuilder {
     informers: Vec<HealthSource>,
     /// The first error of a builder step, returned by `start`.
     error: Option<Error>,
+    unready_when_failing: Option<Duration>,
     #[cfg(feature = "probes")]
     probe_addr: Option<String>,
     #[cfg(feature = "metrics")]
@@ -199,6 +206,7 @@ struct Shared {
     workers_stop: Arc<AtomicBool>,
     unready_after: Duration,
     unhealthy_after: Duration,
+    unready_when_failing: Option<Duration>,
     election: bool,
     gone_is_failure: bool,
     readyz: Vec<(&'static str, UserCheck)>,
@@ -250,6 +258,15 @@ impl Shared {
         all
     }
 
+    /// Bounded: the stop holds the list while it stops the controllers (a probe then gets
+    /// none; the `shutdown` check says why).
+    fn controllers_health(&self) -> Vec<ControllerHealth> {
+        match self.controllers.try_lock_for(Duration::from_millis(200)) {
+            Some(list) => list.iter().map(|c| c.health()).collect(),
+            None => Vec::new(),
+        }
+    }
+
     fn liveness(&self) -> Report {
         let all = self.judged();
         let mut checks = vec![
@@ -277,6 +294,9 @@ impl Shared {
             checks::watches(&all, self.unready_after),
             Check::new("controllers", controllers),
         ];
+        if let Some(bound) = self.unready_when_failing {
+            checks.push(checks::reconciles(&self.controllers_health(), bound));
+        }
         if self.election {
             let status = self.elector_status.lock().clone();
             let failure = match status {
@@ -397,11 +417,17 @@ impl Manager {
             healthz: Vec::new(),
             informers: Vec::new(),
             error: None,
+            unready_when_failing: None,
             #[cfg(feature = "probes")]
             probe_addr: None,
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::Metrics::new(),
         }
+    }
+
+    /// Every started controller's health (its counters and failing keys), in the order added.
+    pub fn controllers_health(&self) -> Vec<ControllerHealth> {
+        self.shared.controllers_health()
     }
 
     /// The informer factory every controller's informers should come from.
@@ -710,6 +736,19 @@ impl ManagerBuilder {
         Ok(())
     }
 
+    /// Adds the readiness check `reconciles`: it fails while some controller's every
+    /// reconcile has failed for longer than `bound` (since its first failure after the last
+    /// reconcile that succeeded, or after the start; see
+    /// [`ControllerHealth::failing_for`]), naming the controller and its last errors. Off by
+    /// default: a controller whose only objects are invalid fails every reconcile while the
+    /// process is fine, and readiness gates Service endpoints and rollouts. Turn it on (5
+    /// minutes is a fair bound) when a controller that fails everything should stop a
+    /// rollout: a new version missing an RBAC rule, say.
+    pub fn unready_when_failing(mut self, bound: Duration) -> Self {
+        self.unready_when_failing = Some(bound);
+        self
+    }
+
     /// Serves `/healthz`, `/livez`, `/readyz` (and `/metrics` with the `metrics` feature) on
     /// `addr` (`HOST:PORT`; port 0 picks one, see [`Manager::probe_addr`]).
     #[cfg(feature = "probes")]
@@ -753,6 +792,7 @@ impl ManagerBuilder {
             workers_stop: Arc::new(AtomicBool::new(false)),
             unready_after: self.unready_after,
             unhealthy_after: self.unhealthy_after,
+            unready_when_failing: self.unready_when_failing,
             election: self.election.is_some(),
             gone_is_failure: self.gone_is_failure,
             readyz: std::mem::take(&mut self.readyz),

@@ -4,7 +4,10 @@
 //! does), `controller_runtime_reconcile_errors_total{controller}`,
 //! `controller_runtime_reconcile_panics_total{controller}`,
 //! `controller_runtime_reconcile_time_seconds{controller}` and
-//! `controller_runtime_active_workers{controller}`.
+//! `controller_runtime_active_workers{controller}`; and our own
+//! `kube_informer_controller_filtered_updates_total{controller}` (updates an
+//! [`EventFilter`](crate::controller::EventFilter) dropped) and
+//! `kube_informer_controller_failing_keys{controller}` (keys whose last reconcile failed).
 //!
 //! Counts are read from the controller's [`ControllerStats`](crate::controller::ControllerStats)
 //! at scrape time; the duration histogram is observed by each worker.
@@ -75,7 +78,7 @@ impl Collector for Reconciles {
             .iter()
             .filter_map(|(name, c)| {
                 let c = c.upgrade()?;
-                Some((name.clone(), c.snapshot(), c.active()))
+                Some((name.clone(), c.snapshot(), c.active(), c.failing_keys()))
             })
             .collect();
         let e = &mut encoder;
@@ -84,7 +87,7 @@ impl Collector for Reconciles {
             e,
             "controller_runtime_reconcile",
             "Total number of reconciliations per controller",
-            snapshots.iter().flat_map(|(n, s, _)| {
+            snapshots.iter().flat_map(|(n, s, _, _)| {
                 let failed = s.errors + s.panics;
                 let success = s.reconciles.saturating_sub(failed + s.requeues);
                 [
@@ -107,19 +110,31 @@ impl Collector for Reconciles {
             "Total number of reconciliation errors per controller",
             snapshots
                 .iter()
-                .map(|(n, s, _)| (label(n), s.errors + s.panics)),
+                .map(|(n, s, _, _)| (label(n), s.errors + s.panics)),
         )?;
         counters(
             e,
             "controller_runtime_reconcile_panics",
             "Total number of reconciliation panics per controller",
-            snapshots.iter().map(|(n, s, _)| (label(n), s.panics)),
+            snapshots.iter().map(|(n, s, _, _)| (label(n), s.panics)),
         )?;
         gauges(
             e,
             "controller_runtime_active_workers",
             "Number of currently used workers per controller",
-            snapshots.iter().map(|(n, _, a)| (label(n), *a as f64)),
+            snapshots.iter().map(|(n, _, a, _)| (label(n), *a as f64)),
+        )?;
+        counters(
+            e,
+            "kube_informer_controller_filtered_updates",
+            "Updates an event filter kept from the controller's queue",
+            snapshots.iter().map(|(n, s, _, _)| (label(n), s.filtered)),
+        )?;
+        gauges(
+            e,
+            "kube_informer_controller_failing_keys",
+            "Keys whose last reconcile failed (at most 1024 remembered)",
+            snapshots.iter().map(|(n, _, _, f)| (label(n), *f as f64)),
         )?;
         Ok(())
     }

@@ -8,12 +8,21 @@
 //! declare a custom resource exactly as its cluster would, instead of piecing it together.
 //! Only the storage version is served (no conversion between versions).
 //!
+//! A CRD written through the API (create, update, patch or server-side apply of
+//! `customresourcedefinitions`) is checked first as kube-apiserver checks it: its name is
+//! `PLURAL.GROUP` and every version has a *structural* schema (see `structural.rs`),
+//! otherwise a 422 lists the problems; then its resource is served at once (a real server
+//! takes a moment, and sets the `Established` condition, which this one leaves to the test).
+//! Deleting it leaves the resource served.
+//!
 //! [`ApiServerBuilder::custom_resource_definition`]: super::ApiServerBuilder::custom_resource_definition
 
 use serde_json::Value;
 
 use super::resources::{ScaleSubresource, Subresources};
-use crate::api::ApiResource;
+use super::store::{Store, TypeKey};
+use super::validation::{self, FieldError};
+use crate::api::{ApiResource, Status};
 
 /// What the server takes from a CRD.
 #[derive(Clone, Debug)]
@@ -90,6 +99,71 @@ pub(crate) fn parse(crd: &Value) -> Result<Definition, String> {
         schema: version.pointer("/schema/openAPIV3Schema").cloned(),
         short_names,
     })
+}
+
+/// Whether writes to `tk` are writes of CustomResourceDefinitions.
+pub(crate) fn is_crd(tk: &TypeKey) -> bool {
+    tk.group == "apiextensions.k8s.io" && tk.plural == "customresourcedefinitions"
+}
+
+/// Checks a CRD written through the API as kube-apiserver does (its name, a structural
+/// schema in every version), and says what it declares; a 422 otherwise.
+pub(crate) fn admit(crd: &Value) -> Result<Definition, Status> {
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let refuse = |errors: &[FieldError]| {
+        validation::invalid(
+            "CustomResourceDefinition.apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            name,
+            errors,
+        )
+    };
+    let d = parse(crd).map_err(|e| refuse(&[FieldError::invalid("spec", &Value::Null, &e)]))?;
+    let mut errors = Vec::new();
+    let want = format!("{}.{}", d.resource.plural, d.resource.group);
+    if name != want {
+        errors.push(FieldError::invalid(
+            "metadata.name",
+            &Value::from(name),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    if !d.resource.group.contains('.') {
+        errors.push(FieldError::invalid(
+            "spec.group",
+            &Value::from(d.resource.group.as_str()),
+            "should be a domain with at least one dot",
+        ));
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for (i, v) in versions.iter().enumerate() {
+        let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+        match v.pointer("/schema/openAPIV3Schema") {
+            Some(schema) => errors.extend(super::structural::check(schema, &path)),
+            None => errors.push(FieldError::required(&path, "schemas are required")),
+        }
+    }
+    if errors.is_empty() {
+        Ok(d)
+    } else {
+        Err(refuse(&errors))
+    }
+}
+
+/// Serves what a CRD declares from now on.
+pub(crate) fn serve(store: &mut Store, d: &Definition) {
+    store.register(&d.resource);
+    let tk = TypeKey::of(&d.resource);
+    store.configure(&tk, Some(&d.subresources), None);
+    store.collection(&tk).info.schema = d.schema.clone();
 }
 
 #[cfg(test)]

@@ -34,6 +34,9 @@
 //!   schema: which lists are keyed (and by what) is decided by field name for built-in
 //!   resources (`containers` by `name`, `conditions` by `type`, ...) and every list of a
 //!   custom resource is atomic; a few defaults are filled in (see `defaults.rs`);
+//! - **CustomResourceDefinitions** written over HTTP (create, update, patch, apply) are checked as
+//!   kube-apiserver checks them (structural schemas, see `structural.rs`; a 422 listing the
+//!   problems) and their resource served at once, with its schema and subresources;
 //! - **discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/G`, `/apis/G/V` and
 //!   aggregated discovery with ETags, for the built-ins of a real server and every registered
 //!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
@@ -171,7 +174,7 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
-mod crd;
+pub(crate) mod crd;
 mod defaults;
 mod discovery;
 mod events;
@@ -189,6 +192,7 @@ mod schema;
 mod server;
 mod store;
 mod strategic_merge;
+pub(crate) mod structural;
 mod tls;
 mod validation;
 mod writes;

@@ -184,6 +184,11 @@ pub(crate) fn apply_patch(
         Applied::Create(obj) => (obj, true),
         Applied::Update(obj) => (obj, false),
     };
+    // A CustomResourceDefinition is checked, and served once stored (see `crd.rs`).
+    let crd = match (super::crd::is_crd(tk), &o.subresource) {
+        (true, None) => Some(super::crd::admit(&obj)?),
+        _ => None,
+    };
     let mut o = o.clone();
     o.field_manager = None;
     o.managed_fields = Some(
@@ -191,14 +196,18 @@ pub(crate) fn apply_patch(
             .cloned()
             .unwrap_or(Value::Array(Vec::new())),
     );
-    if created {
+    let written = if created {
         if o.subresource.is_some() {
             return Err(not_found(tk, name));
         }
-        Ok((store.create_with(tk, ns, obj, &o)?, 201))
+        (store.create_with(tk, ns, obj, &o)?, 201)
     } else {
-        Ok((store.update_with(tk, ns, name, obj, &o)?, 200))
+        (store.update_with(tk, ns, name, obj, &o)?, 200)
+    };
+    if let (Some(d), false) = (crd, o.dry_run) {
+        super::crd::serve(store, &d);
     }
+    Ok(written)
 }
 
 /// 404 for a namespace the server does not hold, once it holds any (see the module docs).

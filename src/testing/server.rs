@@ -695,6 +695,12 @@ impl ApiServer {
         self.shared.request_headers.lock().clone()
     }
 
+    /// How many client connections are open now (each watch holds one; an idle connection
+    /// a client keeps for reuse counts too).
+    pub fn open_connections(&self) -> usize {
+        self.shared.conns.lock().len()
+    }
+
     /// How many requests came so far (cheaper than [`requests`](Self::requests)`.len()`:
     /// for watching a client's request rate).
     pub fn request_count(&self) -> usize {

@@ -189,16 +189,27 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             let o = write_options(req, None)?;
             let body = json_body(req)?;
             super::events::validate(t.tk, &body)?;
+            let crd = learn(t.tk, &body)?;
             let mut store = shared.store.lock();
             let w = store.create_with(t.tk, ns, body, &o)?;
+            if let (Some(d), false) = (crd, o.dry_run) {
+                super::crd::serve(&mut store, &d);
+            }
             Ok(Answer::object(&mut store, t.tk, 201, w))
         }
         ("PUT", Some(n)) => {
             let o = write_options(req, t.subresource)?;
             let body = json_body(req)?;
             super::events::validate(t.tk, &body)?;
+            let crd = match t.subresource {
+                None => learn(t.tk, &body)?,
+                Some(_) => None,
+            };
             let mut store = shared.store.lock();
             let w = store.update_with(t.tk, ns, n, body, &o)?;
+            if let (Some(d), false) = (crd, o.dry_run) {
+                super::crd::serve(&mut store, &d);
+            }
             Ok(Answer::object(&mut store, t.tk, 200, w))
         }
         ("PATCH", Some(n)) => patch_object(req, t, n, shared),
@@ -210,6 +221,16 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             "MethodNotAllowed",
             format!("the server does not allow this method on the requested resource: {m}"),
         )),
+    }
+}
+
+/// What a CustomResourceDefinition written through the API declares, once checked as
+/// kube-apiserver checks it (a 422 otherwise); `None` for writes of anything else.
+fn learn(tk: &TypeKey, body: &Value) -> Result<Option<super::crd::Definition>, Status> {
+    if super::crd::is_crd(tk) {
+        super::crd::admit(body).map(Some)
+    } else {
+        Ok(None)
     }
 }
 
@@ -235,7 +256,14 @@ fn patch_object(
         .unwrap_or_default();
     let patched = patch::patched(ty, &doc, &req.body)?;
     super::events::validate(t.tk, &patched)?;
+    let crd = match t.subresource {
+        None => learn(t.tk, &patched)?,
+        Some(_) => None,
+    };
     let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
+    if let (Some(d), false) = (crd, o.dry_run) {
+        super::crd::serve(&mut store, &d);
+    }
     Ok(Answer::object(&mut store, t.tk, 200, w))
 }
 

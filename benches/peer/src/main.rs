@@ -9,7 +9,10 @@
 //! ```
 //!
 //! Options: `--runs N` (default 3), `--kinds dynamic,pod` (default both: `DynamicObject`, and
-//! k8s-openapi's `Pod` on both sides), `--http` (plain HTTP instead of HTTPS).
+//! k8s-openapi's `Pod` on both sides), `--http` (plain HTTP instead of HTTPS),
+//! `--strip-managed-fields` (both clients drop `metadata.managedFields` as each library's
+//! users do: kube-informer while decoding, `ReflectorConfig::strip_managed_fields`; kube-rs
+//! after decoding, with `.modify()` on the watcher stream clearing them, as its docs show).
 //!
 //! How it works, as `benches/informer.rs` (whose helpers are copied here, not shared):
 //! - The test API server (`kube_informer::testing::ApiServer`) runs in a child process (this
@@ -280,6 +283,7 @@ type Ctl<'a> = &'a mut dyn FnMut(&str) -> String;
 fn kube_informer_client<K: kube_informer::api::Object>(
     kubeconfig: &Path,
     n: usize,
+    strip: bool,
     ctl: Ctl,
 ) -> Figures {
     use kube_informer::cache::{HandlerFns, InformerConfig, SharedIndexInformer};
@@ -292,8 +296,9 @@ fn kube_informer_client<K: kube_informer::api::Object>(
     let (counter, all_seen) = EventCounter::new();
     let c = counter.clone();
     let on_error = move |e: &kube_informer::Error| c.error("kube-informer", e);
-    let informer =
-        SharedIndexInformer::new(api, InformerConfig::default().on_watch_error(on_error));
+    let mut config = InformerConfig::default().on_watch_error(on_error);
+    config.reflector.strip_managed_fields = strip;
+    let informer = SharedIndexInformer::new(api, config);
     let c = counter.clone();
     informer
         .add_event_handler(HandlerFns::new().on_update(move |_old: Arc<K>, _new| c.event()))
@@ -328,6 +333,7 @@ fn kube_rs_client<K>(
     api: kube::Api<K>,
     writer: Writer<K>,
     n: usize,
+    strip: bool,
     ctl: Ctl,
 ) -> Figures
 where
@@ -340,7 +346,13 @@ where
     let requests_before: usize = ctl("requests").parse().unwrap();
     let t0 = Instant::now();
     let task = rt.spawn(async move {
-        let stream = reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
+        use kube::ResourceExt as _;
+        let stream = watcher(api, watcher::Config::default()).modify(move |o: &mut K| {
+            if strip {
+                o.managed_fields_mut().clear();
+            }
+        });
+        let stream = reflector(writer, stream).default_backoff();
         let mut stream = std::pin::pin!(stream);
         let mut synced = false;
         while let Some(event) = stream.next().await {
@@ -375,7 +387,7 @@ where
 
 /// Role `kube-rs`: a tokio runtime as `#[tokio::main]` makes it (one worker per core), a
 /// `kube::Client` from the kubeconfig, then the run for `kind`.
-fn kube_rs_role(kubeconfig: &Path, kind: &str, n: usize, ctl: Ctl) -> Figures {
+fn kube_rs_role(kubeconfig: &Path, kind: &str, n: usize, strip: bool, ctl: Ctl) -> Figures {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -395,11 +407,11 @@ fn kube_rs_role(kubeconfig: &Path, kind: &str, n: usize, ctl: Ctl) -> Figures {
                 "pods",
             );
             let api = kube::Api::<kube::api::DynamicObject>::all_with(client, &ar);
-            kube_rs_client(&rt, api, Writer::new(ar), n, ctl)
+            kube_rs_client(&rt, api, Writer::new(ar), n, strip, ctl)
         }
         "pod" => {
             let api = kube::Api::<Pod>::all(client);
-            kube_rs_client(&rt, api, Writer::default(), n, ctl)
+            kube_rs_client(&rt, api, Writer::default(), n, strip, ctl)
         }
         other => panic!("unknown kind {other:?}"),
     }
@@ -412,6 +424,7 @@ fn client_role(args: &[String]) {
         args[3].as_str(),
         args[4].parse::<usize>().unwrap(),
     );
+    let strip = args.get(5).is_some_and(|a| a == "strip");
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let mut ctl = |cmd: &str| {
@@ -421,10 +434,15 @@ fn client_role(args: &[String]) {
     };
     let figures = match (role, kind) {
         ("kube-informer", "dynamic") => {
-            kube_informer_client::<kube_informer::api::DynamicObject>(&kubeconfig, n, &mut ctl)
+            kube_informer_client::<kube_informer::api::DynamicObject>(
+                &kubeconfig,
+                n,
+                strip,
+                &mut ctl,
+            )
         }
-        ("kube-informer", "pod") => kube_informer_client::<Pod>(&kubeconfig, n, &mut ctl),
-        ("kube-rs", kind) => kube_rs_role(&kubeconfig, kind, n, &mut ctl),
+        ("kube-informer", "pod") => kube_informer_client::<Pod>(&kubeconfig, n, strip, &mut ctl),
+        ("kube-rs", kind) => kube_rs_role(&kubeconfig, kind, n, strip, &mut ctl),
         _ => panic!("unknown role {role:?} or kind {kind:?}"),
     };
     println!("RESULT {}", figures.to_line());
@@ -492,10 +510,12 @@ fn run_client(
     role: &str,
     kind: &str,
     n: usize,
+    strip: bool,
 ) -> Figures {
     assert_eq!(server.command(&format!("stall-watch {STALL_MS}")), "done");
     let mut child = Command::new(exe)
         .args([role, kubeconfig.to_str().unwrap(), kind, &n.to_string()])
+        .arg(if strip { "strip" } else { "keep" })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -551,6 +571,7 @@ fn main() {
     let mut runs = 3usize;
     let mut kinds = vec!["dynamic".to_owned(), "pod".to_owned()];
     let mut tls = true;
+    let mut strip = false;
     let mut rest = args.iter().skip(1);
     while let Some(a) = rest.next() {
         match a.as_str() {
@@ -567,6 +588,7 @@ fn main() {
                 }
             }
             "--http" => tls = false,
+            "--strip-managed-fields" => strip = true,
             n => sizes.push(
                 n.parse::<usize>()
                     .unwrap_or_else(|_| panic!("{n:?}: expected a number of pods or an option")),
@@ -588,8 +610,9 @@ fn main() {
     );
     println!(
         "{UPDATES} watch events per client run; server and each client in processes of their own; \
-         {}; {runs} run(s) per size",
-        if tls { "HTTPS" } else { "plain HTTP" }
+         {}; {runs} run(s) per size; managedFields {}",
+        if tls { "HTTPS" } else { "plain HTTP" },
+        if strip { "stripped" } else { "kept" }
     );
     println!(
         "{:>7} {:>3} {:>15} {:>13} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>5} {:>4}",
@@ -628,7 +651,8 @@ fn main() {
                     clients.iter().rev().copied().collect()
                 };
                 for client in order {
-                    let f = run_client(&exe, &mut server, &kubeconfig_path, client, kind, n);
+                    let f =
+                        run_client(&exe, &mut server, &kubeconfig_path, client, kind, n, strip);
                     println!(
                         "{n:>7} {run:>3} {:>15} {client:>13} {:>8.2} {:>9.2} {:>9.0} {:>9.0} {:>9.2} {:>9.0} {:>5} {:>4}",
                         kind_label(kind),

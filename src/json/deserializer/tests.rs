@@ -768,3 +768,39 @@ fn k8s_openapi_types_decode_as_serde_json_decodes_them() {
     );
     err::<Deployment>(r#"{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":1.5}}"#);
 }
+
+/// With the thread's option on, `managedFields` is skipped in every object that is a
+/// `metadata` member's value (at any depth, an escaped name too), and nowhere else; the rest
+/// decodes as serde_json decodes it without the member. Off, nothing changes.
+#[test]
+fn managed_fields_are_skipped_in_metadata_when_the_thread_strips_them() {
+    let json = r#"{"metadata":{"name":"a","managedFields":[{"manager":"m","fieldsV1":{"f:x":{}}}],"labels":{"k":"v"}},
+        "spec":{"managedFields":1,"template":{"metadata":{"managed\u0046ields":[{"x":1}],"name":"t"}}},
+        "other":{"metadata":null}}"#;
+    let full: Value = serde_json::from_str(json).unwrap();
+    let decoded = |json: &str| -> Value { from_str(json).unwrap() };
+    assert_eq!(decoded(json), full, "off: as serde_json");
+    let _strip = crate::json::decode_options::strip_managed_fields_on_this_thread(true);
+    let mut expected = full.clone();
+    expected["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    expected["spec"]["template"]["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    assert_eq!(decoded(json), expected);
+    // Through our ObjectMeta (the scanner's decoder) and a struct's fields alike.
+    #[derive(Deserialize)]
+    struct Slim {
+        metadata: ObjectMeta,
+        spec: Value,
+    }
+    let slim: Slim = from_str(json).unwrap();
+    assert!(slim.metadata.managed_fields.is_none());
+    assert_eq!(slim.metadata.name.as_deref(), Some("a"));
+    assert_eq!(slim.spec["managedFields"], 1);
+    // A damaged `managedFields` is still checked, never trusted unread.
+    assert!(from_str::<Value>(r#"{"metadata":{"managedFields":[1,]}}"#).is_err());
+}
