@@ -1,5 +1,18 @@
 //! `SharedInformerFactory`: one informer per resource, shared by every part of a program
 //! that asks for it, started and stopped together.
+//!
+//! **Per-resource scope.** The factory's options (namespace, selectors, stripping
+//! `managedFields`) are defaults; an [`InformerScope`] set for one resource overrides them for
+//! that resource's informers: all Pods of one label beside all ConfigMaps of two namespaces,
+//! from one factory, synced and checked together. Several namespaces make one informer
+//! (one cache, one set of handlers, listers and indexes across them) over one watch per
+//! namespace, or over one cluster-wide watch filtered here ([`NamespaceWatch`]).
+//!
+//! **Informers that go away.** [`remove_informer`](SharedInformerFactory::remove_informer)
+//! stops one (its threads joined, its handlers stopped) and forgets it: health and sync no
+//! longer mention it, and asking for it again makes a new one. A resource that stops being
+//! served (a CRD deleted) needs no removal: its informer reports it *gone*
+//! ([`InformerHealth::gone_for`]) and lists again by itself when it is served again.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -8,12 +21,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::catch::Transform;
 use super::health::InformerHealth;
-use super::informer::{InformerConfig, SharedIndexInformer};
+use super::informer::{InformerConfig, NamespaceWatch, SharedIndexInformer};
 use super::reflector::ReflectorConfig;
 use crate::api::{ApiResource, DynamicObject, Object, Resource};
 use crate::client::{Api, Client};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// What the factory needs from an informer of any type.
 trait ManagedInformer: Send + Sync {
@@ -48,7 +62,8 @@ type InformerKey = (std::any::TypeId, ApiResource);
 /// An informer and the name it is reported under.
 type NamedInformer = (String, Arc<dyn ManagedInformer>);
 
-/// Options every informer of a factory gets.
+/// Options every informer of a factory gets, except where a resource's [`InformerScope`]
+/// says otherwise.
 #[derive(Clone, Debug, Default)]
 pub struct FactoryOptions {
     /// Watch one namespace only (`None`: all namespaces).
@@ -64,6 +79,144 @@ pub struct FactoryOptions {
     pub strip_managed_fields: bool,
     /// Reflector settings (page size, streaming list, back-off); selectors above win.
     pub reflector: ReflectorConfig,
+}
+
+/// Which namespaces an informer lists and watches.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Namespaces {
+    /// Every namespace (one cluster-wide list and watch).
+    All,
+    /// One namespace.
+    One(String),
+    /// Several namespaces, as one informer (see [`NamespaceWatch`] for how they are
+    /// watched). An empty list means every namespace.
+    Several(Vec<String>),
+}
+
+/// A transform for informers of one object type, its type erased.
+#[derive(Clone)]
+struct TypedTransform {
+    type_name: &'static str,
+    /// A `Transform<K>`.
+    transform: Arc<dyn Any + Send + Sync>,
+}
+
+/// What one resource's informers list and watch, overriding the factory's
+/// [`FactoryOptions`]: namespaces, selectors, transform. What is not set here is the
+/// factory's. Set it with [`SharedInformerFactory::set_scope`] (or
+/// [`ManagerBuilder::scope`](crate::manager::ManagerBuilder::scope)) before asking for the
+/// informer.
+///
+/// ```
+/// use kube_informer::api::ApiResource;
+/// use kube_informer::cache::{InformerScope, SharedInformerFactory};
+/// use kube_informer::Client;
+/// use std::time::Duration;
+/// let server = kube_informer::testing::ApiServer::start();
+/// let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+/// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+/// server.create(&cms, serde_json::json!({"metadata": {"name": "x", "namespace": "b"}})).unwrap();
+/// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+/// // All Pods labelled app=web; the ConfigMaps of namespaces a and b.
+/// factory.set_scope(&pods, InformerScope::new().label_selector("app=web"))?;
+/// factory.set_scope(&cms, InformerScope::new().namespaces(["a", "b"]))?;
+/// let pod_informer = factory.dynamic_informer(&pods);
+/// let cm_informer = factory.dynamic_informer(&cms);
+/// factory.start()?;
+/// assert!(factory.wait_for_cache_sync(Duration::from_secs(30)).all_synced());
+/// assert_eq!(cm_informer.store().list_keys(), ["b/x"]);
+/// factory.shutdown();
+/// # Ok::<(), kube_informer::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct InformerScope {
+    namespaces: Option<Namespaces>,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    strip_managed_fields: Option<bool>,
+    namespace_watch: NamespaceWatch,
+    transform: Option<TypedTransform>,
+}
+
+impl std::fmt::Debug for InformerScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InformerScope")
+            .field("namespaces", &self.namespaces)
+            .field("label_selector", &self.label_selector)
+            .field("field_selector", &self.field_selector)
+            .field("strip_managed_fields", &self.strip_managed_fields)
+            .field("namespace_watch", &self.namespace_watch)
+            .field("transform", &self.transform.as_ref().map(|t| t.type_name))
+            .finish()
+    }
+}
+
+impl InformerScope {
+    /// A scope that overrides nothing (the factory's options apply).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Lists and watches one namespace (of a namespaced resource; a cluster-scoped one
+    /// ignores namespaces).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespaces = Some(Namespaces::One(namespace.into()));
+        self
+    }
+
+    /// Lists and watches these namespaces, as one informer (see [`NamespaceWatch`]).
+    pub fn namespaces<S: Into<String>>(mut self, namespaces: impl IntoIterator<Item = S>) -> Self {
+        let all: Vec<String> = namespaces.into_iter().map(Into::into).collect();
+        self.namespaces = Some(Namespaces::Several(all));
+        self
+    }
+
+    /// Lists and watches every namespace, whatever the factory's namespace.
+    pub fn all_namespaces(mut self) -> Self {
+        self.namespaces = Some(Namespaces::All);
+        self
+    }
+
+    /// How several namespaces are watched: one watch each (the default) or one
+    /// cluster-wide watch filtered on this side.
+    pub fn namespace_watch(mut self, watch: NamespaceWatch) -> Self {
+        self.namespace_watch = watch;
+        self
+    }
+
+    /// The label selector of every list and watch ("" for none, whatever the factory's).
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// The field selector of every list and watch ("" for none, whatever the factory's).
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Whether `metadata.managedFields` are skipped while decoding (see
+    /// [`ReflectorConfig::strip_managed_fields`]).
+    pub fn strip_managed_fields(mut self, strip: bool) -> Self {
+        self.strip_managed_fields = Some(strip);
+        self
+    }
+
+    /// Changes every object of type `K` before it is cached. It applies to the resource's informers
+    /// of type `K` only (a metadata informer of the same resource has another type).
+    pub fn transform<K: crate::api::Object>(mut self, transform: Transform<K>) -> Self {
+        self.transform = Some(TypedTransform {
+            type_name: std::any::type_name::<K>(),
+            transform: Arc::new(transform),
+        });
+        self
+    }
+
+    /// The namespaces this scope asks for (`None`: the factory's).
+    pub fn namespaces_asked(&self) -> Option<&Namespaces> {
+        self.namespaces.as_ref()
+    }
 }
 
 /// Hands out shared informers, one per resource, and runs them together.
@@ -88,6 +241,8 @@ pub struct SharedInformerFactory {
     client: Client,
     options: FactoryOptions,
     informers: Mutex<HashMap<InformerKey, NamedInformer>>,
+    /// Per-resource overrides of `options`; taken after `informers` when both are held.
+    scopes: Mutex<HashMap<ApiResource, InformerScope>>,
     started: Mutex<bool>,
 }
 
@@ -112,6 +267,7 @@ impl SharedInformerFactory {
             client,
             options,
             informers: Mutex::new(HashMap::new()),
+            scopes: Mutex::new(HashMap::new()),
             started: Mutex::new(false),
         }
     }
@@ -154,7 +310,9 @@ impl SharedInformerFactory {
         self.informer_for(resource)
     }
 
-    /// The shared informer for objects of type `K` at `resource`.
+    /// The shared informer for objects of type `K` at `resource`, made on first request as
+    /// the resource's [`InformerScope`] (if one was set) and the factory's options say, and
+    /// started at once if the factory was.
     pub fn informer_for<K: Object>(&self, resource: &ApiResource) -> SharedIndexInformer<K> {
         let key = (std::any::TypeId::of::<K>(), resource.clone());
         let mut informers = self.informers.lock();
@@ -163,28 +321,13 @@ impl SharedInformerFactory {
                 return i.clone();
             }
         }
-        let api = match (&self.options.namespace, resource.namespaced) {
-            (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, resource),
-            _ => Api::all_with(self.client.clone(), resource),
-        };
-        let mut reflector = self.options.reflector.clone();
-        reflector.label_selector = self
-            .options
-            .label_selector
-            .clone()
-            .or(reflector.label_selector);
-        reflector.field_selector = self
-            .options
-            .field_selector
-            .clone()
-            .or(reflector.field_selector);
-        reflector.strip_managed_fields |= self.options.strip_managed_fields;
-        let config = InformerConfig {
-            reflector,
-            default_resync: self.options.default_resync,
-            ..Default::default()
-        };
-        let informer = SharedIndexInformer::new(api, config);
+        let scope = self
+            .scopes
+            .lock()
+            .get(resource)
+            .cloned()
+            .unwrap_or_default();
+        let informer = self.make_informer::<K>(resource, scope);
         let type_name = std::any::type_name::<K>();
         let short = type_name.rsplit("::").next().unwrap_or(type_name);
         let name = format!("{}.{} ({short})", resource.plural, resource.api_version());
@@ -195,6 +338,151 @@ impl SharedInformerFactory {
         }
         informers.insert(key, (name, Arc::new(informer.clone())));
         informer
+    }
+
+    /// An informer of `resource` as its scope and the factory's options say.
+    fn make_informer<K: Object>(
+        &self,
+        resource: &ApiResource,
+        scope: InformerScope,
+    ) -> SharedIndexInformer<K> {
+        let o = &self.options;
+        let mut reflector = o.reflector.clone();
+        // The scope, else the factory's options, else the reflector settings; "" is none.
+        let pick = |scoped: &Option<String>, factory: &Option<String>, base: Option<String>| {
+            scoped
+                .clone()
+                .or_else(|| factory.clone())
+                .or(base)
+                .filter(|s| !s.is_empty())
+        };
+        reflector.label_selector = pick(
+            &scope.label_selector,
+            &o.label_selector,
+            reflector.label_selector.take(),
+        );
+        reflector.field_selector = pick(
+            &scope.field_selector,
+            &o.field_selector,
+            reflector.field_selector.take(),
+        );
+        // `managedFields` are skipped while decoding (the scope's choice, else the factory's
+        // added to the reflector settings').
+        match scope.strip_managed_fields {
+            Some(strip) => reflector.strip_managed_fields = strip,
+            None => reflector.strip_managed_fields |= o.strip_managed_fields,
+        }
+        let transform = scope.transform.as_ref().and_then(|t| {
+            let typed = t.transform.downcast_ref::<Transform<K>>().cloned();
+            if typed.is_none() {
+                log::debug!(
+                    "kube-informer: the scope's transform of {} is for {}, not {}",
+                    resource.plural,
+                    t.type_name,
+                    std::any::type_name::<K>()
+                );
+            }
+            typed
+        });
+        let config = InformerConfig {
+            reflector,
+            default_resync: o.default_resync,
+            transform,
+            ..Default::default()
+        };
+        let namespaces = scope.namespaces.unwrap_or_else(|| match &o.namespace {
+            Some(ns) => Namespaces::One(ns.clone()),
+            None => Namespaces::All,
+        });
+        let client = self.client.clone();
+        match namespaces {
+            Namespaces::One(ns) if resource.namespaced => {
+                SharedIndexInformer::new(Api::namespaced_with(client, &ns, resource), config)
+            }
+            Namespaces::Several(all) => SharedIndexInformer::for_namespaces(
+                Api::all_with(client, resource),
+                all,
+                scope.namespace_watch,
+                config,
+            ),
+            _ => SharedIndexInformer::new(Api::all_with(client, resource), config),
+        }
+    }
+
+    /// Sets what `resource`'s informers list and watch (namespaces, selectors, transform),
+    /// overriding the factory's options for it. Set it before asking for the informer: an
+    /// error says so when one of `resource` exists already (a shared informer does not
+    /// change its scope under those who use it; [`remove_informer`](Self::remove_informer)
+    /// it first).
+    pub fn set_scope(&self, resource: &ApiResource, scope: InformerScope) -> Result<()> {
+        let informers = self.informers.lock();
+        if let Some((name, _)) = informers
+            .iter()
+            .find(|((_, r), _)| r == resource)
+            .map(|(_, v)| v)
+        {
+            return Err(Error::InvalidInput(format!(
+                "the informer {name} exists already: set its scope before asking for it, or remove it first"
+            )));
+        }
+        self.scopes.lock().insert(resource.clone(), scope);
+        Ok(())
+    }
+
+    /// The scope set for `resource`, if any.
+    pub fn scope(&self, resource: &ApiResource) -> Option<InformerScope> {
+        self.scopes.lock().get(resource).cloned()
+    }
+
+    /// Stops the informer of objects `K` at `resource` and forgets it: its threads are
+    /// joined and its handlers stopped (clones of it that others hold are stopped too), and
+    /// the factory's health and sync no longer count it. A later
+    /// [`informer_for`](Self::informer_for) makes a new one. Returns whether there was one.
+    ///
+    /// ```
+    /// use kube_informer::{Client, api::{ApiResource, DynamicObject}, cache::SharedInformerFactory};
+    /// let server = kube_informer::testing::ApiServer::start();
+    /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let first = factory.dynamic_informer(&cms);
+    /// factory.start()?;
+    /// assert!(factory.remove_informer::<DynamicObject>(&cms));
+    /// assert!(!first.health().running);
+    /// assert!(factory.health().is_empty());
+    /// let second = factory.dynamic_informer(&cms); // a new one, started with the factory
+    /// assert!(second.wait_for_cache_sync(std::time::Duration::from_secs(30)));
+    /// factory.shutdown();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn remove_informer<K: Object>(&self, resource: &ApiResource) -> bool {
+        let key = (std::any::TypeId::of::<K>(), resource.clone());
+        // Stopped outside the lock: stopping joins threads.
+        let removed = self.informers.lock().remove(&key);
+        match removed {
+            Some((_, informer)) => {
+                informer.stop();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops and forgets every informer of `resource`, whatever its object type (see
+    /// [`remove_informer`](Self::remove_informer)); returns how many there were.
+    pub fn remove_resource(&self, resource: &ApiResource) -> usize {
+        let removed: Vec<NamedInformer> = {
+            let mut informers = self.informers.lock();
+            let keys: Vec<InformerKey> = informers
+                .keys()
+                .filter(|(_, r)| r == resource)
+                .cloned()
+                .collect();
+            keys.iter().filter_map(|k| informers.remove(k)).collect()
+        };
+        for (_, informer) in &removed {
+            informer.stop();
+        }
+        removed.len()
     }
 
     /// Starts every informer (and those asked for later). Idempotent, non-blocking.

@@ -125,6 +125,13 @@ pub struct InformerHealth {
     /// How long lists and watches have kept failing: since the first failure after the last
     /// success (`None` while the last attempt succeeded). Probes judge a watch by it.
     pub failing_for: Option<Duration>,
+    /// How long the resource has not been served: every list and watch since then was
+    /// answered 404 (a custom resource whose CRD was deleted, an API group switched off).
+    /// A *gone* resource is not *failing*: [`failing_for`](Self::failing_for) is `None`
+    /// meanwhile. The reflector keeps asking, on a slow back-off
+    /// ([`ReflectorConfig::gone_backoff_max`](super::ReflectorConfig::gone_backoff_max)),
+    /// and lists again as soon as the resource is served again.
+    pub gone_for: Option<Duration>,
     /// The most recent error, even if things recovered since.
     pub last_error: Option<LastError>,
     /// Time since the last list, event or bookmark.
@@ -140,6 +147,11 @@ impl InformerHealth {
     pub fn is_healthy(&self) -> bool {
         self.synced && self.consecutive_failures == 0
     }
+
+    /// True while the resource is not served (see [`gone_for`](Self::gone_for)).
+    pub fn is_gone(&self) -> bool {
+        self.gone_for.is_some()
+    }
 }
 
 impl fmt::Display for InformerHealth {
@@ -150,6 +162,9 @@ impl fmt::Display for InformerHealth {
             (true, false) => "not synced",
         };
         write!(f, "{}: {state}, {} cached", self.name, self.cached)?;
+        if let Some(d) = self.gone_for {
+            write!(f, ", gone (not served for {:.0}s)", d.as_secs_f64())?;
+        }
         if self.running {
             f.write_str(if self.watching {
                 ", watching"
@@ -204,6 +219,8 @@ pub(crate) struct HealthRecord {
     pub consecutive_failures: u32,
     /// The first failure after the last success.
     pub failing_since: Option<Instant>,
+    /// The first of the 404s in a row that say the resource is not served.
+    pub gone_since: Option<Instant>,
     pub last_error: Option<(LastError, Instant)>,
     /// When the last list, event or bookmark came.
     pub last_activity: Option<Instant>,
@@ -217,6 +234,13 @@ impl HealthRecord {
         *self.stats.errors.entry(kind.clone()).or_default() += 1;
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         self.failing_since.get_or_insert_with(Instant::now);
+        if e.is_not_found() {
+            self.gone_since.get_or_insert_with(Instant::now);
+        } else if e.status().is_some() {
+            // Another answer from the server: it serves the resource (a 403, a 500); a
+            // dropped connection or a refused one says nothing either way.
+            self.gone_since = None;
+        }
         let last = LastError {
             message: e.to_string(),
             status: e.status().cloned(),
@@ -230,6 +254,21 @@ impl HealthRecord {
     pub fn succeeded(&mut self) {
         self.consecutive_failures = 0;
         self.failing_since = None;
+        self.gone_since = None;
+    }
+
+    /// How long lists and watches have kept failing, unless the resource is gone (a gone
+    /// resource is not failing: see [`InformerHealth::gone_for`]).
+    pub fn failing_for(&self) -> Option<Duration> {
+        match self.gone_since {
+            Some(_) => None,
+            None => self.failing_since.map(|t| t.elapsed()),
+        }
+    }
+
+    /// How long the resource has not been served (`None` while it is).
+    pub fn gone_for(&self) -> Option<Duration> {
+        self.gone_since.map(|t| t.elapsed())
     }
 
     /// A list, event or bookmark brought the server's state up to `rv`.
@@ -283,5 +322,47 @@ mod tests {
         assert_eq!(rec.consecutive_failures, 0);
         assert!(rec.failing_since.is_none());
         assert!(rec.last_error().is_some(), "the last error stays visible");
+    }
+
+    #[test]
+    fn a_run_of_404s_is_gone_not_failing_until_the_server_says_otherwise() {
+        let not_found = Error::Api {
+            request: "GET /apis/lab.example.com/v1/widgets?limit=500".into(),
+            status: Box::new(Status::failure(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )),
+        };
+        let mut rec = HealthRecord::default();
+        rec.failed(&not_found);
+        assert!(rec.gone_for().is_some());
+        assert!(rec.failing_for().is_none(), "gone is not failing");
+        // A dropped connection says nothing about the resource: still gone.
+        rec.failed(&Error::Io {
+            request: "watch".into(),
+            source: std::io::Error::other("Peer disconnected"),
+        });
+        assert!(rec.gone_for().is_some());
+        // Another answer of the server (a 500) means it serves the resource: failing.
+        let e500 = Error::Api {
+            request: "GET".into(),
+            status: Box::new(Status::failure(500, "InternalError", "etcd")),
+        };
+        rec.failed(&e500);
+        assert!(rec.gone_for().is_none());
+        assert!(rec.failing_for().is_some());
+        rec.failed(&not_found);
+        assert!(rec.gone_for().is_some());
+        rec.succeeded();
+        assert!(rec.gone_for().is_none() && rec.failing_for().is_none());
+        let h = InformerHealth {
+            name: "widgets".into(),
+            running: true,
+            gone_for: Some(Duration::from_secs(12)),
+            ..Default::default()
+        };
+        assert!(h.is_gone() && !h.is_healthy());
+        assert!(h.to_string().contains(", gone (not served for 12s)"), "{h}");
     }
 }

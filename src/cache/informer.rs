@@ -1,5 +1,14 @@
 //! `SharedIndexInformer`: one reflector, one DeltaFIFO, one indexed cache, many handlers.
 //!
+//! An informer over several namespaces ([`SharedIndexInformer::for_namespaces`]) has one
+//! reflector, one FIFO and one informer thread (`inf`, `inf1`, ...) per namespace, all
+//! applying to the one cache and telling the same handlers. Each FIFO's view of the cache
+//! (what a relist compares with, what a resync queues) is its namespace's part only, so a
+//! relist of one namespace never announces the deletion of another's objects; keys of two
+//! namespaces never meet, so each object's changes still pass through one FIFO, in order.
+//! Or, by choice ([`NamespaceWatch::ClusterWide`]), one cluster-wide reflector whose
+//! objects of other namespaces are dropped before the cache.
+//!
 //! The informer thread pops each key's deltas, applies them to the cache, then hands a
 //! notification to every handler's listener (see [`listener`](super::listener)); handlers run
 //! on their own threads. Applying and notifying happen under one lock that registering a
@@ -18,20 +27,21 @@
 //!
 //! [`stop`]: SharedIndexInformer::stop
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::catch::{PanicHandler, Transform};
-use super::delta::Delta;
+use super::delta::{DeletedObject, Delta};
 use super::delta_fifo::{Closed, DeltaFifo, KnownObjects};
 use super::handler::EventHandler;
+use super::health::ReflectorStats;
 use super::health::{HandlerStats, InformerHealth};
 use super::listener::{Listener, Notification, DEFAULT_MAX_BACKLOG};
 use super::lister::Lister;
 use super::reflector::{Reflector, ReflectorConfig, WatchErrorHandler};
 use super::stop::StopSignal;
-use super::store::{IndexFn, Store};
+use super::store::{IndexFn, Store, NAMESPACE_INDEX};
 use crate::api::{Meta, Object};
 use crate::client::Api;
 use crate::error::{Error, Result};
@@ -79,11 +89,20 @@ impl<K> InformerConfig<K> {
 }
 
 struct Inner<K> {
+    /// The informer's scope as one `Api` (its namespace: the only one, or none for all
+    /// namespaces and for several); each part lists and watches through its own.
     api: Api<K>,
     name: String,
     config: Mutex<InformerConfig<K>>,
     store: Arc<Store<K>>,
-    fifo: Arc<DeltaFifo<K>>,
+    /// One reflector and FIFO per namespace watched (one in all for a single namespace,
+    /// all namespaces, or several namespaces over one cluster-wide watch).
+    parts: Vec<Part<K>>,
+    /// The namespaces of an informer over several (sorted; empty otherwise).
+    namespaces: Vec<String>,
+    /// With one cluster-wide watch over several namespaces: the namespaces kept (objects
+    /// of the others are dropped before the cache).
+    only: Option<HashSet<String>>,
     /// The handlers; held while applying a delta and notifying, and while registering.
     listeners: Mutex<Vec<Arc<Listener<K>>>>,
     next_id: AtomicU64,
@@ -92,10 +111,61 @@ struct Inner<K> {
     /// handler that asks for resyncs. An informer whose handlers never resync has none.
     resync_timer: AtomicBool,
     stop: StopSignal,
-    reflector: Mutex<Option<Reflector>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Resyncs whose `Sync` deltas are still queued, oldest first (see [`ResyncRound`]).
+}
+
+/// One list-and-watch of an informer: its reflector and the FIFO it feeds. An informer over
+/// several namespaces has one per namespace, all applying to the one cache and telling the
+/// same handlers; each FIFO knows only its namespace's part of the cache, so a relist of one
+/// namespace deletes nothing of another. Keys of different namespaces never meet, so every
+/// object's changes still go through one FIFO, in order.
+struct Part<K> {
+    api: Api<K>,
+    /// The namespace this part alone lists and watches (`None`: the informer's whole scope).
+    namespace: Option<String>,
+    fifo: Arc<DeltaFifo<K>>,
+    reflector: Mutex<Option<Reflector>>,
+    /// Resyncs whose `Sync` deltas are still queued in this part's FIFO, oldest first (see
+    /// [`ResyncRound`]).
     resync_rounds: Mutex<VecDeque<ResyncRound>>,
+}
+
+/// The part of the cache one namespace's FIFO knows: its deletions on relist and its
+/// resyncs concern that namespace only.
+struct NamespaceView<K> {
+    store: Arc<Store<K>>,
+    namespace: String,
+    prefix: String,
+}
+
+impl<K: Object> KnownObjects<K> for NamespaceView<K> {
+    fn known_keys(&self) -> Vec<String> {
+        self.store
+            .index_keys(NAMESPACE_INDEX, &self.namespace)
+            .unwrap_or_default()
+    }
+    fn known_object(&self, key: &str) -> Option<Arc<K>> {
+        if key.starts_with(&self.prefix) {
+            self.store.get(key)
+        } else {
+            None
+        }
+    }
+}
+
+/// How an informer over several namespaces lists and watches them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NamespaceWatch {
+    /// One list and watch per namespace (the default, controller-runtime's choice): only
+    /// those namespaces' objects travel, a namespace's failures and relists are its own,
+    /// and the permission to list each namespace is enough. One connection per namespace.
+    #[default]
+    PerNamespace,
+    /// One cluster-wide list and watch, whose objects of other namespaces are dropped
+    /// before the cache: one connection, but every object of the resource in the cluster
+    /// is read and decoded, and listing it cluster-wide must be allowed.
+    ClusterWide,
 }
 
 /// One resync: the handlers it is for and how many of its `Sync` deltas are still queued.
@@ -169,7 +239,7 @@ impl<K: Object> HandlerRegistration<K> {
     /// Blocks until [`has_synced`](Self::has_synced) or the timeout; returns which.
     pub fn wait_for_sync(&self, timeout: Duration) -> bool {
         let deadline = crate::deadline::after(timeout);
-        if !self.informer.fifo.wait_for_sync(timeout) {
+        if !self.informer.wait_synced(timeout) {
             return false;
         }
         self.informer.fix_sync_target(&self.listener);
@@ -195,7 +265,68 @@ impl<K: Object> HandlerRegistration<K> {
 
 impl<K: Object> SharedIndexInformer<K> {
     /// An informer for the objects `api` reaches. Nothing runs until [`start`](Self::start).
-    pub fn new(api: Api<K>, mut config: InformerConfig<K>) -> Self {
+    pub fn new(api: Api<K>, config: InformerConfig<K>) -> Self {
+        Self::build(api, Vec::new(), NamespaceWatch::PerNamespace, config)
+    }
+
+    /// One informer over several namespaces of `api`'s resource (`api`'s own namespace is
+    /// not used): one cache, one set of handlers, listers and indexes across them, and
+    /// nothing of any other namespace. `watch` says how: one list and watch per namespace
+    /// (each relist of one namespace leaves the others' objects alone) or one cluster-wide
+    /// watch filtered here. An empty list means all namespaces, one namespace is the
+    /// informer of [`Api::namespaced_with`]; a cluster-scoped resource ignores namespaces.
+    ///
+    /// ```
+    /// use kube_informer::api::{ApiResource, DynamicObject};
+    /// use kube_informer::cache::{InformerConfig, NamespaceWatch, SharedIndexInformer};
+    /// use kube_informer::{Api, Client};
+    /// use std::time::Duration;
+    /// let server = kube_informer::testing::ApiServer::start();
+    /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// for ns in ["a", "b", "c"] {
+    ///     server.create(&cms, serde_json::json!({"metadata": {"name": "x", "namespace": ns}})).unwrap();
+    /// }
+    /// let api: Api<DynamicObject> = Api::all_with(Client::new(server.client_config())?, &cms);
+    /// let informer = SharedIndexInformer::for_namespaces(
+    ///     api, ["a", "b"], NamespaceWatch::PerNamespace, InformerConfig::default());
+    /// informer.start()?;
+    /// assert!(informer.wait_for_cache_sync(Duration::from_secs(30)));
+    /// let mut keys = informer.store().list_keys();
+    /// keys.sort();
+    /// assert_eq!(keys, ["a/x", "b/x"]);
+    /// informer.stop();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn for_namespaces<S: Into<String>>(
+        api: Api<K>,
+        namespaces: impl IntoIterator<Item = S>,
+        watch: NamespaceWatch,
+        config: InformerConfig<K>,
+    ) -> Self {
+        let mut namespaces: Vec<String> = namespaces
+            .into_iter()
+            .map(Into::into)
+            .filter(|n| !n.is_empty())
+            .collect();
+        namespaces.sort_unstable();
+        namespaces.dedup();
+        let (client, resource) = (api.client().clone(), api.resource().clone());
+        if !resource.namespaced || namespaces.is_empty() {
+            return Self::new(Api::all_with(client, &resource), config);
+        }
+        if let [one] = namespaces.as_slice() {
+            return Self::new(Api::namespaced_with(client, one, &resource), config);
+        }
+        Self::build(Api::all_with(client, &resource), namespaces, watch, config)
+    }
+
+    /// `namespaces`: empty, or at least two (with `api` over all namespaces).
+    fn build(
+        api: Api<K>,
+        namespaces: Vec<String>,
+        watch: NamespaceWatch,
+        mut config: InformerConfig<K>,
+    ) -> Self {
         // Resyncs are the handlers' business here: a reflector-level period is the default
         // for handlers (the informer's own resync timer serves it), never a second timer
         // whose `Sync`s no handler asked for.
@@ -204,26 +335,52 @@ impl<K: Object> SharedIndexInformer<K> {
             config.default_resync = reflector_resync;
         }
         let store = Arc::new(Store::new());
-        let known: Arc<dyn KnownObjects<K>> = store.clone();
         let name = config
             .reflector
             .name
             .clone()
             .unwrap_or_else(|| api.resource().plural.clone());
+        let part = |api: Api<K>, namespace: Option<String>, known: Arc<dyn KnownObjects<K>>| Part {
+            api,
+            namespace,
+            fifo: Arc::new(DeltaFifo::new(Some(known))),
+            reflector: Mutex::new(None),
+            resync_rounds: Mutex::new(VecDeque::new()),
+        };
+        let per_namespace = !namespaces.is_empty() && watch == NamespaceWatch::PerNamespace;
+        let parts = if per_namespace {
+            namespaces
+                .iter()
+                .map(|ns| {
+                    let view = NamespaceView {
+                        store: Arc::clone(&store),
+                        namespace: ns.clone(),
+                        prefix: format!("{ns}/"),
+                    };
+                    let api = Api::namespaced_with(api.client().clone(), ns, api.resource());
+                    part(api, Some(ns.clone()), Arc::new(view))
+                })
+                .collect()
+        } else {
+            let known: Arc<dyn KnownObjects<K>> = store.clone();
+            vec![part(api.clone(), None, known)]
+        };
+        let only = (!namespaces.is_empty() && !per_namespace)
+            .then(|| namespaces.iter().cloned().collect());
         let inner = Arc::new(Inner {
             api,
             name,
             config: Mutex::new(config),
             store,
-            fifo: Arc::new(DeltaFifo::new(Some(known))),
+            parts,
+            namespaces,
+            only,
             listeners: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(0),
             started: AtomicBool::new(false),
             resync_timer: AtomicBool::new(false),
             stop: StopSignal::new(),
-            reflector: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
-            resync_rounds: Mutex::new(VecDeque::new()),
         });
         SharedIndexInformer {
             _stop_on_drop: Arc::new(StopOnDrop(Arc::clone(&inner))),
@@ -241,9 +398,15 @@ impl<K: Object> SharedIndexInformer<K> {
         self.inner.api.resource()
     }
 
-    /// The namespace this informer lists and watches (`None`: all namespaces).
+    /// The namespace this informer lists and watches (`None`: all namespaces, or several:
+    /// see [`namespaces`](Self::namespaces)).
     pub fn namespace(&self) -> Option<&str> {
         self.inner.api.namespace()
+    }
+
+    /// The namespaces of an informer over several (sorted; empty for one or all).
+    pub fn namespaces(&self) -> &[String] {
+        &self.inner.namespaces
     }
 
     /// Registers a handler with the informer's default resync period.
@@ -279,7 +442,7 @@ impl<K: Object> SharedIndexInformer<K> {
             id,
             max_backlog,
             resync,
-            Some(Arc::clone(inner.fifo.graveyard())),
+            Some(Arc::clone(inner.parts[0].fifo.graveyard())),
         );
         listener
             .spawn(
@@ -296,7 +459,7 @@ impl<K: Object> SharedIndexInformer<K> {
                     let key = obj.metadata().key();
                     listener.send(&key, Notification::Add(obj, true));
                 }
-                if inner.fifo.has_synced() {
+                if inner.synced() {
                     *listener.sync_target.lock() = Some(listener.sent.load(Ordering::SeqCst));
                 }
             }
@@ -362,70 +525,115 @@ impl<K: Object> SharedIndexInformer<K> {
                 c.on_handler_panic.clone(),
             )
         };
-        // Said when the initial list is in the cache, whichever thread completes it.
-        let (name, store, started) = (inner.name.clone(), Arc::clone(&inner.store), Instant::now());
-        inner.fifo.on_synced(Box::new(move || {
-            log::info!(
-                "kube-informer/{name}: synced {} objects in {:.2?}",
-                store.len(),
-                started.elapsed()
-            );
-        }));
-        let me = Arc::clone(inner);
-        let process = thread::Builder::new()
-            .name(crate::thread_name::thread_name(&inner.name, "inf"))
-            .spawn(move || me.process_loop())
-            .map_err(spawn_err)?;
-        inner.threads.lock().push(process);
+        // Said when the initial list is in the cache, whichever thread completes it (with
+        // several parts: the last one to sync).
+        let said = Arc::new(AtomicBool::new(false));
+        let fifos: Arc<[std::sync::Weak<DeltaFifo<K>>]> = inner
+            .parts
+            .iter()
+            .map(|p| Arc::downgrade(&p.fifo))
+            .collect();
+        for part in &inner.parts {
+            let (name, store, started) =
+                (inner.name.clone(), Arc::clone(&inner.store), Instant::now());
+            let (fifos, said) = (Arc::clone(&fifos), Arc::clone(&said));
+            part.fifo.on_synced(Box::new(move || {
+                // This FIFO's flag is set before the callback; the flags are read without
+                // the FIFOs' locks (weak: a FIFO that never syncs keeps no other alive).
+                let all = fifos
+                    .iter()
+                    .all(|f| f.upgrade().is_none_or(|f| f.has_synced()));
+                if all && !said.swap(true, Ordering::SeqCst) {
+                    log::info!(
+                        "kube-informer/{name}: synced {} objects in {:.2?}",
+                        store.len(),
+                        started.elapsed()
+                    );
+                }
+            }));
+        }
+        for (i, _) in inner.parts.iter().enumerate() {
+            let me = Arc::clone(inner);
+            let role = if i == 0 {
+                "inf".to_owned()
+            } else {
+                format!("inf{i}")
+            };
+            let process = thread::Builder::new()
+                .name(crate::thread_name::thread_name(&inner.name, &role))
+                .spawn(move || me.process_loop(i))
+                .map_err(spawn_err)?;
+            inner.threads.lock().push(process);
+        }
         inner.start_resync_timer().map_err(spawn_err)?;
-        let reflector = Reflector::start_reporting(
-            inner.api.clone(),
-            Arc::clone(&inner.fifo),
-            reflector_config,
-            transform,
-            on_panic,
-        )
-        .map_err(spawn_err)?;
-        *inner.reflector.lock() = Some(reflector);
+        for part in &inner.parts {
+            let mut config = reflector_config.clone();
+            if let Some(ns) = &part.namespace {
+                config.name = Some(format!("{} in {ns}", inner.name));
+            } else if config.name.is_none() {
+                config.name = Some(inner.name.clone());
+            }
+            let reflector = Reflector::start_reporting(
+                part.api.clone(),
+                Arc::clone(&part.fifo),
+                config,
+                transform.clone(),
+                on_panic.clone(),
+            )
+            .map_err(spawn_err)?;
+            *part.reflector.lock() = Some(reflector);
+        }
         Ok(())
     }
 
     /// True once the initial list is in the cache and every handler was told about it.
     pub fn has_synced(&self) -> bool {
-        self.inner.fifo.has_synced()
+        self.inner.synced()
     }
 
     /// Blocks until [`has_synced`](Self::has_synced) or the timeout; returns which.
     pub fn wait_for_cache_sync(&self, timeout: Duration) -> bool {
-        self.inner.fifo.wait_for_sync(timeout)
+        self.inner.wait_synced(timeout)
     }
 
-    /// The resourceVersion of the last list, event or bookmark ("" before the first).
+    /// The resourceVersion of the last list, event or bookmark ("" before the first; with
+    /// several namespaces watched, the newest of theirs).
     pub fn last_sync_resource_version(&self) -> String {
-        self.inner
-            .reflector
-            .lock()
-            .as_ref()
-            .map(Reflector::last_sync_resource_version)
-            .unwrap_or_default()
+        let mut newest = String::new();
+        for part in &self.inner.parts {
+            if let Some(r) = part.reflector.lock().as_ref() {
+                let rv = r.last_sync_resource_version();
+                if newest.is_empty() || newer_version(&rv, &newest) {
+                    newest = rv;
+                }
+            }
+        }
+        newest
     }
 
-    /// True while the watch connection is open.
+    /// True while the watch connection is open (with several namespaces watched: every
+    /// namespace's).
     pub fn is_watching(&self) -> bool {
-        self.inner
-            .reflector
-            .lock()
-            .as_ref()
-            .is_some_and(Reflector::is_watching)
+        self.inner.parts.iter().all(|p| {
+            p.reflector
+                .lock()
+                .as_ref()
+                .is_some_and(Reflector::is_watching)
+        })
     }
 
-    /// Time since the last list, event or bookmark.
+    /// Time since the last list, event or bookmark (of any namespace watched).
     pub fn since_last_event(&self) -> Option<Duration> {
         self.inner
-            .reflector
-            .lock()
-            .as_ref()
-            .and_then(Reflector::since_last_activity)
+            .parts
+            .iter()
+            .filter_map(|p| {
+                p.reflector
+                    .lock()
+                    .as_ref()
+                    .and_then(Reflector::since_last_activity)
+            })
+            .min()
     }
 
     /// A snapshot of the informer's health: synced, watching, the last error with its
@@ -446,30 +654,41 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// The informer's health while it lives, read without keeping it alive (for metrics).
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn health_source(&self) -> impl Fn() -> Option<InformerHealth> + Send + Sync {
         let weak = Arc::downgrade(&self.inner);
         move || weak.upgrade().map(|inner| Self::health_of(&inner))
     }
 
+    /// With several namespaces watched, one view over all: failing or gone when any is
+    /// (the longest), counters summed, the last error the most recent of theirs.
     fn health_of(inner: &Inner<K>) -> InformerHealth {
-        let reflector = inner.reflector.lock();
+        let reflectors: Vec<_> = inner.parts.iter().map(|p| p.reflector.lock()).collect();
         let handlers = inner.listeners.lock().iter().map(|l| l.stats()).collect();
+        let running = !reflectors.is_empty() && reflectors.iter().all(|r| r.is_some());
         let mut h = InformerHealth {
             name: inner.name.clone(),
-            running: reflector.is_some() && !inner.stop.is_stopped(),
-            synced: inner.fifo.has_synced(),
+            running: running && !inner.stop.is_stopped(),
+            synced: inner.synced(),
             cached: inner.store.len(),
             handlers,
+            watching: running,
             ..Default::default()
         };
-        if let Some(r) = reflector.as_ref() {
-            h.watching = r.is_watching();
-            h.consecutive_failures = r.consecutive_failures();
-            h.failing_for = r.failing_for();
-            h.last_error = r.last_error();
-            h.since_last_event = r.since_last_activity();
-            h.reflector = r.stats();
+        for r in reflectors.iter().filter_map(|r| r.as_ref()) {
+            h.watching &= r.is_watching();
+            h.consecutive_failures = h.consecutive_failures.max(r.consecutive_failures());
+            h.failing_for = h.failing_for.max(r.failing_for());
+            h.gone_for = h.gone_for.max(r.gone_for());
+            if let Some(e) = r.last_error() {
+                if h.last_error.as_ref().is_none_or(|l| e.ago < l.ago) {
+                    h.last_error = Some(e);
+                }
+            }
+            h.since_last_event = match (h.since_last_event, r.since_last_activity()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            add_stats(&mut h.reflector, r.stats());
         }
         h
     }
@@ -517,11 +736,13 @@ impl<K: Object> Inner<K> {
 
     fn shutdown(&self) {
         self.stop.stop();
-        let reflector = self.reflector.lock().take();
-        if let Some(r) = reflector {
-            r.stop();
+        for part in &self.parts {
+            let reflector = part.reflector.lock().take();
+            if let Some(r) = reflector {
+                r.stop();
+            }
+            part.fifo.close();
         }
-        self.fifo.close();
         let threads = std::mem::take(&mut *self.threads.lock());
         for t in threads {
             if t.thread().id() != thread::current().id() {
@@ -536,7 +757,7 @@ impl<K: Object> Inner<K> {
 
     /// Pins a handler's sync target once the initial list is complete.
     fn fix_sync_target(&self, listener: &Listener<K>) {
-        if listener.sync_target.lock().is_some() || !self.fifo.has_synced() {
+        if listener.sync_target.lock().is_some() || !self.synced() {
             return;
         }
         let _guard = self.listeners.lock();
@@ -546,17 +767,35 @@ impl<K: Object> Inner<K> {
         }
     }
 
-    fn process_loop(self: Arc<Self>) {
+    /// True once every part's initial list is in the cache.
+    fn synced(&self) -> bool {
+        self.parts.iter().all(|p| p.fifo.has_synced())
+    }
+
+    /// Blocks until [`synced`](Self::synced) or the timeout; returns which.
+    fn wait_synced(&self, timeout: Duration) -> bool {
+        let deadline = crate::deadline::after(timeout);
+        self.parts.iter().all(|p| {
+            p.fifo
+                .wait_for_sync(deadline.saturating_duration_since(Instant::now()))
+        })
+    }
+
+    /// Pops part `i`'s FIFO and applies what it hands over, until it closes. Each part has
+    /// its own thread; `apply` serialises them on the handlers' lock.
+    fn process_loop(self: Arc<Self>, i: usize) {
+        let part = &self.parts[i];
         let mut announced = false;
         loop {
             // While the initial list is being processed the FIFO is not yet synced.
-            let popped = self
+            let popped = part
                 .fifo
-                .pop_shared(|key, deltas| self.apply(key, deltas, !self.fifo.has_synced()));
+                .pop_shared(|key, deltas| self.apply(part, key, deltas, !part.fifo.has_synced()));
             if popped.is_err() {
                 return;
             }
-            if !announced && self.fifo.has_synced() {
+            // The last part to sync sees every part synced (each sets its flag before this).
+            if !announced && self.synced() {
                 announced = true;
                 let listeners = self.listeners.lock();
                 for l in listeners.iter() {
@@ -570,7 +809,26 @@ impl<K: Object> Inner<K> {
     }
 
     /// Applies one key's deltas to the cache and notifies the handlers.
-    fn apply(&self, key: &Arc<str>, deltas: Vec<Delta<K>>, initial: bool) {
+    fn apply(&self, part: &Part<K>, key: &Arc<str>, deltas: Vec<Delta<K>>, initial: bool) {
+        if let Some(only) = &self.only {
+            // One cluster-wide watch over several namespaces: the others' objects stop here
+            // (never cached, so their deletions and relists concern nothing here either).
+            let namespace = key.split_once('/').map_or("", |(ns, _)| ns);
+            if !only.contains(namespace) {
+                for delta in deltas {
+                    let obj = match delta {
+                        Delta::Added(o)
+                        | Delta::Updated(o)
+                        | Delta::Replaced(o)
+                        | Delta::Sync(o) => o,
+                        Delta::Deleted(DeletedObject::Object(o)) => o,
+                        Delta::Deleted(DeletedObject::Tombstone(t)) => t.last_known,
+                    };
+                    part.fifo.graveyard().bury(obj);
+                }
+                return;
+            }
+        }
         let listeners = self.listeners.lock();
         for delta in deltas {
             match delta {
@@ -578,14 +836,15 @@ impl<K: Object> Inner<K> {
                     // The cached state it replaces: freed on the reflector's thread, which made
                     // it (the listeners get the deletion's own object).
                     if let Some(cached) = self.store.delete(key) {
-                        self.fifo.graveyard().bury(cached);
+                        part.fifo.graveyard().bury(cached);
                     }
                     for l in listeners.iter() {
                         l.send(key, Notification::Delete(d.clone()));
                     }
                 }
                 other => {
-                    let resync_for = matches!(other, Delta::Sync(_)).then(|| self.sync_popped());
+                    let resync_for =
+                        matches!(other, Delta::Sync(_)).then(|| Self::sync_popped(part));
                     let obj = Arc::clone(other.object());
                     let (old, indexed) = self.store.upsert_shared(key, Arc::clone(&obj));
                     if let Err(e) = indexed {
@@ -604,7 +863,7 @@ impl<K: Object> Inner<K> {
                     // When the listeners are done with the replaced state already, or there
                     // are none, this is its last reference: freed by its maker too.
                     if let Some(old) = old {
-                        self.fifo.graveyard().bury(old);
+                        part.fifo.graveyard().bury(old);
                     }
                 }
             }
@@ -613,8 +872,8 @@ impl<K: Object> Inner<K> {
 
     /// The handlers a popped `Sync` is for: those of the oldest resync with `Sync`s left.
     /// A `Sync` no resync of ours queued (none can be, but the FIFO is public) goes to none.
-    fn sync_popped(&self) -> Arc<[u64]> {
-        let mut rounds = self.resync_rounds.lock();
+    fn sync_popped(part: &Part<K>) -> Arc<[u64]> {
+        let mut rounds = part.resync_rounds.lock();
         let Some(round) = rounds.front_mut() else {
             return Arc::new([]);
         };
@@ -629,16 +888,22 @@ impl<K: Object> Inner<K> {
     /// Queues one resync for the handlers `due`; returns how many `Sync`s it queued. The
     /// round is registered under the lock the consumer takes to attribute a popped `Sync`,
     /// so none of this round's can be popped before the round is known.
+    /// With several parts, each FIFO gets the resync and keeps its own rounds.
     fn resync_for(&self, due: Vec<u64>) -> Result<usize, Closed> {
-        let mut rounds = self.resync_rounds.lock();
-        let queued = self.fifo.resync()?;
-        if queued > 0 {
-            rounds.push_back(ResyncRound {
-                handlers: due.into(),
-                remaining: queued,
-            });
+        let handlers: Arc<[u64]> = due.into();
+        let mut total = 0;
+        for part in &self.parts {
+            let mut rounds = part.resync_rounds.lock();
+            let queued = part.fifo.resync()?;
+            if queued > 0 {
+                rounds.push_back(ResyncRound {
+                    handlers: Arc::clone(&handlers),
+                    remaining: queued,
+                });
+            }
+            total += queued;
         }
-        Ok(queued)
+        Ok(total)
     }
 
     /// Finds the handlers whose resync is due and queues a resync for them; checks at least
@@ -672,3 +937,30 @@ impl<K: Object> Inner<K> {
 #[cfg(all(test, shuttle))]
 #[path = "interleavings/apply.rs"]
 mod interleavings;
+
+/// Adds one reflector's counters to the sum over an informer's parts (the version: the
+/// newest).
+fn add_stats(sum: &mut ReflectorStats, one: ReflectorStats) {
+    sum.lists += one.lists;
+    sum.list_failures += one.list_failures;
+    for (cause, n) in one.relists {
+        *sum.relists.entry(cause).or_default() += n;
+    }
+    sum.watch_restarts += one.watch_restarts;
+    sum.events += one.events;
+    sum.bookmarks += one.bookmarks;
+    for (kind, n) in one.errors {
+        *sum.errors.entry(kind).or_default() += n;
+    }
+    if sum.last_resource_version.is_empty()
+        || newer_version(&one.last_resource_version, &sum.last_resource_version)
+    {
+        sum.last_resource_version = one.last_resource_version;
+    }
+}
+
+/// Whether version `a` is newer than `b` (decimal numbers, as every kube-apiserver writes
+/// them; otherwise neither is).
+fn newer_version(a: &str, b: &str) -> bool {
+    matches!((a.parse::<u64>(), b.parse::<u64>()), (Ok(a), Ok(b)) if a > b)
+}

@@ -31,7 +31,14 @@
 //! - connection refused or dropped, 429, 5xx: back off (0.8 s doubling to 30 s, with jitter,
 //!   reset after 2 minutes of health) and watch again from the last version;
 //! - anything else (a garbage line, a forbidden watch): back off and relist, since an event
-//!   may have been lost.
+//!   may have been lost;
+//! - 404 on a list or a watch: the resource is not served (its CRD deleted, its API group
+//!   switched off). The health view says *gone* ([`InformerHealth::gone_for`]), not failing;
+//!   lists are retried on a slow back-off (`backoff_max` doubling to
+//!   [`ReflectorConfig::gone_backoff_max`], 5 minutes) and the first that works (the CRD
+//!   created again) replaces the cache as any relist does.
+//!
+//! [`InformerHealth::gone_for`]: super::InformerHealth::gone_for
 //!
 //! **A relist never travels back.** Pages reach the informer as they arrive, so a list that
 //! fails part way (a 500 on a continue page, a dropped connection) has already handed over
@@ -157,6 +164,11 @@ pub struct ReflectorConfig {
     pub backoff_initial: Duration,
     /// Longest back-off delay. Default 30 s.
     pub backoff_max: Duration,
+    /// Longest delay between lists of a resource that is *gone* (its lists answer 404: a
+    /// custom resource whose CRD was deleted). Such a resource is asked for again on a slow
+    /// back-off — from `backoff_max` doubling to this, with jitter — and listed as soon as it
+    /// is served again. Default 5 minutes (at least `backoff_max` is used).
+    pub gone_backoff_max: Duration,
     /// Skip `metadata.managedFields` while decoding every listed and watched object (the
     /// bytes are checked and jumped over, never decoded), for caches that never read them:
     /// they are often the largest part of an object, so this saves memory and decoding CPU
@@ -185,6 +197,7 @@ impl Default for ReflectorConfig {
             watch_idle_timeout: Duration::from_secs(120),
             backoff_initial: Duration::from_millis(800),
             backoff_max: Duration::from_secs(30),
+            gone_backoff_max: Duration::from_secs(300),
             strip_managed_fields: false,
             on_watch_error: None,
             name: None,
@@ -304,6 +317,7 @@ impl Reflector {
             pages_handed_over: RefCell::new(String::new()),
             watch_opened: Cell::new(false),
             delivered: Cell::new(0),
+            gone_announced: Cell::new(false),
         };
         threads.push(
             std::thread::Builder::new()
@@ -352,9 +366,16 @@ impl Reflector {
         self.shared.health.lock().consecutive_failures
     }
 
-    /// How long lists and watches have kept failing (`None` while the last one succeeded).
+    /// How long lists and watches have kept failing (`None` while the last one succeeded,
+    /// and while the resource is gone: see [`gone_for`](Self::gone_for)).
     pub fn failing_for(&self) -> Option<Duration> {
-        self.shared.health.lock().failing_since.map(|t| t.elapsed())
+        self.shared.health.lock().failing_for()
+    }
+
+    /// How long the resource has not been served: every list and watch answered 404 since
+    /// (`None` while it is served).
+    pub fn gone_for(&self) -> Option<Duration> {
+        self.shared.health.lock().gone_for()
     }
 
     /// Stops the reflector and joins its threads. Its FIFO is closed, so a consumer blocked
@@ -480,6 +501,8 @@ struct Run<K> {
     watch_opened: Cell<bool>,
     /// Events and bookmarks the current watch delivered.
     delivered: Cell<u64>,
+    /// Whether "gone" (lists answered 404) was logged since the last list that worked.
+    gone_announced: Cell<bool>,
 }
 
 impl<K: Object> Run<K> {
@@ -591,13 +614,25 @@ impl<K: Object> Run<K> {
             )
         };
         let mut backoff = new_backoff();
+        // Spaces the lists of a resource that is not served (404): it may never come back.
+        let mut gone_backoff = Backoff::new(
+            self.config.backoff_max,
+            self.config.gone_backoff_max.max(self.config.backoff_max),
+            RELIST_CALM,
+        );
         // Spaces relists that follow a recent list (see `RELIST_CALM`).
         let mut relist_backoff = new_backoff();
         let mut next = Next::List(ListFrom::Fresh);
         while !self.stopped() {
             next = match next {
                 Next::List(from) => match self.list(from) {
-                    Ok(()) => Next::Watch,
+                    Ok(()) => {
+                        if self.gone_announced.replace(false) {
+                            log::info!("kube-informer/{}: served again, listed", self.name);
+                        }
+                        gone_backoff.reset();
+                        Next::Watch
+                    }
                     Err(ListError::Closed) => return,
                     Err(ListError::Stale { failed_at, listed }) => {
                         // A watch from there would fail again: list consistently, at once.
@@ -630,7 +665,19 @@ impl<K: Object> Run<K> {
                         } else if at_version && (version_unavailable(&e) || refused(&e)) {
                             Next::List(ListFrom::Fresh)
                         } else {
-                            if self.shared.stop.sleep(backoff.next_delay()) {
+                            let delay = if e.is_not_found() {
+                                if !self.gone_announced.replace(true) {
+                                    log::info!(
+                                        "kube-informer/{}: the server does not serve this resource (404): gone until it is served again; asking again on a slow back-off",
+                                        self.name
+                                    );
+                                }
+                                gone_backoff.next_delay()
+                            } else {
+                                gone_backoff.reset();
+                                backoff.next_delay()
+                            };
+                            if self.shared.stop.sleep(delay) {
                                 return;
                             }
                             Next::List(from)

@@ -20,6 +20,17 @@
 //!   longer than the grace period (30 s by default; the kubelet's own is 30 s), `run` returns
 //!   an error naming the step that hung, and the process can exit.
 //!
+//! **Scope per resource**: [`ManagerBuilder::scope`] gives one resource's informers their own
+//! namespaces (one, several, all), selectors and transform, so one factory serves every
+//! controller; [`ManagerBuilder::informer`] adds an informer made elsewhere to the sync wait
+//! and the checks. **Gone resources**: an informer whose resource is no longer served (its
+//! CRD deleted; see [`InformerHealth::gone_for`](crate::cache::InformerHealth::gone_for)) is
+//! not failing: neither probe counts it unless [`ManagerBuilder::gone_is_failure`] says so —
+//! restarting the pod would not bring a CRD back. **Checks of your own**:
+//! [`ManagerBuilder::readyz_check`] and [`ManagerBuilder::healthz_check`] add named checks
+//! (controller-runtime's `AddReadyzCheck`/`AddHealthzCheck`), reported beside the manager's
+//! own, each under its name (`/readyz?verbose`, `/readyz/<name>`).
+//!
 //! Why signal handling is not in here: a process has one disposition per signal, and the
 //! application may already own it (its own handler, a second Ctrl-C that exits at once, a
 //! runtime). A library that installs handlers takes that choice away, or fails (`ctrlc`
@@ -34,8 +45,10 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use super::checks::{self, Check, Probe, Report};
-use crate::api::Object;
-use crate::cache::{FactoryOptions, SharedInformerFactory};
+use crate::api::{ApiResource, Object};
+use crate::cache::{
+    FactoryOptions, InformerHealth, InformerScope, SharedIndexInformer, SharedInformerFactory,
+};
 use crate::client::Client;
 use crate::controller::controller::Spawner;
 use crate::controller::leader_election::ElectorStatus;
@@ -78,6 +91,42 @@ impl<K: Object> Managed for Controller<K> {
 /// Builds one controller (on the manager's start-up thread).
 type Recipe = Box<dyn FnOnce() -> Result<Box<dyn Managed>> + Send>;
 
+/// An application's check: `Ok(())` passes, `Err(reason)` fails with that reason.
+type UserCheck = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
+
+/// An informer's health while it lives (`None` once it is dropped).
+type HealthSource = Box<dyn Fn() -> Option<InformerHealth> + Send + Sync>;
+
+/// The checks every report has, whose names an application's check may not take.
+const BUILT_IN_CHECKS: [&str; 7] = [
+    "ping",
+    "informer-sync",
+    "watches",
+    "controllers",
+    "reconciles",
+    "leader-election",
+    "shutdown",
+];
+
+/// Runs an application's check; a panic fails it (the probe thread goes on).
+fn run_check(name: &'static str, check: &UserCheck) -> Check {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check()));
+    let failure = match outcome {
+        Ok(Ok(())) => None,
+        Ok(Err(why)) => Some(why),
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string panic".to_owned());
+            log::error!("manager: the check {name} panicked: {msg}");
+            Some(format!("the check panicked: {msg}"))
+        }
+    };
+    Check::new(name, failure)
+}
+
 /// Options for a [`Manager`]: its controllers, leader election, health bounds, probes and
 /// grace period.
 pub struct ManagerBuilder {
@@ -89,6 +138,12 @@ pub struct ManagerBuilder {
     grace: Duration,
     unready_after: Duration,
     unhealthy_after: Duration,
+    gone_is_failure: bool,
+    readyz: Vec<(&'static str, UserCheck)>,
+    healthz: Vec<(&'static str, UserCheck)>,
+    informers: Vec<HealthSource>,
+    /// The first error of a builder step, returned by `start`.
+    error: Option<Error>,
     unready_when_failing: Option<Duration>,
     #[cfg(feature = "probes")]
     probe_addr: Option<String>,
@@ -155,6 +210,11 @@ struct Shared {
     unhealthy_after: Duration,
     unready_when_failing: Option<Duration>,
     election: bool,
+    gone_is_failure: bool,
+    readyz: Vec<(&'static str, UserCheck)>,
+    healthz: Vec<(&'static str, UserCheck)>,
+    /// Informers given to the manager besides the factory's.
+    informers: Vec<HealthSource>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -179,6 +239,27 @@ impl Shared {
         *phase != Phase::Running
     }
 
+    /// Every informer's health: the factory's, then those given to the manager.
+    fn informer_health(&self) -> Vec<InformerHealth> {
+        let mut all = self.factory.health();
+        all.extend(self.informers.iter().filter_map(|h| h()));
+        all
+    }
+
+    /// What the `watches` checks judge: a gone resource is not failing, unless the
+    /// manager counts it as failing (then for as long as it is gone).
+    fn judged(&self) -> Vec<InformerHealth> {
+        let mut all = self.informer_health();
+        if self.gone_is_failure {
+            for h in &mut all {
+                if let Some(gone) = h.gone_for {
+                    h.failing_for = Some(h.failing_for.unwrap_or_default().max(gone));
+                }
+            }
+        }
+        all
+    }
+
     /// Bounded: the stop holds the list while it stops the controllers (a probe then gets
     /// none; the `shutdown` check says why).
     fn controllers_health(&self) -> Vec<ControllerHealth> {
@@ -189,18 +270,20 @@ impl Shared {
     }
 
     fn liveness(&self) -> Report {
-        let all = self.factory.health();
+        let all = self.judged();
+        let mut checks = vec![
+            Check::pass("ping"),
+            checks::watches(&all, self.unhealthy_after),
+        ];
+        checks.extend(self.healthz.iter().map(|(name, c)| run_check(name, c)));
         Report {
             probe: Probe::Liveness,
-            checks: vec![
-                Check::pass("ping"),
-                checks::watches(&all, self.unhealthy_after),
-            ],
+            checks,
         }
     }
 
     fn readiness(&self) -> Report {
-        let all = self.factory.health();
+        let all = self.judged();
         let controllers = if self.started.load(Ordering::SeqCst) {
             None
         } else if let Some(why) = self.failure.lock().clone() {
@@ -225,6 +308,7 @@ impl Shared {
             };
             checks.push(Check::new("leader-election", failure));
         }
+        checks.extend(self.readyz.iter().map(|(name, c)| run_check(name, c)));
         checks.push(Check::new(
             "shutdown",
             self.stopping()
@@ -332,6 +416,11 @@ impl Manager {
             grace: Duration::from_secs(30),
             unready_after: Duration::from_secs(30),
             unhealthy_after: Duration::from_secs(300),
+            gone_is_failure: false,
+            readyz: Vec::new(),
+            healthz: Vec::new(),
+            informers: Vec::new(),
+            error: None,
             unready_when_failing: None,
             #[cfg(feature = "probes")]
             probe_addr: None,
@@ -553,6 +642,120 @@ impl ManagerBuilder {
         self
     }
 
+    /// Whether an informer whose resource is *gone* (no longer served: its CRD deleted)
+    /// counts as failing in the `watches` checks — for readiness after
+    /// [`unready_after`](Self::unready_after), for liveness after
+    /// [`unhealthy_after`](Self::unhealthy_after). Default `false`: a restart does not bring
+    /// a resource back, and the informer lists again by itself once it is served.
+    pub fn gone_is_failure(mut self, failure: bool) -> Self {
+        self.gone_is_failure = failure;
+        self
+    }
+
+    /// Gives `resource`'s informers their own namespaces, selectors and transform (see
+    /// [`InformerScope`] and [`SharedInformerFactory::set_scope`]). Set it before asking the
+    /// [`factory`](Self::factory) for the informer; otherwise [`start`](Self::start) fails
+    /// saying so.
+    ///
+    /// ```
+    /// use kube_informer::api::ApiResource;
+    /// use kube_informer::cache::InformerScope;
+    /// use kube_informer::manager::Manager;
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// let builder = Manager::builder(kube_informer::Client::new(server.client_config())?)
+    ///     .scope(&cms, InformerScope::new().namespaces(["team-a", "team-b"]));
+    /// let informer = builder.factory().dynamic_informer(&cms);
+    /// assert_eq!(informer.namespaces(), ["team-a", "team-b"]);
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn scope(mut self, resource: &ApiResource, scope: InformerScope) -> Self {
+        if let Err(e) = self.factory.set_scope(resource, scope) {
+            self.error.get_or_insert(e);
+        }
+        self
+    }
+
+    /// Counts an informer made outside the manager's factory in the sync the controllers
+    /// wait for and in the health checks, as the factory's are (while it lives: the
+    /// manager does not keep it alive, start or stop it).
+    pub fn informer<K: Object>(mut self, informer: &SharedIndexInformer<K>) -> Self {
+        self.informers.push(Box::new(informer.health_source()));
+        self
+    }
+
+    /// Adds a named readiness check of the application (controller-runtime's
+    /// `AddReadyzCheck`): `Ok(())` passes, `Err(reason)` fails `/readyz` with the reason,
+    /// shown under `name` (`[-]name failed: reason`; `/readyz/<name>` alone). It runs on
+    /// every probe, on the probe's thread: keep it quick. A panic fails it. A name must be
+    /// new (not one of the manager's own checks nor taken), without `/`, `?` or spaces;
+    /// [`start`](Self::start) fails otherwise.
+    ///
+    /// ```
+    /// use kube_informer::manager::Manager;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// let warmed = Arc::new(AtomicBool::new(false));
+    /// let w = Arc::clone(&warmed);
+    /// let manager = Manager::builder(kube_informer::Client::new(server.client_config())?)
+    ///     .readyz_check("model-loaded", move || {
+    ///         if w.load(Ordering::SeqCst) { Ok(()) } else { Err("still loading".into()) }
+    ///     })
+    ///     .start()?;
+    /// let check = manager.readiness().only("model-loaded").unwrap();
+    /// assert_eq!(check.checks[0].failure.as_deref(), Some("still loading"));
+    /// warmed.store(true, Ordering::SeqCst);
+    /// assert!(manager.readiness().only("model-loaded").unwrap().passed());
+    /// manager.stop()?;
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn readyz_check(
+        mut self,
+        name: &'static str,
+        check: impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.readyz.push((name, Arc::new(check)));
+        self
+    }
+
+    /// Adds a named liveness check of the application (controller-runtime's
+    /// `AddHealthzCheck`), served on `/healthz` and `/livez` as
+    /// [`readyz_check`](Self::readyz_check)'s are on `/readyz`. A failing liveness check
+    /// gets the pod restarted: fail it only for what a restart cures (a stuck worker).
+    pub fn healthz_check(
+        mut self,
+        name: &'static str,
+        check: impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.healthz.push((name, Arc::new(check)));
+        self
+    }
+
+    /// Refuses check names that clash or would not work as a path segment.
+    fn validate_checks(&self) -> Result<()> {
+        for list in [&self.readyz, &self.healthz] {
+            let mut seen = std::collections::HashSet::new();
+            for (name, _) in list {
+                let bad = name.is_empty()
+                    || name
+                        .chars()
+                        .any(|c| c == '/' || c == '?' || c == '&' || c.is_whitespace());
+                if bad {
+                    return Err(Error::InvalidInput(format!(
+                        "manager: the check name {name:?} must be non-empty, without '/', '?', '&' or spaces"
+                    )));
+                }
+                if BUILT_IN_CHECKS.contains(name) || !seen.insert(*name) {
+                    return Err(Error::InvalidInput(format!(
+                        "manager: a check named {name:?} exists already"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Adds the readiness check `reconciles`: it fails while some controller's every
     /// reconcile has failed for longer than `bound` (since its first failure after the last
     /// reconcile that succeeded, or after the start; see
@@ -602,7 +805,11 @@ impl ManagerBuilder {
     /// it takes (readiness says which informer is not synced and its last error; liveness
     /// fails once one has kept failing for [`unhealthy_after`](Self::unhealthy_after)). Fails
     /// when the probe endpoint cannot listen or a thread cannot start.
-    pub fn start(self) -> Result<Manager> {
+    pub fn start(mut self) -> Result<Manager> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.validate_checks()?;
         if let Some(c) = &self.election {
             c.validate()?;
         }
@@ -621,6 +828,10 @@ impl ManagerBuilder {
             unhealthy_after: self.unhealthy_after,
             unready_when_failing: self.unready_when_failing,
             election: self.election.is_some(),
+            gone_is_failure: self.gone_is_failure,
+            readyz: std::mem::take(&mut self.readyz),
+            healthz: std::mem::take(&mut self.healthz),
+            informers: std::mem::take(&mut self.informers),
         });
         #[cfg(feature = "metrics")]
         {
@@ -720,7 +931,7 @@ fn start_up(
         if shared.stopping() {
             return Err("stopped while waiting for the caches".into());
         }
-        if shared.factory.health().iter().all(|h| h.synced) {
+        if shared.informer_health().iter().all(|h| h.synced) {
             break;
         }
         shared.pause(Duration::from_millis(50));

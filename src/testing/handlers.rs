@@ -156,6 +156,14 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         );
         return outcome(write_status(peer, &st, &[]));
     };
+    if shared.unserved.lock().contains(&route.tk) {
+        let st = Status::failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        );
+        return outcome(write_status(peer, &st, &[]));
+    }
     // Pod subresources that are not objects: logs and evictions (their own files).
     if let (true, Some(ns), Some(name)) = (
         route.tk.group.is_empty() && route.tk.plural == "pods",
@@ -823,6 +831,11 @@ fn watch<S: Peer>(
                         Err(oldest) => break Wake::Expired(oldest),
                         Ok(evs) if !evs.is_empty() => break Wake::Events(evs),
                         Ok(_) => cursor = cursor.max(current),
+                    }
+                    // The resource is no longer served (its CRD deleted): once its
+                    // deletions are out, its watches end.
+                    if shared.unserved.lock().contains(&r.tk) {
+                        break Wake::Timeout;
                     }
                     let now = Instant::now();
                     // A bookmark that fell due goes out even when this thread wakes after

@@ -4,7 +4,7 @@
 //! [`ApiServer::stop`] (or drop). Stopping shuts every socket down, so blocked reads and
 //! idle watches end at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -254,6 +254,8 @@ pub(crate) struct Shared {
     pub pod_logs: super::pod_logs::PodLogs,
     /// Known tokens and the authorisation rule (`reviews.rs`).
     pub identities: super::reviews::Identities,
+    /// Resources no longer served ([`ApiServer::remove_resource`]): 404 for every request.
+    pub unserved: Mutex<HashSet<TypeKey>>,
 }
 
 impl Shared {
@@ -331,6 +333,7 @@ impl ApiServer {
             request_headers: Mutex::new(Vec::new()),
             conns: Mutex::new(HashMap::new()),
             identities: super::reviews::Identities::new(&opts.tokens, &opts.user_tokens),
+            unserved: Mutex::new(HashSet::new()),
             next_conn: AtomicU64::new(0),
             opts,
             pod_logs: Default::default(),
@@ -570,6 +573,52 @@ impl ApiServer {
         self.shared
             .initial_events_end_bookmark
             .store(send, Ordering::SeqCst);
+    }
+
+    /// Stops serving `ar`, as kube-apiserver does when the resource's CRD is deleted: every
+    /// object of it is deleted (watchers get their DELETED events, as the CRD's cleanup
+    /// sends them), then its open watches end, and from then on every request for it is
+    /// answered 404 `NotFound` "the server could not find the requested resource" (the
+    /// answer this server gives any path it does not serve; no capture of a real server's
+    /// answer for a deleted CRD's resource exists in the fixtures) until
+    /// [`serve_resource`](Self::serve_resource). Discovery is not changed.
+    ///
+    /// ```
+    /// use kube_informer::api::{ApiResource, DynamicObject};
+    /// use kube_informer::testing::ApiServer;
+    /// use kube_informer::{Api, Client, ListParams};
+    /// let server = ApiServer::start();
+    /// let widgets = ApiResource::new("example.com", "v1", "Widget", "widgets", true);
+    /// server.create(&widgets, serde_json::json!({"metadata": {"name": "w"}})).unwrap();
+    /// let api: Api<DynamicObject> = Api::all_with(Client::new(server.client_config())?, &widgets);
+    /// server.remove_resource(&widgets);
+    /// assert_eq!(api.list(&ListParams::default()).unwrap_err().code(), Some(404));
+    /// server.serve_resource(&widgets);
+    /// assert!(api.list(&ListParams::default())?.items.is_empty());
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn remove_resource(&self, ar: &ApiResource) {
+        let tk = TypeKey::of(ar);
+        {
+            let mut store = self.shared.store.lock();
+            let d = super::store::DeleteOptions {
+                grace_period: Some(0),
+                fixture: true,
+                ..Default::default()
+            };
+            let _ = store.delete_collection(&tk, None, &Default::default(), &d);
+            // Under the store's lock: a watch sees the deletions before it sees the end.
+            self.shared.unserved.lock().insert(tk);
+        }
+        self.shared.notify();
+    }
+
+    /// Serves `ar` again after [`remove_resource`](Self::remove_resource) (its CRD created
+    /// again), with no objects.
+    pub fn serve_resource(&self, ar: &ApiResource) {
+        let tk = TypeKey::of(ar);
+        let _store = self.shared.store.lock();
+        self.shared.unserved.lock().remove(&tk);
     }
 
     /// Drops every open connection (a network blip, a load balancer or proxy restarting);

@@ -84,10 +84,13 @@ impl Rig {
         let inner = Arc::clone(&informer.inner);
         // What `start` does, without a reflector: the test is the producer.
         inner.started.store(true, Ordering::SeqCst);
-        inner.fifo.replace(vec![obj("a", 1), obj("b", 2)]).unwrap();
+        inner.parts[0]
+            .fifo
+            .replace(vec![obj("a", 1), obj("b", 2)])
+            .unwrap();
         let process = {
             let inner = Arc::clone(&inner);
-            thread::spawn(move || inner.process_loop())
+            thread::spawn(move || inner.process_loop(0))
         };
         Rig {
             informer,
@@ -97,17 +100,17 @@ impl Rig {
     }
 
     fn fifo(&self) -> Arc<DeltaFifo<DynamicObject>> {
-        Arc::clone(&self.inner.fifo)
+        Arc::clone(&self.inner.parts[0].fifo)
     }
 
     /// Queues [`END`], waits for `ends` to see it, and checks the quiet state: the FIFO
     /// drained, the store equal to `server`.
     fn finish(self, server: &HashMap<String, u64>, ends: &[&EndSeen]) {
-        self.inner.fifo.add(obj(END, u64::MAX)).unwrap();
+        self.inner.parts[0].fifo.add(obj(END, u64::MAX)).unwrap();
         for end in ends {
             end.wait();
         }
-        let fifo = &self.inner.fifo;
+        let fifo = &self.inner.parts[0].fifo;
         assert!(
             fifo.is_empty(),
             "queued after the end: {:?}",
@@ -426,8 +429,8 @@ fn interleavings_stop_and_remove_handler_racing_apply() {
         // Refused (`Closed`) or not, the producer returned.
         let _pushed = producer.join().unwrap();
         rig.process.join().unwrap();
-        assert!(rig.inner.fifo.is_closed());
-        assert!(rig.inner.fifo.add(obj("d", 6)).is_err());
+        assert!(rig.inner.parts[0].fifo.is_closed());
+        assert!(rig.inner.parts[0].fifo.add(obj("d", 6)).is_err());
         replay_view(&kept_rec.seen()).unwrap_or_else(|e| panic!("{e}"));
     });
 }

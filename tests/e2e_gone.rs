@@ -1,0 +1,222 @@
+//! End-to-end, opt-in: a CRD deleted while its informer runs, against a real cluster.
+//!
+//! ```text
+//! KUBE_E2E=1 cargo test --test e2e_gone -- --ignored --nocapture
+//! ```
+//!
+//! `real_*` is ignored by default and, when run, prints `skipped: ...` unless `KUBE_E2E=1`
+//! is set and a kubeconfig is found the way kubectl finds one. It needs the rights to create
+//! and delete a CRD, and touches only its own: `gizmos.e2e-<random>.kube-informer.test`
+//! (cluster-scoped, deleted at the end by a guard, also when the test fails). It prints the
+//! server's answer to the list of the deleted resource (the informer's last error), which no
+//! capture in the fixtures holds.
+//!
+//! The same body runs in every `cargo test` against `testing::ApiServer` (`fake_*`), whose
+//! `remove_resource` / `serve_resource` stand for the CRD's deletion and creation.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::view::View;
+use kube_informer::api::{ApiResource, DynamicObject};
+use kube_informer::cache::FactoryOptions;
+use kube_informer::config::{Config, KubeconfigOptions};
+use kube_informer::manager::Manager;
+use kube_informer::testing::ApiServer;
+use kube_informer::{Api, Client, DeleteParams, ListParams, PostParams};
+use serde_json::json;
+
+/// Bound for anything waited on; a CRD's deletion waits for its objects' cleanup.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out ({PATIENCE:?}) waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn crds() -> ApiResource {
+    ApiResource::new(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+}
+
+/// A real cluster, or the test server playing one.
+struct Env {
+    client: Client,
+    fake: Option<ApiServer>,
+}
+
+impl Env {
+    fn real() -> Option<Env> {
+        if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
+            println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
+            return None;
+        }
+        let config = match Config::infer_if_configured(&KubeconfigOptions::default()) {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                println!("skipped: KUBE_E2E=1 but no kubeconfig was found");
+                return None;
+            }
+            Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
+        };
+        println!("e2e: against {}", config.source);
+        Some(Env {
+            client: config
+                .client()
+                .expect("a client for the configured cluster"),
+            fake: None,
+        })
+    }
+
+    fn fake() -> Env {
+        let server = ApiServer::builder()
+            .tls()
+            .bookmark_interval(Duration::from_millis(200))
+            .start();
+        Env {
+            client: Client::new(server.client_config()).unwrap(),
+            fake: Some(server),
+        }
+    }
+}
+
+/// The test's CRD: created, deleted, created again; deleted on drop.
+struct TestCrd {
+    name: String,
+    group: String,
+    api: Api<DynamicObject>,
+}
+
+impl TestCrd {
+    fn resource(&self) -> ApiResource {
+        ApiResource::new(&self.group, "v1", "Gizmo", "gizmos", false)
+    }
+
+    fn create(&self, env: &Env) {
+        match &env.fake {
+            Some(server) => server.serve_resource(&self.resource()),
+            None => {
+                self.api
+                    .create(&PostParams::default(), &json!({
+                        "apiVersion": "apiextensions.k8s.io/v1",
+                        "kind": "CustomResourceDefinition",
+                        "metadata": {"name": self.name},
+                        "spec": {
+                            "group": self.group,
+                            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+                            "scope": "Cluster",
+                            "versions": [{
+                                "name": "v1", "served": true, "storage": true,
+                                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+                            }]
+                        }
+                    }))
+                    .unwrap_or_else(|e| panic!("creating CRD {}: {e}", self.name));
+                println!("e2e: CRD {} created", self.name);
+            }
+        }
+        // Established can come a moment before the resource is served: 404 until then.
+        let api: Api<DynamicObject> = Api::all_with(env.client.clone(), &self.resource());
+        wait_until("the resource served", || {
+            api.list(&ListParams::default()).is_ok()
+        });
+    }
+
+    fn delete(&self, env: &Env) {
+        match &env.fake {
+            Some(server) => server.remove_resource(&self.resource()),
+            None => {
+                self.api
+                    .delete(&self.name, &DeleteParams::default())
+                    .unwrap_or_else(|e| panic!("deleting CRD {}: {e}", self.name));
+                println!("e2e: CRD {} deleted", self.name);
+            }
+        }
+    }
+}
+
+impl Drop for TestCrd {
+    fn drop(&mut self) {
+        if let Err(e) = self.api.delete(&self.name, &DeleteParams::default()) {
+            if e.code() != Some(404) {
+                eprintln!("e2e: deleting CRD {}: {e}", self.name);
+            }
+        }
+    }
+}
+
+fn a_deleted_crd_is_gone_and_its_informer_comes_back(env: &Env) {
+    let suffix = format!("{:08x}", common::random_u64() as u32);
+    let group = format!("e2e-{suffix}.kube-informer.test");
+    let crd = TestCrd {
+        name: format!("gizmos.{group}"),
+        group,
+        api: Api::all_with(env.client.clone(), &crds()),
+    };
+    crd.create(env);
+    let gizmos = crd.resource();
+    let api: Api<DynamicObject> = Api::all_with(env.client.clone(), &gizmos);
+    let gizmo = |name: &str| json!({"apiVersion": format!("{}/v1", crd.group), "kind": "Gizmo", "metadata": {"name": name}});
+    api.create(&PostParams::default(), &gizmo("g1")).unwrap();
+
+    let mut options = FactoryOptions::default();
+    options.reflector.backoff_initial = Duration::from_millis(100);
+    options.reflector.backoff_max = Duration::from_millis(500);
+    options.reflector.gone_backoff_max = Duration::from_secs(2);
+    let builder = Manager::builder_with_options(env.client.clone(), options)
+        .unhealthy_after(Duration::ZERO)
+        .grace_period(Duration::from_secs(20));
+    let informer = builder.factory().dynamic_informer(&gizmos);
+    let view = View::default();
+    informer.add_event_handler(view.clone()).unwrap();
+    let manager = builder.start().unwrap();
+    wait_until("g1 cached and handled", || {
+        view.snapshot().iter().any(|(k, _)| k == "g1")
+    });
+
+    crd.delete(env);
+    wait_until("the informer to say gone", || informer.health().is_gone());
+    let health = informer.health();
+    let last = health.last_error.clone().expect("the 404");
+    println!("e2e: the answer for the deleted resource: {}", last.message);
+    assert_eq!(last.status.as_ref().map(|s| s.code), Some(404), "{health}");
+    assert!(health.failing_for.is_none(), "{health}");
+    assert!(manager.liveness().passed(), "{}", manager.liveness());
+    wait_until("the handler told of g1's deletion", || {
+        view.snapshot().is_empty()
+    });
+
+    crd.create(env);
+    api.create(&PostParams::default(), &gizmo("g2")).unwrap();
+    wait_until("g2 cached and handled after the CRD came back", || {
+        view.snapshot().iter().any(|(k, _)| k == "g2")
+    });
+    wait_until("no longer gone", || !informer.health().is_gone());
+    assert!(view.violations().is_empty(), "{:?}", view.violations());
+    manager.stop().unwrap();
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e_gone -- --ignored"]
+fn real_a_deleted_crd_is_gone_and_its_informer_comes_back() {
+    if let Some(env) = Env::real() {
+        a_deleted_crd_is_gone_and_its_informer_comes_back(&env);
+    }
+}
+
+#[test]
+fn fake_a_deleted_crd_is_gone_and_its_informer_comes_back() {
+    a_deleted_crd_is_gone_and_its_informer_comes_back(&Env::fake());
+}
