@@ -59,6 +59,7 @@ mod lease;
 pub mod sharding;
 pub(crate) mod stats;
 mod triggers;
+pub mod wait;
 
 pub use controller::{Action, Controller, ControllerBuilder};
 pub use events::{
