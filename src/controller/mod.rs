@@ -50,6 +50,7 @@
 
 #[allow(clippy::module_inception)]
 pub(crate) mod controller;
+mod create_or_patch;
 mod events;
 pub mod finalizer;
 #[cfg(all(test, shuttle))]
@@ -62,6 +63,7 @@ mod triggers;
 pub mod wait;
 
 pub use controller::{Action, Controller, ControllerBuilder};
+pub use create_or_patch::{create_or_patch, CreateOrPatch, OperationResult};
 pub use events::{
     EventRecorder, EventRecorderConfig, EventRecorderStats, EventType, ObjectReference,
 };
