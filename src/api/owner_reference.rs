@@ -368,4 +368,38 @@ mod tests {
         assert_eq!(list.len(), 1);
         assert_eq!(&*list[0].uid, "u9");
     }
+
+    #[cfg(feature = "k8s-openapi")]
+    #[test]
+    fn k8s_openapi_metadata_takes_the_same_rules() {
+        use k8s_openapi::api::apps::v1::Deployment;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as K8sObjectMeta;
+        let owner = Deployment {
+            metadata: K8sObjectMeta {
+                name: Some("web".into()),
+                uid: Some("u1".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let r = OwnerReference::controller(&owner, &ApiResource::of::<Deployment>()).unwrap();
+        let mut meta = K8sObjectMeta::default();
+        meta.set_controller_reference(r).unwrap();
+        assert!(is_controlled_by(&meta, &owner.metadata));
+        let other = OwnerReference::controller(&owner_of("api", "u2"), &deployments("v1")).unwrap();
+        assert_eq!(
+            meta.set_controller_reference(other)
+                .unwrap_err()
+                .controller
+                .uid,
+            "u1"
+        );
+        assert!(meta.remove_owner_reference("u1"));
+        assert!(meta.owner_references.is_none());
+    }
+
+    #[cfg(feature = "k8s-openapi")]
+    fn owner_of(name: &str, uid: &str) -> DynamicObject {
+        owner(name, uid)
+    }
 }

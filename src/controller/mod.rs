@@ -11,6 +11,11 @@
 //! - [`finalizer()`] ([`mod@finalizer`]): clean up before an object is deleted, kube-rs's
 //!   `finalizer` made blocking.
 //! - [`ControllerStats`] (`stats.rs`): how many reconciles ended, and how.
+//! - [`CreateOrPatch`] (`create_or_patch.rs`): read, change in a closure, write only what
+//!   changed (a guarded merge patch, or server-side apply); created, updated or unchanged.
+//!   Owner references for what it writes: [`OwnerReference::controller`](crate::api::OwnerReference::controller).
+//! - [`wait`]: wait for one object's condition (a CRD served, a Deployment rolled out, a
+//!   Pod ready, an object gone) with a timeout and a cancel.
 //! - [`sharding`]: a controller's objects spread over its live replicas (shard Leases,
 //!   consistent hashing, a sharder writing shard labels, a drain hand-over);
 //!   [`ControllerBuilder::sharded`].

@@ -382,4 +382,45 @@ mod tests {
             Verdict::Waiting(_)
         ));
     }
+
+    #[cfg(feature = "k8s-openapi")]
+    #[test]
+    fn typed_objects_are_judged_like_dynamic_ones() {
+        use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+        use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+        let pod = Pod {
+            status: Some(PodStatus {
+                phase: Some("Running".into()),
+                conditions: Some(vec![PodCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(pod_ready().check(Some(&pod)), Verdict::Met);
+        assert_eq!(pod_running().check(Some(&pod)), Verdict::Met);
+        let mut d = Deployment {
+            spec: Some(DeploymentSpec {
+                replicas: Some(2),
+                ..Default::default()
+            }),
+            status: Some(DeploymentStatus {
+                replicas: Some(2),
+                updated_replicas: Some(2),
+                available_replicas: Some(1),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(matches!(
+            deployment_rolled_out().check(Some(&d)),
+            Verdict::Waiting(_)
+        ));
+        d.status.as_mut().unwrap().available_replicas = Some(2);
+        assert_eq!(deployment_rolled_out().check(Some(&d)), Verdict::Met);
+        assert_eq!(deleted("u1").check(Some(&d)), Verdict::Met);
+    }
 }

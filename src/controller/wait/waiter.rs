@@ -294,17 +294,20 @@ impl<'a, K: Object> Wait<'a, K> {
             }};
         }
 
+        // A zero timeout still makes one read and one check.
+        let mut tried = false;
         'list: loop {
             if cancelled() {
                 return Err(WaitError::Cancelled { object });
             }
-            if remaining() == Some(Duration::ZERO) {
+            if tried && remaining() == Some(Duration::ZERO) {
                 return Err(WaitError::TimedOut {
                     object,
                     waiting_for,
                     last,
                 });
             }
+            tried = true;
             let list = match api.list(&ListParams::default().fields(&selector)) {
                 Ok(l) => l,
                 Err(e) => {
