@@ -330,8 +330,10 @@ mod tests {
 
     #[test]
     fn a_second_controller_is_refused_naming_the_first() {
-        let mut meta = ObjectMeta::default();
-        meta.name = Some("cm".into());
+        let mut meta = ObjectMeta {
+            name: Some("cm".into()),
+            ..Default::default()
+        };
         let first = OwnerReference::controller(&owner("web", "u1"), &deployments("v1")).unwrap();
         meta.set_controller_reference(first.clone()).unwrap();
         // The same owner again (another version of its API): replaced, not added.

@@ -225,9 +225,10 @@ impl<'a, K: Object + Serialize + Clone> CreateOrPatch<'a, K> {
     }
 
     fn post_params(&self) -> PostParams {
-        let mut p = PostParams::default();
-        p.field_manager = self.field_manager.clone();
-        p
+        PostParams {
+            field_manager: self.field_manager.clone(),
+            ..Default::default()
+        }
     }
 
     fn merge_attempt(
@@ -268,8 +269,10 @@ impl<'a, K: Object + Serialize + Clone> CreateOrPatch<'a, K> {
                     m.insert("resourceVersion".into(), Value::String(rv));
                 }
             }
-            let mut params = PatchParams::default();
-            params.field_manager = self.field_manager.clone();
+            let params = PatchParams {
+                field_manager: self.field_manager.clone(),
+                ..Default::default()
+            };
             let written = self.api.patch(name, &params, &Patch::Merge(patch))?;
             return Ok(OperationResult::Updated(written));
         }

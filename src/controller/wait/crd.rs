@@ -143,7 +143,7 @@ pub fn wait_crd_served(
             return Err(WaitError::TimedOut {
                 object,
                 waiting_for: missing,
-                last: Some(crd),
+                last: Some(Box::new(crd)),
             });
         }
         if pause(&mut backoff, cancel, remaining) {

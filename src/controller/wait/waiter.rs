@@ -38,7 +38,7 @@ pub enum WaitError<K> {
         /// [`Verdict::Waiting`]).
         waiting_for: String,
         /// The last state seen (`None`: it did not exist).
-        last: Option<K>,
+        last: Option<Box<K>>,
     },
     /// The condition said it will not hold ([`Verdict::Failed`]).
     Failed {
@@ -47,7 +47,7 @@ pub enum WaitError<K> {
         /// The condition's reason.
         reason: String,
         /// The state it judged.
-        last: Option<K>,
+        last: Option<Box<K>>,
     },
     /// The wait's [`Cancel`] fired.
     Cancelled {
@@ -62,7 +62,7 @@ impl<K> WaitError<K> {
     /// The last state seen, for a timeout or a failure.
     pub fn last(&self) -> Option<&K> {
         match self {
-            WaitError::TimedOut { last, .. } | WaitError::Failed { last, .. } => last.as_ref(),
+            WaitError::TimedOut { last, .. } | WaitError::Failed { last, .. } => last.as_deref(),
             _ => None,
         }
     }
@@ -106,7 +106,7 @@ impl<K: Object> fmt::Display for WaitError<K> {
 /// Names the last state by key and version only: an object (a Secret) can hold secrets.
 impl<K: Object> fmt::Debug for WaitError<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let last = |l: &Option<K>| {
+        let last = |l: &Option<Box<K>>| {
             l.as_ref()
                 .map(|o| format!("{}@{}", o.metadata().key(), o.metadata().resource_version()))
         };
@@ -267,7 +267,7 @@ impl<'a, K: Object> Wait<'a, K> {
                         return Err(WaitError::Failed {
                             object,
                             reason,
-                            last,
+                            last: last.map(Box::new),
                         })
                     }
                     Verdict::Waiting(w) => waiting_for = w,
@@ -304,7 +304,7 @@ impl<'a, K: Object> Wait<'a, K> {
                 return Err(WaitError::TimedOut {
                     object,
                     waiting_for,
-                    last,
+                    last: last.map(Box::new),
                 });
             }
             tried = true;
@@ -327,7 +327,7 @@ impl<'a, K: Object> Wait<'a, K> {
                     return Err(WaitError::TimedOut {
                         object,
                         waiting_for,
-                        last,
+                        last: last.map(Box::new),
                     });
                 }
                 let seconds = left
