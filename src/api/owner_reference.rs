@@ -127,7 +127,19 @@ impl From<AlreadyOwnedError> for Error {
 }
 
 /// Setting owner references on an object's metadata (ours, and k8s-openapi's with the
-/// `k8s-openapi` feature). See the [module docs](self) for the rules.
+/// `k8s-openapi` feature), with client-go's rules (`SetControllerReference`,
+/// `SetOwnerReference`):
+///
+/// - an object has at most one controller: setting a controller reference on an object
+///   already controlled by another owner (another uid) is refused with
+///   [`AlreadyOwnedError`], which names that controller;
+/// - setting a reference replaces the entry that points at the same object (same API group,
+///   kind and name, whatever the version), so that setting it again changes nothing and a
+///   recreated owner (new uid) takes its old entry's place.
+///
+/// Build the reference with [`OwnerReference::controller`] or [`OwnerReference::owner`];
+/// test it with [`is_controlled_by`] (by uid: an owner recreated under the same name is
+/// another owner).
 pub trait OwnerReferences: Meta {
     /// Sets `reference` as the controller: refused with [`AlreadyOwnedError`] when another
     /// owner (another uid) is the controller; otherwise it replaces the entry pointing at

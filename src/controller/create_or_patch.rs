@@ -1,41 +1,7 @@
 //! Create or patch: read the object, change it in a closure, write only what changed.
 //!
-//! Why: "get, change, write only if changed, retry on conflict" is the body of most
-//! reconciles, and written by hand it goes wrong in the same few ways: a write on every
-//! reconcile (each one an event that reconciles again), a replace that drops what another
-//! writer set in between, a merge patch from a stale cache that silently overwrites a newer
-//! object. controller-runtime's `CreateOrPatch` is the model; the two ways of writing are the
-//! caller's choice ([`CreateOrPatch::apply`]):
-//!
-//! - **Merge patch** (the default): the closure edits the *current* object (or, when it does
-//!   not exist, the `object` given, which is then created). The JSON merge patch (RFC 7386)
-//!   from before to after is sent, and nothing when they are equal. The patch always carries
-//!   the `metadata.resourceVersion` it was computed from, so the server refuses it (409
-//!   Conflict) when the object changed since it was read: a merge patch replaces whole
-//!   arrays, so without the precondition a patch computed from an older read (a cache is
-//!   always a little behind, and so is a read from the server by the time the patch
-//!   arrives) would undo another writer's change to the same list. A conflict is retried
-//!   ([`retry_on_conflict`](crate::client::retry_on_conflict)'s back-off) with a fresh read
-//!   from the server, the closure run again.
-//! - **Server-side apply** ([`CreateOrPatch::apply`]): the closure builds this field
-//!   manager's *intent* starting from the `object` given, never from the current object (an
-//!   apply configuration holds only the fields its manager cares about: taking the whole
-//!   current object would make it co-own every field of every other writer). The apply is
-//!   sent unless the current object already holds every field of the intent with its value
-//!   and the manager owns no field the intent dropped (read from `managedFields`; applying
-//!   would remove such a field). No resourceVersion is sent: the server merges by field
-//!   ownership, so a stale read can only cost an extra, harmless apply, or skip one that
-//!   the next reconcile (after the cache catches up) makes. A field another manager owns
-//!   with another value fails with 409 unless [`force`](CreateOrPatch::force) is set; it is
-//!   not retried (the answer would be the same).
-//!
-//! The read comes from the server, or from an informer's [`Lister`] when one is given
-//! ([`CreateOrPatch::lister`]): then the first attempt reads the cache (no request), an
-//! object missing from the cache is looked up on the server before it is created, and every
-//! retry after a conflict reads the server.
-//!
-//! Only the main resource is written: a resource with a `status` subresource ignores changes
-//! to `status` there (write those with [`Api::patch_status`]).
+//! Why, and how it reads and writes: see [`CreateOrPatch`] (this module is private; its
+//! docs are on the type).
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -87,7 +53,44 @@ impl<K> OperationResult<K> {
     }
 }
 
-/// Reads an object, changes it, writes only what changed: see the [module docs](self).
+/// Reads an object, changes it, writes only what changed.
+///
+/// Why: "get, change, write only if changed, retry on conflict" is the body of most
+/// reconciles, and written by hand it goes wrong in the same few ways: a write on every
+/// reconcile (each one an event that reconciles again), a replace that drops what another
+/// writer set in between, a merge patch from a stale cache that silently overwrites a newer
+/// object. controller-runtime's `CreateOrPatch` is the model; the two ways of writing are the
+/// caller's choice ([`apply`](Self::apply)):
+///
+/// - **Merge patch** (the default): the closure edits the *current* object (or, when it does
+///   not exist, the `object` given, which is then created). The JSON merge patch (RFC 7386)
+///   from before to after is sent, and nothing when they are equal. The patch always carries
+///   the `metadata.resourceVersion` it was computed from, so the server refuses it (409
+///   Conflict) when the object changed since it was read: a merge patch replaces whole
+///   arrays, so without the precondition a patch computed from an older read (a cache is
+///   always a little behind, and so is a read from the server by the time the patch
+///   arrives) would undo another writer's change to the same list. A conflict is retried
+///   ([`retry_on_conflict`](crate::client::retry_on_conflict)'s back-off) with a fresh read
+///   from the server, the closure run again.
+/// - **Server-side apply** ([`apply`](Self::apply)): the closure builds this field
+///   manager's *intent* starting from the `object` given, never from the current object (an
+///   apply configuration holds only the fields its manager cares about: taking the whole
+///   current object would make it co-own every field of every other writer). The apply is
+///   sent unless the current object already holds every field of the intent with its value
+///   and the manager owns no field the intent dropped (read from `managedFields`; applying
+///   would remove such a field). No resourceVersion is sent: the server merges by field
+///   ownership, so a stale read can only cost an extra, harmless apply, or skip one that
+///   the next reconcile (after the cache catches up) makes. A field another manager owns
+///   with another value fails with 409 unless [`force`](Self::force) is set; it is
+///   not retried (the answer would be the same).
+///
+/// The read comes from the server, or from an informer's [`Lister`] when one is given
+/// ([`lister`](Self::lister)): then the first attempt reads the cache (no request), an
+/// object missing from the cache is looked up on the server before it is created, and every
+/// retry after a conflict reads the server.
+///
+/// Only the main resource is written: a resource with a `status` subresource ignores changes
+/// to `status` there (write those with [`Api::patch_status`]).
 ///
 /// ```
 /// use kube_informer::api::{ApiResource, DynamicObject};
@@ -144,14 +147,14 @@ impl<'a, K: Object + Serialize + Clone> CreateOrPatch<'a, K> {
         }
     }
 
-    /// Reads the object from this informer's cache first (see the [module docs](self)).
+    /// Reads the object from this informer's cache first (see [`CreateOrPatch`]).
     pub fn lister(mut self, lister: &'a Lister<K>) -> Self {
         self.lister = Some(lister);
         self
     }
 
     /// Writes with server-side apply as `field_manager`; the closure builds the intent from
-    /// the `object` given to [`run`](Self::run) (see the [module docs](self)).
+    /// the `object` given to [`run`](Self::run) (see [`CreateOrPatch`]).
     pub fn apply(mut self, field_manager: &str) -> Self {
         self.apply = Some((field_manager.to_owned(), false));
         self.field_manager = Some(field_manager.to_owned());

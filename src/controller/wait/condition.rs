@@ -24,8 +24,11 @@ impl Verdict {
     }
 }
 
-/// Judges one object's state; see the [module docs](self). The stock ones are in
-/// [`conditions`](super::conditions).
+/// Judges one object's state: it sees the object as it is now (`None` when it does not
+/// exist) and answers with a [`Verdict`]: met, still waiting (and for what, which a timeout
+/// reports), or failed for good (a Job that failed will never complete; waiting on would
+/// only run into the timeout). Any `Fn(Option<&K>) -> bool` is a condition too. The stock
+/// ones are in [`conditions`](super::conditions).
 ///
 /// ```
 /// use kube_informer::api::DynamicObject;

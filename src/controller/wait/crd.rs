@@ -38,9 +38,11 @@ fn crds() -> ApiResource {
     )
 }
 
-/// Applies `crd` (server-side apply by `field_manager`, forced) and waits, at most
-/// `timeout`, until its resource is served (see the [module docs](self)). Returns the CRD
-/// as last read.
+/// Applies `crd` (server-side apply by `field_manager`, forced: an installer owns its
+/// CRD's fields, and takes them back from a hand edit) and waits, at most `timeout`, until
+/// its resource is served ([`wait_crd_served`]). Returns the CRD as last read. To stop it
+/// from another thread, give the client a [`Cancel`](crate::client::Cancel)
+/// ([`Client::with_cancel`]).
 ///
 /// ```
 /// use std::time::Duration;
@@ -105,8 +107,19 @@ pub fn apply_crd<C: Serialize>(
 }
 
 /// Waits, at most `timeout`, until the CRD `name` is Established and every version it
-/// serves is listed by discovery and answers requests (see the [module docs](self)).
-/// Returns the CRD as last read; a timeout's error names what was still missing.
+/// serves is listed by discovery and answers requests. Returns the CRD as last read; a
+/// timeout's error names what was still missing.
+///
+/// Why both: `Established` says the API server accepted the definition, not that every
+/// part of it serves the new resource yet. Right after it a request for the resource can
+/// still answer 404, and discovery (which kubectl and the
+/// [`RestMapper`](crate::discovery::RestMapper) read) may not list it: a program that
+/// creates its first custom object as soon as the CRD is Established fails now and then.
+/// So after `Established` ([`Wait`] with [`crd_established`](super::conditions::crd_established)),
+/// every served version must be listed by `/apis/GROUP/VERSION` *and* answer a list
+/// (`?limit=1`) with something other than 404, polled with back-off (jitter, capped at 1 s)
+/// until the timeout. To stop it from another thread, give the client a
+/// [`Cancel`](crate::client::Cancel) ([`Client::with_cancel`]).
 pub fn wait_crd_served(
     client: &Client,
     name: &str,

@@ -13,8 +13,12 @@ use crate::api::{Meta, Object};
 use crate::client::{Api, DeleteParams};
 
 impl<K: Object> Wait<'_, K> {
-    /// Deletes the object with `params` and waits until it is gone (see the
-    /// [module docs](self)). An object that does not exist is already gone.
+    /// Deletes the object with `params` and waits until *that* object (that uid) is gone,
+    /// finalizers and graceful termination included, so that a new object created under
+    /// the same name meanwhile neither keeps the wait going nor gets deleted by it: the
+    /// object is read first for its uid, the delete carries the uid as a precondition (a
+    /// 409 then means it was already replaced: gone). An object that does not exist is
+    /// already gone.
     ///
     /// ```
     /// use std::time::Duration;

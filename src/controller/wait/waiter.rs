@@ -1,20 +1,8 @@
 //! The wait itself: one object watched until a condition holds, a timeout passes or the
 //! caller cancels.
 //!
-//! How: a list narrowed to the name (`fieldSelector=metadata.name=NAME`) gives the object,
-//! or its absence, and a resourceVersion even when it does not exist (which a get cannot);
-//! a watch with the same selector from that version brings every change after it. The
-//! condition is checked on the listed state and after every event. A watch that ends (the
-//! server's timeout, a dropped connection) is started again from the last version seen; a
-//! 410 Gone (the version was compacted away) starts over with a fresh list. Transient
-//! errors (5xx, 429, connection failures) are retried with back-off (jitter, capped at 5 s);
-//! any other error (403, 404 of the resource itself) ends the wait with
-//! [`WaitError::Api`].
-//!
-//! The timeout bounds everything: each watch asks the server to end at the deadline
-//! (`timeoutSeconds`), and back-off pauses end there too. A [`Cancel`] (given to
-//! [`Wait::cancel`], or already held by the Api's client) ends a wait from another thread at
-//! once: it shuts the watch's connection down.
+//! How it watches, retries and ends: see [`Wait`] (this module is private; its docs are
+//! on the type).
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -148,7 +136,22 @@ impl<K: Object> std::error::Error for WaitError<K> {
     }
 }
 
-/// A wait on one object: see the [module docs](self).
+/// A wait on one object until a condition holds, a timeout passes or the caller cancels.
+///
+/// How: a list narrowed to the name (`fieldSelector=metadata.name=NAME`) gives the object,
+/// or its absence, and a resourceVersion even when it does not exist (which a get cannot);
+/// a watch with the same selector from that version brings every change after it. The
+/// condition is checked on the listed state and after every event. A watch that ends (the
+/// server's timeout, a dropped connection) is started again from the last version seen; a
+/// 410 Gone (the version was compacted away) starts over with a fresh list. Transient
+/// errors (5xx, 429, connection failures) are retried with back-off (jitter, capped at 5 s);
+/// any other error (403, 404 of the resource itself) ends the wait with
+/// [`WaitError::Api`].
+///
+/// The timeout bounds everything: each watch asks the server to end at the deadline
+/// (`timeoutSeconds`), and back-off pauses end there too. A [`Cancel`] (given to
+/// [`Wait::cancel`], or already held by the Api's client) ends a wait from another thread at
+/// once: it shuts the watch's connection down.
 ///
 /// ```
 /// use std::time::Duration;
