@@ -11,8 +11,8 @@ use common::{wait_until, PATIENCE};
 use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::client::Cancel;
 use kube_informer::controller::wait::{
-    apply_crd, await_condition, conditions, delete_and_wait, wait_crd_served, Verdict, Wait,
-    WaitError,
+    apply_crd, await_condition, conditions, delete_and_wait, wait_crd_served, Condition, Verdict,
+    Wait, WaitError,
 };
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client, DeleteParams};
@@ -278,18 +278,7 @@ fn an_object_recreated_under_its_name_counts_as_deleted() {
         .unwrap()
         .expect("the new object");
     assert_ne!(new.metadata.uid.as_deref(), Some(uid.as_str()));
-    assert_eq!(conditions::deleted(&uid).check_dynamic(&new), Verdict::Met);
-}
-
-/// `Condition::check` on a DynamicObject, spelled out for the test.
-trait CheckDynamic {
-    fn check_dynamic(&self, o: &DynamicObject) -> Verdict;
-}
-
-impl CheckDynamic for conditions::Deleted {
-    fn check_dynamic(&self, o: &DynamicObject) -> Verdict {
-        kube_informer::controller::wait::Condition::check(self, Some(o))
-    }
+    assert_eq!(conditions::deleted(&uid).check(Some(&new)), Verdict::Met);
 }
 
 #[test]
