@@ -14,6 +14,7 @@ mod list;
 mod meta;
 mod meta_trait;
 mod metadata;
+mod owner_reference;
 mod resource;
 mod resource_macro;
 mod reviews;
@@ -35,6 +36,9 @@ pub(crate) use meta_trait::key_of as meta_key;
 pub use meta_trait::{Meta, OwnerRef};
 pub use metadata::{
     PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
+};
+pub use owner_reference::{
+    is_controlled_by, is_controlled_by_uid, AlreadyOwnedError, OwnerReferences,
 };
 pub use resource::{ApiResource, Object, Resource};
 pub use reviews::{

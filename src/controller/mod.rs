@@ -15,6 +15,11 @@
 //! - [`EventFilter`] (`filter.rs`): which updates are worth a reconcile (generation
 //!   changed, labels changed, ...); [`split_key`] (`key.rs`): a key back into namespace and
 //!   name.
+//! - [`CreateOrPatch`] (`create_or_patch.rs`): read, change in a closure, write only what
+//!   changed (a guarded merge patch, or server-side apply); created, updated or unchanged.
+//!   Owner references for what it writes: [`OwnerReference::controller`](crate::api::OwnerReference::controller).
+//! - [`wait`]: wait for one object's condition (a CRD served, a Deployment rolled out, a
+//!   Pod ready, an object gone) with a timeout and a cancel.
 //! - [`sharding`]: a controller's objects spread over its live replicas (shard Leases,
 //!   consistent hashing, a sharder writing shard labels, a drain hand-over);
 //!   [`ControllerBuilder::sharded`].
@@ -64,6 +69,7 @@
 
 #[allow(clippy::module_inception)]
 pub(crate) mod controller;
+mod create_or_patch;
 mod enqueue;
 mod events;
 mod filter;
@@ -76,8 +82,10 @@ mod lease;
 pub mod sharding;
 pub(crate) mod stats;
 mod triggers;
+pub mod wait;
 
 pub use controller::{Action, Controller, ControllerBuilder};
+pub use create_or_patch::{create_or_patch, CreateOrPatch, OperationResult};
 pub use events::{
     EventRecorder, EventRecorderConfig, EventRecorderStats, EventType, ObjectReference,
 };

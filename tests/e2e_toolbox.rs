@@ -1,0 +1,291 @@
+//! The operator toolbox end to end against a real cluster, opt-in (the pattern of
+//! `tests/e2e.rs`):
+//!
+//! ```text
+//! KUBE_E2E=1 cargo test --test e2e_toolbox -- --ignored --nocapture
+//! ```
+//!
+//! The `real_*` tests are ignored by default and, even when run, only print `skipped: ...`
+//! unless `KUBE_E2E=1` is set and a kubeconfig (or an in-cluster service account) is found
+//! the way kubectl finds one. They need the rights to create a namespace and a CRD, and touch
+//! only what they create: a CRD `gadgets.e2e-<random>.kube-informer.test` and a namespace
+//! `kube-informer-e2e-<random>`, both deleted at the end (also when a test fails, by guards).
+//!
+//! The same bodies run in `cargo test` against `testing::ApiServer` (the `fake_*` tests);
+//! there a thread plays the API server's CRD controller (it marks the CRD Established) and
+//! the namespace is made Active by hand.
+
+mod common;
+
+use std::time::Duration;
+
+use kube_informer::api::{ApiResource, DynamicObject, OwnerReference, OwnerReferences};
+use kube_informer::config::{Config, KubeconfigOptions};
+use kube_informer::controller::wait::{self, conditions, Wait};
+use kube_informer::controller::{CreateOrPatch, OperationResult};
+use kube_informer::testing::ApiServer;
+use kube_informer::{Api, Client, DeleteParams, PostParams};
+use serde_json::{json, Value};
+
+/// Bound for anything these tests wait on; a real cluster can be slow.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+struct Env {
+    client: Client,
+    fake: Option<ApiServer>,
+}
+
+impl Env {
+    fn real() -> Option<Env> {
+        if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
+            println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
+            return None;
+        }
+        let config = match Config::infer_if_configured(&KubeconfigOptions::default()) {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                println!("skipped: KUBE_E2E=1 but no kubeconfig was found (KUBECONFIG, ~/.kube/config) and this is not a pod");
+                return None;
+            }
+            Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
+        };
+        println!("e2e: against {}", config.source);
+        Some(Env {
+            client: config
+                .client()
+                .expect("a client for the configured cluster"),
+            fake: None,
+        })
+    }
+
+    /// The test server, serving the CRD of `group` (it lists in discovery only what it was
+    /// built with).
+    fn fake(group: &str) -> Env {
+        let server = ApiServer::builder()
+            .tls()
+            .custom_resource_definition(&gadget_crd(group))
+            .unwrap()
+            .start();
+        Env {
+            client: Client::new(server.client_config()).unwrap(),
+            fake: Some(server),
+        }
+    }
+}
+
+fn random_suffix() -> String {
+    format!("{:08x}", common::random_u64() as u32)
+}
+
+fn crds() -> ApiResource {
+    ApiResource::new(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+}
+
+fn gadget_crd(group: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("gadgets.{group}")},
+        "spec": {"group": group, "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
+}
+
+/// Deletes what it names on drop (also when the test panics).
+struct Guard {
+    what: String,
+    api: Api<DynamicObject>,
+    name: String,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        match self.api.delete(&self.name, &DeleteParams::default()) {
+            Ok(_) => println!("e2e: {} deleted", self.what),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => eprintln!("e2e: deleting {}: {e}", self.what),
+        }
+    }
+}
+
+/// A namespace of the test's own, Active.
+fn test_namespace(env: &Env) -> Guard {
+    let ns = ApiResource::new("", "v1", "Namespace", "namespaces", false);
+    let name = format!("kube-informer-e2e-{}", random_suffix());
+    let api: Api<DynamicObject> = Api::all_with(env.client.clone(), &ns);
+    api.create(&PostParams::default(), &json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/created-by": "kube-informer-e2e"}}}))
+        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+    if let Some(server) = &env.fake {
+        server
+            .patch(&ns, None, &name, &json!({"status": {"phase": "Active"}}))
+            .unwrap();
+    }
+    Wait::new(&api, &name, PATIENCE)
+        .until(conditions::namespace_active())
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("e2e: namespace {name} created and Active");
+    Guard {
+        what: format!("namespace {name}"),
+        api,
+        name,
+    }
+}
+
+/// (1) A CRD applied and waited for until served: the first custom object is created at
+/// once (no 404 after Established), the CRD deleted and waited for until gone.
+fn a_crd_applied_is_served(env: &Env, group: &str) {
+    let crd = gadget_crd(group);
+    let name = format!("gadgets.{group}");
+    let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &crds());
+    let _guard = Guard {
+        what: format!("CRD {name}"),
+        api: crd_api.clone(),
+        name: name.clone(),
+    };
+    std::thread::scope(|s| {
+        if let Some(server) = &env.fake {
+            // What the API server's CRD controller does.
+            s.spawn(|| {
+                common::wait_until("the CRD to exist", || server.get(&crds(), None, &name).is_some());
+                server
+                    .patch(&crds(), None, &name,
+                        &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}}))
+                    .unwrap();
+            });
+        }
+        let applied = wait::apply_crd(&env.client, &crd, "kube-informer-e2e", PATIENCE)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(applied.metadata.name(), name);
+    });
+    println!("e2e: CRD {name} served");
+    let ns = test_namespace(env);
+    let gadgets = ApiResource::new(group, "v1", "Gadget", "gadgets", true);
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &gadgets);
+    let g = api
+        .create(
+            &PostParams::default(),
+            &json!({"apiVersion": format!("{group}/v1"), "kind": "Gadget",
+            "metadata": {"name": "g0"}, "spec": {"size": 1}}),
+        )
+        .unwrap_or_else(|e| panic!("the first gadget, right after the wait: {e}"));
+    assert_eq!(g.kind.as_deref(), Some("Gadget"));
+    // Applying it again finds it served at once.
+    wait::apply_crd(&env.client, &crd, "kube-informer-e2e", PATIENCE)
+        .unwrap_or_else(|e| panic!("{e}"));
+    wait::delete_and_wait(&crd_api, &name, &DeleteParams::default(), PATIENCE)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(crd_api.get(&name).unwrap_err().is_not_found());
+    println!("e2e: CRD {name} deleted and gone");
+}
+
+/// (2) Create or patch a ConfigMap owned by another: created, unchanged, updated (merge
+/// patch), then server-side apply; a second controller refused.
+fn create_or_patch_an_owned_object(env: &Env) {
+    let ns = test_namespace(env);
+    let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &cms);
+    let owner = api
+        .create(
+            &PostParams::default(),
+            &json!({"metadata": {"name": "owner"}}),
+        )
+        .unwrap();
+    let blank: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "owned"}}))
+        .unwrap();
+    let set = |color: &'static str| {
+        let owner = owner.clone();
+        let cms = cms.clone();
+        move |cm: &mut DynamicObject| {
+            cm.metadata
+                .set_controller_reference(OwnerReference::controller(&owner, &cms)?)?;
+            let mut v = serde_json::to_value(&*cm).unwrap();
+            v["data"]["color"] = color.into();
+            *cm = serde_json::from_value(v).unwrap();
+            Ok(())
+        }
+    };
+    let cop = CreateOrPatch::new(&api).field_manager("kube-informer-e2e");
+    let first = cop.run(blank.clone(), set("blue")).unwrap();
+    assert!(
+        matches!(first, OperationResult::Created(_)),
+        "{}",
+        first.as_str()
+    );
+    let second = cop.run(blank.clone(), set("blue")).unwrap();
+    assert!(
+        matches!(second, OperationResult::Unchanged(_)),
+        "{}",
+        second.as_str()
+    );
+    let third = cop.run(blank.clone(), set("green")).unwrap();
+    assert!(
+        matches!(third, OperationResult::Updated(_)),
+        "{}",
+        third.as_str()
+    );
+    let data: Value = third.object().decode_field("data").unwrap().unwrap();
+    assert_eq!(data["color"], "green");
+    assert!(kube_informer::api::is_controlled_by(
+        &third.object().metadata,
+        &owner.metadata
+    ));
+
+    let apply = CreateOrPatch::new(&api).apply("kube-informer-e2e-apply");
+    let intent = |cm: &mut DynamicObject| {
+        let mut v = serde_json::to_value(&*cm).unwrap();
+        v["data"]["size"] = "10".into();
+        *cm = serde_json::from_value(v).unwrap();
+        Ok(())
+    };
+    let blank_applied: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "applied"}}))
+        .unwrap();
+    let a = apply.run(blank_applied.clone(), intent).unwrap();
+    assert!(matches!(a, OperationResult::Created(_)), "{}", a.as_str());
+    let b = apply.run(blank_applied, intent).unwrap();
+    assert!(matches!(b, OperationResult::Unchanged(_)), "{}", b.as_str());
+
+    let mut cm = third.into_object();
+    let err = cm
+        .metadata
+        .set_controller_reference(OwnerReference::controller(&a.into_object(), &cms).unwrap())
+        .unwrap_err();
+    assert_eq!(err.controller.name, "owner");
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e_toolbox -- --ignored"]
+fn real_a_crd_applied_is_served() {
+    if let Some(env) = Env::real() {
+        a_crd_applied_is_served(&env, &format!("e2e-{}.kube-informer.test", random_suffix()));
+    }
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e_toolbox -- --ignored"]
+fn real_create_or_patch_an_owned_object() {
+    if let Some(env) = Env::real() {
+        create_or_patch_an_owned_object(&env);
+    }
+}
+
+#[test]
+fn fake_a_crd_applied_is_served() {
+    let group = "e2e-fake.kube-informer.test";
+    a_crd_applied_is_served(&Env::fake(group), group);
+}
+
+#[test]
+fn fake_create_or_patch_an_owned_object() {
+    create_or_patch_an_owned_object(&Env::fake("e2e-fake.kube-informer.test"));
+}

@@ -1,0 +1,403 @@
+//! Waiting for one object's condition, over loopback against the test server: the stock
+//! conditions, the timeout's last state, cancelling from another thread, resuming after a
+//! dropped watch and a 410, deletion by uid, and a CRD served only after Established.
+
+mod common;
+
+use std::thread;
+use std::time::Duration;
+
+use common::{wait_until, PATIENCE};
+use kube_informer::api::{ApiResource, DynamicObject};
+use kube_informer::client::Cancel;
+use kube_informer::controller::wait::{
+    apply_crd, await_condition, conditions, delete_and_wait, wait_crd_served, Condition, Verdict,
+    Wait, WaitError,
+};
+use kube_informer::testing::{ApiServer, Fault, Target};
+use kube_informer::{Api, Client, DeleteParams};
+use serde_json::{json, Value};
+
+fn cms() -> ApiResource {
+    ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
+}
+
+fn deployments() -> ApiResource {
+    ApiResource::new("apps", "v1", "Deployment", "deployments", true)
+}
+
+fn jobs() -> ApiResource {
+    ApiResource::new("batch", "v1", "Job", "jobs", true)
+}
+
+fn crds() -> ApiResource {
+    ApiResource::new(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+}
+
+fn api(server: &ApiServer, ar: &ApiResource) -> Api<DynamicObject> {
+    Api::namespaced_with(Client::new(server.client_config()).unwrap(), "lab", ar)
+}
+
+/// Requests whose line contains every one of `parts`.
+fn requests_with(server: &ApiServer, parts: &[&str]) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| parts.iter().all(|p| r.contains(p)))
+        .count()
+}
+
+#[test]
+fn a_pod_becomes_ready_after_the_wait_started() {
+    let server = ApiServer::start();
+    let pods = common::pods();
+    server
+        .create(&pods, common::pod("lab", "web", "Pending"))
+        .unwrap();
+    let api = api(&server, &pods);
+    let waiter =
+        thread::spawn(move || Wait::new(&api, "web", PATIENCE).until(conditions::pod_ready()));
+    wait_until("the wait to watch", || {
+        requests_with(&server, &["watch=1", "metadata.name=web"]) > 0
+    });
+    server
+        .patch(
+            &pods,
+            Some("lab"),
+            "web",
+            &json!({"status": {"phase": "Running"}}),
+        )
+        .unwrap();
+    server
+        .patch(
+            &pods,
+            Some("lab"),
+            "web",
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        )
+        .unwrap();
+    let pod = waiter.join().unwrap().unwrap().expect("the pod");
+    let status: Value = pod.decode_field("status").unwrap().unwrap();
+    assert_eq!(status["conditions"][0]["type"], "Ready");
+}
+
+#[test]
+fn a_deployment_is_rolled_out_only_when_kubectl_would_say_so() {
+    let server = ApiServer::start();
+    let d = deployments();
+    let created = server
+        .create(
+            &d,
+            json!({"metadata": {"name": "web", "namespace": "lab"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}),
+        )
+        .unwrap();
+    let generation = created["metadata"]["generation"].as_i64().unwrap_or(1);
+    let api = api(&server, &d);
+    // Old replicas left: still waiting, and the timeout says so with the last state.
+    server
+        .patch(
+            &d,
+            Some("lab"),
+            "web",
+            &json!({"status": {"observedGeneration": generation,
+            "replicas": 3, "updatedReplicas": 2, "availableReplicas": 2}}),
+        )
+        .unwrap();
+    let err = Wait::new(&api, "web", Duration::from_millis(300))
+        .until(conditions::deployment_rolled_out())
+        .unwrap_err();
+    match &err {
+        WaitError::TimedOut {
+            waiting_for, last, ..
+        } => {
+            assert!(waiting_for.contains("old replicas"), "{waiting_for}");
+            assert!(last.is_some());
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(err.to_string().contains("old replicas"), "{err}");
+    let waiter = thread::spawn(move || {
+        await_condition(&api, "web", conditions::deployment_rolled_out(), PATIENCE)
+    });
+    wait_until("the wait to watch", || {
+        requests_with(&server, &["watch=1", "metadata.name=web"]) > 0
+    });
+    server
+        .patch(&d, Some("lab"), "web", &json!({"status": {"replicas": 2}}))
+        .unwrap();
+    let done = waiter.join().unwrap().unwrap().expect("the deployment");
+    let status: Value = done.decode_field("status").unwrap().unwrap();
+    assert_eq!(status["replicas"], 2);
+}
+
+#[test]
+fn a_failed_job_ends_a_wait_for_completion_at_once() {
+    let server = ApiServer::start();
+    let j = jobs();
+    server
+        .create(&j, json!({"metadata": {"name": "batch", "namespace": "lab"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}},
+            "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}}))
+        .unwrap();
+    let api = api(&server, &j);
+    match Wait::new(&api, "batch", PATIENCE).until(conditions::job_complete()) {
+        Err(WaitError::Failed { reason, last, .. }) => {
+            assert!(reason.contains("BackoffLimitExceeded"), "{reason}");
+            assert!(last.is_some());
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert!(Wait::new(&api, "batch", PATIENCE)
+        .until(conditions::job_failed())
+        .is_ok());
+}
+
+#[test]
+fn a_namespace_becomes_active() {
+    let server = ApiServer::start();
+    let ns = ApiResource::new("", "v1", "Namespace", "namespaces", false);
+    server
+        .create(
+            &ns,
+            json!({"metadata": {"name": "lab"}, "status": {"phase": "Terminating"}}),
+        )
+        .unwrap();
+    let api: Api<DynamicObject> = Api::all_with(Client::new(server.client_config()).unwrap(), &ns);
+    let waiter = thread::spawn(move || {
+        Wait::new(&api, "lab", PATIENCE).until(conditions::namespace_active())
+    });
+    wait_until("the wait to watch", || {
+        requests_with(&server, &["watch=1", "metadata.name=lab"]) > 0
+    });
+    server
+        .patch(&ns, None, "lab", &json!({"status": {"phase": "Active"}}))
+        .unwrap();
+    assert!(waiter.join().unwrap().unwrap().is_some());
+}
+
+#[test]
+fn a_cancel_from_another_thread_ends_the_wait() {
+    let server = ApiServer::start();
+    let api = api(&server, &cms());
+    let cancel = Cancel::new();
+    let waiter = thread::spawn({
+        let cancel = cancel.clone();
+        move || {
+            Wait::new(&api, "never", Duration::from_secs(3600))
+                .cancel(&cancel)
+                .until(conditions::exists())
+        }
+    });
+    wait_until("the wait to watch", || {
+        requests_with(&server, &["watch=1", "metadata.name=never"]) > 0
+    });
+    cancel.cancel();
+    match waiter.join().unwrap() {
+        Err(WaitError::Cancelled { object }) => assert_eq!(object, "configmaps lab/never"),
+        other => panic!("expected a cancel, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_wait_resumes_after_a_dropped_watch_and_relists_after_a_410() {
+    let server = ApiServer::start();
+    let api = api(&server, &cms());
+    // The first watch answers 410: the wait must list again.
+    server.inject(Target::Watch, Fault::status(410));
+    let waiter = thread::spawn(move || {
+        Wait::new(&api, "late", PATIENCE).until(|o: Option<&DynamicObject>| {
+            o.is_some_and(|o| o.metadata.label("step") == Some("2"))
+        })
+    });
+    wait_until("a second list after the 410", || {
+        requests_with(
+            &server,
+            &[
+                "GET /api/v1/namespaces/lab/configmaps?",
+                "metadata.name=late",
+            ],
+        ) - requests_with(&server, &["watch=1", "metadata.name=late"])
+            >= 2
+    });
+    wait_until("a watch after the relist", || {
+        requests_with(&server, &["watch=1", "metadata.name=late"]) >= 2
+    });
+    // Cut the watch; the change made meanwhile is seen by the next watch (from its version).
+    server.disconnect_all();
+    server
+        .create(
+            &cms(),
+            json!({"metadata": {"name": "late", "namespace": "lab", "labels": {"step": "1"}}}),
+        )
+        .unwrap();
+    server
+        .patch(
+            &cms(),
+            Some("lab"),
+            "late",
+            &json!({"metadata": {"labels": {"step": "2"}}}),
+        )
+        .unwrap();
+    let cm = waiter.join().unwrap().unwrap().expect("the object");
+    assert_eq!(cm.metadata.label("step"), Some("2"));
+}
+
+#[test]
+fn an_object_recreated_under_its_name_counts_as_deleted() {
+    let server = ApiServer::start();
+    let created = server
+        .create(
+            &cms(),
+            json!({"metadata": {"name": "phoenix", "namespace": "lab"}}),
+        )
+        .unwrap();
+    let uid = created["metadata"]["uid"].as_str().unwrap().to_owned();
+    let api = api(&server, &cms());
+    let still = Wait::new(&api, "phoenix", Duration::from_millis(200))
+        .until(conditions::deleted(&uid))
+        .unwrap_err();
+    assert!(still.is_timeout());
+    server.delete(&cms(), Some("lab"), "phoenix").unwrap();
+    server
+        .create(
+            &cms(),
+            json!({"metadata": {"name": "phoenix", "namespace": "lab"}}),
+        )
+        .unwrap();
+    let new = Wait::new(&api, "phoenix", PATIENCE)
+        .until(conditions::deleted(&uid))
+        .unwrap()
+        .expect("the new object");
+    assert_ne!(new.metadata.uid.as_deref(), Some(uid.as_str()));
+    assert_eq!(conditions::deleted(&uid).check(Some(&new)), Verdict::Met);
+}
+
+#[test]
+fn delete_and_wait_waits_out_a_finalizer() {
+    let server = ApiServer::start();
+    server
+        .create(&cms(), json!({"metadata": {"name": "held", "namespace": "lab", "finalizers": ["lab.example.com/hold"]}}))
+        .unwrap();
+    let api = api(&server, &cms());
+    let waiter =
+        thread::spawn(move || delete_and_wait(&api, "held", &DeleteParams::default(), PATIENCE));
+    wait_until("the delete to mark the object", || {
+        server
+            .get(&cms(), Some("lab"), "held")
+            .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_string())
+    });
+    wait_until("the wait to watch", || {
+        requests_with(&server, &["watch=1", "metadata.name=held"]) > 0
+    });
+    assert!(!waiter.is_finished());
+    server
+        .patch(
+            &cms(),
+            Some("lab"),
+            "held",
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .unwrap();
+    waiter.join().unwrap().unwrap();
+    assert!(server.get(&cms(), Some("lab"), "held").is_none());
+    // Gone already: nothing to do.
+    let api = self::api(&server, &cms());
+    delete_and_wait(&api, "held", &DeleteParams::default(), PATIENCE).unwrap();
+}
+
+fn gadget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.lab.example.com"},
+        "spec": {"group": "lab.example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
+}
+
+/// Plays the API server's CRD controller: marks the CRD Established once it exists (and,
+/// with `then_404`, makes the first request for the new resource answer 404, as a real
+/// server may right after Established).
+fn establish_when_created(server: &ApiServer, then_404: bool) {
+    wait_until("the CRD to be created", || {
+        server
+            .get(&crds(), None, "gadgets.lab.example.com")
+            .is_some()
+    });
+    if then_404 {
+        // Once the wait watches (its list of the CRD done), the next list is the probe.
+        wait_until("the wait to watch the CRD", || {
+            requests_with(
+                server,
+                &["watch=1", "metadata.name=gadgets.lab.example.com"],
+            ) > 0
+        });
+        server.inject(Target::List, Fault::status(404));
+    }
+    server
+        .patch(
+            &crds(),
+            None,
+            "gadgets.lab.example.com",
+            &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}}),
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_crd_is_served_only_once_its_resource_stops_answering_404() {
+    let server = ApiServer::builder()
+        .custom_resource_definition(&gadget_crd())
+        .unwrap()
+        .start();
+    let client = Client::new(server.client_config()).unwrap();
+    thread::scope(|s| {
+        s.spawn(|| establish_when_created(&server, true));
+        let crd = apply_crd(&client, &gadget_crd(), "lab-installer", PATIENCE).unwrap();
+        assert_eq!(crd.metadata.name(), "gadgets.lab.example.com");
+    });
+    assert!(
+        requests_with(&server, &["GET /apis/lab.example.com/v1/gadgets?limit=1"]) >= 2,
+        "the 404 was retried: {:?}",
+        server.requests()
+    );
+    // Already served: a second apply returns at once.
+    apply_crd(&client, &gadget_crd(), "lab-installer", PATIENCE).unwrap();
+}
+
+#[test]
+fn an_established_crd_that_discovery_does_not_list_is_not_served() {
+    // The test server lists in discovery only the resources it was built with.
+    let server = ApiServer::start();
+    let client = Client::new(server.client_config()).unwrap();
+    let crd_api: Api<DynamicObject> = Api::all_with(client.clone(), &crds());
+    crd_api.create(&Default::default(), &gadget_crd()).unwrap();
+    establish_when_created(&server, false);
+    let err = wait_crd_served(
+        &client,
+        "gadgets.lab.example.com",
+        Duration::from_millis(500),
+    )
+    .unwrap_err();
+    match &err {
+        WaitError::TimedOut {
+            waiting_for, last, ..
+        } => {
+            assert!(waiting_for.contains("discovery"), "{waiting_for}");
+            assert_eq!(
+                last.as_ref().unwrap().metadata.name(),
+                "gadgets.lab.example.com"
+            );
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+}
