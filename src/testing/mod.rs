@@ -171,6 +171,7 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
+mod conversion;
 mod crd;
 mod defaults;
 mod discovery;
@@ -178,7 +179,7 @@ mod events;
 mod faults;
 mod handlers;
 mod http;
-mod json_patch;
+pub(crate) mod json_patch;
 mod managed_fields;
 mod metadata;
 mod patch;
@@ -191,6 +192,7 @@ mod store;
 mod strategic_merge;
 mod tls;
 mod validation;
+mod webhooks;
 mod writes;
 
 pub use faults::{Fault, Target};
