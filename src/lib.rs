@@ -208,6 +208,9 @@ mod json;
 pub mod manager;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(any(feature = "probes", feature = "webhook"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "probes", feature = "webhook"))))]
+pub mod serve;
 mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -53,8 +53,10 @@ fn a_build_without_dev_dependencies_has_no_testing() {
 }
 
 /// Issue 22: `metrics` and `probes` are optional and off by default: a build without the
-/// dev-dependencies resolves neither prometheus-client nor tiny_http, and the default
-/// feature set stays empty (checked above).
+/// dev-dependencies resolves no prometheus-client, and the default feature set stays empty
+/// (checked above). Issue 33: the probe server is the crate's own, parsing with httparse,
+/// which ureq already brings: `probes` and `webhook` add no crate to the tree (tiny_http
+/// is gone).
 #[test]
 fn a_default_build_has_no_metrics_or_probe_crates() {
     let normal = cargo(&["tree", "-e", "normal,build", "-p", "kube-informer"]);
@@ -73,12 +75,46 @@ fn a_default_build_has_no_metrics_or_probe_crates() {
         "--features",
         "metrics,probes",
     ]);
-    for krate in ["prometheus-client", "tiny_http"] {
+    for krate in ["prometheus-client", "httparse"] {
         assert!(
             with.contains(krate),
             "{krate} missing with the features:\n{with}"
         );
     }
+    assert!(!with.contains("tiny_http"), "{with}");
+    let webhook = cargo(&[
+        "tree",
+        "-e",
+        "normal,build",
+        "-p",
+        "kube-informer",
+        "--features",
+        "webhook",
+    ]);
+    let probes = cargo(&[
+        "tree",
+        "-e",
+        "normal,build",
+        "-p",
+        "kube-informer",
+        "--features",
+        "probes",
+    ]);
+    let crates = |tree: &str| -> std::collections::BTreeSet<String> {
+        tree.lines()
+            .map(|l| {
+                l.trim_start_matches(|c: char| !c.is_alphanumeric())
+                    .to_string()
+            })
+            .map(|l| l.trim_end_matches(" (*)").to_string())
+            .collect()
+    };
+    assert!(
+        normal.contains("httparse"),
+        "ureq brings httparse:\n{normal}"
+    );
+    assert_eq!(crates(&webhook), crates(&normal), "webhook adds no crate");
+    assert_eq!(crates(&probes), crates(&normal), "probes adds no crate");
 }
 
 /// This binary itself is a dev build: it sees `testing`.

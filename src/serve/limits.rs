@@ -1,0 +1,96 @@
+//! Every bound the server keeps, in one value.
+//!
+//! What one client can make the server hold is bounded by these, and every wait on a client
+//! ends by one of these times. Memory held for one connection is at most
+//! `max_head_bytes + max_body_bytes` (the head is bounded while it is read, the body by its
+//! `Content-Length` before a byte of it is read), plus the connection thread's stack (mostly
+//! untouched); for the whole server, `max_connections` times that.
+
+use std::time::Duration;
+
+/// The server's bounds. [`Default`] suits a webhook server; [`Limits::probes`] a probe or
+/// metrics endpoint (small bodies, few connections).
+///
+/// ```
+/// use kube_informer::serve::Limits;
+/// use std::time::Duration;
+///
+/// let limits = Limits {
+///     max_body_bytes: 1 << 20,
+///     idle_timeout: Duration::from_secs(30),
+///     ..Limits::default()
+/// };
+/// assert_eq!(limits.max_connections, 256);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest request line (`GET /path?query HTTP/1.1`), in bytes; longer is answered with
+    /// 414 and the connection closed, after reading at most this many bytes of it.
+    /// Default 8 KiB.
+    pub max_request_line: usize,
+    /// Longest request head (request line and every header, with their line ends), in
+    /// bytes; longer is answered with 431 after reading at most this many bytes. A header
+    /// line that never ends costs at most this. Default 16 KiB.
+    pub max_head_bytes: usize,
+    /// Most header fields in one request; more is answered with 431. Default 64.
+    pub max_headers: usize,
+    /// Largest request body, in bytes, checked against `Content-Length` before any of the
+    /// body is read: larger is answered with 413 and the connection closed. Default 8 MiB
+    /// (an admission review carries an object and its old version, each up to
+    /// kube-apiserver's 3 MiB).
+    pub max_body_bytes: usize,
+    /// Most connections open at once; one more is refused at once (503 on plain HTTP, closed
+    /// on TLS), never queued. Default 256.
+    pub max_connections: usize,
+    /// Most requests answered on one keep-alive connection; the last answer says
+    /// `Connection: close`. Default 1000.
+    pub max_requests_per_connection: usize,
+    /// The time a request's head may take, from its first byte to its blank line (a client
+    /// sending a byte at a time is cut off here: 408, closed). Also the TLS handshake's
+    /// bound. Default 10 s.
+    pub header_timeout: Duration,
+    /// The time a request's body may take to arrive once its head has; past it, 408 and
+    /// closed. Default 30 s.
+    pub body_timeout: Duration,
+    /// The time writing one answer may take (a client that does not read is cut off here,
+    /// and its thread freed). Default 10 s.
+    pub write_timeout: Duration,
+    /// How long a keep-alive connection may wait for its next request (and a new one for its
+    /// first byte) before the server closes it. Default 60 s.
+    pub idle_timeout: Duration,
+    /// Each connection thread's stack, in bytes (virtual: an idle connection touches a few
+    /// pages of it). Default 512 KiB.
+    pub stack_size: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_line: 8 << 10,
+            max_head_bytes: 16 << 10,
+            max_headers: 64,
+            max_body_bytes: 8 << 20,
+            max_connections: 256,
+            max_requests_per_connection: 1000,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            stack_size: 512 << 10,
+        }
+    }
+}
+
+impl Limits {
+    /// The bounds of a probe and metrics endpoint: an 8 KiB head (the probes' answer to a
+    /// larger one has always been 431), a 64 KiB body (probes and scrapes send none), 64
+    /// connections (kubelet, scraper and a few people), the default timeouts.
+    pub fn probes() -> Self {
+        Limits {
+            max_head_bytes: 8 << 10,
+            max_body_bytes: 64 << 10,
+            max_connections: 64,
+            ..Limits::default()
+        }
+    }
+}
