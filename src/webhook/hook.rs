@@ -137,9 +137,9 @@ enum Kind {
 
 /// One admission webhook: a user function and the review handling around it.
 ///
-/// [`AdmissionHook::review`] takes the body kube-apiserver POSTs and gives the HTTP status
-/// and JSON body to answer with; serve it on a path of your HTTPS server (see
-/// [`Webhooks`](super::Webhooks) for several on one server).
+/// It is a [`Handler`](crate::serve::Handler): mount it on a path of a
+/// [`Router`](crate::serve::Router). [`AdmissionHook::review`] takes the body kube-apiserver
+/// POSTs and gives the HTTP status and JSON body, for another server.
 ///
 /// ```
 /// use kube_informer::webhook::{AdmissionHook, Verdict};
