@@ -8,11 +8,15 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use base64::Engine as _;
 use kube_informer::api::{ApiResource, DynamicObject};
-use kube_informer::controller::sharding::{shard_assigner, shard_for, HashKey, Ring, RING_LABEL};
+use kube_informer::controller::sharding::{
+    shard_assigner, shard_for, HashKey, Ring, Sharder, SharderConfig, ShardingEvent, RING_LABEL,
+};
+use kube_informer::controller::LeaderElectionConfig;
 use kube_informer::serve::{Request, Response, Router, Server, TlsFiles};
 use kube_informer::testing::{ApiServer, CA_PEM, OTHER_CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM};
 use kube_informer::webhook::{AdmissionHook, ConversionHook, Verdict};
@@ -706,4 +710,110 @@ fn the_sharding_webhook_labels_new_objects_on_create() {
         )
         .unwrap();
     assert_eq!(made.metadata.label(&ring.shard_label()), Some("replica-b"));
+}
+
+/// The hook and the sharder together: what the hook labelled the sharder keeps (no drain,
+/// no move); what it could not label (a `generateName` create) the sharder assigns.
+#[test]
+fn the_sharder_keeps_what_the_hook_assigned_and_repairs_what_it_missed() {
+    let server = ApiServer::start();
+    let client = Client::new(server.client_config()).unwrap();
+    let ring = Ring::new("widgets", "default").unwrap();
+    let leases = ApiResource::new("coordination.k8s.io", "v1", "Lease", "leases", true);
+    // Held for a minute from when each reader first sees them: live for the whole test.
+    for shard in ["replica-a", "replica-b"] {
+        server
+            .create(
+                &leases,
+                json!({"metadata": {"name": ring.shard_lease(shard), "namespace": "default",
+                    "labels": {RING_LABEL: "widgets"}},
+                    "spec": {"holderIdentity": shard, "leaseDurationSeconds": 60}}),
+            )
+            .unwrap();
+    }
+    let hooks = Hooks::start(Router::new().route(
+        "/shard",
+        shard_assigner(client.clone(), ring.clone(), HashKey::Object),
+    ));
+    let mut hook = webhook("shard.example.com", &hooks.url("/shard"));
+    hook["rules"] = json!([{"operations": ["CREATE"], "apiGroups": ["lab.example.com"],
+        "apiVersions": ["*"], "resources": ["widgets"]}]);
+    hook["failurePolicy"] = json!("Ignore");
+    register(&client, true, "sharding", vec![hook]);
+    let widgets = common::widgets();
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "lab", &widgets);
+    let mut hooked = Vec::new();
+    for i in 0..8 {
+        let made = api
+            .create(
+                &PostParams::default(),
+                &json!({"apiVersion": "lab.example.com/v1", "kind": "Widget",
+                    "metadata": {"name": format!("w{i}")}}),
+            )
+            .unwrap();
+        let shard = made.metadata.label(&ring.shard_label()).unwrap().to_owned();
+        hooked.push((format!("lab/w{i}"), shard));
+    }
+
+    let events: Arc<Mutex<Vec<ShardingEvent>>> = Arc::default();
+    let seen = Arc::clone(&events);
+    let config = SharderConfig::new(ring.clone(), &widgets, "sharder-1")
+        .leader_election(
+            LeaderElectionConfig::new("default", &ring.sharder_lease(), "sharder-1")
+                .lease_duration(Duration::from_secs(4))
+                .renew_deadline(Duration::from_secs(2))
+                .retry_period(Duration::from_millis(400)),
+        )
+        .fence_duration(Duration::from_secs(1))
+        .on_event(move |e| seen.lock().unwrap().push(e.clone()));
+    let sharder = Sharder::start(client, config).unwrap();
+    // The hook cannot label a generated name: the sharder does.
+    let generated = api
+        .create(
+            &PostParams::default(),
+            &json!({"apiVersion": "lab.example.com/v1", "kind": "Widget",
+                "metadata": {"generateName": "gen-"}}),
+        )
+        .unwrap();
+    assert_eq!(generated.metadata.label(&ring.shard_label()), None);
+    let name = generated.metadata.name().to_owned();
+    common::wait_until("the sharder labels the generated name", || {
+        server
+            .get(&widgets, Some("lab"), &name)
+            .and_then(|o| {
+                o["metadata"]["labels"][ring.shard_label()]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .is_some()
+    });
+    let want = shard_for(
+        &HashKey::Object.key("lab", &name),
+        &["replica-a", "replica-b"],
+    )
+    .unwrap();
+    let got = server.get(&widgets, Some("lab"), &name).unwrap();
+    assert_eq!(got["metadata"]["labels"][ring.shard_label()], want);
+    sharder.stop();
+    let events = events.lock().unwrap();
+    for (key, shard) in &hooked {
+        let o = server
+            .get(&widgets, Some("lab"), key.trim_start_matches("lab/"))
+            .unwrap();
+        assert_eq!(
+            o["metadata"]["labels"][ring.shard_label()],
+            shard.as_str(),
+            "{key}"
+        );
+        assert!(
+            o["metadata"]["labels"].get(ring.drain_label()).is_none(),
+            "{key}"
+        );
+        assert!(
+            !events.iter().any(|e| matches!(e,
+                ShardingEvent::Draining { key: k, .. } | ShardingEvent::Moved { key: k, .. }
+                    | ShardingEvent::Assigned { key: k, .. } if k == key)),
+            "the sharder touched {key}: {events:?}"
+        );
+    }
 }
