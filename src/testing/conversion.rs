@@ -38,7 +38,7 @@ fn conversion_of<'a>(shared: &'a Shared, tk: &TypeKey) -> Option<&'a Conversion>
     shared.opts().conversions.iter().find(|c| {
         c.storage.group == tk.group
             && c.storage.plural == tk.plural
-            && c.others.iter().any(|v| *v == tk.version)
+            && c.others.contains(&tk.version)
     })
 }
 

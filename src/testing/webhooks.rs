@@ -1,47 +1,10 @@
 //! Admission webhooks, called by the test server the way kube-apiserver calls them, so that
-//! a test can run a webhook end to end: create a `MutatingWebhookConfiguration` or a
-//! `ValidatingWebhookConfiguration` (`admissionregistration.k8s.io/v1`) through the server's
-//! API, then write objects over HTTP.
+//! a test can run a webhook end to end. What is matched, how a webhook is called, how its
+//! answers and failures are turned into the write's answer, and what is simplified: see
+//! *Webhooks* in the [module docs](super).
 //!
-//! On an HTTP create, update, patch (not apply) or delete, the server:
-//! 1. collects the webhooks of every configuration (mutating ones first, configurations by
-//!    name, webhooks in their order) whose `rules` match the request (operations, apiGroups,
-//!    apiVersions, resources with `*`, `pods/status`, `*/*` as kube-apiserver reads them,
-//!    and scope), whose `namespaceSelector` matches the namespace's labels (the Namespace
-//!    object's, if the server holds one, plus `kubernetes.io/metadata.name`; ignored for
-//!    cluster-scoped objects) and whose `objectSelector` matches the labels of the object or
-//!    of the old object;
-//! 2. refuses a dry run (400 `admission webhook "X" does not support dry run`) when a
-//!    matching webhook's `sideEffects` is not `None` or `NoneOnDryRun`;
-//! 3. POSTs an `admission.k8s.io/v1` `AdmissionReview` to it (`clientConfig.url`, or
-//!    `clientConfig.service` mapped to a URL the test registered with
-//!    [`ApiServer::webhook_service`](super::ApiServer::webhook_service), plus `path`, plus
-//!    `?timeout=Ns`) over HTTPS trusting only its `caBundle`, within its `timeoutSeconds`
-//!    (default 10, at most 30);
-//! 4. applies each mutating webhook's JSON patch before calling the next webhook, and
-//!    passes the final object to the validating webhooks;
-//! 5. answers a denial as kube-apiserver does (the webhook's code, at least 400, and
-//!    `admission webhook "X" denied the request: <message>`), passes the webhooks' warnings
-//!    on as `Warning` headers, and treats a webhook it cannot call (refused, timed out, TLS
-//!    not trusted, a non-200 answer, an answer that is not a review, a `uid` that is not the
-//!    request's) by its `failurePolicy`: `Fail` (the default) is a 500 `failed calling
-//!    webhook "X": ...`, `Ignore` goes on as if it had allowed.
-//!
-//! Simplifications (what kube-apiserver does that this does not):
-//! - `matchPolicy` is always `Exact`: a rule matches the version the request was made in,
-//!   never an equivalent one; `matchConditions` (CEL) are not evaluated (the webhook is
-//!   called as if they held); `reinvocationPolicy: IfNeeded` is not honoured (each mutating
-//!   webhook is called once).
-//! - Server-side apply, `deletecollection`, `/scale` writes and the Rust-side writes
-//!   ([`ApiServer::create`](super::ApiServer::create), ...) are not sent to webhooks; the
-//!   configurations themselves are never sent.
-//! - The validating webhooks see the object as the mutating ones left it, before the
-//!   server's own defaults, generated name and system fields; they are called one after
-//!   the other (kube-apiserver: in parallel), the first denial answering.
-//! - A service's TLS certificate is checked against the host of the URL it is mapped to,
-//!   not `<service>.<namespace>.svc`; `url` must be `https` (kube-apiserver refuses others
-//!   when the configuration is created, this server when calling).
-//! - `userInfo` is always `system:admin` in `system:masters`.
+//! No store lock is held while a webhook is called: a webhook may call this server back
+//! (the sharding webhook lists Leases).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
