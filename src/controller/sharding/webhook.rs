@@ -1,32 +1,6 @@
 //! The sharding webhook: new objects of a sharded resource labelled with their shard as
-//! they are created, so that they need not wait for the sharder (timebertt's
-//! kubernetes-controller-sharding assigns the same way).
-//!
-//! [`shard_assigner`] makes a mutating [`AdmissionHook`]: on a CREATE of an object that has
-//! a name and no shard label, it lists the ring's shard Leases, judges which shards are
-//! live by the rules of the sharder (see [`ShardState`](super::ShardState); the hook keeps
-//! its own observations between calls, so a Lease counts from when the hook first saw it)
-//! and sets the shard label to [`shard_for`] of the object's [`HashKey`] over them: the
-//! sharder's own choice, so it has nothing to move.
-//!
-//! The sharder stays in charge and repairs what the hook missed or could not know:
-//! - an object created with `generateName` (no name yet at admission), a create while no
-//!   shard is live, a Lease list that failed (the hook then admits the object unlabelled
-//!   and logs why: it never blocks a create);
-//! - UPDATEs are never labelled: a shard label removed by hand is the sharder's to handle
-//!   (a move from the shard it was on, see [`handover`](super#the-pieces-one-file-each));
-//! - objects the sharded controller owns: the sharder labels them with their owner's shard.
-//!
-//! One case the hook cannot see: a name deleted and created again while the old object's
-//! shard has not yet seen the delete. The sharder sends such a name back to its old shard
-//! first (its tombstones); the hook assigns it by the hash, which may be another live shard.
-//! The hand-over of every other object is unchanged. A controller that must never reconcile
-//! two incarnations of one name on two shards at once should leave new objects to the
-//! sharder.
-//!
-//! Register the hook for `CREATE` of the sharded resource, with `sideEffects: None` and
-//! `failurePolicy: Ignore` (the sharder assigns anything the hook did not). It needs `list`
-//! on `leases` in the ring's namespace.
+//! they are created (timebertt's kubernetes-controller-sharding assigns the same way).
+//! Everything a user needs to know is on [`shard_assigner`] (this module is private).
 
 use std::time::Instant;
 
@@ -41,7 +15,33 @@ use crate::sync::Mutex;
 use crate::webhook::{AdmissionHook, Operation, Verdict};
 
 /// A mutating admission hook that labels each new object of a sharded resource with the
-/// shard the sharder would give it (see the [module docs](self)).
+/// shard the sharder would give it, so that it need not wait for the sharder.
+///
+/// On a CREATE of an object that has a name and no shard label, the hook lists the ring's
+/// shard Leases, judges which shards are live by the sharder's rules (see [`ShardState`];
+/// the hook keeps its own observations between calls, so a Lease counts from when the hook
+/// first saw it) and sets the shard label to [`shard_for`] of the object's [`HashKey`] over
+/// them: the sharder's own choice, so it has nothing to move.
+///
+/// The sharder stays in charge and repairs what the hook missed or could not know:
+/// - an object created with `generateName` (no name yet at admission), a create while no
+///   shard is live, a Lease list that failed (the hook then admits the object unlabelled
+///   and logs why: it never blocks a create);
+/// - UPDATEs are never labelled: a shard label removed by hand is the sharder's to handle
+///   (a move from the shard it was on, see the hand-over in the [module docs](super));
+/// - objects the sharded controller owns: the sharder labels them with their owner's shard.
+///
+/// One case the hook cannot see: a name deleted and created again while the old object's
+/// shard has not yet seen the delete. The sharder sends such a name back to its old shard
+/// first (its tombstones); the hook assigns it by the hash, which may be another live
+/// shard. A controller that must never reconcile two incarnations of one name on two
+/// shards at once should leave new objects to the sharder.
+///
+/// Register the hook for `CREATE` of the sharded resource, with `sideEffects: None` and
+/// `failurePolicy: Ignore` (the sharder assigns anything the hook did not). It needs `list`
+/// on `leases` in the ring's namespace.
+///
+/// [`ShardState`]: super::ShardState
 ///
 /// ```
 /// use kube_informer::controller::sharding::{shard_assigner, HashKey, Ring, RING_LABEL};
