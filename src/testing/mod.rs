@@ -210,6 +210,8 @@
 //!   (kube-apiserver: in parallel) and the first denial answers.
 //! - A service's certificate is checked against the host of its registered URL, not
 //!   `<service>.<namespace>.svc`; `userInfo` is always `system:admin` (`system:masters`).
+//! - A write in a converted version is admitted in the storage version (its rules match
+//!   that version).
 //! - Conversion: no watch, patch, subresource, paging or selector in a non-storage version
 //!   (405 saying so); discovery lists the storage version only; the conversion webhook's
 //!   `timeoutSeconds` is 30 s.

@@ -110,11 +110,8 @@ impl Verdict {
     }
 
     fn into_response(self, uid: String) -> AdmissionResponse {
-        let status = (!self.allowed).then(|| {
-            let mut st = Status::failure(self.code, &self.reason, self.message);
-            st.metadata = Default::default();
-            st
-        });
+        let status =
+            (!self.allowed).then(|| Status::failure(self.code, &self.reason, self.message));
         AdmissionResponse {
             uid,
             allowed: self.allowed,

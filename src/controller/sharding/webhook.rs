@@ -74,7 +74,8 @@ use crate::webhook::{AdmissionHook, Operation, Verdict};
 /// ```
 pub fn shard_assigner(client: Client, ring: Ring, hash_key: HashKey) -> AdmissionHook {
     let api: Api<Lease> = Api::namespaced(client, ring.namespace());
-    let observations = Mutex::new(Observations::default());
+    // The observations, and the Lease names they hold (to forget those that went).
+    let observations = Mutex::new((Observations::default(), Vec::<String>::new()));
     let shard_label = ring.shard_label();
     AdmissionHook::mutating(move |req, object: &mut Value| {
         if req.operation != Operation::Create {
@@ -110,7 +111,17 @@ pub fn shard_assigner(client: Client, ring: Ring, hash_key: HashKey) -> Admissio
         let now = Instant::now();
         let mut live: Vec<String> = Vec::new();
         {
-            let mut obs = observations.lock();
+            let mut guard = observations.lock();
+            let (obs, known) = &mut *guard;
+            for name in known.iter() {
+                if !leases.iter().any(|l| l.metadata.name() == name) {
+                    obs.forget(name);
+                }
+            }
+            *known = leases
+                .iter()
+                .map(|l| l.metadata.name().to_owned())
+                .collect();
             for lease in &leases {
                 obs.observe(lease, now);
                 if let Some(shard) = shard_of(lease, &ring) {
