@@ -46,13 +46,37 @@ fn configurations(shared: &Shared, plural: &str) -> Vec<Value> {
         version: "v1".into(),
         plural: plural.into(),
     };
-    let mut store = shared.store.lock();
-    let c = store.collection(&tk);
+    // Looked up, never created: a server with no configuration lists no such resource.
+    let store = shared.store.lock();
+    let Some(c) = store.collections.get(&tk) else {
+        return Vec::new();
+    };
     // The map is keyed by name: configurations come in name order.
     c.objects
         .values()
         .filter_map(|o| serde_json::from_str(&o.json).ok())
         .collect()
+}
+
+/// Whether any webhook configuration exists (writes skip admission otherwise).
+pub(crate) fn configured(shared: &Shared) -> bool {
+    let store = shared.store.lock();
+    [
+        "mutatingwebhookconfigurations",
+        "validatingwebhookconfigurations",
+    ]
+    .into_iter()
+    .any(|plural| {
+        let tk = TypeKey {
+            group: CONFIG_GROUP.into(),
+            version: "v1".into(),
+            plural: plural.into(),
+        };
+        store
+            .collections
+            .get(&tk)
+            .is_some_and(|c| !c.objects.is_empty())
+    })
 }
 
 /// Runs the mutating then the validating webhooks on a write (see the module docs).
@@ -73,7 +97,7 @@ pub(crate) fn admit(
     let (kind, ns_labels) = {
         let mut store = shared.store.lock();
         let kind = store.collection(a.tk).kind.clone();
-        let ns_labels = a.namespace.map(|ns| namespace_labels(&mut store, ns));
+        let ns_labels = a.namespace.map(|ns| namespace_labels(&store, ns));
         (kind, ns_labels)
     };
     for (plural, mutating) in [
@@ -220,15 +244,16 @@ fn labels_of(o: &Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-fn namespace_labels(store: &mut super::store::Store, ns: &str) -> BTreeMap<String, String> {
+fn namespace_labels(store: &super::store::Store, ns: &str) -> BTreeMap<String, String> {
     let tk = TypeKey {
         group: String::new(),
         version: "v1".into(),
         plural: "namespaces".into(),
     };
     let mut labels = store
-        .get(&tk, None, ns)
-        .ok()
+        .collections
+        .get(&tk)
+        .and_then(|c| c.objects.get(ns))
         .and_then(|o| serde_json::from_str::<Value>(&o.json).ok())
         .map(|o| labels_of(&o))
         .unwrap_or_default();

@@ -196,7 +196,11 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             let o = write_options(req, None)?;
             let body = json_body(req)?;
             super::events::validate(t.tk, &body)?;
-            let (body, warnings) = admit(shared, t, "CREATE", body, None, o.dry_run)?;
+            let (body, warnings) = if super::webhooks::configured(shared) {
+                admit(shared, t, "CREATE", body, None, o.dry_run)?
+            } else {
+                (body, Vec::new())
+            };
             let mut store = shared.store.lock();
             let w = store.create_with(t.tk, ns, body, &o)?;
             Ok(Answer::object(&mut store, t.tk, 201, w).warned(warnings))
@@ -205,8 +209,12 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             let o = write_options(req, t.subresource)?;
             let body = json_body(req)?;
             super::events::validate(t.tk, &body)?;
-            let old = current(shared, t, n);
-            let (body, warnings) = admit(shared, t, "UPDATE", body, old, o.dry_run)?;
+            let (body, warnings) = if super::webhooks::configured(shared) {
+                let old = current(shared, t, n);
+                admit(shared, t, "UPDATE", body, old, o.dry_run)?
+            } else {
+                (body, Vec::new())
+            };
             let mut store = shared.store.lock();
             let w = store.update_with(t.tk, ns, n, body, &o)?;
             Ok(Answer::object(&mut store, t.tk, 200, w).warned(warnings))
@@ -240,18 +248,33 @@ fn patch_object(
         let (w, code) = patch::apply_patch(req, &mut store, t.tk, t.namespace, name, &o)?;
         return Ok(Answer::object(&mut store, t.tk, code, w));
     }
-    let current = store.get(t.tk, t.namespace, name)?;
-    let doc: Value = serde_json::from_str(&store.collection(t.tk).with_type_meta(&current.json))
-        .unwrap_or_default();
-    let patched = patch::patched(ty, &doc, &req.body)?;
-    super::events::validate(t.tk, &patched)?;
-    // No lock held while webhooks are called (one may call this server back); the patched
-    // object carries the version it was made from, so a write in between is a conflict.
-    drop(store);
-    let (patched, warnings) = admit(shared, t, "UPDATE", patched, Some(doc), o.dry_run)?;
-    let mut store = shared.store.lock();
-    let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
-    Ok(Answer::object(&mut store, t.tk, 200, w).warned(warnings))
+    let admission = super::webhooks::configured(shared);
+    // With webhooks, no lock is held while they are called (one may call this server back):
+    // the patch is made again, as kube-apiserver retries it, when the object changed in
+    // between (a few times, then the conflict is answered).
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let current = store.get(t.tk, t.namespace, name)?;
+        let doc: Value =
+            serde_json::from_str(&store.collection(t.tk).with_type_meta(&current.json))
+                .unwrap_or_default();
+        let patched = patch::patched(ty, &doc, &req.body)?;
+        super::events::validate(t.tk, &patched)?;
+        if !admission {
+            let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
+            return Ok(Answer::object(&mut store, t.tk, 200, w));
+        }
+        drop(store);
+        let (patched, warnings) = admit(shared, t, "UPDATE", patched, Some(doc), o.dry_run)?;
+        store = shared.store.lock();
+        let now = store.get(t.tk, t.namespace, name)?;
+        if now.rv != current.rv && attempt < 5 {
+            continue;
+        }
+        let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
+        return Ok(Answer::object(&mut store, t.tk, 200, w).warned(warnings));
+    }
 }
 
 /// The stored object at `t` named `name`, with its `kind` and `apiVersion` (`None` if
@@ -412,7 +435,12 @@ pub(crate) fn scale_get(t: &Address<'_>, shared: &Shared) -> Result<String, Stat
 fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result<Answer, Status> {
     let d = delete_options(req)?;
     let mut warnings = Vec::new();
-    if let Some(old) = current(shared, t, name) {
+    let old = if super::webhooks::configured(shared) {
+        current(shared, t, name)
+    } else {
+        None
+    };
+    if let Some(old) = old {
         let attrs = super::webhooks::Attributes {
             tk: t.tk,
             namespace: t.namespace,
