@@ -20,7 +20,7 @@ use kube_informer::controller::LeaderElectionConfig;
 use kube_informer::serve::{Request, Response, Router, Server, TlsFiles};
 use kube_informer::testing::{ApiServer, CA_PEM, OTHER_CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM};
 use kube_informer::webhook::{AdmissionHook, ConversionHook, Verdict};
-use kube_informer::{Api, Client, PostParams};
+use kube_informer::{Api, Client, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
 
 fn cms() -> ApiResource {
@@ -208,6 +208,23 @@ fn mutating_then_validating_deny_and_mutate() {
         .replace("plain", &PostParams::default(), &again)
         .unwrap();
     assert_eq!(updated.metadata.label("mutated-by"), Some("kube-informer"));
+    // And a patch: the merge patch removes the label, the mutating hook puts it back.
+    let patched = api
+        .patch(
+            "plain",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"mutated-by": null}}})),
+        )
+        .unwrap();
+    assert_eq!(patched.metadata.label("mutated-by"), Some("kube-informer"));
+    let err = api
+        .patch(
+            "plain",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"deny": "true"}}})),
+        )
+        .unwrap_err();
+    assert_eq!(err.status().unwrap().code, 403);
 }
 
 #[test]

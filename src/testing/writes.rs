@@ -243,12 +243,13 @@ fn patch_object(
     let builtin = shared.store.lock().collection(t.tk).info.builtin;
     let ty = patch::patch_type(req.header("content-type").unwrap_or(""), builtin)?;
     let o = write_options(req, t.subresource)?;
+    // Before the lock below (the lookup takes it too).
+    let admission = super::webhooks::configured(shared);
     let mut store = shared.store.lock();
     if ty == patch::PatchType::Apply {
         let (w, code) = patch::apply_patch(req, &mut store, t.tk, t.namespace, name, &o)?;
         return Ok(Answer::object(&mut store, t.tk, code, w));
     }
-    let admission = super::webhooks::configured(shared);
     // With webhooks, no lock is held while they are called (one may call this server back):
     // the patch is made again, as kube-apiserver retries it, when the object changed in
     // between (a few times, then the conflict is answered).
