@@ -216,6 +216,8 @@ mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod thread_name;
+#[cfg(feature = "webhook")]
+pub mod webhook;
 pub mod workqueue;
 
 pub use client::{

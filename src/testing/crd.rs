@@ -6,7 +6,8 @@
 //! validates objects and prunes the fields it does not declare. The test server reads the
 //! same document ([`ApiServerBuilder::custom_resource_definition`]) so that a test can
 //! declare a custom resource exactly as its cluster would, instead of piecing it together.
-//! Only the storage version is served (no conversion between versions).
+//! The storage version is served; the other served versions only when the CRD converts
+//! through a webhook (`spec.conversion.strategy: Webhook`; see `conversion.rs`).
 //!
 //! A CRD written through the API (create, update, patch or server-side apply of
 //! `customresourcedefinitions`) is checked first as kube-apiserver checks it: its name is
@@ -32,6 +33,19 @@ pub(crate) struct Definition {
     /// The served version's `openAPIV3Schema`, if it has one.
     pub schema: Option<Value>,
     pub short_names: Vec<String>,
+    /// The conversion webhook, when `spec.conversion.strategy` is `Webhook`.
+    pub conversion: Option<Conversion>,
+}
+
+/// A CRD converted by a webhook: its other served versions, read and written through it.
+#[derive(Clone, Debug)]
+pub(crate) struct Conversion {
+    /// The storage version's resource.
+    pub storage: ApiResource,
+    /// The served versions other than the storage one.
+    pub others: Vec<String>,
+    /// `spec.conversion.webhook.clientConfig`.
+    pub client_config: Value,
 }
 
 fn text<'a>(v: &'a Value, pointer: &str) -> Result<&'a str, String> {
@@ -93,11 +107,31 @@ pub(crate) fn parse(crd: &Value) -> Result<Definition, String> {
                 .collect()
         })
         .unwrap_or_default();
+    let resource = ApiResource::new(group, name, kind, plural, namespaced);
+    let conversion = match crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) {
+        None | Some("None") => None,
+        Some("Webhook") => Some(Conversion {
+            storage: resource.clone(),
+            others: versions
+                .iter()
+                .filter(|v| v["served"] == true)
+                .filter_map(|v| v["name"].as_str())
+                .filter(|v| *v != name)
+                .map(str::to_owned)
+                .collect(),
+            client_config: crd
+                .pointer("/spec/conversion/webhook/clientConfig")
+                .cloned()
+                .ok_or("the CustomResourceDefinition converts by webhook but has no /spec/conversion/webhook/clientConfig")?,
+        }),
+        Some(other) => return Err(format!("unsupported conversion strategy {other:?}")),
+    };
     Ok(Definition {
-        resource: ApiResource::new(group, name, kind, plural, namespaced),
+        resource,
         subresources,
         schema: version.pointer("/schema/openAPIV3Schema").cloned(),
         short_names,
+        conversion,
     })
 }
 

@@ -178,6 +178,17 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
             _ => {}
         }
     }
+    if let Some(outcome) = super::conversion::handle(
+        req,
+        &route.tk,
+        route.namespace.as_deref(),
+        route.name.as_deref(),
+        route.subresource.as_deref(),
+        peer,
+        shared,
+    ) {
+        return outcome;
+    }
     let kind = match (req.method.as_str(), &route.name) {
         ("GET", Some(_)) => Target::Get,
         ("GET", None) if req.flag("watch") => Target::Watch,

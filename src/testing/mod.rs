@@ -155,8 +155,9 @@
 //!   selector does not match its template is accepted. Schema keywords `pattern`, `format`,
 //!   CEL rules and `oneOf`/`anyOf` are not checked. How often an update reports a bad
 //!   label (four causes) is taken from the capture of an apply.
-//! - No admission: nothing of what admission plugins add (a pod's service account,
-//!   tolerations, priority) and no quota or policy checks.
+//! - No built-in admission: nothing of what admission plugins add (a pod's service account,
+//!   tolerations, priority) and no quota or policy checks (admission webhooks are called:
+//!   see *Webhooks*).
 //! - An HTTP create of a resource with the status subresource starts its status afresh
 //!   only for custom resources (dropped), pods (`Pending` and the QoS class) and Deployments
 //!   (empty); other kinds keep the `status` they are given.
@@ -178,11 +179,61 @@
 //!   quick), so a drain never waits on a Terminating pod here.
 //! - Namespaces are not objects that must exist (see `patch.rs` for apply's exception).
 
+//!
+//! # Webhooks
+//!
+//! Admission webhooks are called as kube-apiserver calls them (`webhooks.rs`), so a test can
+//! run a webhook end to end: create `admissionregistration.k8s.io/v1`
+//! `MutatingWebhookConfiguration`s and `ValidatingWebhookConfiguration`s through the
+//! server's API, then write over HTTP. On a create, update, patch or delete, every webhook
+//! whose `rules` match (operations, apiGroups, apiVersions, `resources` with `*`,
+//! `pods/status`, `*/*` as kube-apiserver reads them, `scope`), whose `namespaceSelector`
+//! matches the namespace's labels (a Namespace object's, if there is one, plus
+//! `kubernetes.io/metadata.name`) and whose `objectSelector` matches the object's or the
+//! old object's labels is sent an `AdmissionReview` over HTTPS trusting only its
+//! `caBundle`, within its `timeoutSeconds` (default 10, at most 30): mutating webhooks
+//! first (configurations by name, webhooks in order), each one's JSON patch applied before
+//! the next, then the validating ones on the result. A denial is answered as kube-apiserver
+//! words it (`admission webhook "X" denied the request: ...`, its code, at least 400), the
+//! webhooks' warnings become `Warning` headers, a webhook that cannot be called (refused,
+//! timed out, an untrusted certificate, a non-200 answer, not a review, another `uid`) is a
+//! 500 `failed calling webhook "X": ...` under `failurePolicy: Fail` (the default) and
+//! skipped under `Ignore`, and a dry run meeting a webhook whose `sideEffects` is not
+//! `None`/`NoneOnDryRun` is a 400 `does not support dry run`. `clientConfig.url` must be
+//! `https`; a `clientConfig.service` is called at the URL registered with
+//! [`ApiServer::webhook_service`] plus its `path`.
+//!
+//! A CRD given with `spec.conversion.strategy: Webhook`
+//! ([`ApiServerBuilder::custom_resource_definition`]) is stored in its storage version and
+//! served in its other versions through its conversion webhook (`conversion.rs`): get and
+//! list (one review for the whole list), create and update (the body converted to the
+//! storage version, the answer back), delete. A failed conversion is a 500 `conversion
+//! webhook for <group/version>, Kind=<Kind> failed: ...`.
+//!
+//! What the webhook calls simplify:
+//! - `matchPolicy` is always `Exact` (a rule matches the version the request was made in,
+//!   never an equivalent one); `matchConditions` (CEL) are not evaluated (the webhook is
+//!   called as if they held); `reinvocationPolicy: IfNeeded` is not honoured (each mutating
+//!   webhook is called once).
+//! - Not sent to webhooks: server-side apply, deletecollection, `/scale` writes, Rust-side
+//!   writes ([`ApiServer::create`], ...), and writes of the webhook configurations.
+//! - Validating webhooks see the object as the mutating ones left it, before the server's
+//!   defaults, generated name and system fields; they are called one after the other
+//!   (kube-apiserver: in parallel) and the first denial answers.
+//! - A service's certificate is checked against the host of its registered URL, not
+//!   `<service>.<namespace>.svc`; `userInfo` is always `system:admin` (`system:masters`).
+//! - A write in a converted version is admitted in the storage version (its rules match
+//!   that version).
+//! - Conversion: no watch, patch, subresource, paging or selector in a non-storage version
+//!   (405 saying so); discovery lists the storage version only; the conversion webhook's
+//!   `timeoutSeconds` is 30 s.
+
 // The test server passes `Status` bodies around by value: they are what it answers with,
 // and no hot path of the library goes through here.
 #![allow(clippy::result_large_err)]
 
 mod apply;
+mod conversion;
 pub(crate) mod crd;
 mod defaults;
 mod discovery;
@@ -191,7 +242,7 @@ mod eviction;
 mod faults;
 mod handlers;
 mod http;
-mod json_patch;
+pub(crate) mod json_patch;
 mod managed_fields;
 mod metadata;
 mod patch;
@@ -208,6 +259,7 @@ mod strategic_merge;
 pub(crate) mod structural;
 mod tls;
 mod validation;
+mod webhooks;
 mod writes;
 
 pub use faults::{Fault, Target};

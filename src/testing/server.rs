@@ -63,6 +63,8 @@ pub struct ApiServerBuilder {
     /// Structural schemas (a CRD's `openAPIV3Schema`) by resource.
     openapi_schemas: Vec<(ApiResource, Value)>,
     pub(crate) short_names: Vec<(ApiResource, Vec<String>)>,
+    /// CRDs converted by a webhook (`conversion.rs`).
+    pub(crate) conversions: Vec<super::crd::Conversion>,
 }
 
 impl Default for ApiServerBuilder {
@@ -80,6 +82,7 @@ impl Default for ApiServerBuilder {
             schemas: Vec::new(),
             openapi_schemas: Vec::new(),
             short_names: Vec::new(),
+            conversions: Vec::new(),
         }
     }
 }
@@ -180,7 +183,9 @@ impl ApiServerBuilder {
     /// Serves a custom resource as its `apiextensions.k8s.io/v1` CustomResourceDefinition
     /// describes it: names and scope, the `status` and `scale` subresources, and the storage
     /// version's `openAPIV3Schema` (objects are validated against it and its undeclared
-    /// fields pruned; see `schema.rs`). An error names what the definition lacks.
+    /// fields pruned; see `schema.rs`). An error names what the definition lacks. With
+    /// `spec.conversion.strategy: Webhook`, its other served versions are read and written
+    /// through the conversion webhook (see *Webhooks* in the [module docs](super)).
     ///
     /// ```
     /// use kube_informer::testing::ApiServer;
@@ -201,6 +206,9 @@ impl ApiServerBuilder {
         if !d.short_names.is_empty() {
             self.short_names
                 .push((d.resource.clone(), d.short_names.clone()));
+        }
+        if let Some(c) = d.conversion {
+            self.conversions.push(c);
         }
         if let Some(schema) = d.schema {
             self.openapi_schemas.push((d.resource, schema));
@@ -256,6 +264,8 @@ pub(crate) struct Shared {
     pub identities: super::reviews::Identities,
     /// Resources no longer served ([`ApiServer::remove_resource`]): 404 for every request.
     pub unserved: Mutex<HashSet<TypeKey>>,
+    /// Webhook services (`clientConfig.service`): (namespace, name) to a base URL.
+    pub webhook_services: Mutex<HashMap<(String, String), String>>,
 }
 
 impl Shared {
@@ -337,6 +347,7 @@ impl ApiServer {
             next_conn: AtomicU64::new(0),
             opts,
             pod_logs: Default::default(),
+            webhook_services: Mutex::new(HashMap::new()),
         });
         let workers: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let tls_config = shared
@@ -352,6 +363,17 @@ impl ApiServer {
             workers,
             tls_config,
         }
+    }
+
+    /// Where the webhooks of the Service `namespace`/`name` listen: a webhook configuration's
+    /// `clientConfig.service` naming it is called at `base_url` followed by the service's
+    /// `path` (`https://127.0.0.1:8443` and `/validate`). The port in the configuration is
+    /// not looked at. See `webhooks.rs` in the [module docs](super).
+    pub fn webhook_service(&self, namespace: &str, name: &str, base_url: &str) {
+        self.shared
+            .webhook_services
+            .lock()
+            .insert((namespace.to_owned(), name.to_owned()), base_url.to_owned());
     }
 
     /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.

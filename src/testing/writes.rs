@@ -35,6 +35,13 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
+    /// The admission webhooks' warnings first, then the write's own.
+    fn warned(mut self, mut warnings: Vec<String>) -> Answer {
+        warnings.append(&mut self.warnings);
+        self.warnings = warnings;
+        self
+    }
+
     fn object(store: &mut Store, tk: &TypeKey, code: u16, w: Written) -> Answer {
         let body = store.collection(tk).with_type_meta(&w.stored.json);
         Answer {
@@ -189,18 +196,29 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             let o = write_options(req, None)?;
             let body = json_body(req)?;
             super::events::validate(t.tk, &body)?;
+            let (body, warnings) = if super::webhooks::configured(shared) {
+                admit(shared, t, "CREATE", body, None, o.dry_run)?
+            } else {
+                (body, Vec::new())
+            };
             let crd = learn(t.tk, &body)?;
             let mut store = shared.store.lock();
             let w = store.create_with(t.tk, ns, body, &o)?;
             if let (Some(d), false) = (crd, o.dry_run) {
                 super::crd::serve(&mut store, &d);
             }
-            Ok(Answer::object(&mut store, t.tk, 201, w))
+            Ok(Answer::object(&mut store, t.tk, 201, w).warned(warnings))
         }
         ("PUT", Some(n)) => {
             let o = write_options(req, t.subresource)?;
             let body = json_body(req)?;
             super::events::validate(t.tk, &body)?;
+            let (body, warnings) = if super::webhooks::configured(shared) {
+                let old = current(shared, t, n);
+                admit(shared, t, "UPDATE", body, old, o.dry_run)?
+            } else {
+                (body, Vec::new())
+            };
             let crd = match t.subresource {
                 None => learn(t.tk, &body)?,
                 Some(_) => None,
@@ -210,7 +228,7 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             if let (Some(d), false) = (crd, o.dry_run) {
                 super::crd::serve(&mut store, &d);
             }
-            Ok(Answer::object(&mut store, t.tk, 200, w))
+            Ok(Answer::object(&mut store, t.tk, 200, w).warned(warnings))
         }
         ("PATCH", Some(n)) => patch_object(req, t, n, shared),
         ("DELETE", Some(n)) if t.subresource.is_none() => delete(req, t, n, shared),
@@ -246,25 +264,101 @@ fn patch_object(
     let builtin = shared.store.lock().collection(t.tk).info.builtin;
     let ty = patch::patch_type(req.header("content-type").unwrap_or(""), builtin)?;
     let o = write_options(req, t.subresource)?;
+    // Before the lock below (the lookup takes it too).
+    let admission = super::webhooks::configured(shared);
     let mut store = shared.store.lock();
     if ty == patch::PatchType::Apply {
         let (w, code) = patch::apply_patch(req, &mut store, t.tk, t.namespace, name, &o)?;
         return Ok(Answer::object(&mut store, t.tk, code, w));
     }
-    let current = store.get(t.tk, t.namespace, name)?;
-    let doc: Value = serde_json::from_str(&store.collection(t.tk).with_type_meta(&current.json))
-        .unwrap_or_default();
-    let patched = patch::patched(ty, &doc, &req.body)?;
-    super::events::validate(t.tk, &patched)?;
-    let crd = match t.subresource {
-        None => learn(t.tk, &patched)?,
-        Some(_) => None,
-    };
-    let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
-    if let (Some(d), false) = (crd, o.dry_run) {
-        super::crd::serve(&mut store, &d);
+    // With webhooks, no lock is held while they are called (one may call this server back):
+    // the patch is made again, as kube-apiserver retries it, when the object changed in
+    // between (a few times, then the conflict is answered).
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let current = store.get(t.tk, t.namespace, name)?;
+        let doc: Value =
+            serde_json::from_str(&store.collection(t.tk).with_type_meta(&current.json))
+                .unwrap_or_default();
+        let patched = patch::patched(ty, &doc, &req.body)?;
+        super::events::validate(t.tk, &patched)?;
+        let (patched, warnings) = if admission {
+            drop(store);
+            let admitted = admit(shared, t, "UPDATE", patched, Some(doc), o.dry_run)?;
+            store = shared.store.lock();
+            let now = store.get(t.tk, t.namespace, name)?;
+            if now.rv != current.rv && attempt < 5 {
+                continue;
+            }
+            admitted
+        } else {
+            (patched, Vec::new())
+        };
+        let crd = match t.subresource {
+            None => learn(t.tk, &patched)?,
+            Some(_) => None,
+        };
+        let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
+        if let (Some(d), false) = (crd, o.dry_run) {
+            super::crd::serve(&mut store, &d);
+        }
+        return Ok(Answer::object(&mut store, t.tk, 200, w).warned(warnings));
     }
-    Ok(Answer::object(&mut store, t.tk, 200, w))
+}
+
+/// The stored object at `t` named `name`, with its `kind` and `apiVersion` (`None` if
+/// there is none).
+fn current(shared: &Shared, t: &Address<'_>, name: &str) -> Option<Value> {
+    let mut store = shared.store.lock();
+    let o = store.get(t.tk, t.namespace, name).ok()?;
+    serde_json::from_str(&store.collection(t.tk).with_type_meta(&o.json)).ok()
+}
+
+/// The admission webhooks on a write (see `webhooks.rs`): the object to write, as the
+/// mutating webhooks left it, and their warnings. Called with no lock held.
+fn admit(
+    shared: &Shared,
+    t: &Address<'_>,
+    operation: &'static str,
+    mut object: Value,
+    old: Option<Value>,
+    dry_run: bool,
+) -> Result<(Value, Vec<String>), Status> {
+    // The object as kube-apiserver hands it to admission: its kind, version and namespace.
+    if let Some(m) = object.as_object_mut() {
+        let (kind, api_version) = {
+            let mut store = shared.store.lock();
+            let c = store.collection(t.tk);
+            (c.kind.clone(), c.api_version.clone())
+        };
+        m.entry("kind").or_insert_with(|| kind.into());
+        m.entry("apiVersion").or_insert_with(|| api_version.into());
+        if let (Some(ns), Some(meta)) = (
+            t.namespace,
+            m.entry("metadata")
+                .or_insert_with(|| Value::Object(Default::default()))
+                .as_object_mut(),
+        ) {
+            meta.entry("namespace").or_insert_with(|| ns.into());
+        }
+    }
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .or(t.name)
+        .unwrap_or("")
+        .to_owned();
+    let attrs = super::webhooks::Attributes {
+        tk: t.tk,
+        namespace: t.namespace,
+        name: &name,
+        subresource: t.subresource,
+        operation,
+        dry_run,
+    };
+    let admitted = super::webhooks::admit(shared, &attrs, Some(object), old.as_ref())?;
+    Ok((admitted.object.unwrap_or_default(), admitted.warnings))
 }
 
 /// PUT or PATCH of `/scale` (GET is [`scale_get`]): the Scale's replicas written into the
@@ -370,6 +464,23 @@ pub(crate) fn scale_get(t: &Address<'_>, shared: &Shared) -> Result<String, Stat
 /// is gone (the pod as deleted); otherwise a `Status` of `Success` naming it.
 fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result<Answer, Status> {
     let d = delete_options(req)?;
+    let mut warnings = Vec::new();
+    let old = if super::webhooks::configured(shared) {
+        current(shared, t, name)
+    } else {
+        None
+    };
+    if let Some(old) = old {
+        let attrs = super::webhooks::Attributes {
+            tk: t.tk,
+            namespace: t.namespace,
+            name,
+            subresource: None,
+            operation: "DELETE",
+            dry_run: d.dry_run,
+        };
+        warnings = super::webhooks::admit(shared, &attrs, None, Some(&old))?.warnings;
+    }
     let mut store = shared.store.lock();
     let deleted = store.delete_with(t.tk, t.namespace, name, &d)?;
     let is_pod = t.tk.group.is_empty() && t.tk.plural == "pods";
@@ -404,7 +515,7 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
     Ok(Answer {
         code,
         body,
-        warnings: Vec::new(),
+        warnings,
     })
 }
 

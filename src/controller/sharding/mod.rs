@@ -24,6 +24,9 @@
 //! - the hand-over (`handover.rs`): drain, acknowledge, assign; fence a dead shard's Lease
 //!   (and wait when the Lease proves nothing) before moving its objects; recreated names go
 //!   back to their old shard first. Its rules and why they are safe are in its docs.
+//! - the sharding webhook (`webhook.rs`, feature `webhook`): `shard_assigner`, a mutating
+//!   admission hook that labels new objects with their shard on create, so they need not
+//!   wait for the sharder, which still repairs whatever the hook missed.
 //! - [`ShardConfig`] (`shard.rs`): what [`ControllerBuilder::sharded`] takes; it holds the
 //!   shard's Lease, runs the workers only during its terms, and gates every key.
 //!
@@ -139,11 +142,15 @@ mod membership;
 mod ring;
 mod shard;
 mod sharder;
+#[cfg(feature = "webhook")]
+mod webhook;
 
 pub use assignment::{score, shard_for, HashKey};
 pub use membership::ShardState;
 pub use ring::{Ring, DRAIN_LABEL_PREFIX, RING_LABEL, SHARD_LABEL_PREFIX};
 pub use shard::ShardConfig;
 pub use sharder::{Sharder, SharderConfig, ShardingEvent};
+#[cfg(feature = "webhook")]
+pub use webhook::shard_assigner;
 
 pub(crate) use shard::bind;
