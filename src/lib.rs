@@ -208,6 +208,7 @@ mod json;
 pub mod manager;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod pod;
 mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;

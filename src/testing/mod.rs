@@ -182,8 +182,12 @@ mod json_patch;
 mod managed_fields;
 mod metadata;
 mod patch;
+#[cfg(feature = "ws")]
+mod pod_exec;
 mod read_versions;
 mod resources;
+#[cfg(feature = "ws")]
+mod runtime;
 mod scale;
 mod schema;
 mod server;
@@ -195,6 +199,8 @@ mod writes;
 
 pub use faults::{Fault, Target};
 pub use resources::{is_builtin_group, ScaleSubresource, Subresources};
+#[cfg(feature = "ws")]
+pub use runtime::{CommandOutput, ExecInput, Runtime};
 pub use server::{ApiServer, ApiServerBuilder, Backup, RequestHeaders};
 pub use tls::{
     ADMIN_CERT_PEM, ADMIN_KEY_PEM, CA_PEM, OTHER_CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM,

@@ -230,6 +230,9 @@ pub(crate) struct Shared {
     conns: Mutex<HashMap<u64, TcpStream>>,
     next_conn: AtomicU64,
     opts: ApiServerBuilder,
+    /// What exec, attach and port-forward reach.
+    #[cfg(feature = "ws")]
+    pub runtime: super::runtime::Runtime,
 }
 
 impl Shared {
@@ -308,6 +311,8 @@ impl ApiServer {
             conns: Mutex::new(HashMap::new()),
             next_conn: AtomicU64::new(0),
             opts,
+            #[cfg(feature = "ws")]
+            runtime: super::runtime::Runtime::default(),
         });
         let workers: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let tls_config = shared
@@ -323,6 +328,34 @@ impl ApiServer {
             workers,
             tls_config,
         }
+    }
+
+    /// The container runtime behind exec, attach and port-forward (feature `ws`).
+    #[cfg(feature = "ws")]
+    pub fn runtime(&self) -> &super::Runtime {
+        &self.shared.runtime
+    }
+
+    /// Creates a running pod bound to node `lab-node` with these containers (one `main`
+    /// when none is named), as exec, attach and port-forward need.
+    pub fn create_pod(&self, namespace: &str, name: &str, containers: &[&str]) -> Value {
+        let containers: Vec<Value> = if containers.is_empty() {
+            vec!["main"]
+        } else {
+            containers.to_vec()
+        }
+        .iter()
+        .map(|c| serde_json::json!({"name": c, "image": "busybox:1.36", "stdin": true}))
+        .collect();
+        let pod = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"nodeName": "lab-node", "containers": containers},
+            "status": {"phase": "Running"}
+        });
+        self.create(&ApiResource::new("", "v1", "Pod", "pods", true), pod)
+            .expect("create the pod")
     }
 
     /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.
@@ -761,6 +794,9 @@ pub(crate) trait Peer: Read + Write {
     fn drop_connection(&mut self);
     /// True when the client has closed its side (checked without blocking).
     fn peer_closed(&self) -> bool;
+    /// The socket and its TLS state, for a connection upgraded to a WebSocket.
+    #[cfg(feature = "ws")]
+    fn into_parts(self) -> (TcpStream, Option<rustls::Connection>);
 }
 
 fn tcp_peer_closed(s: &TcpStream) -> bool {
@@ -785,6 +821,10 @@ impl Peer for TcpStream {
     fn peer_closed(&self) -> bool {
         tcp_peer_closed(self)
     }
+    #[cfg(feature = "ws")]
+    fn into_parts(self) -> (TcpStream, Option<rustls::Connection>) {
+        (self, None)
+    }
 }
 
 impl Peer for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
@@ -796,6 +836,10 @@ impl Peer for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
     }
     fn peer_closed(&self) -> bool {
         tcp_peer_closed(&self.sock)
+    }
+    #[cfg(feature = "ws")]
+    fn into_parts(self) -> (TcpStream, Option<rustls::Connection>) {
+        (self.sock, Some(rustls::Connection::Server(self.conn)))
     }
 }
 
@@ -843,6 +887,11 @@ fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
                 return;
             }
             continue;
+        }
+        #[cfg(feature = "ws")]
+        if super::pod_exec::wants(&req) {
+            super::pod_exec::serve(&req, reader, shared);
+            return;
         }
         let keep = req.keep_alive();
         match handlers::handle(&req, stream, shared) {
