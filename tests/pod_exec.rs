@@ -370,3 +370,98 @@ fn a_silent_server_is_bounded_by_the_idle_timeout() {
         .unwrap_err();
     assert!(e.to_string().contains("idle timeout"), "{e}");
 }
+
+/// A one-connection-at-a-time HTTP CONNECT proxy; counts the tunnels it opened.
+fn connect_proxy() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(s);
+                let mut first = String::new();
+                r.read_line(&mut first).unwrap();
+                let target = first.split_whitespace().nth(1).unwrap().to_owned();
+                loop {
+                    let mut l = String::new();
+                    if r.read_line(&mut l).unwrap() == 0 || l == "\r\n" {
+                        break;
+                    }
+                }
+                let mut client = r.into_inner();
+                let server = std::net::TcpStream::connect(target).unwrap();
+                c.fetch_add(1, Ordering::SeqCst);
+                client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .unwrap();
+                let (mut a, mut b) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut a, &mut b);
+                    let _ = b.shutdown(std::net::Shutdown::Both);
+                });
+                let (mut server, mut client) = (server, client);
+                let _ = std::io::copy(&mut server, &mut client);
+                let _ = client.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    (url, count)
+}
+
+#[test]
+fn the_upgrade_uses_the_clients_own_settings() {
+    // Client certificate, tls-server-name, impersonation, user agent, CONNECT proxy.
+    let server = ApiServer::builder().client_certificates().start();
+    server.create_pod("lab", "p", &[]);
+    server
+        .runtime()
+        .command(&["id"], Runtime::output(b"admin\n", b"", 0));
+    let (proxy, tunnels) = connect_proxy();
+    let mut cfg = server.client_config();
+    assert!(cfg.identity.is_some());
+    cfg.impersonate_user = Some("alice".into());
+    cfg.user_agent = "pod-io-test/1".into();
+    cfg.proxy = Some(proxy);
+    let c = Client::new(cfg.clone()).unwrap();
+    let out = c
+        .exec_output("lab", "p", &ExecParams::new(["id"]), b"")
+        .unwrap();
+    assert_eq!(out.stdout, b"admin\n");
+    assert_eq!(tunnels.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let h = server.request_headers();
+    let exec = h
+        .iter()
+        .rev()
+        .find(|r| r.request.contains("/exec"))
+        .unwrap();
+    let has = |k: &str, v: &str| exec.headers.iter().any(|(a, b)| a == k && b == v);
+    assert!(has("impersonate-user", "alice"), "{:?}", exec.headers);
+    assert!(has("user-agent", "pod-io-test/1"), "{:?}", exec.headers);
+    // tls-server-name: the certificate is for localhost, the URL says 127.0.0.1 (no proxy).
+    cfg.proxy = None;
+    cfg.tls_server_name = Some("localhost".into());
+    let c = Client::new(cfg.clone()).unwrap();
+    assert!(c
+        .exec_output("lab", "p", &ExecParams::new(["id"]), b"")
+        .unwrap()
+        .status
+        .success());
+    // A name the certificate does not have is refused, as for every other request.
+    cfg.tls_server_name = Some("elsewhere.example".into());
+    let c = Client::new(cfg).unwrap();
+    assert!(c
+        .exec_output("lab", "p", &ExecParams::new(["id"]), b"")
+        .is_err());
+    // Without the client certificate: 401 before the upgrade.
+    let mut anonymous = server.client_config();
+    anonymous.identity = None;
+    let e = Client::new(anonymous)
+        .unwrap()
+        .exec_output("lab", "p", &ExecParams::new(["id"]), b"")
+        .unwrap_err();
+    assert_eq!(e.code(), Some(401));
+}
