@@ -677,7 +677,7 @@ impl Client {
                     continue;
                 }
             }
-            if code == 401 && !reauthenticated && self.inner.auth.invalidate() {
+            if code == 401 && !reauthenticated && self.invalidate_credentials() {
                 reauthenticated = true;
                 prepare_again = true;
                 continue;

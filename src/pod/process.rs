@@ -472,7 +472,7 @@ fn read_session(reader: &mut WsReader, c: &Control) -> Result<ExitStatus> {
                     });
                 }
             }
-            ServerFrame::Status(b) if b.is_empty() => {}
+            ServerFrame::Status([]) => {}
             ServerFrame::Status(b) => {
                 if status.is_some() {
                     return Err(bad("a second status message".into()));

@@ -16,6 +16,7 @@ pub(crate) struct Request {
     pub path: String,
     pub query: HashMap<String, String>,
     /// Every query parameter in order (a repeated one repeats: exec's `command`).
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
     pub query_pairs: Vec<(String, String)>,
     pub headers: HashMap<String, String>,
     /// Every header as sent, in order (names in lower case; a repeated header repeats).
@@ -33,6 +34,7 @@ impl Request {
     }
 
     /// Every value of a repeated query parameter, in order.
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
     pub fn query_all(&self, name: &str) -> Vec<String> {
         self.query_pairs
             .iter()

@@ -280,7 +280,7 @@ impl Session<'_> {
                 select! {
                     recv(self.events) -> m => match m {
                         Ok(Received::Binary(b)) => match b.split_first() {
-                            Some((0, data)) => { if stdout { self.send(1, data); } }
+                            Some((0, data)) if stdout => { self.send(1, data); }
                             Some((255, [0])) => { self.status(json!({"status":"Success"})); return; }
                             _ => {}
                         },
