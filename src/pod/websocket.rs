@@ -164,7 +164,7 @@ mod tests {
     fn accept_key_is_rfc6455s_example() {
         assert_eq!(
             super::accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
-            "s3pPLMBiuvW6pzHZ0zFUp0WqTZY="
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
         );
     }
 }
