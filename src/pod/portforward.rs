@@ -42,7 +42,7 @@ use crate::error::{Error, Result};
 use crate::thread_name::thread_name;
 
 /// Largest message sent to the pod.
-const MAX_CHUNK: usize = 32 * 1024;
+const MAX_CHUNK: usize = super::websocket::MAX_SEND;
 
 /// How many connection errors wait in [`PortForwarder::errors`]; later ones are logged only.
 const MAX_QUEUED_ERRORS: usize = 256;

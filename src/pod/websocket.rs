@@ -1,5 +1,7 @@
 //! WebSocket framing over a [`Duplex`](crate::client::duplex) connection, read on one
 //! thread and written from others (both sides: the client's sessions and the test server's).
+//! The kubelet's frames are at most 32 KiB; ours up to [`MAX_SEND`], well under the 1 MiB
+//! that Go's WebSocket readers (and our [`MAX_MESSAGE`]) accept.
 //!
 //! tungstenite frames messages over any `Read + Write`. Two of its `WebSocket`s share the
 //! connection: the reading one owns the read half (and answers pings and the close handshake
@@ -16,8 +18,11 @@ use tungstenite::{Message, WebSocket};
 
 use crate::client::duplex::{ReadHalf, WriteHalf};
 
-/// The largest message (and frame) accepted: the kubelet's frames are at most 32 KiB.
+/// The largest message (and frame) accepted.
 pub(crate) const MAX_MESSAGE: usize = 1 << 20;
+
+/// The largest message this crate sends (port-forward data, the test server's output).
+pub(crate) const MAX_SEND: usize = 128 * 1024;
 
 fn config() -> WebSocketConfig {
     WebSocketConfig::default()
@@ -69,8 +74,8 @@ impl Write for WriteSide {
 /// What one read gave.
 #[derive(Debug)]
 pub(crate) enum Received {
-    /// A binary message.
-    Binary(Vec<u8>),
+    /// A binary message (tungstenite's buffer, not copied).
+    Binary(tungstenite::Bytes),
     /// A text message (the base64 protocols use them; we offer none).
     Text,
     /// The peer's close frame (code 1000 when it gave none), or the end after one.
@@ -114,7 +119,7 @@ impl WsReader {
     pub fn read(&mut self) -> io::Result<Received> {
         loop {
             match self.0.read() {
-                Ok(Message::Binary(b)) => return Ok(Received::Binary(b.to_vec())),
+                Ok(Message::Binary(b)) => return Ok(Received::Binary(b)),
                 Ok(Message::Text(_)) => return Ok(Received::Text),
                 Ok(Message::Close(frame)) => {
                     let code = frame.map(|f| u16::from(f.code)).unwrap_or(1000);

@@ -431,7 +431,7 @@ impl Session<'_> {
                     let _ = to_target.shutdown(Shutdown::Both);
                 });
             let mut from = &target;
-            let mut buf = vec![0u8; 32 * 1024];
+            let mut buf = vec![0u8; websocket::MAX_SEND];
             loop {
                 match std::io::Read::read(&mut from, &mut buf) {
                     Ok(0) | Err(_) => break,
