@@ -3,16 +3,18 @@
 //! With the `ws` feature: [`Client::exec`](crate::Client::exec),
 //! [`Client::attach`](crate::Client::attach), [`Client::exec_output`](crate::Client::exec_output)
 //! and [`Client::port_forward`](crate::Client::port_forward), over WebSocket on the client's
-//! own connection settings (see `exec` and `portforward` below for the protocols).
+//! own connection settings. `exec` says what a caller loses when a server offers only
+//! `v4.channel.k8s.io`, `portforward` why the plain WebSocket protocol and not kubectl's
+//! SPDY tunnel, `process` how the streams are buffered and how every wait is bounded.
 
 #[cfg(feature = "ws")]
 pub mod channels;
 #[cfg(feature = "ws")]
-mod exec;
+pub mod exec;
 #[cfg(feature = "ws")]
-mod portforward;
+pub mod portforward;
 #[cfg(feature = "ws")]
-mod process;
+pub mod process;
 #[cfg(feature = "ws")]
 pub(crate) mod websocket;
 

@@ -187,7 +187,7 @@ mod pod_exec;
 mod read_versions;
 mod resources;
 #[cfg(feature = "ws")]
-mod runtime;
+pub mod runtime;
 mod scale;
 mod schema;
 mod server;
