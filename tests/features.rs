@@ -122,3 +122,31 @@ fn a_default_build_has_no_metrics_or_probe_crates() {
 fn this_crates_own_tests_see_testing() {
     let _ = kube_informer::testing::ApiServer::start;
 }
+
+/// Issue 31: `ws` is optional and off by default: a default build resolves no tungstenite,
+/// and the feature brings it with no default features (no handshake (SHA-1) or TLS crates:
+/// the crate opens the connection itself).
+#[test]
+fn a_default_build_has_no_websocket_crate() {
+    let normal = cargo(&["tree", "-e", "normal,build", "-p", "kube-informer"]);
+    assert!(
+        !normal.contains("tungstenite"),
+        "tungstenite in a default build:\n{normal}"
+    );
+    let with = cargo(&[
+        "tree",
+        "-e",
+        "normal,build",
+        "-p",
+        "kube-informer",
+        "--features",
+        "ws",
+    ]);
+    assert!(
+        with.contains("tungstenite v"),
+        "tungstenite missing with ws:\n{with}"
+    );
+    for krate in ["sha1 v", "native-tls", "data-encoding"] {
+        assert!(!with.contains(krate), "{krate} with ws:\n{with}");
+    }
+}

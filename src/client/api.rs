@@ -335,7 +335,7 @@ impl<K: Object> Api<K> {
             .client
             .watch_agent(params.timeout_seconds, idle, &request)?;
         // Registered before connecting: cancelling ends the wait for the headers too.
-        let attached = self.client.attach(&agent, &request)?;
+        let attached = self.client.attach_agent(&agent, &request)?;
         let mut out = Outgoing::get(&path, Bound::Agent);
         out.accept = K::ACCEPT;
         let res = self.client.send(&agent, &out)?;

@@ -345,7 +345,7 @@ impl Client {
 
     /// Registers a watch agent with this client's token (if any) before it connects;
     /// `Err(Cancelled)` when the token already fired.
-    pub(crate) fn attach(&self, agent: &Agent, request: &str) -> Result<Option<Attached>> {
+    pub(crate) fn attach_agent(&self, agent: &Agent, request: &str) -> Result<Option<Attached>> {
         match &self.scope {
             None => Ok(None),
             Some(s) => s
@@ -608,25 +608,15 @@ impl Client {
                 self.prepare_credentials(&request)?;
             }
             let paced = !matches!(bound, Bound::ListContinuation);
-            if let Some(l) = self.inner.limiter.as_ref().filter(|_| paced) {
-                let delay = l.reserve();
-                #[cfg(feature = "metrics")]
-                if let Some(o) = self.inner.observer.get() {
-                    o.throttled(method.as_str(), delay);
-                }
-                if !delay.is_zero() && pause(delay) {
-                    return Err(cancelled());
-                }
+            if paced && self.pace(method, &pause) {
+                return Err(cancelled());
             }
             let mut rb = http::Request::builder()
                 .method(method.clone())
                 .uri(&uri)
                 .header("accept", out.accept);
-            if let Some(h) = self.inner.auth.header()? {
-                rb = rb.header("authorization", h.expose());
-            }
-            for (name, value) in &self.inner.impersonation {
-                rb = rb.header(name.as_str(), value.as_str());
+            for (name, value) in self.credential_headers()? {
+                rb = rb.header(name, value.expose());
             }
             for (name, value) in out.headers {
                 rb = rb.header(name.as_str(), value.as_str());
@@ -699,7 +689,7 @@ impl Client {
                     continue;
                 }
             }
-            if code == 401 && !reauthenticated && self.inner.auth.invalidate() {
+            if code == 401 && !reauthenticated && self.invalidate_credentials() {
                 reauthenticated = true;
                 prepare_again = true;
                 continue;
@@ -710,6 +700,77 @@ impl Client {
             });
         }
     }
+}
+
+impl Client {
+    /// Takes a rate-limit token, sleeping with `pause` as long as the limiter says; true when
+    /// `pause` was cancelled. Every request, the WebSocket upgrades included, goes through here.
+    pub(crate) fn pace(&self, method: &Method, pause: &dyn Fn(Duration) -> bool) -> bool {
+        let Some(l) = self.inner.limiter.as_ref() else {
+            return false;
+        };
+        let delay = l.reserve();
+        #[cfg(feature = "metrics")]
+        if let Some(o) = self.inner.observer.get() {
+            o.throttled(method.as_str(), delay);
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = method;
+        !delay.is_zero() && pause(delay)
+    }
+
+    /// The `Authorization` and `Impersonate-*` headers of the next request (the credential
+    /// as it is now: a plugin's token is fetched or refreshed as needed). Every request, the
+    /// WebSocket upgrades included, takes its credentials from here.
+    pub(crate) fn credential_headers(&self) -> Result<Vec<(&str, super::Secret)>> {
+        let mut headers = Vec::with_capacity(1 + self.inner.impersonation.len());
+        if let Some(h) = self.inner.auth.header()? {
+            headers.push(("authorization", h));
+        }
+        for (name, value) in &self.inner.impersonation {
+            headers.push((name.as_str(), super::Secret::new(value.as_str())));
+        }
+        Ok(headers)
+    }
+
+    /// A failed request's credential was refused (401): true when a fresh one can be had
+    /// (the next [`credential_headers`](Self::credential_headers) fetches it).
+    pub(crate) fn invalidate_credentials(&self) -> bool {
+        self.inner.auth.invalidate()
+    }
+
+    /// What the WebSocket upgrade connects with: the client's configuration, and the client
+    /// certificate of the current identity (an exec plugin's) if it has one.
+    #[cfg(feature = "ws")]
+    pub(crate) fn upgrade_settings(&self, request: &str) -> Result<UpgradeSettings<'_>> {
+        if self.cancelled() {
+            return Err(Error::Cancelled {
+                request: request.to_owned(),
+            });
+        }
+        self.prepare_credentials(request)?;
+        let mut identity = self.inner.config.identity.clone();
+        if let Auth::Provider(p) = &self.inner.auth {
+            if let Some((_, id)) = p.client_identity()? {
+                identity = Some(id);
+            }
+        }
+        Ok(UpgradeSettings {
+            config: &self.inner.config,
+            identity,
+            origin: &self.inner.origin,
+            cancel: self.scope.as_ref().map(|s| &s.cancel),
+        })
+    }
+}
+
+/// See [`Client::upgrade_settings`].
+#[cfg(feature = "ws")]
+pub(crate) struct UpgradeSettings<'a> {
+    pub config: &'a ClientConfig,
+    pub identity: Option<super::Identity>,
+    pub origin: &'a str,
+    pub cancel: Option<&'a Cancel>,
 }
 
 /// A request with the timeouts of its kind: a list is bounded per read, not as a whole.

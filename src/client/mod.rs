@@ -54,6 +54,8 @@ mod cancel;
 mod client;
 mod config;
 mod deleted;
+#[cfg(feature = "ws")]
+pub(crate) mod duplex;
 mod impersonate;
 mod lines;
 #[cfg(feature = "metrics")]
@@ -66,6 +68,8 @@ mod retry;
 mod reviews;
 mod scale;
 mod server_name;
+#[cfg(feature = "ws")]
+pub(crate) mod upgrade;
 mod warning;
 mod watch;
 mod write_params;

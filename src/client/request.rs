@@ -259,7 +259,7 @@ impl Request {
         let request = self.describe();
         let agent = self.client.watch_agent(None, self.idle, &request)?;
         // Registered before connecting: cancelling ends the wait for the headers too.
-        let attached = self.client.attach(&agent, &request)?;
+        let attached = self.client.attach_agent(&agent, &request)?;
         let res = self.client.send(&agent, &self.outgoing(Bound::Agent))?;
         let canceller = WatchCanceller::new(agent, attached, self.client.cancel_token().cloned());
         Ok(Lines::new(
@@ -286,7 +286,7 @@ impl Request {
         self.check()?;
         let request = self.describe();
         let agent = self.client.watch_agent(None, self.idle, &request)?;
-        let attached = self.client.attach(&agent, &request)?;
+        let attached = self.client.attach_agent(&agent, &request)?;
         let res = self.client.send(&agent, &self.outgoing(Bound::Agent))?;
         let canceller = WatchCanceller::new(agent, attached, self.client.cancel_token().cloned());
         Ok(Streamed {

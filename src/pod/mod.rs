@@ -24,6 +24,13 @@
 //! `testing::ApiServer` answers the same way, with a container log the test writes to
 //! ([`ApiServer::append_log`](crate::testing::ApiServer::append_log), a kubelet that drops
 //! follow streams) and evictions that honour PodDisruptionBudgets.
+//!
+//! With the `ws` feature, the streams a running pod offers: [`Client::exec`](crate::Client::exec),
+//! [`Client::attach`](crate::Client::attach), [`Client::exec_output`](crate::Client::exec_output)
+//! and [`Client::port_forward`](crate::Client::port_forward), over WebSocket on the client's
+//! own connection settings. `exec` says what a caller loses when a server offers only
+//! `v4.channel.k8s.io`, `portforward` why the plain WebSocket protocol and not kubectl's
+//! SPDY tunnel, `process` how the streams are buffered and how every wait is bounded.
 
 mod drain;
 mod error;
@@ -38,3 +45,23 @@ pub use error::PodError;
 pub use log_stream::{LogStopper, LogStream};
 pub use logs::{LogLine, LogParams, DEFAULT_MAX_LINE};
 pub use timestamp::LogTime;
+
+#[cfg(feature = "ws")]
+pub mod channels;
+#[cfg(feature = "ws")]
+pub mod exec;
+#[cfg(feature = "ws")]
+pub mod portforward;
+#[cfg(feature = "ws")]
+pub mod process;
+#[cfg(feature = "ws")]
+pub(crate) mod websocket;
+
+#[cfg(feature = "ws")]
+pub use channels::{ChannelProtocol, ExitStatus};
+#[cfg(feature = "ws")]
+pub use exec::{ExecOutput, ExecParams};
+#[cfg(feature = "ws")]
+pub use portforward::{ForwardError, ForwardedPort, PortForwarder, PortMapping};
+#[cfg(feature = "ws")]
+pub use process::{Canceller, Output, Process, Resizer, Stdin, PIPE_CAPACITY};

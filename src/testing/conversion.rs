@@ -222,6 +222,7 @@ fn write(
         method: req.method.clone(),
         path: req.path.clone(),
         query: req.query.clone(),
+        query_pairs: req.query_pairs.clone(),
         headers: req.headers.clone(),
         header_list: req.header_list.clone(),
         body,

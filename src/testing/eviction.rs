@@ -240,6 +240,11 @@ pub(crate) fn serve<S: Peer>(
         } else {
             Default::default()
         },
+        query_pairs: if dry_run {
+            vec![("dryRun".to_owned(), "All".to_owned())]
+        } else {
+            Vec::new()
+        },
         headers: Default::default(),
         header_list: Vec::new(),
         body: serde_json::to_vec(&options).unwrap_or_default(),

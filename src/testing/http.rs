@@ -15,6 +15,9 @@ pub(crate) struct Request {
     pub method: String,
     pub path: String,
     pub query: HashMap<String, String>,
+    /// Every query parameter in order (a repeated one repeats: exec's `command`).
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    pub query_pairs: Vec<(String, String)>,
     pub headers: HashMap<String, String>,
     /// Every header as sent, in order (names in lower case; a repeated header repeats).
     pub header_list: Vec<(String, String)>,
@@ -28,6 +31,16 @@ impl Request {
 
     pub fn param(&self, name: &str) -> Option<&str> {
         self.query.get(name).map(String::as_str)
+    }
+
+    /// Every value of a repeated query parameter, in order.
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    pub fn query_all(&self, name: &str) -> Vec<String> {
+        self.query_pairs
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
     }
 
     pub fn flag(&self, name: &str) -> bool {
@@ -55,14 +68,15 @@ pub(crate) fn read_request(r: &mut impl BufRead) -> io::Result<Option<Request>> 
     let method = method.to_owned();
     let (path, query_str) = target.split_once('?').unwrap_or((target, ""));
     let path = percent_decode(path);
-    let query = query_str
+    let query_pairs: Vec<(String, String)> = query_str
         .split('&')
         .filter(|p| !p.is_empty())
         .map(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (percent_decode(k), percent_decode(v))
+            (percent_decode(k), percent_decode(&v.replace('+', " ")))
         })
         .collect();
+    let query = query_pairs.iter().cloned().collect();
     let mut headers = HashMap::new();
     let mut header_list = Vec::new();
     loop {
@@ -99,6 +113,7 @@ pub(crate) fn read_request(r: &mut impl BufRead) -> io::Result<Option<Request>> 
         method,
         path,
         query,
+        query_pairs,
         headers,
         header_list,
         body,

@@ -246,11 +246,15 @@ pub(crate) mod json_patch;
 mod managed_fields;
 mod metadata;
 mod patch;
+#[cfg(feature = "ws")]
+mod pod_exec;
 mod pod_logs;
 mod pods;
 mod read_versions;
 mod resources;
 mod reviews;
+#[cfg(feature = "ws")]
+pub mod runtime;
 mod scale;
 mod schema;
 mod server;
@@ -265,6 +269,8 @@ mod writes;
 pub use faults::{Fault, Target};
 pub use resources::{is_builtin_group, ScaleSubresource, Subresources};
 pub use reviews::API_AUDIENCE;
+#[cfg(feature = "ws")]
+pub use runtime::{CommandOutput, ExecInput, Runtime};
 pub use server::{ApiServer, ApiServerBuilder, Backup, RequestHeaders};
 pub use tls::{
     ADMIN_CERT_PEM, ADMIN_KEY_PEM, CA_PEM, OTHER_CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM,

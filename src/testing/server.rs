@@ -266,6 +266,9 @@ pub(crate) struct Shared {
     pub unserved: Mutex<HashSet<TypeKey>>,
     /// Webhook services (`clientConfig.service`): (namespace, name) to a base URL.
     pub webhook_services: Mutex<HashMap<(String, String), String>>,
+    /// What exec, attach and port-forward reach.
+    #[cfg(feature = "ws")]
+    pub runtime: super::runtime::Runtime,
 }
 
 impl Shared {
@@ -348,6 +351,8 @@ impl ApiServer {
             opts,
             pod_logs: Default::default(),
             webhook_services: Mutex::new(HashMap::new()),
+            #[cfg(feature = "ws")]
+            runtime: super::runtime::Runtime::default(),
         });
         let workers: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let tls_config = shared
@@ -374,6 +379,34 @@ impl ApiServer {
             .webhook_services
             .lock()
             .insert((namespace.to_owned(), name.to_owned()), base_url.to_owned());
+    }
+
+    /// The container runtime behind exec, attach and port-forward (feature `ws`).
+    #[cfg(feature = "ws")]
+    pub fn runtime(&self) -> &super::Runtime {
+        &self.shared.runtime
+    }
+
+    /// Creates a running pod bound to node `lab-node` with these containers (one `main`
+    /// when none is named), as exec, attach and port-forward need.
+    pub fn create_pod(&self, namespace: &str, name: &str, containers: &[&str]) -> Value {
+        let containers: Vec<Value> = if containers.is_empty() {
+            vec!["main"]
+        } else {
+            containers.to_vec()
+        }
+        .iter()
+        .map(|c| serde_json::json!({"name": c, "image": "busybox:1.36", "stdin": true}))
+        .collect();
+        let pod = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"nodeName": "lab-node", "containers": containers},
+            "status": {"phase": "Running"}
+        });
+        self.create(&ApiResource::new("", "v1", "Pod", "pods", true), pod)
+            .expect("create the pod")
     }
 
     /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.
@@ -899,6 +932,9 @@ pub(crate) trait Peer: Read + Write {
     fn drop_connection(&mut self);
     /// True when the client has closed its side (checked without blocking).
     fn peer_closed(&self) -> bool;
+    /// The socket and its TLS state, for a connection upgraded to a WebSocket.
+    #[cfg(feature = "ws")]
+    fn into_parts(self) -> (TcpStream, Option<rustls::Connection>);
 }
 
 fn tcp_peer_closed(s: &TcpStream) -> bool {
@@ -923,6 +959,10 @@ impl Peer for TcpStream {
     fn peer_closed(&self) -> bool {
         tcp_peer_closed(self)
     }
+    #[cfg(feature = "ws")]
+    fn into_parts(self) -> (TcpStream, Option<rustls::Connection>) {
+        (self, None)
+    }
 }
 
 impl Peer for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
@@ -934,6 +974,10 @@ impl Peer for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
     }
     fn peer_closed(&self) -> bool {
         tcp_peer_closed(&self.sock)
+    }
+    #[cfg(feature = "ws")]
+    fn into_parts(self) -> (TcpStream, Option<rustls::Connection>) {
+        (self.sock, Some(rustls::Connection::Server(self.conn)))
     }
 }
 
@@ -981,6 +1025,11 @@ fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
                 return;
             }
             continue;
+        }
+        #[cfg(feature = "ws")]
+        if super::pod_exec::wants(&req) {
+            super::pod_exec::serve(&req, reader, shared);
+            return;
         }
         let keep = req.keep_alive();
         match handlers::handle(&req, stream, shared) {

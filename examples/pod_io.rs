@@ -1,0 +1,238 @@
+//! A small `kubectl exec`, `kubectl attach` and `kubectl port-forward` (feature `ws`), with
+//! kubectl's flags and exit codes: `exec` exits with the command's code (1 for a failure to
+//! run it or any other error). With no cluster configured, or `--demo`, it runs against the
+//! embedded test API server, whose pod `demo/web` answers `echo`, `sh -c 'exit N'`, `cat`,
+//! and has port 80 served by an echo server.
+//!
+//! ```text
+//! cargo run --features ws --example pod_io -- exec --demo web -- echo hello
+//! echo hi | cargo run --features ws --example pod_io -- exec --demo -i web -- cat
+//! cargo run --features ws --example pod_io -- port-forward --demo web :80 --duration 5
+//! cargo run --features ws --example pod_io -- attach --demo -i web
+//! ```
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use kube_informer::config::{Config, KubeconfigOptions};
+use kube_informer::pod::{ExecParams, ExitStatus, PortMapping};
+use kube_informer::testing::{ApiServer, CommandOutput, Runtime};
+use kube_informer::Client;
+
+#[derive(Default)]
+struct Args {
+    sub: String,
+    demo: bool,
+    namespace: Option<String>,
+    container: Option<String>,
+    stdin: bool,
+    tty: bool,
+    duration: Option<u64>,
+    rest: Vec<String>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args::default();
+    let mut it = std::env::args().skip(1);
+    a.sub = it
+        .next()
+        .ok_or("usage: pod_io exec|attach|port-forward [flags] POD ...")?;
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--demo" => a.demo = true,
+            "-n" | "--namespace" => a.namespace = Some(it.next().ok_or("-n needs a value")?),
+            "-c" | "--container" => a.container = Some(it.next().ok_or("-c needs a value")?),
+            "-i" | "--stdin" => a.stdin = true,
+            "-t" | "--tty" => a.tty = true,
+            "-it" | "-ti" => (a.stdin, a.tty) = (true, true),
+            "--duration" => {
+                a.duration = Some(
+                    it.next()
+                        .and_then(|d| d.parse().ok())
+                        .ok_or("--duration needs seconds")?,
+                )
+            }
+            "--" => a.rest.extend(it.by_ref()),
+            f if f.starts_with('-') && f.len() > 1 => return Err(format!("unknown flag {f}")),
+            _ => a.rest.push(x),
+        }
+    }
+    Ok(a)
+}
+
+/// The demo server and its pod.
+fn demo() -> ApiServer {
+    let server = ApiServer::start();
+    server.create_pod("demo", "web", &["app"]);
+    let rt = server.runtime();
+    rt.command(&["echo"], |i| CommandOutput {
+        stdout: format!("{}\n", i.argv[1..].join(" ")).into_bytes(),
+        ..Default::default()
+    });
+    rt.command(&["sh"], |i| {
+        let code = i
+            .argv
+            .last()
+            .and_then(|c| c.strip_prefix("exit "))
+            .and_then(|c| c.trim().parse().ok())
+            .unwrap_or(0);
+        CommandOutput {
+            exit_code: code,
+            ..Default::default()
+        }
+    });
+    rt.command(
+        &["date"],
+        Runtime::output(b"Thu Nov 26 12:00:00 UTC 2026\n", b"", 0),
+    );
+    rt.echo("cat");
+    let echo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    rt.port("demo", "web", 80, echo.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in echo.incoming().flatten() {
+            std::thread::spawn(move || {
+                let (mut r, mut w) = (s.try_clone().unwrap(), s);
+                let _ = std::io::copy(&mut r, &mut w);
+            });
+        }
+    });
+    server
+}
+
+fn run(a: &Args) -> Result<i32, String> {
+    let options = KubeconfigOptions {
+        namespace: a.namespace.clone(),
+        ..Default::default()
+    };
+    let loaded = if a.demo {
+        None
+    } else {
+        Config::infer_if_configured(&options).map_err(|e| e.to_string())?
+    };
+    let mut _server = None;
+    let (client, default_ns) = match loaded {
+        Some(c) => {
+            let client = c.client().map_err(|e| e.to_string())?;
+            let ns = client.default_namespace().to_owned();
+            (client, ns)
+        }
+        None => {
+            eprintln!(
+                "pod_io: {}; running against the embedded test API server (demo)",
+                if a.demo {
+                    "--demo given"
+                } else {
+                    "no cluster configured"
+                }
+            );
+            let s = demo();
+            let c = Client::new(s.client_config()).map_err(|e| e.to_string())?;
+            _server = Some(s);
+            (c, "demo".to_owned())
+        }
+    };
+    let ns = a.namespace.clone().unwrap_or(default_ns);
+    let pod = a
+        .rest
+        .first()
+        .ok_or("a pod name is required")?
+        .trim_start_matches("pod/")
+        .to_owned();
+    match a.sub.as_str() {
+        "exec" | "attach" => {
+            let mut p = if a.sub == "exec" {
+                ExecParams::new(a.rest[1..].iter().cloned())
+            } else {
+                ExecParams::attach()
+            };
+            p = p.stdin(a.stdin).tty(a.tty);
+            if let Some(c) = &a.container {
+                p = p.container(c.clone());
+            }
+            let mut proc = if a.sub == "exec" {
+                if a.rest.len() < 2 {
+                    return Err("exec needs a command after the pod (POD -- COMMAND ...)".into());
+                }
+                client.exec(&ns, &pod, &p)
+            } else {
+                client.attach(&ns, &pod, &p)
+            }
+            .map_err(|e| e.to_string())?;
+            if let Some(mut stdin) = proc.stdin() {
+                std::thread::Builder::new()
+                    .name("stdin".into())
+                    .spawn(move || {
+                        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut stdin);
+                        let _ = stdin.close();
+                    })
+                    .map_err(|e| e.to_string())?;
+            }
+            let err = proc.stderr().map(|mut e| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut e, &mut std::io::stderr());
+                })
+            });
+            if let Some(mut out) = proc.stdout() {
+                let mut buf = [0u8; 8192];
+                let mut stdout = std::io::stdout();
+                while let Ok(n) = out.read(&mut buf) {
+                    if n == 0
+                        || stdout
+                            .write_all(&buf[..n])
+                            .and_then(|_| stdout.flush())
+                            .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = err {
+                let _ = e.join();
+            }
+            match proc.wait().map_err(|e| e.to_string())? {
+                ExitStatus::Success => Ok(0),
+                ExitStatus::Code(c) => Ok(c),
+                ExitStatus::Failure(st) => Err(st.message),
+            }
+        }
+        "port-forward" => {
+            let maps = a.rest[1..]
+                .iter()
+                .map(|m| m.parse::<PortMapping>().map_err(|e| e.to_string()))
+                .collect::<Result<Vec<_>, _>>()?;
+            let f = client
+                .port_forward(&ns, &pod, &maps)
+                .map_err(|e| e.to_string())?;
+            for p in f.ports() {
+                println!("Forwarding from {} -> {}", p.local, p.remote);
+            }
+            let until = a
+                .duration
+                .map(|d| std::time::Instant::now() + Duration::from_secs(d));
+            loop {
+                if let Ok(e) = f.errors().recv_timeout(Duration::from_millis(200)) {
+                    eprintln!("E port-forward {} -> {}: {}", e.peer, e.remote, e.message);
+                }
+                if until.is_some_and(|u| std::time::Instant::now() >= u) {
+                    break;
+                }
+            }
+            f.stop();
+            Ok(0)
+        }
+        other => Err(format!(
+            "unknown command {other:?} (exec, attach, port-forward)"
+        )),
+    }
+}
+
+fn main() {
+    let code = match parse().and_then(|a| run(&a)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
