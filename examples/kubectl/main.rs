@@ -1,10 +1,13 @@
-//! A small kubectl, in-process: `get`, `logs` and `drain`, each with kubectl's flags, output
-//! and exit codes (one file per subcommand).
+//! A small kubectl, in-process: `get`, `logs`, `drain`, and with the `ws` feature `exec`,
+//! `attach` and `port-forward`, each with kubectl's flags, output and exit codes (one file
+//! per subcommand; `exec` exits with the command's code).
 //!
 //! ```text
 //! $ cargo run -q --example kubectl -- get po -A
 //! $ cargo run -q --example kubectl -- logs web-0 -f          # follows, resumes after drops
 //! $ cargo run -q --example kubectl -- drain node-1 --ignore-daemonsets
+//! $ cargo run -q --features ws --example kubectl -- exec web-0 -- sh -c 'exit 3'; echo $?
+//! $ cargo run -q --features ws --example kubectl -- port-forward web-0 8080:80 :5432
 //! ```
 //!
 //! With a kubeconfig (`$KUBECONFIG`, `~/.kube/config`) or inside a pod it talks to that
@@ -14,11 +17,13 @@
 mod drain;
 mod get;
 mod logs;
+#[cfg(feature = "ws")]
+mod pod_io;
 
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::Client;
 
-const USAGE: &str = "usage: kubectl (get|logs|drain) [flags] ...; kubectl COMMAND -h for its flags";
+const USAGE: &str = "usage: kubectl (get|logs|drain|exec|attach|port-forward) [flags] ...; kubectl COMMAND -h for its flags";
 
 fn main() {
     // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
@@ -29,6 +34,15 @@ fn main() {
         Some("get") => get::main(argv),
         Some("logs") => std::process::exit(logs::main(argv.collect())),
         Some("drain") => std::process::exit(drain::main(argv.collect())),
+        #[cfg(feature = "ws")]
+        Some(sub @ ("exec" | "attach" | "port-forward")) => {
+            std::process::exit(pod_io::main(sub, argv.collect()))
+        }
+        #[cfg(not(feature = "ws"))]
+        Some(sub @ ("exec" | "attach" | "port-forward")) => {
+            eprintln!("error: kubectl {sub} speaks WebSocket: build with `--features ws`");
+            std::process::exit(1);
+        }
         Some("-h" | "--help") => println!("{USAGE}"),
         Some(other) => {
             eprintln!("error: unknown command {other:?} for \"kubectl\"\n{USAGE}");

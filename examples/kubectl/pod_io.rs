@@ -1,14 +1,14 @@
-//! A small `kubectl exec`, `kubectl attach` and `kubectl port-forward` (feature `ws`), with
-//! kubectl's flags and exit codes: `exec` exits with the command's code (1 for a failure to
-//! run it or any other error). With no cluster configured, or `--demo`, it runs against the
-//! embedded test API server, whose pod `demo/web` answers `echo`, `sh -c 'exit N'`, `cat`,
-//! and has port 80 served by an echo server.
+//! `kubectl exec`, `kubectl attach` and `kubectl port-forward` (feature `ws`), with kubectl's
+//! flags and exit codes: `exec` exits with the command's code (1 for a failure to run it or
+//! any other error). With no cluster configured, or `--demo`, it runs against the embedded
+//! test API server, whose pod `demo/web` answers `echo`, `sh -c 'exit N'`, `cat`, and has
+//! port 80 served by an echo server.
 //!
 //! ```text
-//! cargo run --features ws --example pod_io -- exec --demo web -- echo hello
-//! echo hi | cargo run --features ws --example pod_io -- exec --demo -i web -- cat
-//! cargo run --features ws --example pod_io -- port-forward --demo web :80 --duration 5
-//! cargo run --features ws --example pod_io -- attach --demo -i web
+//! cargo run --features ws --example kubectl -- exec --demo web -- echo hello
+//! echo hi | cargo run --features ws --example kubectl -- exec --demo -i web -- cat
+//! cargo run --features ws --example kubectl -- port-forward --demo web :80 --duration 5
+//! cargo run --features ws --example kubectl -- attach --demo -i web
 //! ```
 
 use std::io::{Read, Write};
@@ -31,12 +31,12 @@ struct Args {
     rest: Vec<String>,
 }
 
-fn parse() -> Result<Args, String> {
-    let mut a = Args::default();
-    let mut it = std::env::args().skip(1);
-    a.sub = it
-        .next()
-        .ok_or("usage: pod_io exec|attach|port-forward [flags] POD ...")?;
+fn parse(sub: &str, argv: Vec<String>) -> Result<Args, String> {
+    let mut a = Args {
+        sub: sub.to_owned(),
+        ..Default::default()
+    };
+    let mut it = argv.into_iter();
     while let Some(x) = it.next() {
         match x.as_str() {
             "--demo" => a.demo = true,
@@ -118,7 +118,7 @@ fn run(a: &Args) -> Result<i32, String> {
         }
         None => {
             eprintln!(
-                "pod_io: {}; running against the embedded test API server (demo)",
+                "kubectl: {}; running against the embedded test API server (demo)",
                 if a.demo {
                     "--demo given"
                 } else {
@@ -226,13 +226,13 @@ fn run(a: &Args) -> Result<i32, String> {
     }
 }
 
-fn main() {
-    let code = match parse().and_then(|a| run(&a)) {
+/// `kubectl exec|attach|port-forward ...`: the exit code (`exec`: the command's).
+pub fn main(sub: &str, argv: Vec<String>) -> i32 {
+    match parse(sub, argv).and_then(|a| run(&a)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             1
         }
-    };
-    std::process::exit(code);
+    }
 }
