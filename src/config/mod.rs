@@ -123,7 +123,7 @@ mod persist;
 mod proxy;
 mod redact;
 pub(crate) mod server_url;
-mod time;
+pub(crate) mod time;
 mod token_file;
 
 use std::path::{Path, PathBuf};

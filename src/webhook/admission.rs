@@ -91,22 +91,8 @@ impl Operation {
     }
 }
 
-/// Who made the request.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UserInfo {
-    /// The user's name.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub username: String,
-    /// The user's uid.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub uid: String,
-    /// The groups the user is in.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub groups: Vec<String>,
-    /// Extra attributes from the authenticator.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, Vec<String>>,
-}
+/// Who made the request (`authentication.k8s.io/v1` `UserInfo`, as in a `TokenReview`).
+pub use crate::api::UserInfo;
 
 /// The request half of a review.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
