@@ -82,8 +82,12 @@ impl Rig {
     fn start(api: &Api<DynamicObject>) -> Rig {
         let informer = SharedIndexInformer::new(api.clone(), InformerConfig::default());
         let inner = Arc::clone(&informer.inner);
-        // What `start` does, without a reflector: the test is the producer.
+        // What `start` does, without a reflector: the test is the producer. Nor a resync
+        // timer: the checks run resync rounds themselves (`resync_all`), so registering a
+        // handler with a period must not start one (a timer's sleep loop never ends under
+        // the model checker's time).
         inner.started.store(true, Ordering::SeqCst);
+        inner.resync_timer.store(true, Ordering::SeqCst);
         inner.parts[0]
             .fifo
             .replace(vec![obj("a", 1), obj("b", 2)])
