@@ -8,7 +8,7 @@
 //!
 //! In a normal build everything here is a plain re-export of `parking_lot`, `std` and
 //! `crossbeam-channel`: no wrapper, no cost. Under `--cfg shuttle` (only ever used to run those
-//! checks, see the README) the same names are thin `parking_lot`-shaped wrappers around
+//! checks, see CONTRIBUTING.md) the same names are thin `parking_lot`-shaped wrappers around
 //! shuttle's types, and the channel is a queue behind a shuttle mutex and condvar. A timed
 //! wait is modelled as "either the deadline passes now (after the other threads had a chance
 //! to run) or a notification comes", the choice made by shuttle's replayable randomness; a check

@@ -19,7 +19,8 @@
 //! same blanket impls, and so must not implement [`Object`] itself.
 //!
 //! This crate does not choose k8s-openapi's Kubernetes version: exactly one `v1_*` feature
-//! of `k8s-openapi` must be enabled by the final binary (see the README), as with kube-rs.
+//! of `k8s-openapi` must be enabled by the final binary (see the [`api`](crate::api) module
+//! docs), as with kube-rs.
 //!
 //! Limits: k8s-openapi's types decode with their own `Deserialize` impls (run on the library's
 //! serde deserializer, so members they do not declare are skipped by the scanner, but their

@@ -24,6 +24,43 @@
 //!   consistent hashing, a sharder writing shard labels, a drain hand-over);
 //!   [`ControllerBuilder::sharded`].
 //!
+//! # A reconcile's writes: owner references, create or patch, waiting
+//!
+//! A reconcile that keeps an owned object in shape does three things:
+//!
+//! - it builds the owner reference from the owner with
+//!   [`OwnerReference::controller`](crate::api::OwnerReference::controller) (client-go's
+//!   rules; a second controller is refused);
+//! - it writes only what changed with [`CreateOrPatch`]: a merge patch guarded by the
+//!   resourceVersion it read, or server-side apply. The answer says `Created`, `Updated` or
+//!   `Unchanged`;
+//! - where a step must wait, it waits on one object with a timeout ([`wait`]: a Deployment
+//!   rolled out, a Pod ready, a CRD served, an object gone).
+//!
+//! ```
+//! use std::time::Duration;
+//! use kube_informer::api::{ApiResource, DynamicObject, OwnerReference, OwnerReferences};
+//! use kube_informer::controller::{wait, CreateOrPatch};
+//! use kube_informer::Api;
+//! # let server = kube_informer::testing::ApiServer::start();
+//! # let client = kube_informer::Client::new(server.client_config())?;
+//! # let deploys = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+//! # let web: DynamicObject = Api::namespaced_with(client.clone(), "lab", &deploys).create(&Default::default(),
+//! #     &serde_json::json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}}))?;
+//! let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+//! let api: Api<DynamicObject> = Api::namespaced_with(client, "lab", &cms);
+//! let blank: DynamicObject = serde_json::from_value(serde_json::json!({
+//!     "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config"}}))?;
+//! // `web` is the Deployment being reconciled.
+//! let written = CreateOrPatch::new(&api).field_manager("web-operator").run(blank, |cm| {
+//!     cm.metadata.set_controller_reference(OwnerReference::controller(&web, &deploys)?)?;
+//!     Ok(())
+//! })?;
+//! println!("web-config {}", written.as_str()); // created, then unchanged on every later reconcile
+//! wait::Wait::new(&api, "web-config", Duration::from_secs(30)).until(wait::conditions::exists())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Owned objects and other triggers
 //!
 //! Besides its primary resource, a controller reconciles a primary object when a secondary

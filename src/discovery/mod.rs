@@ -19,6 +19,36 @@
 //! warning (and, with a disk cache, asked for alone on each later read, as kubectl does);
 //! see each file for its own.
 //!
+//! # From what a user types to an `ApiResource`
+//!
+//! [`Client::discovery`](crate::Client::discovery) asks the server what it serves:
+//! aggregated discovery, or the legacy documents on older servers. A [`RestMapper`] turns
+//! `deploy`, `Widget` or `deployments.apps` into the
+//! [`ApiResource`](crate::api::ApiResource) that [`Api`](crate::Api) and
+//! `factory.dynamic_informer` take. It follows kubectl's precedence:
+//!
+//! - a plural or a singular name wins over a short name, which wins over a kind;
+//! - groups come in the server's order;
+//! - within a group, the preferred version comes first, then the other versions (so a
+//!   resource that only an older version serves is still found).
+//!
+//! With [`Discovery::with_kubectl_disk_cache`] the answers are shared with kubectl through
+//! `~/.kube/cache/discovery/<host>/` for 10 minutes. As with kubectl, a group-version missing
+//! from the cache (one that answered 404 or 503, an aggregated API that was down) is fetched
+//! alone.
+//!
+//! ```
+//! use kube_informer::discovery::{Discovery, RestMapper};
+//! use kube_informer::Client;
+//!
+//! # let server = kube_informer::testing::ApiServer::start();
+//! # let client = Client::new(server.client_config())?;
+//! let mapper = RestMapper::new(Discovery::new(client.clone()));
+//! let deployments = mapper.resolve("deploy")?; // apps/v1 deployments, namespaced
+//! assert_eq!(deployments.url_path(Some("lab")), "/apis/apps/v1/namespaces/lab/deployments");
+//! # Ok::<(), kube_informer::Error>(())
+//! ```
+//!
 //! An informer for a resource known only by its kind:
 //!
 //! ```

@@ -41,7 +41,7 @@
 //! Registering installs observers: a short lock and a bucket search per work queue `get`
 //! and `done`, per reconcile, and per API request. Everything else is read at scrape time.
 //! A build without the feature compiles none of it (`cargo bench --bench informer` gives
-//! both figures; see the README).
+//! both figures; see benches/README.md).
 //!
 //! ```
 //! use kube_informer::cache::SharedInformerFactory;

@@ -74,6 +74,26 @@
 //! assert!(matches!(&events[0], Ok(WatchEvent::Added(o)) if o.metadata.name() == "a"));
 //! ```
 //!
+//! # In your own tests
+//!
+//! The module comes with the `testing` feature, off by default, so a program that depends on
+//! this crate builds no test server and carries no test keys. Its certificates and private
+//! keys (`src/testing/certs/`) are committed and so public: for tests and demos only. Enable
+//! the feature where you test, as a dev-dependency feature; cargo then turns it on for your
+//! tests, examples and benches, never in your release build:
+//!
+//! ```toml
+//! [dependencies]
+//! kube-informer = "0.1"
+//!
+//! [dev-dependencies]
+//! kube-informer = { version = "0.1", features = ["testing"] }
+//! ```
+//!
+//! Then start an [`ApiServer`] in each test and build the client from
+//! [`ApiServer::client_config`], as every example in these docs does. Tests over real
+//! loopback HTTP catch what mocks hide: paging, resourceVersions, 410s, dropped connections.
+//!
 //! # Writes
 //!
 //! As kube-apiserver v1.36.2 answers them: `tests/write_matrix.rs` replays the 179 steps of
