@@ -204,11 +204,13 @@ fn main() {
             }
         }
     }
-    let options = KubeconfigOptions {
-        kubeconfig: kubeconfig.map(Into::into),
-        context,
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &kubeconfig {
+        options = options.kubeconfig(v);
+    }
+    if let Some(v) = &context {
+        options = options.context(v);
+    }
     let loaded = if demo {
         None
     } else {
@@ -232,11 +234,11 @@ fn main() {
 
     let factory = SharedInformerFactory::with_options(
         client,
-        FactoryOptions {
-            namespace,
-            strip_managed_fields: true,
-            ..Default::default()
-        },
+        match &namespace {
+            Some(ns) => FactoryOptions::new().namespace(ns),
+            None => FactoryOptions::new(),
+        }
+        .strip_managed_fields(true),
     );
     let deployments = factory.informer::<Deployment>();
     let replicasets = factory.informer::<ReplicaSet>();

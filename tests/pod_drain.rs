@@ -159,12 +159,10 @@ fn eviction_dry_run_and_uid_precondition() {
 }
 
 fn fast() -> DrainOptions {
-    DrainOptions {
-        eviction_retry_delay: Duration::from_millis(50),
-        poll_interval: Duration::from_millis(20),
-        timeout: Some(common::PATIENCE),
-        ..DrainOptions::default()
-    }
+    DrainOptions::new()
+        .eviction_retry_delay(Duration::from_millis(50))
+        .poll_interval(Duration::from_millis(20))
+        .timeout(common::PATIENCE)
 }
 
 fn unschedulable(server: &ApiServer, node: &str) -> bool {
@@ -210,15 +208,7 @@ fn drain_cordons_evicts_and_skips_daemonset_and_mirror_pods() {
     assert!(unschedulable(&server, "node-1"));
     assert!(server.get(&pods(), Some("lab"), "web-0").is_some());
 
-    let report = drain_node(
-        &client,
-        "node-1",
-        &DrainOptions {
-            ignore_daemonsets: true,
-            ..fast()
-        },
-    )
-    .unwrap();
+    let report = drain_node(&client, "node-1", &fast().ignore_daemonsets(true)).unwrap();
     assert!(report.is_drained(), "{report:?}");
     assert!(report.already_cordoned);
     let mut evicted = report.evicted.clone();
@@ -270,12 +260,7 @@ fn drain_refuses_unmanaged_and_emptydir_pods_unless_told() {
     let report = drain_node(
         &client,
         "node-1",
-        &DrainOptions {
-            force: true,
-            delete_emptydir_data: true,
-            dry_run: true,
-            ..fast()
-        },
+        &fast().force(true).delete_emptydir_data(true).dry_run(true),
     )
     .unwrap();
     assert!(report.refused.is_empty());
@@ -291,11 +276,7 @@ fn drain_refuses_unmanaged_and_emptydir_pods_unless_told() {
     let report = drain_node(
         &client,
         "node-1",
-        &DrainOptions {
-            force: true,
-            delete_emptydir_data: true,
-            ..fast()
-        },
+        &fast().force(true).delete_emptydir_data(true),
     )
     .unwrap();
     assert!(report.is_drained(), "{report:?}");
@@ -355,10 +336,7 @@ fn drain_times_out_and_reports_what_is_left() {
     let report = drain_node(
         &client,
         "node-1",
-        &DrainOptions {
-            timeout: Some(Duration::from_millis(300)),
-            ..fast()
-        },
+        &fast().timeout(Duration::from_millis(300)),
     )
     .unwrap();
     assert_eq!(report.pending, ["lab/web-0"]);
@@ -367,11 +345,7 @@ fn drain_times_out_and_reports_what_is_left() {
     let report = drain_node(
         &client,
         "node-1",
-        &DrainOptions {
-            disable_eviction: true,
-            grace_period_seconds: Some(0),
-            ..fast()
-        },
+        &fast().disable_eviction(true).grace_period(0),
     )
     .unwrap();
     assert!(report.is_drained(), "{report:?}");

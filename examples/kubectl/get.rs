@@ -764,12 +764,16 @@ pub fn main(argv: impl Iterator<Item = String>) {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let options = KubeconfigOptions {
-        kubeconfig: args.kubeconfig.clone().map(Into::into),
-        context: args.context.clone(),
-        namespace: args.namespace.clone(),
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &args.kubeconfig {
+        options = options.kubeconfig(v);
+    }
+    if let Some(v) = &args.context {
+        options = options.context(v);
+    }
+    if let Some(v) = &args.namespace {
+        options = options.namespace(v);
+    }
     let loaded = if args.demo {
         None
     } else {
@@ -898,16 +902,17 @@ fn run(args: &Args) -> Result<(), String> {
         let _ = stop_tx.try_send(());
     })
     .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
-    let factory = SharedInformerFactory::with_options(
-        client.clone(),
-        FactoryOptions {
-            namespace: namespace.clone(),
-            label_selector: args.selector.clone(),
-            field_selector: name.map(|n| format!("metadata.name={n}")),
-            strip_managed_fields: true,
-            ..Default::default()
-        },
-    );
+    let mut options = FactoryOptions::new().strip_managed_fields(true);
+    if let Some(ns) = &namespace {
+        options = options.namespace(ns);
+    }
+    if let Some(selector) = &args.selector {
+        options = options.labels(selector);
+    }
+    if let Some(name) = name {
+        options = options.fields(&format!("metadata.name={name}"));
+    }
+    let factory = SharedInformerFactory::with_options(client.clone(), options);
     let target = DemoTarget {
         namespace: namespace.unwrap_or_else(|| "lab".into()),
         name: args.name.clone(),

@@ -100,10 +100,10 @@ fn demo() -> ApiServer {
 }
 
 fn run(a: &Args) -> Result<i32, String> {
-    let options = KubeconfigOptions {
-        namespace: a.namespace.clone(),
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &a.namespace {
+        options = options.namespace(v);
+    }
     let loaded = if a.demo {
         None
     } else {

@@ -49,22 +49,34 @@ use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sync::thread::{self, JoinHandle};
 use crate::sync::Mutex;
 
-/// Options of an informer.
+/// Options of an informer: a builder, every setting with its default.
+///
+/// ```
+/// use kube_informer::api::DynamicObject;
+/// use kube_informer::cache::{strip_managed_fields, InformerConfig, ReflectorConfig};
+/// use std::time::Duration;
+/// let config = InformerConfig::<DynamicObject>::new()
+///     .reflector(ReflectorConfig::new().labels("app=web").page_size(100))
+///     .default_resync(Duration::from_secs(600))
+///     .transform(strip_managed_fields())
+///     .on_watch_error(|e| eprintln!("watch: {e}"));
+/// # let _ = config;
+/// ```
 #[derive(Clone)]
 pub struct InformerConfig<K> {
     /// How the reflector lists and watches (selectors, page size, streaming list, back-off).
-    pub reflector: ReflectorConfig,
+    pub(crate) reflector: ReflectorConfig,
     /// Resync period for handlers registered without one (zero: no resync).
-    pub default_resync: Duration,
+    pub(crate) default_resync: Duration,
     /// Applied to every object before it is cached (see
     /// [`strip_managed_fields`](super::strip_managed_fields)).
-    pub transform: Option<Transform<K>>,
+    pub(crate) transform: Option<Transform<K>>,
     /// Called with every panic of code the informer runs for you: handlers and the
     /// transform. (A panicking index function fails that object's indexing: the store's
     /// error is logged, the object is cached.)
-    pub on_handler_panic: Option<PanicHandler>,
+    pub(crate) on_handler_panic: Option<PanicHandler>,
     /// Notifications a handler's channel holds before coalescing starts.
-    pub max_backlog: usize,
+    pub(crate) max_backlog: usize,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -80,7 +92,49 @@ impl<K> Default for InformerConfig<K> {
 }
 
 impl<K> InformerConfig<K> {
-    /// Sets the watch-error callback.
+    /// The defaults (the same as `InformerConfig::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How the reflector lists and watches (selectors, page size, streaming list, back-off).
+    /// Replaces the whole reflector configuration, a watch-error callback set before
+    /// included.
+    pub fn reflector(mut self, reflector: ReflectorConfig) -> Self {
+        self.reflector = reflector;
+        self
+    }
+
+    /// Resync period for handlers registered without one (zero: no resync, the default).
+    pub fn default_resync(mut self, period: Duration) -> Self {
+        self.default_resync = period;
+        self
+    }
+
+    /// Applied to every object before it is cached (see
+    /// [`strip_managed_fields`](super::strip_managed_fields)).
+    pub fn transform(mut self, transform: Transform<K>) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+
+    /// Called with every panic of code the informer runs for you: handlers and the
+    /// transform. (A panicking index function fails that object's indexing: the store's
+    /// error is logged, the object is cached.)
+    pub fn on_handler_panic(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        let f: PanicHandler = Arc::new(f);
+        self.on_handler_panic = Some(f);
+        self
+    }
+
+    /// Notifications a handler's channel holds before coalescing starts.
+    pub fn max_backlog(mut self, max: usize) -> Self {
+        self.max_backlog = max;
+        self
+    }
+
+    /// Sets the reflector's watch-error callback (see
+    /// [`ReflectorConfig::on_watch_error`]).
     pub fn on_watch_error(mut self, f: impl Fn(&Error) + Send + Sync + 'static) -> Self {
         let f: WatchErrorHandler = Arc::new(f);
         self.reflector.on_watch_error = Some(f);
