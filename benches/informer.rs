@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, DynamicObject, Object, PartialObjectMetadata};
-use kube_informer::cache::{HandlerFns, InformerConfig, ReflectorConfig, SharedIndexInformer};
+use kube_informer::cache::{InformerConfig, ReflectorConfig, SharedIndexInformer};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client, ClientConfig};
 use serde::Deserialize;
@@ -317,7 +317,7 @@ fn client<K: Object>(url: &str, n: usize, ctl: &mut dyn FnMut(&str) -> String) -
     let all_arrived: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)> = Arc::default();
     let (u, f, done) = (updates.clone(), first_update.clone(), all_arrived.clone());
     let registration = informer
-        .add_event_handler(HandlerFns::new().on_update(move |_old: Arc<K>, _new| {
+        .add_event_handler(informer.handler_fns().on_update(move |_old, _new| {
             f.get_or_init(Instant::now);
             if u.fetch_add(1, Ordering::Relaxed) + 1 == UPDATES as u64 {
                 *done.0.lock().unwrap() = true;

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use super::catch::{PanicHandler, Transform};
 use super::delta::{DeletedObject, Delta};
 use super::delta_fifo::{Closed, DeltaFifo, KnownObjects};
-use super::handler::EventHandler;
+use super::handler::{EventHandler, HandlerFns};
 use super::health::ReflectorStats;
 use super::health::{HandlerStats, InformerHealth};
 use super::listener::{Listener, Notification, DEFAULT_MAX_BACKLOG};
@@ -461,6 +461,55 @@ impl<K: Object> SharedIndexInformer<K> {
     /// The namespaces of an informer over several (sorted; empty for one or all).
     pub fn namespaces(&self) -> &[String] {
         &self.inner.namespaces
+    }
+
+    /// An empty [`HandlerFns`] of this informer's object type, so that its closures need no
+    /// type annotations: the object type comes from the informer.
+    ///
+    /// ```
+    /// use kube_informer::api::ApiResource;
+    /// use kube_informer::cache::SharedInformerFactory;
+    /// use kube_informer::Client;
+    /// use std::time::Duration;
+    /// let server = kube_informer::testing::ApiServer::start();
+    /// let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+    /// server.create(&pods, serde_json::json!({"metadata": {"name": "web-0", "namespace": "lab"}})).unwrap();
+    /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let informer = factory.dynamic_informer(&pods);
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// informer.add_event_handler(
+    ///     informer
+    ///         .handler_fns()
+    ///         .on_add(move |pod, _initial| tx.send(pod.metadata.key()).unwrap())
+    ///         .on_delete(|gone| println!("DELETE {}", gone.object().metadata.key())),
+    /// )?;
+    /// factory.start()?;
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/web-0");
+    /// factory.shutdown();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    ///
+    /// The same closures on a bare `HandlerFns::new()` do not compile: `HandlerFns::new()`
+    /// does not know its object type while its closures are checked (the type the informer
+    /// asks for arrives only afterwards), so `pod` needs an annotation there
+    /// (`|pod: Arc<DynamicObject>, _|`) or the type a turbofish
+    /// (`HandlerFns::<DynamicObject>::new()`):
+    ///
+    /// ```compile_fail,E0282
+    /// # use kube_informer::api::ApiResource;
+    /// # use kube_informer::cache::{HandlerFns, SharedInformerFactory};
+    /// # use kube_informer::Client;
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+    /// # let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let informer = factory.dynamic_informer(&pods);
+    /// informer.add_event_handler(
+    ///     HandlerFns::new().on_add(|pod, _initial| println!("ADD {}", pod.metadata.key())),
+    /// )?;
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn handler_fns(&self) -> HandlerFns<K> {
+        HandlerFns::new()
     }
 
     /// Registers a handler with the informer's default resync period.

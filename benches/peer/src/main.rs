@@ -286,7 +286,7 @@ fn kube_informer_client<K: kube_informer::api::Object>(
     strip: bool,
     ctl: Ctl,
 ) -> Figures {
-    use kube_informer::cache::{HandlerFns, InformerConfig, ReflectorConfig, SharedIndexInformer};
+    use kube_informer::cache::{InformerConfig, ReflectorConfig, SharedIndexInformer};
     let mut config = kube_informer::config::Config::from_kubeconfig(kubeconfig).unwrap();
     // No client-side rate limit, like kube-rs (the library's default, 50 requests/s with a
     // burst of 300 and one token per paged list, would make no request wait here anyway).
@@ -302,7 +302,7 @@ fn kube_informer_client<K: kube_informer::api::Object>(
     let informer = SharedIndexInformer::new(api, config);
     let c = counter.clone();
     informer
-        .add_event_handler(HandlerFns::new().on_update(move |_old: Arc<K>, _new| c.event()))
+        .add_event_handler(informer.handler_fns().on_update(move |_old, _new| c.event()))
         .unwrap();
     let requests_before: usize = ctl("requests").parse().unwrap();
     let t0 = Instant::now();
