@@ -372,7 +372,7 @@ fn demo_cluster() -> ApiServer {
 fn demo_step(server: &ApiServer) {
     let pods = ApiResource::of::<Pod>();
     let name = "web-7d9f8-2";
-    let Some(pod) = server.get(&pods, Some("lab"), name) else {
+    let Ok(pod) = server.get(&pods, Some("lab"), name) else {
         return;
     };
     let gate_ready = pod["status"]["conditions"][1]["status"] == "True";

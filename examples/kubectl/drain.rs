@@ -192,19 +192,21 @@ fn owned(kind: &str, name: &str, labels: serde_json::Value) -> serde_json::Value
 impl Demo {
     fn start() -> Demo {
         let server = std::sync::Arc::new(ApiServer::start());
-        server.add_node("node-1");
-        server.add_node("node-2");
+        server.add_node("node-1").unwrap();
+        server.add_node("node-2").unwrap();
         for (name, node) in [
             ("web-0", "node-1"),
             ("web-1", "node-1"),
             ("web-2", "node-2"),
         ] {
-            server.add_pod_on(
-                "lab",
-                name,
-                node,
-                owned("ReplicaSet", "web", json!({"app": "web"})),
-            );
+            server
+                .add_pod_on(
+                    "lab",
+                    name,
+                    node,
+                    owned("ReplicaSet", "web", json!({"app": "web"})),
+                )
+                .unwrap();
         }
         let pdbs = ApiResource::new(
             "policy",
@@ -223,18 +225,22 @@ impl Demo {
             &ds,
             json!({"metadata": {"name": "proxy", "namespace": "kube-system"}}),
         );
-        server.add_pod_on(
-            "kube-system",
-            "proxy-node-1",
-            "node-1",
-            owned("DaemonSet", "proxy", json!({"app": "proxy"})),
-        );
-        server.add_pod_on(
-            "kube-system",
-            "etcd-node-1",
-            "node-1",
-            json!({"metadata": {"annotations": {"kubernetes.io/config.mirror": "demo"}}}),
-        );
+        server
+            .add_pod_on(
+                "kube-system",
+                "proxy-node-1",
+                "node-1",
+                owned("DaemonSet", "proxy", json!({"app": "proxy"})),
+            )
+            .unwrap();
+        server
+            .add_pod_on(
+                "kube-system",
+                "etcd-node-1",
+                "node-1",
+                json!({"metadata": {"annotations": {"kubernetes.io/config.mirror": "demo"}}}),
+            )
+            .unwrap();
         // The ReplicaSet's controller: a replacement on node-2 a second later.
         let script = {
             let server = server.clone();
@@ -242,12 +248,14 @@ impl Demo {
                 .name("demo/replicaset".into())
                 .spawn(move || {
                     std::thread::sleep(Duration::from_secs(1));
-                    server.add_pod_on(
-                        "lab",
-                        "web-3",
-                        "node-2",
-                        owned("ReplicaSet", "web", json!({"app": "web"})),
-                    );
+                    server
+                        .add_pod_on(
+                            "lab",
+                            "web-3",
+                            "node-2",
+                            owned("ReplicaSet", "web", json!({"app": "web"})),
+                        )
+                        .unwrap();
                 })
                 .expect("spawn the demo's controller")
         };

@@ -63,7 +63,7 @@ fn parse(sub: &str, argv: Vec<String>) -> Result<Args, String> {
 /// The demo server and its pod.
 fn demo() -> ApiServer {
     let server = ApiServer::start();
-    server.create_pod("demo", "web", &["app"]);
+    server.create_pod("demo", "web", &["app"]).unwrap();
     let rt = server.runtime();
     rt.command(&["echo"], |i| CommandOutput {
         stdout: format!("{}\n", i.argv[1..].join(" ")).into_bytes(),

@@ -441,9 +441,9 @@ fn list_node_pods(client: &Client, node: &str, o: &DrainOptions) -> Result<Vec<V
 /// use kube_informer::Client;
 ///
 /// let server = ApiServer::start();
-/// server.add_node("node-1");
+/// server.add_node("node-1").unwrap();
 /// server.add_pod_on("lab", "web-1", "node-1", serde_json::json!({"metadata": {"ownerReferences": [
-///     {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1", "controller": true}]}}));
+///     {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1", "controller": true}]}})).unwrap();
 /// let client = Client::new(server.client_config())?;
 /// let report = drain_node(&client, "node-1", &DrainOptions::default())?;
 /// assert!(report.is_drained());
