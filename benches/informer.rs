@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, DynamicObject, Object, PartialObjectMetadata};
-use kube_informer::cache::{HandlerFns, InformerConfig, SharedIndexInformer};
+use kube_informer::cache::{InformerConfig, ReflectorConfig, SharedIndexInformer};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client, ClientConfig};
 use serde::Deserialize;
@@ -300,11 +300,13 @@ fn client<K: Object>(url: &str, n: usize, ctl: &mut dyn FnMut(&str) -> String) -
             cpu_total: cpu,
         };
     }
-    let mut config = InformerConfig::default();
-    // `BENCH_STREAMING=1`: the initial list as a streaming list (`sendInitialEvents`).
-    config.reflector.streaming_list = std::env::var_os("BENCH_STREAMING").is_some();
-    // `BENCH_STRIP=1`: `managedFields` skipped while decoding.
-    config.reflector.strip_managed_fields = std::env::var_os("BENCH_STRIP").is_some();
+    let config = InformerConfig::new().reflector(
+        ReflectorConfig::new()
+            // `BENCH_STREAMING=1`: the initial list as a streaming list (`sendInitialEvents`).
+            .streaming_list(std::env::var_os("BENCH_STREAMING").is_some())
+            // `BENCH_STRIP=1`: `managedFields` skipped while decoding.
+            .strip_managed_fields(std::env::var_os("BENCH_STRIP").is_some()),
+    );
     let informer = SharedIndexInformer::new(api, config);
     #[cfg(feature = "metrics")]
     metrics.register_informer(&informer);
@@ -315,7 +317,7 @@ fn client<K: Object>(url: &str, n: usize, ctl: &mut dyn FnMut(&str) -> String) -
     let all_arrived: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)> = Arc::default();
     let (u, f, done) = (updates.clone(), first_update.clone(), all_arrived.clone());
     let registration = informer
-        .add_event_handler(HandlerFns::new().on_update(move |_old: Arc<K>, _new| {
+        .add_event_handler(informer.handler_fns().on_update(move |_old, _new| {
             f.get_or_init(Instant::now);
             if u.fetch_add(1, Ordering::Relaxed) + 1 == UPDATES as u64 {
                 *done.0.lock().unwrap() = true;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, DynamicObject};
-use kube_informer::cache::{HandlerFns, SharedInformerFactory};
+use kube_informer::cache::SharedInformerFactory;
 use kube_informer::Client;
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -152,7 +152,7 @@ fn main() {
         let informer = factory.informer_for::<DynamicObject>(&resource(i));
         let s = Arc::clone(&seen);
         informer
-            .add_event_handler(HandlerFns::new().on_add(move |_: Arc<DynamicObject>, _| {
+            .add_event_handler(informer.handler_fns().on_add(move |_, _| {
                 s.fetch_add(1, Ordering::Relaxed);
             }))
             .unwrap();

@@ -101,7 +101,7 @@ fn main() {
             ApiServer::start()
         };
         let label = if tls { "TLS" } else { "plain" };
-        server.create_pod("bench", "p", &[]);
+        server.create_pod("bench", "p", &[]).unwrap();
         server
             .runtime()
             .command(&["true"], Runtime::output(b"", b"", 0));

@@ -37,7 +37,7 @@ fn line(i: usize) -> String {
 /// One run: seconds to deliver `LINES` lines.
 fn run(live: bool, resume: bool) -> f64 {
     let server = std::sync::Arc::new(ApiServer::start());
-    server.add_pod("lab", "web", &["app"]);
+    server.add_pod("lab", "web", &["app"]).unwrap();
     if !live {
         let text: Vec<String> = (0..LINES).map(line).collect();
         server.append_log("lab", "web", "app", &text.join("\n"));

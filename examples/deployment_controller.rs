@@ -131,11 +131,13 @@ fn main() {
             }
         }
     }
-    let options = KubeconfigOptions {
-        kubeconfig: kubeconfig.map(Into::into),
-        context,
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &kubeconfig {
+        options = options.kubeconfig(v);
+    }
+    if let Some(v) = &context {
+        options = options.context(v);
+    }
     let loaded = if demo {
         None
     } else {
@@ -170,9 +172,9 @@ fn main() {
     // One manager: its factory's informers, the controller, probes, a clean stop.
     let mut manager = Manager::builder_with_options(
         client.clone(),
-        FactoryOptions {
-            namespace: namespace.clone(),
-            ..Default::default()
+        match &namespace {
+            Some(ns) => FactoryOptions::new().namespace(ns),
+            None => FactoryOptions::new(),
         },
     );
     if let Some(addr) = &probe_addr {

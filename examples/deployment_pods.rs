@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_informer::api::{ApiResource, Meta, Object};
-use kube_informer::cache::{FactoryOptions, HandlerFns, IndexFn, Lister, SharedInformerFactory};
+use kube_informer::cache::{FactoryOptions, IndexFn, Lister, SharedInformerFactory};
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::ApiServer;
 use kube_informer::Client;
@@ -204,11 +204,13 @@ fn main() {
             }
         }
     }
-    let options = KubeconfigOptions {
-        kubeconfig: kubeconfig.map(Into::into),
-        context,
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &kubeconfig {
+        options = options.kubeconfig(v);
+    }
+    if let Some(v) = &context {
+        options = options.context(v);
+    }
     let loaded = if demo {
         None
     } else {
@@ -232,11 +234,11 @@ fn main() {
 
     let factory = SharedInformerFactory::with_options(
         client,
-        FactoryOptions {
-            namespace,
-            strip_managed_fields: true,
-            ..Default::default()
-        },
+        match &namespace {
+            Some(ns) => FactoryOptions::new().namespace(ns),
+            None => FactoryOptions::new(),
+        }
+        .strip_managed_fields(true),
     );
     let deployments = factory.informer::<Deployment>();
     let replicasets = factory.informer::<ReplicaSet>();
@@ -256,11 +258,12 @@ fn main() {
     // Any change marks the report stale; the main loop reprints it at most once a second.
     let dirty = Arc::new(AtomicBool::new(true));
     macro_rules! mark {
-        ($informer:expr, $t:ty) => {{
+        ($informer:expr) => {{
             let (a, u, d) = (dirty.clone(), dirty.clone(), dirty.clone());
             $informer
                 .add_event_handler(
-                    HandlerFns::<$t>::new()
+                    $informer
+                        .handler_fns()
                         .on_add(move |_, _| a.store(true, Ordering::SeqCst))
                         .on_update(move |_, _| u.store(true, Ordering::SeqCst))
                         .on_delete(move |_| d.store(true, Ordering::SeqCst)),
@@ -268,10 +271,10 @@ fn main() {
                 .unwrap_or_else(|e| fail(&e));
         }};
     }
-    mark!(deployments, Deployment);
-    mark!(replicasets, ReplicaSet);
-    mark!(pods, Pod);
-    mark!(events, Event);
+    mark!(deployments);
+    mark!(replicasets);
+    mark!(pods);
+    mark!(events);
     factory.start().unwrap_or_else(|e| fail(&e));
     let sync = factory.wait_for_cache_sync(Duration::from_secs(60));
     if !sync.all_synced() {
@@ -369,7 +372,7 @@ fn demo_cluster() -> ApiServer {
 fn demo_step(server: &ApiServer) {
     let pods = ApiResource::of::<Pod>();
     let name = "web-7d9f8-2";
-    let Some(pod) = server.get(&pods, Some("lab"), name) else {
+    let Ok(pod) = server.get(&pods, Some("lab"), name) else {
         return;
     };
     let gate_ready = pod["status"]["conditions"][1]["status"] == "True";

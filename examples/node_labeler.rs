@@ -106,11 +106,13 @@ fn main() {
             }
         }
     }
-    let options = KubeconfigOptions {
-        kubeconfig: kubeconfig.map(Into::into),
-        context,
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &kubeconfig {
+        options = options.kubeconfig(v);
+    }
+    if let Some(v) = &context {
+        options = options.context(v);
+    }
     let loaded = if demo {
         None
     } else {

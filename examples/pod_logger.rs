@@ -32,7 +32,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, LabelSelector, Object, ObjectMeta, Resource, StringMap};
-use kube_informer::cache::{DeletedObject, EventHandler, InformerConfig, SharedIndexInformer};
+use kube_informer::cache::{
+    DeletedObject, EventHandler, InformerConfig, ReflectorConfig, SharedIndexInformer,
+};
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client};
@@ -267,12 +269,16 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let options = KubeconfigOptions {
-        kubeconfig: args.kubeconfig.clone().map(Into::into),
-        context: args.context.clone(),
-        namespace: args.namespace.clone(),
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &args.kubeconfig {
+        options = options.kubeconfig(v);
+    }
+    if let Some(v) = &args.context {
+        options = options.context(v);
+    }
+    if let Some(v) = &args.namespace {
+        options = options.namespace(v);
+    }
     let loaded = if args.demo {
         None
     } else {
@@ -312,9 +318,13 @@ fn main() {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::all(client),
     };
-    let mut config = InformerConfig::default();
-    config.reflector.label_selector = args.selector.clone();
-    config.transform = Some(kube_informer::cache::strip_managed_fields());
+    let mut reflector = ReflectorConfig::new();
+    if let Some(selector) = &args.selector {
+        reflector = reflector.labels(selector);
+    }
+    let config = InformerConfig::new()
+        .reflector(reflector)
+        .transform(kube_informer::cache::strip_managed_fields());
     let simulated = _demo.as_ref().map(|d| Arc::clone(&d.blip));
     let config = config.on_watch_error(move |e| {
         // The demo's own blips were announced when they were made; real errors show.

@@ -167,8 +167,7 @@ fn start_replica(
             .renew_deadline(Duration::from_secs(2))
             .retry_period(Duration::from_millis(500));
     }
-    let mut options = shard.factory_options();
-    options.namespace = Some(settings.namespace.clone());
+    let options = shard.factory_options().namespace(&settings.namespace);
     let factory = SharedInformerFactory::with_options(client.clone(), options);
     let informer = factory.dynamic_informer(&configmaps());
     let lister = informer.lister();
@@ -359,11 +358,13 @@ fn main() {
         }
     }
     let exclusivity = Arc::new(Exclusivity::default());
-    let options = KubeconfigOptions {
-        kubeconfig: kubeconfig.map(Into::into),
-        context,
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &kubeconfig {
+        options = options.kubeconfig(v);
+    }
+    if let Some(v) = &context {
+        options = options.context(v);
+    }
     let loaded = if demo_mode {
         None
     } else {

@@ -37,11 +37,10 @@
 //! however many parts of the program ask for it. Handlers run on a thread of their own each.
 //!
 //! ```
-//! use std::sync::Arc;
 //! use std::time::Duration;
 //!
-//! use kube_informer::api::{ApiResource, DynamicObject};
-//! use kube_informer::cache::{HandlerFns, SharedInformerFactory};
+//! use kube_informer::api::ApiResource;
+//! use kube_informer::cache::SharedInformerFactory;
 //! use kube_informer::testing::ApiServer;
 //! use kube_informer::Client;
 //!
@@ -53,10 +52,11 @@
 //! let informer = factory.dynamic_informer(&pods);
 //! let (tx, rx) = std::sync::mpsc::channel();
 //! informer.add_event_handler(
-//!     HandlerFns::new()
+//!     informer
+//!         .handler_fns()
 //!         .on_add({
 //!             let tx = tx.clone();
-//!             move |pod: Arc<DynamicObject>, _initial| tx.send(format!("ADD {}", pod.metadata.key())).unwrap()
+//!             move |pod, _initial| tx.send(format!("ADD {}", pod.metadata.key())).unwrap()
 //!         })
 //!         .on_delete(move |gone| tx.send(format!("DELETE {}", gone.object().metadata.key())).unwrap()),
 //! )?;

@@ -122,10 +122,7 @@ fn kubeconfig_merging_lets_the_first_file_win() {
         "first file's context, cluster and user"
     );
     // An entry only the second file has is still there.
-    let opts = KubeconfigOptions {
-        context: Some("only-second".into()),
-        ..Default::default()
-    };
+    let opts = KubeconfigOptions::new().context("only-second");
     let c = Config::from_kubeconfig_paths(&[a.clone(), b.clone()], &opts).unwrap();
     assert_eq!(c.namespace(), "from-second");
     assert_eq!(

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use kube_informer::api::DynamicObject;
-use kube_informer::cache::{InformerConfig, SharedIndexInformer};
+use kube_informer::cache::{InformerConfig, ReflectorConfig, SharedIndexInformer};
 use kube_informer::controller::{Action, Controller};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::workqueue::ItemExponential;
@@ -35,12 +35,14 @@ fn every_object_is_reconciled_once_per_final_generation_under_faults() {
             .unwrap();
     }
     let client = Client::new(server.client_config()).unwrap();
-    let mut config = InformerConfig::default();
-    config.reflector.backoff_initial = Duration::from_millis(50);
-    config.reflector.backoff_max = Duration::from_millis(300);
-    // Short watches, so injected watch faults bite often. (Connections are not cut by hand:
-    // a write whose answer is lost would leave the client unable to know it happened.)
-    config.reflector.watch_timeout = (Duration::from_secs(1), Duration::from_secs(2));
+    let config = InformerConfig::new().reflector(
+        ReflectorConfig::new()
+            .backoff(Duration::from_millis(50), Duration::from_millis(300))
+            // Short watches, so injected watch faults bite often. (Connections are not cut
+            // by hand: a write whose answer is lost would leave the client unable to know
+            // it happened.)
+            .watch_timeout(Duration::from_secs(1), Duration::from_secs(2)),
+    );
     let informer: SharedIndexInformer<DynamicObject> =
         SharedIndexInformer::new(Api::all_with(client.clone(), &widgets()), config);
     let lister = informer.lister();

@@ -432,10 +432,7 @@ fn a_filter_that_drops_every_update_loses_no_delete_tombstone_or_resync() {
     // every update, yet lab/c is reconciled again and again without any change.
     let resyncing = SharedInformerFactory::with_options(
         client,
-        FactoryOptions {
-            default_resync: Duration::from_millis(200),
-            ..FactoryOptions::default()
-        },
+        FactoryOptions::new().default_resync(Duration::from_millis(200)),
     );
     let ledger = Ledger::default();
     let l = ledger.clone();

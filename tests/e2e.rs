@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, DynamicObject, PartialObjectMetadata};
 use kube_informer::cache::{
-    DeletedObject, EventHandler, HandlerFns, InformerConfig, RelistCause, SharedIndexInformer,
+    DeletedObject, EventHandler, HandlerFns, InformerConfig, ReflectorConfig, RelistCause,
+    SharedIndexInformer,
 };
 use kube_informer::client::PatchOperation;
 use kube_informer::config::{Config, KubeconfigOptions};
@@ -290,10 +291,9 @@ fn wait_converged(
 }
 
 fn informer_config() -> InformerConfig<DynamicObject> {
-    let mut c = InformerConfig::default();
-    c.reflector.backoff_initial = Duration::from_millis(100);
-    c.reflector.backoff_max = Duration::from_secs(1);
-    c
+    InformerConfig::new().reflector(
+        ReflectorConfig::new().backoff(Duration::from_millis(100), Duration::from_secs(1)),
+    )
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1097,8 +1097,7 @@ fn sharded_controller_moves_objects_between_shards(env: &Env) {
             .lease_duration(Duration::from_secs(6))
             .renew_deadline(Duration::from_secs(4))
             .retry_period(Duration::from_millis(500));
-        let mut options = shard.factory_options();
-        options.namespace = Some(ns.name.clone());
+        let options = shard.factory_options().namespace(&ns.name);
         let factory = SharedInformerFactory::with_options(env.client.clone(), options);
         let informer = factory.dynamic_informer(&configmaps());
         let (inside, overlaps, me) = (Arc::clone(&inside), Arc::clone(&overlaps), id.to_owned());

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::view::View;
 use kube_informer::api::{ApiResource, DynamicObject};
-use kube_informer::cache::FactoryOptions;
+use kube_informer::cache::{FactoryOptions, ReflectorConfig};
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::manager::Manager;
 use kube_informer::testing::ApiServer;
@@ -171,10 +171,11 @@ fn a_deleted_crd_is_gone_and_its_informer_comes_back(env: &Env) {
     let gizmo = |name: &str| json!({"apiVersion": format!("{}/v1", crd.group), "kind": "Gizmo", "metadata": {"name": name}});
     api.create(&PostParams::default(), &gizmo("g1")).unwrap();
 
-    let mut options = FactoryOptions::default();
-    options.reflector.backoff_initial = Duration::from_millis(100);
-    options.reflector.backoff_max = Duration::from_millis(500);
-    options.reflector.gone_backoff_max = Duration::from_secs(2);
+    let options = FactoryOptions::new().reflector(
+        ReflectorConfig::new()
+            .backoff(Duration::from_millis(100), Duration::from_millis(500))
+            .gone_backoff_max(Duration::from_secs(2)),
+    );
     let builder = Manager::builder_with_options(env.client.clone(), options)
         .unhealthy_after(Duration::ZERO)
         .grace_period(Duration::from_secs(20));

@@ -102,7 +102,7 @@ fn real() -> Option<Env> {
 
 fn fake() -> Env {
     let server = ApiServer::builder().tls().start();
-    server.create_pod("e2e", "io", &["main"]);
+    server.create_pod("e2e", "io", &["main"]).unwrap();
     server
         .runtime()
         .command(&["sh", "-c", "cat; exit 3"], |i| CommandOutput {

@@ -222,12 +222,14 @@ fn real_pod_logs_and_eviction() {
 #[test]
 fn fake_pod_logs_and_eviction() {
     let server = ApiServer::builder().tls().start();
-    server.add_pod_on(
-        "e2e",
-        "talker",
-        "lab-node",
-        json!({"metadata": {"labels": {"app": "talker"}}}),
-    );
+    server
+        .add_pod_on(
+            "e2e",
+            "talker",
+            "lab-node",
+            json!({"metadata": {"labels": {"app": "talker"}}}),
+        )
+        .unwrap();
     server.append_log("e2e", "talker", "main", "line 1\nline 2\nline 3");
     let client = Client::new(server.client_config()).unwrap();
     scenario(&client, "e2e", &|spec| match spec {

@@ -153,7 +153,7 @@ fn a_crd_applied_is_served(env: &Env, group: &str) {
         if let Some(server) = &env.fake {
             // What the API server's CRD controller does.
             s.spawn(|| {
-                common::wait_until("the CRD to exist", || server.get(&crds(), None, &name).is_some());
+                common::wait_until("the CRD to exist", || server.get(&crds(), None, &name).is_ok());
                 server
                     .patch(&crds(), None, &name,
                         &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}}))

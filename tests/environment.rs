@@ -99,10 +99,7 @@ fn bearer(config: &Config) -> String {
 }
 
 fn with_context(context: &str) -> KubeconfigOptions {
-    KubeconfigOptions {
-        context: Some(context.into()),
-        ..Default::default()
-    }
+    KubeconfigOptions::new().context(context)
 }
 
 const FIRST: &str = r#"
@@ -282,28 +279,18 @@ fn an_explicit_kubeconfig_file_wins_over_kubeconfig_and_home_like_kubectl_s_flag
     write(&f.home, ".kube/config", SECOND);
     env.set("HOME", &f.home);
     env.set("KUBECONFIG", &f.second);
-    let options = KubeconfigOptions {
-        kubeconfig: Some(f.first.clone()),
-        ..Default::default()
-    };
+    let options = KubeconfigOptions::new().kubeconfig(&f.first);
     let config = Config::infer_if_configured(&options)
         .unwrap()
         .expect("configured");
     assert_eq!(config.client_config.server, "http://one.invalid");
     assert_eq!(bearer(&config), "Bearer t1");
     // The other options still apply to that file.
-    let config = Config::infer_with(&KubeconfigOptions {
-        context: Some("file-one".into()),
-        ..options.clone()
-    })
-    .unwrap();
+    let config = Config::infer_with(&options.clone().context("file-one")).unwrap();
     assert_eq!(bearer(&config), "Bearer tok-one");
     // A missing file is an error naming it, never "nothing configured" or a fall back.
     env.unset("KUBECONFIG");
-    let missing = KubeconfigOptions {
-        kubeconfig: Some(f.missing.clone()),
-        ..Default::default()
-    };
+    let missing = KubeconfigOptions::new().kubeconfig(&f.missing);
     let e = Config::infer_if_configured(&missing).expect_err("a missing --kubeconfig file");
     assert!(
         e.to_string().contains(&f.missing.display().to_string()),

@@ -144,9 +144,8 @@ fn repeats_become_one_event_with_a_series_count() {
     let server = ApiServer::start();
     let client = Client::new(server.client_config()).unwrap();
     let about = pod(&server, &client, "web-0");
-    let mut cfg = config();
     // Short refresh so that the later repeats are written within the test.
-    cfg.series_refresh = Duration::from_millis(50);
+    let cfg = config().series_refresh(Duration::from_millis(50));
     let r = EventRecorder::start(client, cfg).unwrap();
     for i in 0..5 {
         assert!(r.record(
@@ -197,9 +196,7 @@ fn the_rate_limit_drops_past_its_burst_per_object() {
     let client = Client::new(server.client_config()).unwrap();
     let a = pod(&server, &client, "a");
     let b = pod(&server, &client, "b");
-    let mut cfg = config();
-    cfg.burst = 3;
-    cfg.refill_every = Duration::from_secs(3600);
+    let cfg = config().burst(3).refill_every(Duration::from_secs(3600));
     let r = EventRecorder::start(client, cfg).unwrap();
     for i in 0..8 {
         assert!(r.record(&a, EventType::Normal, &format!("R{i}"), "Label", ""));
@@ -221,8 +218,7 @@ fn a_stalled_server_never_blocks_the_caller_and_the_queue_bound_holds() {
     let client = Client::new(server.client_config()).unwrap();
     let about = pod(&server, &client, "web-0");
     server.inject(Target::Write, Fault::Stall(Duration::from_secs(3600)));
-    let mut cfg = config();
-    cfg.queue_capacity = 4;
+    let cfg = config().queue_capacity(4);
     let r = EventRecorder::start(client, cfg).unwrap();
     r.record(&about, EventType::Normal, "First", "Label", "");
     // The thread took the first one and is stuck on its create.
@@ -278,8 +274,7 @@ fn without_events_k8s_io_the_recorder_falls_back_to_core_v1() {
     let about = pod(&server, &client, "web-0");
     // The first create answers 404, as a server without events.k8s.io/v1 would.
     server.inject(Target::Write, Fault::status(404));
-    let mut cfg = config();
-    cfg.series_refresh = Duration::from_millis(50);
+    let cfg = config().series_refresh(Duration::from_millis(50));
     let r = EventRecorder::start(client, cfg).unwrap();
     for _ in 0..3 {
         r.record(&about, EventType::Normal, "Labelled", "Label", "zone=a");
@@ -304,8 +299,7 @@ fn without_events_k8s_io_the_recorder_falls_back_to_core_v1() {
 fn an_invalid_config_is_refused() {
     let server = ApiServer::start();
     let client = Client::new(server.client_config()).unwrap();
-    let mut cfg = config();
-    cfg.queue_capacity = 0;
+    let cfg = config().queue_capacity(0);
     assert!(EventRecorder::start(client.clone(), cfg).is_err());
     assert!(EventRecorder::start(client, EventRecorderConfig::new("", "x")).is_err());
 }

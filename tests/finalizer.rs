@@ -99,7 +99,7 @@ impl Harness {
     }
 
     fn get(&self, name: &str) -> Option<Value> {
-        self.server.get(&configmaps(), Some("lab"), name)
+        self.server.get(&configmaps(), Some("lab"), name).ok()
     }
 
     fn finalizers(&self, name: &str) -> Vec<String> {

@@ -10,7 +10,9 @@ use std::time::Duration;
 use common::view::View;
 use common::*;
 use kube_informer::api::DynamicObject;
-use kube_informer::cache::{FactoryOptions, InformerConfig, RelistCause, SharedInformerFactory};
+use kube_informer::cache::{
+    FactoryOptions, InformerConfig, ReflectorConfig, RelistCause, SharedInformerFactory,
+};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::Client;
 use parking_lot::Mutex;
@@ -66,11 +68,11 @@ fn server() -> ApiServer {
 }
 
 fn config(name: &str) -> InformerConfig<DynamicObject> {
-    let mut c = InformerConfig::default();
-    c.reflector.name = Some(name.into());
-    c.reflector.backoff_initial = Duration::from_millis(20);
-    c.reflector.backoff_max = Duration::from_millis(100);
-    c
+    InformerConfig::new().reflector(
+        ReflectorConfig::new()
+            .name(name)
+            .backoff(Duration::from_millis(20), Duration::from_millis(100)),
+    )
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::*;
 use kube_informer::api::DynamicObject;
-use kube_informer::cache::{HandlerFns, InformerConfig};
+use kube_informer::cache::{HandlerFns, InformerConfig, ReflectorConfig};
 use kube_informer::testing::ApiServer;
 
 #[test]
@@ -21,9 +21,8 @@ fn an_idle_informer_holds_one_connection_and_three_threads() {
             .unwrap();
     }
     let before = thread_names();
-    let mut config = InformerConfig::default();
     // A paged list of several pages, on connections kept for reuse between its pages.
-    config.reflector.page_size = 2;
+    let config = InformerConfig::new().reflector(ReflectorConfig::new().page_size(2));
     let inf = pods_informer(&server, config);
     inf.add_event_handler(HandlerFns::new().on_add(|_: Arc<DynamicObject>, _| {}))
         .unwrap();

@@ -40,9 +40,8 @@ fn converged(server: &ApiServer, view: &View) -> bool {
 fn slow_and_panicking_handlers_do_not_hold_back_a_fast_one() {
     let server = server_with(100);
     let panics = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mut config = fast_config();
     let p = panics.clone();
-    config.on_handler_panic = Some(Arc::new(move |m: &str| p.lock().push(m.to_owned())));
+    let config = fast_config().on_handler_panic(move |m: &str| p.lock().push(m.to_owned()));
     let inf = pods_informer(&server, config);
     let fast = View::default();
     let fast_reg = inf.add_event_handler(fast.clone()).unwrap();
@@ -217,8 +216,7 @@ fn every_handler_view_matches_the_server_after_faults_during_churn() {
 #[test]
 fn resync_is_per_handler_and_transforms_apply_before_caching() {
     let server = server_with(4);
-    let mut config = fast_config();
-    config.transform = Some(kube_informer::cache::strip_managed_fields());
+    let config = fast_config().transform(kube_informer::cache::strip_managed_fields());
     server
         .patch(
             &pods(),
@@ -248,8 +246,7 @@ fn resync_is_per_handler_and_transforms_apply_before_caching() {
 #[test]
 fn a_stalled_handler_holds_a_bounded_backlog_and_still_converges() {
     let server = server_with(10);
-    let mut config = fast_config();
-    config.max_backlog = 5;
+    let config = fast_config().max_backlog(5);
     let inf = pods_informer(&server, config);
     let gate = Arc::new(Mutex::new(()));
     let stalled = View::default();
@@ -432,11 +429,9 @@ fn the_factory_shares_informers_and_starts_and_stops_them_together() {
             serde_json::json!({"metadata": {"name": "w", "namespace": "lab"}, "spec": {}}),
         )
         .unwrap();
-    let options = FactoryOptions {
-        namespace: Some("lab".into()),
-        strip_managed_fields: true,
-        ..Default::default()
-    };
+    let options = FactoryOptions::new()
+        .namespace("lab")
+        .strip_managed_fields(true);
     let factory =
         SharedInformerFactory::with_options(Client::new(server.client_config()).unwrap(), options);
     let a = factory.dynamic_informer(&pods());

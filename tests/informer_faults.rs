@@ -128,14 +128,14 @@ fn resyncs_during_churn_never_bring_back_a_deleted_object() {
 fn a_panicking_transform_is_reported_and_the_informer_syncs() {
     let server = server_with(30);
     let reported = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mut config = fast_config();
-    config.transform = Some(Arc::new(|o: &mut DynamicObject| {
-        if o.metadata.name.as_deref() == Some("pod-0013") {
-            panic!("this transform cannot handle pod-0013");
-        }
-    }));
     let sink = reported.clone();
-    config.on_handler_panic = Some(Arc::new(move |m: &str| sink.lock().push(m.to_owned())));
+    let config = fast_config()
+        .transform(Arc::new(|o: &mut DynamicObject| {
+            if o.metadata.name.as_deref() == Some("pod-0013") {
+                panic!("this transform cannot handle pod-0013");
+            }
+        }))
+        .on_handler_panic(move |m: &str| sink.lock().push(m.to_owned()));
     let inf = pods_informer(&server, config);
     inf.start().unwrap();
     assert!(inf.wait_for_cache_sync(PATIENCE), "the informer synced");

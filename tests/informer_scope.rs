@@ -14,8 +14,8 @@ use common::view::View;
 use common::*;
 use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::cache::{
-    FactoryOptions, InformerScope, NamespaceWatch, SharedIndexInformer, SharedInformerFactory,
-    NAMESPACE_INDEX,
+    FactoryOptions, InformerScope, NamespaceWatch, ReflectorConfig, SharedIndexInformer,
+    SharedInformerFactory, NAMESPACE_INDEX,
 };
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::Client;
@@ -30,10 +30,9 @@ fn cm(ns: &str, name: &str, n: usize) -> serde_json::Value {
 }
 
 fn fast_options() -> FactoryOptions {
-    let mut o = FactoryOptions::default();
-    o.reflector.backoff_initial = Duration::from_millis(20);
-    o.reflector.backoff_max = Duration::from_millis(100);
-    o
+    FactoryOptions::new().reflector(
+        ReflectorConfig::new().backoff(Duration::from_millis(20), Duration::from_millis(100)),
+    )
 }
 
 /// Creates, updates and deletes objects in every namespace of `namespaces`.
@@ -244,9 +243,7 @@ fn each_resource_gets_its_own_scope_over_the_factory_defaults() {
     }
     // The factory's defaults: namespace a, app=web. Secrets: every namespace, no selector,
     // and a transform of their own.
-    let mut options = fast_options();
-    options.namespace = Some("a".into());
-    options.label_selector = Some("app=web".into());
+    let options = fast_options().namespace("a").labels("app=web");
     let factory =
         SharedInformerFactory::with_options(Client::new(server.client_config()).unwrap(), options);
     // Drops every field but the metadata.

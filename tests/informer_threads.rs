@@ -27,10 +27,7 @@ fn shutdown_joins_every_thread() {
             .unwrap();
     }
     let before = thread_names();
-    let options = FactoryOptions {
-        default_resync: Duration::from_millis(200),
-        ..Default::default()
-    };
+    let options = FactoryOptions::new().default_resync(Duration::from_millis(200));
     let factory =
         SharedInformerFactory::with_options(Client::new(server.client_config()).unwrap(), options);
     let pods_informer = factory.dynamic_informer(&pods());

@@ -16,7 +16,9 @@ use std::time::Duration;
 use common::view::View;
 use common::*;
 use kube_informer::api::ApiResource;
-use kube_informer::cache::{FactoryOptions, InformerConfig, InformerScope, SharedIndexInformer};
+use kube_informer::cache::{
+    FactoryOptions, InformerConfig, InformerScope, ReflectorConfig, SharedIndexInformer,
+};
 use kube_informer::manager::{Manager, ManagerBuilder};
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client};
@@ -27,11 +29,11 @@ fn widget(ns: &str, name: &str) -> serde_json::Value {
 }
 
 fn fast_options() -> FactoryOptions {
-    let mut o = FactoryOptions::default();
-    o.reflector.backoff_initial = Duration::from_millis(20);
-    o.reflector.backoff_max = Duration::from_millis(50);
-    o.reflector.gone_backoff_max = Duration::from_millis(200);
-    o
+    FactoryOptions::new().reflector(
+        ReflectorConfig::new()
+            .backoff(Duration::from_millis(20), Duration::from_millis(50))
+            .gone_backoff_max(Duration::from_millis(200)),
+    )
 }
 
 fn builder(server: &ApiServer) -> ManagerBuilder {

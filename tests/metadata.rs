@@ -11,7 +11,8 @@ use common::capture::{self, Compare};
 use common::{pods, wait_until, widgets, PATIENCE};
 use kube_informer::api::{ApiResource, DynamicObject, PartialObjectMetadata, WatchEvent};
 use kube_informer::cache::{
-    IndexFn, InformerConfig, SharedIndexInformer, SharedInformerFactory, NAMESPACE_INDEX,
+    IndexFn, InformerConfig, ReflectorConfig, SharedIndexInformer, SharedInformerFactory,
+    NAMESPACE_INDEX,
 };
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client, ListParams, PostParams, WatchParams};
@@ -334,11 +335,15 @@ fn label_index() -> (String, IndexFn<PartialObjectMetadata>) {
 
 /// A metadata informer syncs, follows changes, and serves its lister and indexes.
 fn informer_follows(server: &ApiServer, ar: &ApiResource, streaming: bool) {
-    let mut config = InformerConfig::default();
-    config.reflector.streaming_list = streaming;
-    config.reflector.page_size = 2;
-    config.reflector.backoff_initial = std::time::Duration::from_millis(50);
-    config.reflector.backoff_max = std::time::Duration::from_millis(400);
+    let config = InformerConfig::new().reflector(
+        ReflectorConfig::new()
+            .streaming_list(streaming)
+            .page_size(2)
+            .backoff(
+                std::time::Duration::from_millis(50),
+                std::time::Duration::from_millis(400),
+            ),
+    );
     let inf: SharedIndexInformer<PartialObjectMetadata> =
         SharedIndexInformer::new(Api::all_with(client(server), ar), config);
     inf.add_indexers([label_index()]).unwrap();

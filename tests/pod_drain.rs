@@ -46,12 +46,14 @@ fn owned_by(kind: &str, name: &str) -> Value {
 
 fn web(server: &ApiServer, n: usize, node: &str) {
     for i in 0..n {
-        server.add_pod_on(
-            "lab",
-            &format!("web-{i}"),
-            node,
-            owned_by("ReplicaSet", "web"),
-        );
+        server
+            .add_pod_on(
+                "lab",
+                &format!("web-{i}"),
+                node,
+                owned_by("ReplicaSet", "web"),
+            )
+            .unwrap();
     }
 }
 
@@ -75,7 +77,7 @@ fn a_budget_refuses_with_a_typed_retryable_429_and_allows_otherwise() {
     let api = pods_api(&server, "lab");
     api.evict("web-0", &DeleteParams::default()).unwrap();
     assert!(
-        server.get(&pods(), Some("lab"), "web-0").is_none(),
+        server.get(&pods(), Some("lab"), "web-0").is_err(),
         "evicted: gone"
     );
     let e = api.evict("web-1", &DeleteParams::default()).unwrap_err();
@@ -95,9 +97,11 @@ fn a_budget_refuses_with_a_typed_retryable_429_and_allows_otherwise() {
         st.message,
         "Cannot evict pod as it would violate the pod's disruption budget."
     );
-    assert!(server.get(&pods(), Some("lab"), "web-1").is_some());
+    assert!(server.get(&pods(), Some("lab"), "web-1").is_ok());
     // A new replica comes up: the budget allows one more.
-    server.add_pod_on("lab", "web-3", "node-2", owned_by("ReplicaSet", "web"));
+    server
+        .add_pod_on("lab", "web-3", "node-2", owned_by("ReplicaSet", "web"))
+        .unwrap();
     api.evict("web-1", &DeleteParams::default()).unwrap();
     // A missing pod is a plain 404.
     let e = api.evict("nope", &DeleteParams::default()).unwrap_err();
@@ -113,7 +117,9 @@ fn max_unavailable_percentages_and_pods_the_budget_ignores() {
         json!({"maxUnavailable": "25%", "selector": {"matchExpressions": [
         {"key": "app", "operator": "In", "values": ["web"]}]}}),
     );
-    server.add_pod_on("lab", "web-pending", "", owned_by("ReplicaSet", "web"));
+    server
+        .add_pod_on("lab", "web-pending", "", owned_by("ReplicaSet", "web"))
+        .unwrap();
     let api = pods_api(&server, "lab");
     api.evict("web-0", &DeleteParams::default()).unwrap();
     let e = api.evict("web-1", &DeleteParams::default()).unwrap_err();
@@ -128,12 +134,12 @@ fn max_unavailable_percentages_and_pods_the_budget_ignores() {
 #[test]
 fn eviction_dry_run_and_uid_precondition() {
     let server = ApiServer::start();
-    let pod = server.add_pod("lab", "solo", &["main"]);
+    let pod = server.add_pod("lab", "solo", &["main"]).unwrap();
     let api = pods_api(&server, "lab");
     api.evict("solo", &DeleteParams::default().dry_run())
         .unwrap();
     assert!(
-        server.get(&pods(), Some("lab"), "solo").is_some(),
+        server.get(&pods(), Some("lab"), "solo").is_ok(),
         "dry run keeps it"
     );
     let e = api
@@ -151,7 +157,10 @@ fn eviction_dry_run_and_uid_precondition() {
             .grace_period(5),
     )
     .unwrap();
-    assert!(server.get(&pods(), Some("lab"), "solo").is_none());
+    assert!(server
+        .get(&pods(), Some("lab"), "solo")
+        .unwrap_err()
+        .is_not_found());
     let sent: Vec<String> = server.requests();
     assert!(sent
         .iter()
@@ -159,12 +168,10 @@ fn eviction_dry_run_and_uid_precondition() {
 }
 
 fn fast() -> DrainOptions {
-    DrainOptions {
-        eviction_retry_delay: Duration::from_millis(50),
-        poll_interval: Duration::from_millis(20),
-        timeout: Some(common::PATIENCE),
-        ..DrainOptions::default()
-    }
+    DrainOptions::new()
+        .eviction_retry_delay(Duration::from_millis(50))
+        .poll_interval(Duration::from_millis(20))
+        .timeout(common::PATIENCE)
 }
 
 fn unschedulable(server: &ApiServer, node: &str) -> bool {
@@ -174,9 +181,11 @@ fn unschedulable(server: &ApiServer, node: &str) -> bool {
 #[test]
 fn drain_cordons_evicts_and_skips_daemonset_and_mirror_pods() {
     let server = ApiServer::start();
-    server.add_node("node-1");
+    server.add_node("node-1").unwrap();
     web(&server, 2, "node-1");
-    server.add_pod_on("lab", "elsewhere", "node-2", owned_by("ReplicaSet", "web"));
+    server
+        .add_pod_on("lab", "elsewhere", "node-2", owned_by("ReplicaSet", "web"))
+        .unwrap();
     let ds = ApiResource::new("apps", "v1", "DaemonSet", "daemonsets", true);
     server
         .create(
@@ -184,19 +193,21 @@ fn drain_cordons_evicts_and_skips_daemonset_and_mirror_pods() {
             json!({"metadata": {"name": "proxy", "namespace": "kube-system"}}),
         )
         .unwrap();
-    server.add_pod_on(
-        "kube-system",
-        "proxy-x",
-        "node-1",
-        owned_by("DaemonSet", "proxy"),
-    );
+    server
+        .add_pod_on(
+            "kube-system",
+            "proxy-x",
+            "node-1",
+            owned_by("DaemonSet", "proxy"),
+        )
+        .unwrap();
     server.add_pod_on(
         "kube-system",
         "etcd-node-1",
         "node-1",
         json!({"metadata": {"annotations": {"kubernetes.io/config.mirror": "abc"},
             "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "node-1", "uid": "n1", "controller": true}]}}),
-    );
+    ).unwrap();
     let client = Client::new(server.client_config()).unwrap();
 
     // Without --ignore-daemonsets: refused, nothing evicted, the node stays cordoned.
@@ -208,17 +219,9 @@ fn drain_cordons_evicts_and_skips_daemonset_and_mirror_pods() {
     );
     assert!(report.evicted.is_empty());
     assert!(unschedulable(&server, "node-1"));
-    assert!(server.get(&pods(), Some("lab"), "web-0").is_some());
+    assert!(server.get(&pods(), Some("lab"), "web-0").is_ok());
 
-    let report = drain_node(
-        &client,
-        "node-1",
-        &DrainOptions {
-            ignore_daemonsets: true,
-            ..fast()
-        },
-    )
-    .unwrap();
+    let report = drain_node(&client, "node-1", &fast().ignore_daemonsets(true)).unwrap();
     assert!(report.is_drained(), "{report:?}");
     assert!(report.already_cordoned);
     let mut evicted = report.evicted.clone();
@@ -233,12 +236,10 @@ fn drain_cordons_evicts_and_skips_daemonset_and_mirror_pods() {
         skipped.contains(&"kube-system/proxy-x") && skipped.contains(&"kube-system/etcd-node-1")
     );
     assert!(
-        server.get(&pods(), Some("lab"), "elsewhere").is_some(),
+        server.get(&pods(), Some("lab"), "elsewhere").is_ok(),
         "another node's pod stays"
     );
-    assert!(server
-        .get(&pods(), Some("kube-system"), "proxy-x")
-        .is_some());
+    assert!(server.get(&pods(), Some("kube-system"), "proxy-x").is_ok());
 
     assert!(!uncordon(&client, "node-1").unwrap());
     assert!(!unschedulable(&server, "node-1"));
@@ -247,17 +248,23 @@ fn drain_cordons_evicts_and_skips_daemonset_and_mirror_pods() {
 #[test]
 fn drain_refuses_unmanaged_and_emptydir_pods_unless_told() {
     let server = ApiServer::start();
-    server.add_node("node-1");
-    server.add_pod_on("lab", "bare", "node-1", json!({}));
+    server.add_node("node-1").unwrap();
+    server
+        .add_pod_on("lab", "bare", "node-1", json!({}))
+        .unwrap();
     let mut cache = owned_by("ReplicaSet", "cache");
     cache["spec"] = json!({"volumes": [{"name": "scratch", "emptyDir": {}}]});
-    server.add_pod_on("lab", "cache-0", "node-1", cache);
-    server.add_pod_on(
-        "lab",
-        "done",
-        "node-1",
-        json!({"status": {"phase": "Succeeded"}}),
-    );
+    server
+        .add_pod_on("lab", "cache-0", "node-1", cache)
+        .unwrap();
+    server
+        .add_pod_on(
+            "lab",
+            "done",
+            "node-1",
+            json!({"status": {"phase": "Succeeded"}}),
+        )
+        .unwrap();
     let client = Client::new(server.client_config()).unwrap();
     let report = drain_node(&client, "node-1", &fast()).unwrap();
     assert_eq!(
@@ -270,12 +277,7 @@ fn drain_refuses_unmanaged_and_emptydir_pods_unless_told() {
     let report = drain_node(
         &client,
         "node-1",
-        &DrainOptions {
-            force: true,
-            delete_emptydir_data: true,
-            dry_run: true,
-            ..fast()
-        },
+        &fast().force(true).delete_emptydir_data(true).dry_run(true),
     )
     .unwrap();
     assert!(report.refused.is_empty());
@@ -287,15 +289,11 @@ fn drain_refuses_unmanaged_and_emptydir_pods_unless_told() {
         "a completed pod goes too"
     );
     assert!(report.evicted.is_empty(), "a dry run evicts nothing");
-    assert!(server.get(&pods(), Some("lab"), "bare").is_some());
+    assert!(server.get(&pods(), Some("lab"), "bare").is_ok());
     let report = drain_node(
         &client,
         "node-1",
-        &DrainOptions {
-            force: true,
-            delete_emptydir_data: true,
-            ..fast()
-        },
+        &fast().force(true).delete_emptydir_data(true),
     )
     .unwrap();
     assert!(report.is_drained(), "{report:?}");
@@ -309,7 +307,7 @@ fn drain_refuses_unmanaged_and_emptydir_pods_unless_told() {
 #[test]
 fn drain_retries_a_budgets_429_until_it_allows_then_waits_for_the_pod_by_uid() {
     let server = ApiServer::start();
-    server.add_node("node-1");
+    server.add_node("node-1").unwrap();
     web(&server, 2, "node-1");
     budget(
         &server,
@@ -326,8 +324,12 @@ fn drain_retries_a_budgets_429_until_it_allows_then_waits_for_the_pod_by_uid() {
         assert!(std::time::Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(5));
     }
-    server.add_pod_on("lab", "web-2", "node-2", owned_by("ReplicaSet", "web"));
-    server.add_pod_on("lab", "web-3", "node-2", owned_by("ReplicaSet", "web"));
+    server
+        .add_pod_on("lab", "web-2", "node-2", owned_by("ReplicaSet", "web"))
+        .unwrap();
+    server
+        .add_pod_on("lab", "web-3", "node-2", owned_by("ReplicaSet", "web"))
+        .unwrap();
     let report = drain.join().unwrap();
     assert!(report.is_drained(), "{report:?}");
     assert!(!report.retried.is_empty());
@@ -345,7 +347,7 @@ fn drain_retries_a_budgets_429_until_it_allows_then_waits_for_the_pod_by_uid() {
 #[test]
 fn drain_times_out_and_reports_what_is_left() {
     let server = ApiServer::start();
-    server.add_node("node-1");
+    server.add_node("node-1").unwrap();
     web(&server, 1, "node-1");
     budget(
         &server,
@@ -355,10 +357,7 @@ fn drain_times_out_and_reports_what_is_left() {
     let report = drain_node(
         &client,
         "node-1",
-        &DrainOptions {
-            timeout: Some(Duration::from_millis(300)),
-            ..fast()
-        },
+        &fast().timeout(Duration::from_millis(300)),
     )
     .unwrap();
     assert_eq!(report.pending, ["lab/web-0"]);
@@ -367,11 +366,7 @@ fn drain_times_out_and_reports_what_is_left() {
     let report = drain_node(
         &client,
         "node-1",
-        &DrainOptions {
-            disable_eviction: true,
-            grace_period_seconds: Some(0),
-            ..fast()
-        },
+        &fast().disable_eviction(true).grace_period(0),
     )
     .unwrap();
     assert!(report.is_drained(), "{report:?}");

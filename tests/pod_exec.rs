@@ -25,7 +25,7 @@ fn client(server: &ApiServer) -> Client {
 #[test]
 fn exec_collects_output_and_exit_code_over_plain_and_tls() {
     for server in servers() {
-        server.create_pod("lab", "p", &[]);
+        server.create_pod("lab", "p", &[]).unwrap();
         let rt = server.runtime();
         rt.command(&["echo", "hi"], Runtime::output(b"hi\n", b"", 0));
         rt.command(
@@ -76,7 +76,7 @@ fn exec_collects_output_and_exit_code_over_plain_and_tls() {
 #[test]
 fn stdin_is_half_closed_on_v5_and_a_closure_sees_it() {
     for server in servers() {
-        server.create_pod("lab", "p", &[]);
+        server.create_pod("lab", "p", &[]).unwrap();
         server.runtime().command(&["wc", "-c"], |i| CommandOutput {
             stdout: format!("{}\n", i.stdin.len()).into_bytes(),
             ..Default::default()
@@ -94,7 +94,7 @@ fn stdin_is_half_closed_on_v5_and_a_closure_sees_it() {
 #[test]
 fn interactive_echo_from_another_thread_and_v4_fallback_has_no_half_close() {
     let server = ApiServer::start();
-    server.create_pod("lab", "p", &[]);
+    server.create_pod("lab", "p", &[]).unwrap();
     server.runtime().echo("cat");
     let c = client(&server);
     let mut p = c
@@ -138,7 +138,7 @@ fn interactive_echo_from_another_thread_and_v4_fallback_has_no_half_close() {
 #[test]
 fn tty_merges_stderr_and_gets_the_resize() {
     let server = ApiServer::start();
-    server.create_pod("lab", "p", &[]);
+    server.create_pod("lab", "p", &[]).unwrap();
     server.runtime().command(&["stty"], |i| CommandOutput {
         stdout: format!("{:?}\n", i.sizes).into_bytes(),
         stderr: b"e\n".to_vec(),
@@ -164,8 +164,8 @@ fn tty_merges_stderr_and_gets_the_resize() {
 #[test]
 fn errors_before_and_after_the_upgrade() {
     let server = ApiServer::start();
-    server.create_pod("lab", "p", &[]);
-    server.create_pod("lab", "p2", &["a", "b"]);
+    server.create_pod("lab", "p", &[]).unwrap();
+    server.create_pod("lab", "p2", &["a", "b"]).unwrap();
     let nonode = serde_json::json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"nonode","namespace":"lab"},"spec":{"containers":[{"name":"main"}]}});
     server.create(&common::pods(), nonode).unwrap();
     let c = client(&server);
@@ -416,7 +416,7 @@ fn connect_proxy() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
 fn the_upgrade_uses_the_clients_own_settings() {
     // Client certificate, tls-server-name, impersonation, user agent, CONNECT proxy.
     let server = ApiServer::builder().client_certificates().start();
-    server.create_pod("lab", "p", &[]);
+    server.create_pod("lab", "p", &[]).unwrap();
     server
         .runtime()
         .command(&["id"], Runtime::output(b"admin\n", b"", 0));

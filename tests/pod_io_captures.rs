@@ -128,8 +128,8 @@ fn captured_frames(c: &Value) -> Vec<(u8, Vec<u8>)> {
 
 fn lab() -> ApiServer {
     let server = ApiServer::start();
-    server.create_pod("io-lab", "p", &["main"]);
-    server.create_pod("io-lab", "p2", &["a", "b"]);
+    server.create_pod("io-lab", "p", &["main"]).unwrap();
+    server.create_pod("io-lab", "p2", &["a", "b"]).unwrap();
     let nonode = serde_json::json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"nonode","namespace":"io-lab"},"spec":{"containers":[{"name":"main"}]}});
     server.create(&common::pods(), nonode).unwrap();
     let rt = server.runtime();

@@ -27,9 +27,11 @@ fn pods(server: &ApiServer, ns: &str) -> Api<DynamicObject> {
 /// The pods of the captures: `p` (container `main`), `p2` (`a`, `b`), `nonode`.
 fn lab() -> ApiServer {
     let server = ApiServer::start();
-    server.add_pod("io-lab", "p", &["main"]);
-    server.add_pod("io-lab", "p2", &["a", "b"]);
-    server.add_pod_on("io-lab", "nonode", "", serde_json::json!({}));
+    server.add_pod("io-lab", "p", &["main"]).unwrap();
+    server.add_pod("io-lab", "p2", &["a", "b"]).unwrap();
+    server
+        .add_pod_on("io-lab", "nonode", "", serde_json::json!({}))
+        .unwrap();
     server
 }
 

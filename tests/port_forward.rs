@@ -50,7 +50,7 @@ fn roundtrip(addr: std::net::SocketAddr, text: &str) -> String {
 #[test]
 fn forwards_several_ports_and_many_connections_plain_and_tls() {
     for server in [ApiServer::start(), ApiServer::builder().tls().start()] {
-        server.create_pod("lab", "db", &[]);
+        server.create_pod("lab", "db", &[]).unwrap();
         server.runtime().port("lab", "db", 5432, echo_listener());
         server.runtime().port("lab", "db", 80, echo_listener());
         let c = Client::new(server.client_config()).unwrap();
@@ -82,7 +82,7 @@ fn forwards_several_ports_and_many_connections_plain_and_tls() {
 #[test]
 fn a_refused_connection_is_reported_and_the_forwarder_goes_on() {
     let server = ApiServer::start();
-    server.create_pod("lab", "web", &[]);
+    server.create_pod("lab", "web", &[]).unwrap();
     let c = Client::new(server.client_config()).unwrap();
     let f = c
         .port_forward("lab", "web", &[":8089".parse().unwrap()])

@@ -32,7 +32,7 @@ struct Harness {
 }
 
 impl Harness {
-    fn start(server: ApiServer, tweak: impl FnOnce(&mut ReflectorConfig)) -> Harness {
+    fn start(server: ApiServer, tweak: impl FnOnce(ReflectorConfig) -> ReflectorConfig) -> Harness {
         let config = server.client_config();
         Self::start_with_client(server, config, tweak)
     }
@@ -40,7 +40,7 @@ impl Harness {
     fn start_with_client(
         server: ApiServer,
         client_config: kube_informer::ClientConfig,
-        tweak: impl FnOnce(&mut ReflectorConfig),
+        tweak: impl FnOnce(ReflectorConfig) -> ReflectorConfig,
     ) -> Harness {
         let store = Arc::new(Store::<DynamicObject>::new());
         let known: Arc<dyn KnownObjects<DynamicObject>> = store.clone();
@@ -66,14 +66,12 @@ impl Harness {
                 }) {}
             })
         };
-        let mut config = ReflectorConfig {
-            backoff_initial: Duration::from_millis(50),
-            backoff_max: Duration::from_millis(400),
-            ..Default::default()
-        };
         let errs = errors.clone();
-        config.on_watch_error = Some(Arc::new(move |e| errs.lock().push(e.to_string())));
-        tweak(&mut config);
+        let config = tweak(
+            ReflectorConfig::new()
+                .backoff(Duration::from_millis(50), Duration::from_millis(400))
+                .on_watch_error(move |e| errs.lock().push(e.to_string())),
+        );
         let api: Api<DynamicObject> = Api::all_with(Client::new(client_config).unwrap(), &pods());
         let reflector = Reflector::start(api, fifo.clone(), config).unwrap();
         Harness {
@@ -181,7 +179,7 @@ fn seeded(n: usize) -> ApiServer {
 
 #[test]
 fn lists_in_pages_then_watches_and_follows_changes() {
-    let h = Harness::start(seeded(1200), |_| {});
+    let h = Harness::start(seeded(1200), |c| c);
     h.wait_for("has_synced", || h.fifo.has_synced());
     h.converge("initial list");
     let lists = h.requests_matching(is_list);
@@ -208,7 +206,7 @@ fn lists_in_pages_then_watches_and_follows_changes() {
 
 #[test]
 fn dropped_connections_rewatch_from_the_last_version_without_relisting() {
-    let h = Harness::start(seeded(50), |_| {});
+    let h = Harness::start(seeded(50), |c| c);
     h.converge("initial");
     for round in 0..3 {
         h.server.inject(Target::Watch, Fault::CloseAfterEvents(3));
@@ -247,7 +245,7 @@ fn deletions_missed_while_disconnected_come_out_as_tombstones() {
             .create(&pods(), pod("lab", &format!("pod-{i:02}"), "Pending"))
             .unwrap();
     }
-    let h = Harness::start(server, |_| {});
+    let h = Harness::start(server, |c| c);
     h.converge("initial");
     // Keep the reflector from watching while the world changes beyond the history.
     for _ in 0..1000 {
@@ -290,7 +288,7 @@ fn deletions_missed_while_disconnected_come_out_as_tombstones() {
 
 #[test]
 fn http_410_on_watch_and_list_relists_at_the_last_version_then_fresh() {
-    let h = Harness::start(seeded(30), |_| {});
+    let h = Harness::start(seeded(30), |c| c);
     h.converge("initial");
     h.fault_next_watch(&[
         (Target::List, Fault::status(410)),
@@ -315,7 +313,7 @@ fn http_410_on_watch_and_list_relists_at_the_last_version_then_fresh() {
 fn expired_continue_token_during_the_initial_list_still_syncs() {
     let server = seeded(1100);
     server.inject(Target::ListContinue, Fault::status(410));
-    let h = Harness::start(server, |_| {});
+    let h = Harness::start(server, |c| c);
     h.wait_for("has_synced", || h.fifo.has_synced());
     h.converge("after the full-list fallback");
     h.stop();
@@ -327,7 +325,7 @@ fn server_errors_and_throttling_are_retried_with_backoff() {
     server.inject(Target::List, Fault::status(500));
     server.inject(Target::List, Fault::status(503));
     server.inject(Target::List, Fault::too_many_requests(0));
-    let h = Harness::start(server, |_| {});
+    let h = Harness::start(server, |c| c);
     h.converge("after list errors");
     for _ in 0..3 {
         h.server.inject(Target::Watch, Fault::status(500));
@@ -345,7 +343,7 @@ fn server_errors_and_throttling_are_retried_with_backoff() {
 
 #[test]
 fn a_garbage_line_makes_it_relist_and_lose_nothing() {
-    let h = Harness::start(seeded(20), |_| {});
+    let h = Harness::start(seeded(20), |c| c);
     h.converge("initial");
     h.fault_next_watch(&[(Target::Watch, Fault::GarbageLine)]);
     churn(&h.server, 0, 6);
@@ -360,7 +358,7 @@ fn a_garbage_line_makes_it_relist_and_lose_nothing() {
 
 #[test]
 fn concurrent_churn_under_repeated_faults_converges() {
-    let h = Harness::start(seeded(200), |_| {});
+    let h = Harness::start(seeded(200), |c| c);
     h.converge("initial");
     let faults = [
         (Target::Watch, Fault::CloseAfterEvents(5)),
@@ -386,7 +384,7 @@ fn concurrent_churn_under_repeated_faults_converges() {
 
 #[test]
 fn streaming_list_syncs_and_falls_back_when_refused_or_unfinished() {
-    let h = Harness::start(seeded(60), |c| c.streaming_list = true);
+    let h = Harness::start(seeded(60), |c| c.streaming_list(true));
     h.wait_for("has_synced", || h.fifo.has_synced());
     h.converge("streaming list");
     assert!(
@@ -405,7 +403,7 @@ fn streaming_list_syncs_and_falls_back_when_refused_or_unfinished() {
     // Refused like etcd 3.4: fall back to a paged list, and remember.
     let server = seeded(60);
     server.set_streaming_list_supported(false);
-    let h = Harness::start(server, |c| c.streaming_list = true);
+    let h = Harness::start(server, |c| c.streaming_list(true));
     h.converge("paged fallback");
     h.server.inject(Target::Watch, Fault::status(410));
     h.server.inject(Target::List, Fault::status(410));
@@ -424,8 +422,8 @@ fn streaming_list_syncs_and_falls_back_when_refused_or_unfinished() {
     let server = seeded(60);
     server.set_initial_events_end_bookmark(false);
     let h = Harness::start(server, |c| {
-        c.streaming_list = true;
-        c.streaming_list_deadline = Duration::from_millis(500);
+        c.streaming_list(true)
+            .streaming_list_deadline(Duration::from_millis(500))
     });
     h.converge("fallback after the deadline");
     assert_eq!(h.requests_matching(is_list).len(), 1);
@@ -434,7 +432,7 @@ fn streaming_list_syncs_and_falls_back_when_refused_or_unfinished() {
 
 #[test]
 fn resync_redelivers_cached_objects_without_asking_the_server() {
-    let h = Harness::start(seeded(10), |c| c.resync_period = Duration::from_millis(100));
+    let h = Harness::start(seeded(10), |c| c.resync_period(Duration::from_millis(100)));
     h.converge("initial");
     h.wait_for("two rounds of Sync", || {
         h.seen
@@ -451,7 +449,7 @@ fn resync_redelivers_cached_objects_without_asking_the_server() {
 #[test]
 fn stop_ends_an_idle_watch_and_joins() {
     let h = Harness::start(seeded(5), |c| {
-        c.watch_timeout = (Duration::from_secs(3600), Duration::from_secs(3601))
+        c.watch_timeout(Duration::from_secs(3600), Duration::from_secs(3601))
     });
     h.converge("initial");
     h.wait_for("watching", || h.reflector().is_watching());
@@ -467,7 +465,7 @@ fn stop_ends_an_idle_watch_and_joins() {
 
 #[test]
 fn last_sync_version_and_errors_are_observable() {
-    let h = Harness::start(seeded(3), |_| {});
+    let h = Harness::start(seeded(3), |c| c);
     h.converge("initial");
     let rv = h.reflector().last_sync_resource_version();
     assert!(!rv.is_empty());
@@ -487,7 +485,7 @@ fn a_silent_watch_is_detected_as_dead_and_replaced() {
     let mut config = server.client_config();
     config.watch_read_margin = Duration::from_secs(1);
     let h = Harness::start_with_client(server, config, |c| {
-        c.watch_timeout = (Duration::from_secs(1), Duration::from_secs(2));
+        c.watch_timeout(Duration::from_secs(1), Duration::from_secs(2))
     });
     h.converge("initial");
     h.server.inject(Target::Watch, Fault::SilenceAfterEvents(0));
@@ -505,7 +503,7 @@ fn a_relist_after_410_pages_and_is_not_cut_by_the_request_timeout() {
     // gets and writes are bounded by it; a list is bounded per read.
     let mut config = server.client_config();
     config.request_timeout = Duration::from_millis(300);
-    let h = Harness::start_with_client(server, config, |_| {});
+    let h = Harness::start_with_client(server, config, |c| c);
     h.converge("initial");
     let before = h.requests_matching(is_list).len();
     let mut faults = vec![(Target::Watch, Fault::status(410))];
@@ -531,9 +529,7 @@ fn a_half_open_watch_is_noticed_within_the_idle_timeout() {
     // The server-side timeout and the client's read margin keep their defaults (minutes):
     // only the idle timeout can notice the silence. Healthy watches get a bookmark every
     // 100 ms from this server, far within it.
-    let h = Harness::start(seeded(10), |c| {
-        c.watch_idle_timeout = Duration::from_secs(2);
-    });
+    let h = Harness::start(seeded(10), |c| c.watch_idle_timeout(Duration::from_secs(2)));
     h.converge("initial");
     h.fault_next_watch(&[(Target::Watch, Fault::SilenceAfterEvents(0))]);
     churn(&h.server, 0, 5);
@@ -571,7 +567,7 @@ fn a_transient_streaming_list_failure_does_not_disable_streaming_lists() {
     // its back-off, never falling back to paged lists.
     server.inject(Target::Watch, Fault::status(503));
     server.inject(Target::Watch, Fault::ErrorEventAfter(10, 500));
-    let h = Harness::start(server, |c| c.streaming_list = true);
+    let h = Harness::start(server, |c| c.streaming_list(true));
     h.converge("streamed after two failures");
     assert_eq!(h.requests_matching(is_list).len(), 0, "no paged list");
     assert_eq!(

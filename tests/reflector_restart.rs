@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::*;
 use kube_informer::api::DynamicObject;
-use kube_informer::cache::{DeletedObject, HandlerFns, RelistCause};
+use kube_informer::cache::{DeletedObject, HandlerFns, InformerConfig, RelistCause};
 use kube_informer::testing::ApiServer;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -258,8 +258,7 @@ fn a_paged_relist_after_a_restart_sends_its_version_on_the_first_page_only() {
             .create(&pods(), pod("lab", &format!("pod-{i}"), "Pending"))
             .unwrap();
     }
-    let mut config = fast_config();
-    config.reflector.page_size = 3;
+    let config = InformerConfig::new().reflector(fast_reflector().page_size(3));
     let inf = pods_informer(&server, config);
     let (_seen, fns) = recorder();
     let reg = inf.add_event_handler(fns).unwrap();
@@ -312,8 +311,8 @@ fn after_a_restore_from_a_backup_the_informer_lists_the_restored_state() {
     for name in ["pod-a", "pod-b", "pod-c"] {
         server.create(&pods(), pod("lab", name, "Pending")).unwrap();
     }
-    let mut config = fast_config();
-    config.reflector.watch_idle_timeout = Duration::from_secs(1);
+    let config = InformerConfig::new()
+        .reflector(fast_reflector().watch_idle_timeout(Duration::from_secs(1)));
     let inf = pods_informer(&server, config);
     let (seen, fns) = recorder();
     let reg = inf.add_event_handler(fns).unwrap();

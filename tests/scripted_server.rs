@@ -216,11 +216,8 @@ fn reflector(server: &Scripted) -> Reflector {
 fn reflector_into(server: &Scripted, fifo: Arc<DeltaFifo<DynamicObject>>) -> Reflector {
     let api: Api<DynamicObject> =
         Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
-    let config = ReflectorConfig {
-        backoff_initial: Duration::from_millis(50),
-        backoff_max: Duration::from_millis(200),
-        ..Default::default()
-    };
+    let config =
+        ReflectorConfig::new().backoff(Duration::from_millis(50), Duration::from_millis(200));
     Reflector::start(api, fifo, config).unwrap()
 }
 
@@ -448,11 +445,8 @@ fn list_watch_410_cycles_back_off_instead_of_looping() {
     let api: Api<DynamicObject> =
         Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
     let fifo = Arc::new(DeltaFifo::new(None));
-    let config = ReflectorConfig {
-        backoff_initial: Duration::from_secs(3600),
-        backoff_max: Duration::from_secs(3600),
-        ..Default::default()
-    };
+    let config =
+        ReflectorConfig::new().backoff(Duration::from_secs(3600), Duration::from_secs(3600));
     let r = Reflector::start(api, fifo, config).unwrap();
     let requests = server.wait_for_requests(2);
     assert!(
@@ -651,12 +645,9 @@ fn restored_behind(silent: bool) {
     let api: Api<DynamicObject> =
         Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
     let fifo = Arc::new(DeltaFifo::new(None));
-    let config = ReflectorConfig {
-        backoff_initial: Duration::from_millis(50),
-        backoff_max: Duration::from_millis(200),
-        watch_idle_timeout: Duration::from_secs(1),
-        ..Default::default()
-    };
+    let config = ReflectorConfig::new()
+        .backoff(Duration::from_millis(50), Duration::from_millis(200))
+        .watch_idle_timeout(Duration::from_secs(1));
     let r = Reflector::start(api, Arc::clone(&fifo), config).unwrap();
     wait_until("the relist from scratch", || {
         r.stats().relists.get(&RelistCause::ServerBehind) == Some(&1)

@@ -168,10 +168,7 @@ fn debug_of_every_configuration_type_shows_names_but_no_secret() {
     );
     // A removed provider: its configuration loads, its client is refused, and neither the
     // configuration's Debug nor the error shows its token.
-    let options = KubeconfigOptions {
-        context: Some("gcp".into()),
-        ..Default::default()
-    };
+    let options = KubeconfigOptions::new().context("gcp");
     let config = Config::from_kubeconfig_str(&yaml, &options).unwrap();
     assert_debug_clean("Config (gcp)", &config);
     let e = config.client().unwrap_err();
@@ -186,10 +183,7 @@ fn debug_of_every_configuration_type_shows_names_but_no_secret() {
         "exec-userinfo",
         "oidc",
     ] {
-        let options = KubeconfigOptions {
-            context: Some(context.into()),
-            ..Default::default()
-        };
+        let options = KubeconfigOptions::new().context(context);
         let config = Config::from_kubeconfig_str(&yaml, &options).unwrap();
         assert_debug_clean(&format!("Config ({context})"), &config);
         assert_debug_clean(&format!("Auth ({context})"), &config.client_config.auth);
@@ -202,10 +196,7 @@ fn debug_of_every_configuration_type_shows_names_but_no_secret() {
 /// secrets are redacted by their own types (see the test above).
 #[test]
 fn debug_of_client_config_hides_proxy_credentials() {
-    let options = KubeconfigOptions {
-        context: Some("exec".into()),
-        ..Default::default()
-    };
+    let options = KubeconfigOptions::new().context("exec");
     let config = Config::from_kubeconfig_str(&secret_kubeconfig(), &options).unwrap();
     assert_debug_clean("ClientConfig", &config.client_config);
 }

@@ -30,18 +30,16 @@ fn router() -> Router {
 }
 
 fn small_limits() -> Limits {
-    Limits {
-        max_request_line: 1024,
-        max_head_bytes: 4096,
-        max_headers: 16,
-        max_body_bytes: 1 << 20,
-        max_connections: 32,
-        header_timeout: Duration::from_secs(2),
-        body_timeout: Duration::from_secs(2),
-        write_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-        ..Limits::default()
-    }
+    Limits::new()
+        .max_request_line(1024)
+        .max_head_bytes(4096)
+        .max_headers(16)
+        .max_body_bytes(1 << 20)
+        .max_connections(32)
+        .header_timeout(Duration::from_secs(2))
+        .body_timeout(Duration::from_secs(2))
+        .write_timeout(Duration::from_secs(2))
+        .idle_timeout(Duration::from_secs(5))
 }
 
 fn serve(limits: Limits) -> Server {
@@ -83,10 +81,7 @@ fn healthz(addr: SocketAddr) -> u16 {
 
 #[test]
 fn answers_keeps_alive_and_closes_at_the_cap() {
-    let server = serve(Limits {
-        max_requests_per_connection: 3,
-        ..small_limits()
-    });
+    let server = serve(small_limits().max_requests_per_connection(3));
     let mut s = TcpStream::connect(server.addr()).unwrap();
     s.set_read_timeout(Some(PATIENCE)).unwrap();
     // Three pipelined requests, one with a body, on one connection: the third answer
@@ -269,12 +264,12 @@ fn a_client_that_pipelines_and_never_reads_holds_only_itself() {
 
 #[test]
 fn thousands_of_idle_connections_are_bounded_and_refused_beyond() {
-    let server = serve(Limits {
-        max_connections: 50,
-        idle_timeout: Duration::from_secs(60),
-        header_timeout: Duration::from_secs(60),
-        ..small_limits()
-    });
+    let server = serve(
+        small_limits()
+            .max_connections(50)
+            .idle_timeout(Duration::from_secs(60))
+            .header_timeout(Duration::from_secs(60)),
+    );
     let addr = server.addr();
     let mut idle = Vec::new();
     for _ in 0..2000 {
@@ -310,10 +305,7 @@ fn thousands_of_idle_connections_are_bounded_and_refused_beyond() {
 
 #[test]
 fn an_idle_keep_alive_connection_is_closed_at_the_idle_bound_and_stop_joins_everything() {
-    let server = serve(Limits {
-        idle_timeout: Duration::from_millis(300),
-        ..small_limits()
-    });
+    let server = serve(small_limits().idle_timeout(Duration::from_millis(300)));
     let addr = server.addr();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(PATIENCE)).unwrap();

@@ -436,7 +436,10 @@ fn dry_run_apply_and_patches_change_nothing() {
         String::from_utf8_lossy(&created.body)
     );
     assert_eq!(created.json()["data"], json!({"a": "1"}));
-    assert!(server.get(&configmaps(), Some("default"), "dry").is_none());
+    assert!(server
+        .get(&configmaps(), Some("default"), "dry")
+        .unwrap_err()
+        .is_not_found());
     assert_eq!(server.resource_version(), rv);
 
     server

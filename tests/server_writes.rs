@@ -208,7 +208,7 @@ fn generate_name_makes_a_name_of_five_characters_and_keeps_the_prefix() {
     assert_ne!(a["metadata"]["name"], b["metadata"]["name"]);
     let name = a["metadata"]["name"].as_str().unwrap();
     assert!(
-        server.get(&configmaps(), Some("fx-writes"), name).is_some(),
+        server.get(&configmaps(), Some("fx-writes"), name).is_ok(),
         "stored under its name"
     );
 }
@@ -220,7 +220,7 @@ fn field_validation_strict_warn_and_ignore_answer_as_captured() {
     Compare::new().assert("status-400-fieldvalidation-strict", &strict);
     assert!(server
         .get(&configmaps(), Some("fx-writes"), "cm-strict")
-        .is_none());
+        .is_err());
 
     let warn = capture::replay(&server, "create-configmap-unknown-field-warn");
     Compare::new().assert("create-configmap-unknown-field-warn", &warn);
@@ -362,7 +362,10 @@ fn deletes_that_remove_the_object_answer_a_success_status() {
         let answer = capture::replay(&server, name);
         Compare::new().assert(name, &answer);
         assert_eq!(answer.json()["details"]["uid"], created["metadata"]["uid"]);
-        assert!(server.get(&configmaps(), Some("fx-del"), cm_name).is_none());
+        assert!(server
+            .get(&configmaps(), Some("fx-del"), cm_name)
+            .unwrap_err()
+            .is_not_found());
     }
     server
         .create(
@@ -442,7 +445,7 @@ fn a_bound_pod_stays_terminating_for_its_grace_period() {
     Compare::new().assert("delete-pod-bound-default-grace-again", &again);
     assert_eq!(rv_of(&answer.json()), rv_of(&again.json()));
     assert!(
-        server.get(&pods(), Some("fx-del"), "pod-bound").is_some(),
+        server.get(&pods(), Some("fx-del"), "pod-bound").is_ok(),
         "no kubelet: it stays"
     );
 
@@ -458,7 +461,10 @@ fn a_bound_pod_stays_terminating_for_its_grace_period() {
         "",
     );
     assert_eq!(force.code, 200);
-    assert!(server.get(&pods(), Some("fx-del"), "pod-bound").is_none());
+    assert!(server
+        .get(&pods(), Some("fx-del"), "pod-bound")
+        .unwrap_err()
+        .is_not_found());
     assert_eq!(
         types(&events_after(&server, "/api/v1/pods", rv)),
         ["MODIFIED", "DELETED"]
@@ -481,7 +487,7 @@ fn pods_deleted_at_once_answer_the_pod_as_deleted() {
         let answer = capture::replay(&server, name);
         Compare::new().assert(name, &answer);
         assert!(
-            server.get(&pods(), Some("fx-del"), pod).is_none(),
+            server.get(&pods(), Some("fx-del"), pod).is_err(),
             "{name}: gone"
         );
         let events = events_after(&server, "/api/v1/pods", rv);
@@ -505,7 +511,7 @@ fn delete_preconditions_that_fail_answer_409_as_captured() {
     Compare::new()
         .substitute(&format!("record ({})", rv_of(&rv_cm)), "record (287)")
         .assert("status-409-delete-precondition-rv", &answer);
-    assert!(server.get(&configmaps(), Some("fx-del"), "cm-rv").is_some());
+    assert!(server.get(&configmaps(), Some("fx-del"), "cm-rv").is_ok());
 
     // Preconditions that hold let the delete through.
     let body = json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid, "resourceVersion": rv_of(&uid_cm)}});
@@ -517,9 +523,7 @@ fn delete_preconditions_that_fail_answer_409_as_captured() {
         &body.to_string(),
     );
     assert_eq!(ok.code, 200);
-    assert!(server
-        .get(&configmaps(), Some("fx-del"), "cm-uid")
-        .is_none());
+    assert!(server.get(&configmaps(), Some("fx-del"), "cm-uid").is_err());
 }
 
 #[test]
@@ -536,7 +540,7 @@ fn finalizers_hold_a_delete_until_an_update_removes_the_last_one() {
     assert_eq!(marked["kind"], "ConfigMap", "the object, not a Status");
     assert!(marked["metadata"]["deletionTimestamp"].is_string());
     assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 0);
-    assert!(server.get(&configmaps(), Some("lab"), "held").is_some());
+    assert!(server.get(&configmaps(), Some("lab"), "held").is_ok());
 
     // Adding a finalizer now is refused like the real server refuses it.
     let add = send(
@@ -564,12 +568,15 @@ fn finalizers_hold_a_delete_until_an_update_removes_the_last_one() {
         r#"{"metadata":{"finalizers":["example.com/b"]}}"#,
     );
     assert_eq!(one.code, 200);
-    assert!(server.get(&configmaps(), Some("lab"), "held").is_some());
+    assert!(server.get(&configmaps(), Some("lab"), "held").is_ok());
     let mut last = one.json();
     last["metadata"]["finalizers"] = json!([]);
     let put = send(&server, "PUT", path, "application/json", &last.to_string());
     assert_eq!(put.code, 200);
-    assert!(server.get(&configmaps(), Some("lab"), "held").is_none());
+    assert!(server
+        .get(&configmaps(), Some("lab"), "held")
+        .unwrap_err()
+        .is_not_found());
     assert_eq!(
         types(&events_after(&server, "/api/v1/configmaps", rv)),
         ["MODIFIED", "MODIFIED", "DELETED"]
@@ -876,7 +883,7 @@ fn rust_side_deletes_go_at_once_unless_finalizers_hold_them() {
         .unwrap();
     server.delete(&pods(), Some("lab"), "p").unwrap();
     assert!(
-        server.get(&pods(), Some("lab"), "p").is_none(),
+        server.get(&pods(), Some("lab"), "p").is_err(),
         "grace 0 even for a bound pod"
     );
     server
@@ -891,7 +898,7 @@ fn rust_side_deletes_go_at_once_unless_finalizers_hold_them() {
     done["metadata"]["finalizers"] = json!([]);
     server.update(&configmaps(), done).unwrap();
     assert!(
-        server.get(&configmaps(), Some("lab"), "c").is_none(),
+        server.get(&configmaps(), Some("lab"), "c").is_err(),
         "the last finalizer removed"
     );
 }
@@ -1056,7 +1063,7 @@ fn a_terminating_pod_without_finalizers_is_not_deleted_by_an_update() {
         r#"{"status":{"phase":"Succeeded"}}"#,
     );
     assert_eq!(status.code, 200);
-    assert!(server.get(&pods(), Some("lab"), "p").is_some());
+    assert!(server.get(&pods(), Some("lab"), "p").is_ok());
 }
 
 #[test]

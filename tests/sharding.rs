@@ -303,7 +303,7 @@ fn create_widgets(server: &ApiServer, n: usize, owned_every: usize) {
 fn lease_repaired(server: &ApiServer, id: &str) -> bool {
     server
         .get(&leases(), Some(NS), &shard_lease(id))
-        .is_some_and(|l| {
+        .is_ok_and(|l| {
             l["spec"]["holderIdentity"].as_str() == Some(id)
                 && l["spec"]["leaseDurationSeconds"]
                     .as_i64()
@@ -322,7 +322,7 @@ impl Drop for StopOnDrop<'_> {
 }
 
 fn lease_holder(server: &ApiServer, name: &str) -> Option<String> {
-    server.get(&leases(), Some(NS), name)?["spec"]["holderIdentity"]
+    server.get(&leases(), Some(NS), name).ok()?["spec"]["holderIdentity"]
         .as_str()
         .map(str::to_owned)
 }
@@ -432,7 +432,7 @@ fn hangs_crashes_and_rejoins_under_churn_never_overlap() {
             let mut i = 0u32;
             while !stop_churn.load(Ordering::SeqCst) {
                 let name = format!("churn-{}", i % 12);
-                if server.get(&widgets(), Some("lab"), &name).is_some() {
+                if server.get(&widgets(), Some("lab"), &name).is_ok() {
                     if i % 3 == 0 {
                         let _ = server.delete(&widgets(), Some("lab"), &name);
                     } else {
@@ -762,7 +762,7 @@ fn a_shard_label_removed_by_hand_mid_drain(drain_too: bool) {
     wait_until("the drain label on the object", || {
         server
             .get(&widgets(), Some("lab"), &name)
-            .is_some_and(|o| label_of(&o, DRAIN_LABEL).is_some())
+            .is_ok_and(|o| label_of(&o, DRAIN_LABEL).is_some())
     });
     tracker.sleep_ms.store(200, Ordering::SeqCst);
     let a_queue = a.controller.as_ref().unwrap().queue();

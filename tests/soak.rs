@@ -53,7 +53,8 @@ use std::time::{Duration, Instant};
 use common::{pod, pods, thread_names};
 use kube_informer::api::DynamicObject;
 use kube_informer::cache::{
-    DeletedObject, EventHandler, InformerConfig, SharedIndexInformer, NAMESPACE_INDEX,
+    DeletedObject, EventHandler, InformerConfig, ReflectorConfig, SharedIndexInformer,
+    NAMESPACE_INDEX,
 };
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::{Api, Client};
@@ -438,13 +439,19 @@ fn run_soak(seed: u64, duration: Duration) {
     let track_threads = std::path::Path::new("/proc/self/task").exists();
     let threads_before = informer_threads();
 
-    let mut config: InformerConfig<DynamicObject> = InformerConfig::default();
-    config.reflector.backoff_initial = Duration::from_millis(rng.range(10, 50));
-    config.reflector.backoff_max = Duration::from_millis(200);
-    config.reflector.page_size = rng.range(3, 40) as u32;
-    config.reflector.streaming_list = rng.chance(50);
-    config.reflector.watch_timeout = (Duration::from_secs(1), Duration::from_secs(4));
-    config.max_backlog = rng.range(4, 32) as usize;
+    let backoff_initial = Duration::from_millis(rng.range(10, 50));
+    let page_size = rng.range(3, 40) as u32;
+    let streaming_list = rng.chance(50);
+    let max_backlog = rng.range(4, 32) as usize;
+    let mut config: InformerConfig<DynamicObject> = InformerConfig::new()
+        .reflector(
+            ReflectorConfig::new()
+                .backoff(backoff_initial, Duration::from_millis(200))
+                .page_size(page_size)
+                .streaming_list(streaming_list)
+                .watch_timeout(Duration::from_secs(1), Duration::from_secs(4)),
+        )
+        .max_backlog(max_backlog);
     let watch_errors = Arc::new(AtomicU64::new(0));
     {
         let (j, n) = (Arc::clone(&journal), Arc::clone(&watch_errors));
@@ -456,17 +463,17 @@ fn run_soak(seed: u64, duration: Duration) {
     let panics = Arc::new(AtomicU64::new(0));
     {
         let p = Arc::clone(&panics);
-        config.on_handler_panic = Some(Arc::new(move |_: &str| {
+        config = config.on_handler_panic(move |_: &str| {
             p.fetch_add(1, Ordering::Relaxed);
-        }));
+        });
     }
     println!(
         "soak: history {history}, page size {}, streaming list {}, max backlog {}, back-off {:?}..{:?}",
-        config.reflector.page_size,
-        config.reflector.streaming_list,
-        config.max_backlog,
-        config.reflector.backoff_initial,
-        config.reflector.backoff_max
+        page_size,
+        streaming_list,
+        max_backlog,
+        backoff_initial,
+        Duration::from_millis(200)
     );
     // The panic messages of the panicking handler are expected: keep them off stderr.
     let default_hook = std::panic::take_hook();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::*;
 use kube_informer::api::{DynamicObject, Object, ObjectMeta, PartialObjectMetadata};
-use kube_informer::cache::{InformerConfig, SharedIndexInformer};
+use kube_informer::cache::{InformerConfig, ReflectorConfig, SharedIndexInformer};
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client, Patch, PatchParams};
 
@@ -45,8 +45,8 @@ fn cached_with_managed_fields<K>(api: Api<K>, server: &ApiServer, strip: bool) -
 where
     K: Object<Meta = ObjectMeta>,
 {
-    let mut config = InformerConfig::<K>::default();
-    config.reflector.strip_managed_fields = strip;
+    let config =
+        InformerConfig::<K>::new().reflector(ReflectorConfig::new().strip_managed_fields(strip));
     let inf = SharedIndexInformer::new(api, config);
     inf.start().unwrap();
     assert!(inf.wait_for_cache_sync(PATIENCE));

@@ -20,8 +20,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Node, Pod, Pod
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_informer::api::{ApiResource, Meta, Object, ObjectList, Resource, WatchEvent};
 use kube_informer::cache::{
-    strip_managed_fields, FactoryOptions, IndexFn, InformerConfig, SharedIndexInformer,
-    SharedInformerFactory,
+    strip_managed_fields, FactoryOptions, IndexFn, InformerConfig, ReflectorConfig,
+    SharedIndexInformer, SharedInformerFactory,
 };
 use kube_informer::client::DeleteResponse;
 use kube_informer::controller::{finalizer, Action, Controller, FinalizerEvent};
@@ -324,11 +324,13 @@ fn an_informer_of_pods_lists_watches_indexes_and_relists() {
         )
         .unwrap();
     }
-    let mut options = FactoryOptions::default();
-    options.reflector.page_size = 2;
-    options.reflector.backoff_initial = Duration::from_millis(50);
-    options.reflector.backoff_max = Duration::from_millis(400);
-    options.strip_managed_fields = true;
+    let options = FactoryOptions::new()
+        .reflector(
+            ReflectorConfig::new()
+                .page_size(2)
+                .backoff(Duration::from_millis(50), Duration::from_millis(400)),
+        )
+        .strip_managed_fields(true);
     let factory = SharedInformerFactory::with_options(client(&server), options);
     let pods = factory.informer::<Pod>();
     pods.add_indexers([by_node()]).unwrap();
@@ -564,10 +566,7 @@ fn strip_managed_fields_on_a_k8s_openapi_type() {
     assert_eq!(cm.data.as_ref().unwrap()["a"], "1");
 
     // Through a plain informer's transform too.
-    let config = InformerConfig {
-        transform: Some(strip_managed_fields()),
-        ..InformerConfig::default()
-    };
+    let config = InformerConfig::new().transform(strip_managed_fields());
     let inf: SharedIndexInformer<ConfigMap> = SharedIndexInformer::new(api.clone(), config);
     inf.start().unwrap();
     assert!(inf.wait_for_cache_sync(PATIENCE));
@@ -577,8 +576,8 @@ fn strip_managed_fields_on_a_k8s_openapi_type() {
 
     // Skipped while decoding (never decoded), and kept when not asked.
     for strip in [true, false] {
-        let mut config = InformerConfig::<ConfigMap>::default();
-        config.reflector.strip_managed_fields = strip;
+        let config = InformerConfig::<ConfigMap>::new()
+            .reflector(ReflectorConfig::new().strip_managed_fields(strip));
         let inf: SharedIndexInformer<ConfigMap> = SharedIndexInformer::new(api.clone(), config);
         inf.start().unwrap();
         assert!(inf.wait_for_cache_sync(PATIENCE));

@@ -293,7 +293,7 @@ fn delete_and_wait_waits_out_a_finalizer() {
     wait_until("the delete to mark the object", || {
         server
             .get(&cms(), Some("lab"), "held")
-            .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_string())
+            .is_ok_and(|o| o["metadata"]["deletionTimestamp"].is_string())
     });
     wait_until("the wait to watch", || {
         requests_with(&server, &["watch=1", "metadata.name=held"]) > 0
@@ -308,7 +308,10 @@ fn delete_and_wait_waits_out_a_finalizer() {
         )
         .unwrap();
     waiter.join().unwrap().unwrap();
-    assert!(server.get(&cms(), Some("lab"), "held").is_none());
+    assert!(server
+        .get(&cms(), Some("lab"), "held")
+        .unwrap_err()
+        .is_not_found());
     // Gone already: nothing to do.
     let api = self::api(&server, &cms());
     delete_and_wait(&api, "held", &DeleteParams::default(), PATIENCE).unwrap();
@@ -329,9 +332,7 @@ fn gadget_crd() -> Value {
 /// server may right after Established).
 fn establish_when_created(server: &ApiServer, then_404: bool) {
     wait_until("the CRD to be created", || {
-        server
-            .get(&crds(), None, "gadgets.lab.example.com")
-            .is_some()
+        server.get(&crds(), None, "gadgets.lab.example.com").is_ok()
     });
     if then_404 {
         // Once the wait watches (its list of the CRD done), the next list is the probe.

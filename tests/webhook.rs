@@ -183,7 +183,10 @@ fn mutating_then_validating_deny_and_mutate() {
         st.message,
         "admission webhook \"validate.example.com\" denied the request: denied by kube-informer's example webhook"
     );
-    assert!(server.get(&cms(), Some("lab"), "refused").is_none());
+    assert!(server
+        .get(&cms(), Some("lab"), "refused")
+        .unwrap_err()
+        .is_not_found());
 
     // The validating hook's warning reaches the client as a `Warning` header.
     let res = ureq::post(&format!(
@@ -464,7 +467,10 @@ fn dry_run_is_refused_by_hooks_with_side_effects() {
     let api: Api<DynamicObject> = Api::namespaced_with(client, "lab", &cms());
     let made = api.create(&dry, &cm("a", json!({}))).unwrap();
     assert_eq!(made.metadata.label("mutated-by"), Some("kube-informer"));
-    assert!(server.get(&cms(), Some("lab"), "a").is_none());
+    assert!(server
+        .get(&cms(), Some("lab"), "a")
+        .unwrap_err()
+        .is_not_found());
 }
 
 #[test]
@@ -813,6 +819,7 @@ fn the_sharder_keeps_what_the_hook_assigned_and_repairs_what_it_missed() {
     common::wait_until("the sharder labels the generated name", || {
         server
             .get(&widgets, Some("lab"), &name)
+            .ok()
             .and_then(|o| {
                 o["metadata"]["labels"][ring.shard_label()]
                     .as_str()

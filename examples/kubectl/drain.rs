@@ -41,29 +41,32 @@ pub fn main(argv: Vec<String>) -> i32 {
 
 fn run(argv: Vec<String>) -> Result<i32, String> {
     let mut common = Common::default();
-    let mut o = DrainOptions::default();
+    let mut o = DrainOptions::new();
+    let (mut dry_run, mut server_dry_run, mut timeout) = (false, false, None);
     let positional = parse_flags(argv, |flag, value| {
         match flag {
-            "--ignore-daemonsets" => o.ignore_daemonsets = true,
-            "--delete-emptydir-data" => o.delete_emptydir_data = true,
-            "--force" => o.force = true,
-            "--disable-eviction" => o.disable_eviction = true,
+            "--ignore-daemonsets" => o = std::mem::take(&mut o).ignore_daemonsets(true),
+            "--delete-emptydir-data" => o = std::mem::take(&mut o).delete_emptydir_data(true),
+            "--force" => o = std::mem::take(&mut o).force(true),
+            "--disable-eviction" => o = std::mem::take(&mut o).disable_eviction(true),
             "--timeout" => {
                 let d = parse_duration(&value("--timeout")?)?;
-                o.timeout = (!d.is_zero()).then_some(d);
+                timeout = (!d.is_zero()).then_some(d);
             }
             "--grace-period" => {
                 let v = value("--grace-period")?;
                 let n: i64 = v
                     .parse()
                     .map_err(|_| format!("--grace-period {v:?}: not a number"))?;
-                o.grace_period_seconds = u32::try_from(n).ok();
+                if let Ok(n) = u32::try_from(n) {
+                    o = std::mem::take(&mut o).grace_period(n);
+                }
             }
-            "--pod-selector" => o.pod_selector = Some(value("--pod-selector")?),
+            "--pod-selector" => o = std::mem::take(&mut o).pod_selector(&value("--pod-selector")?),
             "--dry-run" => match value("--dry-run")?.as_str() {
                 "none" => {}
-                "client" => o.dry_run = true,
-                "server" => o.server_dry_run = true,
+                "client" => dry_run = true,
+                "server" => server_dry_run = true,
                 v => {
                     return Err(format!(
                         "invalid dry-run value ({v}). Must be \"none\", \"server\", or \"client\"."
@@ -89,16 +92,21 @@ fn run(argv: Vec<String>) -> Result<i32, String> {
     let (client, _demo) = match common.connect("kubectl")? {
         Some((client, _)) => (client, None),
         None => {
-            o.eviction_retry_delay = Duration::from_millis(500);
-            o.poll_interval = Duration::from_millis(100);
+            o = o
+                .eviction_retry_delay(Duration::from_millis(500))
+                .poll_interval(Duration::from_millis(100));
             let demo = Demo::start();
             let client = Client::new(demo.server.client_config()).map_err(|e| e.to_string())?;
             (client, Some(demo))
         }
     };
-    let dry = if o.dry_run {
+    o = o.dry_run(dry_run).server_dry_run(server_dry_run);
+    if let Some(timeout) = timeout {
+        o = o.timeout(timeout);
+    }
+    let dry = if dry_run {
         " (dry run)"
-    } else if o.server_dry_run {
+    } else if server_dry_run {
         " (server dry run)"
     } else {
         ""
@@ -127,7 +135,7 @@ fn run(argv: Vec<String>) -> Result<i32, String> {
     for pod in &report.selected {
         println!("evicting pod {pod}{dry}");
     }
-    if o.dry_run {
+    if dry_run {
         println!("node/{node} drained{dry}");
         return Ok(0);
     }
@@ -147,7 +155,7 @@ fn run(argv: Vec<String>) -> Result<i32, String> {
     problems.extend(report.pending.iter().map(|p| {
         format!(
             "error when waiting for pod {p:?} to terminate: global timeout reached: {:?}",
-            o.timeout.unwrap_or_default()
+            timeout.unwrap_or_default()
         )
     }));
     if !problems.is_empty() {
@@ -184,19 +192,21 @@ fn owned(kind: &str, name: &str, labels: serde_json::Value) -> serde_json::Value
 impl Demo {
     fn start() -> Demo {
         let server = std::sync::Arc::new(ApiServer::start());
-        server.add_node("node-1");
-        server.add_node("node-2");
+        server.add_node("node-1").unwrap();
+        server.add_node("node-2").unwrap();
         for (name, node) in [
             ("web-0", "node-1"),
             ("web-1", "node-1"),
             ("web-2", "node-2"),
         ] {
-            server.add_pod_on(
-                "lab",
-                name,
-                node,
-                owned("ReplicaSet", "web", json!({"app": "web"})),
-            );
+            server
+                .add_pod_on(
+                    "lab",
+                    name,
+                    node,
+                    owned("ReplicaSet", "web", json!({"app": "web"})),
+                )
+                .unwrap();
         }
         let pdbs = ApiResource::new(
             "policy",
@@ -215,18 +225,22 @@ impl Demo {
             &ds,
             json!({"metadata": {"name": "proxy", "namespace": "kube-system"}}),
         );
-        server.add_pod_on(
-            "kube-system",
-            "proxy-node-1",
-            "node-1",
-            owned("DaemonSet", "proxy", json!({"app": "proxy"})),
-        );
-        server.add_pod_on(
-            "kube-system",
-            "etcd-node-1",
-            "node-1",
-            json!({"metadata": {"annotations": {"kubernetes.io/config.mirror": "demo"}}}),
-        );
+        server
+            .add_pod_on(
+                "kube-system",
+                "proxy-node-1",
+                "node-1",
+                owned("DaemonSet", "proxy", json!({"app": "proxy"})),
+            )
+            .unwrap();
+        server
+            .add_pod_on(
+                "kube-system",
+                "etcd-node-1",
+                "node-1",
+                json!({"metadata": {"annotations": {"kubernetes.io/config.mirror": "demo"}}}),
+            )
+            .unwrap();
         // The ReplicaSet's controller: a replacement on node-2 a second later.
         let script = {
             let server = server.clone();
@@ -234,12 +248,14 @@ impl Demo {
                 .name("demo/replicaset".into())
                 .spawn(move || {
                     std::thread::sleep(Duration::from_secs(1));
-                    server.add_pod_on(
-                        "lab",
-                        "web-3",
-                        "node-2",
-                        owned("ReplicaSet", "web", json!({"app": "web"})),
-                    );
+                    server
+                        .add_pod_on(
+                            "lab",
+                            "web-3",
+                            "node-2",
+                            owned("ReplicaSet", "web", json!({"app": "web"})),
+                        )
+                        .unwrap();
                 })
                 .expect("spawn the demo's controller")
         };

@@ -72,8 +72,7 @@ use kube_informer::api::{
     METADATA_ACCEPT,
 };
 use kube_informer::cache::{
-    DeletedObject, FactoryOptions, HandlerFns, SharedIndexInformer, SharedInformerFactory,
-    StopSignal,
+    FactoryOptions, SharedIndexInformer, SharedInformerFactory, StopSignal,
 };
 use kube_informer::config::{parse_rfc3339, Config, KubeconfigOptions};
 use kube_informer::discovery::{DiskCache, Origin, RestMapper, ServerResource};
@@ -666,8 +665,9 @@ where
     let (tx_add, tx_upd, tx_del) = (tx.clone(), tx.clone(), tx);
     let (ar_add, ar_upd, ar_del) = (ar.clone(), ar.clone(), ar.clone());
     let seen_add = Arc::clone(&seen);
-    let handler = HandlerFns::<K>::new()
-        .on_add(move |obj: Arc<K>, initial| {
+    let handler = informer
+        .handler_fns()
+        .on_add(move |obj, initial| {
             let row = obj.row(&ar_add, with_object);
             let event = match seen_add.get(&row.key()) {
                 // In the table already, unchanged: not an event.
@@ -677,13 +677,13 @@ where
             };
             let _ = tx_add.send((event, row));
         })
-        .on_update(move |old: Arc<K>, new: Arc<K>| {
+        .on_update(move |old, new| {
             let row = new.row(&ar_upd, with_object);
             if old.row(&ar_upd, false).resource_version != row.resource_version {
                 let _ = tx_upd.send(("MODIFIED", row));
             }
         })
-        .on_delete(move |gone: DeletedObject<K>| {
+        .on_delete(move |gone| {
             let _ = tx_del.send(("DELETED", gone.object().row(&ar_del, with_object)));
         });
     informer
@@ -764,12 +764,16 @@ pub fn main(argv: impl Iterator<Item = String>) {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let options = KubeconfigOptions {
-        kubeconfig: args.kubeconfig.clone().map(Into::into),
-        context: args.context.clone(),
-        namespace: args.namespace.clone(),
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &args.kubeconfig {
+        options = options.kubeconfig(v);
+    }
+    if let Some(v) = &args.context {
+        options = options.context(v);
+    }
+    if let Some(v) = &args.namespace {
+        options = options.namespace(v);
+    }
     let loaded = if args.demo {
         None
     } else {
@@ -898,16 +902,17 @@ fn run(args: &Args) -> Result<(), String> {
         let _ = stop_tx.try_send(());
     })
     .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
-    let factory = SharedInformerFactory::with_options(
-        client.clone(),
-        FactoryOptions {
-            namespace: namespace.clone(),
-            label_selector: args.selector.clone(),
-            field_selector: name.map(|n| format!("metadata.name={n}")),
-            strip_managed_fields: true,
-            ..Default::default()
-        },
-    );
+    let mut options = FactoryOptions::new().strip_managed_fields(true);
+    if let Some(ns) = &namespace {
+        options = options.namespace(ns);
+    }
+    if let Some(selector) = &args.selector {
+        options = options.labels(selector);
+    }
+    if let Some(name) = name {
+        options = options.fields(&format!("metadata.name={name}"));
+    }
+    let factory = SharedInformerFactory::with_options(client.clone(), options);
     let target = DemoTarget {
         namespace: namespace.unwrap_or_else(|| "lab".into()),
         name: args.name.clone(),

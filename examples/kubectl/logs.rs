@@ -160,8 +160,10 @@ struct Demo {
 impl Demo {
     fn start(follow: bool) -> Demo {
         let server = std::sync::Arc::new(ApiServer::start());
-        server.add_pod("default", "web-0", &["app"]);
-        server.add_pod("default", "multi", &["app", "sidecar"]);
+        server.add_pod("default", "web-0", &["app"]).unwrap();
+        server
+            .add_pod("default", "multi", &["app", "sidecar"])
+            .unwrap();
         let now = SystemTime::now();
         for (i, l) in ["starting web-0", "listening on :8080", "GET /healthz 200"]
             .iter()

@@ -84,12 +84,16 @@ impl Common {
     /// The configured cluster's client and namespace, or `None` for the demo (no cluster
     /// configured, or `--demo`; said on stderr by `tool`).
     pub fn connect(&self, tool: &str) -> Result<Option<(Client, String)>, String> {
-        let options = KubeconfigOptions {
-            kubeconfig: self.kubeconfig.clone().map(Into::into),
-            context: self.context.clone(),
-            namespace: self.namespace.clone(),
-            ..Default::default()
-        };
+        let mut options = KubeconfigOptions::new();
+        if let Some(v) = &self.kubeconfig {
+            options = options.kubeconfig(v);
+        }
+        if let Some(v) = &self.context {
+            options = options.context(v);
+        }
+        if let Some(v) = &self.namespace {
+            options = options.namespace(v);
+        }
         let loaded = if self.demo {
             None
         } else {

@@ -63,7 +63,7 @@ fn parse(sub: &str, argv: Vec<String>) -> Result<Args, String> {
 /// The demo server and its pod.
 fn demo() -> ApiServer {
     let server = ApiServer::start();
-    server.create_pod("demo", "web", &["app"]);
+    server.create_pod("demo", "web", &["app"]).unwrap();
     let rt = server.runtime();
     rt.command(&["echo"], |i| CommandOutput {
         stdout: format!("{}\n", i.argv[1..].join(" ")).into_bytes(),
@@ -100,10 +100,10 @@ fn demo() -> ApiServer {
 }
 
 fn run(a: &Args) -> Result<i32, String> {
-    let options = KubeconfigOptions {
-        namespace: a.namespace.clone(),
-        ..Default::default()
-    };
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = &a.namespace {
+        options = options.namespace(v);
+    }
     let loaded = if a.demo {
         None
     } else {

@@ -9,10 +9,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     if let Ok(kc) = Kubeconfig::parse(text, "fuzz") {
         let _ = Config::from_parsed(&kc, &KubeconfigOptions::default());
-        let options = KubeconfigOptions {
-            context: kc.contexts.first().map(|c| c.name.clone()),
-            ..Default::default()
-        };
-        let _ = Config::from_parsed(&kc, &options);
+        if let Some(first) = kc.contexts.first() {
+            let options = KubeconfigOptions::new().context(&first.name);
+            let _ = Config::from_parsed(&kc, &options);
+        }
     }
 });

@@ -46,6 +46,11 @@ impl Status {
         }
     }
 
+    /// True for 404 Not Found.
+    pub fn is_not_found(&self) -> bool {
+        self.code == 404
+    }
+
     /// True for 410 Gone / `Expired`: the resource version or continue token is too old.
     pub fn is_gone(&self) -> bool {
         self.code == 410 || self.reason == "Expired" || self.reason == "Gone"

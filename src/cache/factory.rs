@@ -63,22 +63,79 @@ type InformerKey = (std::any::TypeId, ApiResource);
 type NamedInformer = (String, Arc<dyn ManagedInformer>);
 
 /// Options every informer of a factory gets, except where a resource's [`InformerScope`]
-/// says otherwise.
+/// says otherwise. A builder, every setting with its default.
+///
+/// ```
+/// use kube_informer::cache::{FactoryOptions, ReflectorConfig};
+/// use std::time::Duration;
+/// let options = FactoryOptions::new()
+///     .namespace("default")
+///     .labels("app=web")
+///     .default_resync(Duration::from_secs(600))
+///     .strip_managed_fields(true)
+///     .reflector(ReflectorConfig::new().streaming_list(true));
+/// # let _ = options;
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct FactoryOptions {
     /// Watch one namespace only (`None`: all namespaces).
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     /// Label selector for every list and watch.
-    pub label_selector: Option<String>,
+    pub(crate) label_selector: Option<String>,
     /// Field selector for every list and watch.
-    pub field_selector: Option<String>,
+    pub(crate) field_selector: Option<String>,
     /// Default resync period of handlers.
-    pub default_resync: Duration,
+    pub(crate) default_resync: Duration,
     /// Drop `managedFields` from every cached object: skipped while decoding (see
     /// [`ReflectorConfig::strip_managed_fields`]), never decoded.
-    pub strip_managed_fields: bool,
+    pub(crate) strip_managed_fields: bool,
     /// Reflector settings (page size, streaming list, back-off); selectors above win.
-    pub reflector: ReflectorConfig,
+    pub(crate) reflector: ReflectorConfig,
+}
+
+impl FactoryOptions {
+    /// The defaults (the same as `FactoryOptions::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Watch this namespace only (the default: all namespaces).
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_string());
+        self
+    }
+
+    /// Label selector for every list and watch.
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.label_selector = Some(selector.to_string());
+        self
+    }
+
+    /// Field selector for every list and watch.
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.to_string());
+        self
+    }
+
+    /// Default resync period of handlers (zero: no resync, the default).
+    pub fn default_resync(mut self, period: Duration) -> Self {
+        self.default_resync = period;
+        self
+    }
+
+    /// Drop `managedFields` from every cached object: skipped while decoding (see
+    /// [`ReflectorConfig::strip_managed_fields`]), never decoded.
+    pub fn strip_managed_fields(mut self, on: bool) -> Self {
+        self.strip_managed_fields = on;
+        self
+    }
+
+    /// Reflector settings (page size, streaming list, back-off); the selectors set here
+    /// win over the reflector's.
+    pub fn reflector(mut self, reflector: ReflectorConfig) -> Self {
+        self.reflector = reflector;
+        self
+    }
 }
 
 /// Which namespaces an informer lists and watches.
@@ -384,12 +441,12 @@ impl SharedInformerFactory {
             }
             typed
         });
-        let config = InformerConfig {
-            reflector,
-            default_resync: o.default_resync,
-            transform,
-            ..Default::default()
-        };
+        let mut config = InformerConfig::new()
+            .reflector(reflector)
+            .default_resync(o.default_resync);
+        if let Some(transform) = transform {
+            config = config.transform(transform);
+        }
         let namespaces = scope.namespaces.unwrap_or_else(|| match &o.namespace {
             Some(ns) => Namespaces::One(ns.clone()),
             None => Namespaces::All,

@@ -39,6 +39,11 @@ type DeleteFn<K> = Box<dyn FnMut(DeletedObject<K>) + Send>;
 
 /// A handler built from closures; unset callbacks ignore their events.
 ///
+/// For an informer, start from [`SharedIndexInformer::handler_fns`](super::SharedIndexInformer::handler_fns):
+/// it knows the object type, so the closures need no annotations
+/// (`informer.add_event_handler(informer.handler_fns().on_add(|pod, _| ...))`). On its own,
+/// `HandlerFns` needs the type named once, as below.
+///
 /// ```
 /// use kube_informer::api::DynamicObject;
 /// use kube_informer::cache::HandlerFns;

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use super::catch::{PanicHandler, Transform};
 use super::delta::{DeletedObject, Delta};
 use super::delta_fifo::{Closed, DeltaFifo, KnownObjects};
-use super::handler::EventHandler;
+use super::handler::{EventHandler, HandlerFns};
 use super::health::ReflectorStats;
 use super::health::{HandlerStats, InformerHealth};
 use super::listener::{Listener, Notification, DEFAULT_MAX_BACKLOG};
@@ -49,22 +49,34 @@ use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sync::thread::{self, JoinHandle};
 use crate::sync::Mutex;
 
-/// Options of an informer.
+/// Options of an informer: a builder, every setting with its default.
+///
+/// ```
+/// use kube_informer::api::DynamicObject;
+/// use kube_informer::cache::{strip_managed_fields, InformerConfig, ReflectorConfig};
+/// use std::time::Duration;
+/// let config = InformerConfig::<DynamicObject>::new()
+///     .reflector(ReflectorConfig::new().labels("app=web").page_size(100))
+///     .default_resync(Duration::from_secs(600))
+///     .transform(strip_managed_fields())
+///     .on_watch_error(|e| eprintln!("watch: {e}"));
+/// # let _ = config;
+/// ```
 #[derive(Clone)]
 pub struct InformerConfig<K> {
     /// How the reflector lists and watches (selectors, page size, streaming list, back-off).
-    pub reflector: ReflectorConfig,
+    pub(crate) reflector: ReflectorConfig,
     /// Resync period for handlers registered without one (zero: no resync).
-    pub default_resync: Duration,
+    pub(crate) default_resync: Duration,
     /// Applied to every object before it is cached (see
     /// [`strip_managed_fields`](super::strip_managed_fields)).
-    pub transform: Option<Transform<K>>,
+    pub(crate) transform: Option<Transform<K>>,
     /// Called with every panic of code the informer runs for you: handlers and the
     /// transform. (A panicking index function fails that object's indexing: the store's
     /// error is logged, the object is cached.)
-    pub on_handler_panic: Option<PanicHandler>,
+    pub(crate) on_handler_panic: Option<PanicHandler>,
     /// Notifications a handler's channel holds before coalescing starts.
-    pub max_backlog: usize,
+    pub(crate) max_backlog: usize,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -80,7 +92,49 @@ impl<K> Default for InformerConfig<K> {
 }
 
 impl<K> InformerConfig<K> {
-    /// Sets the watch-error callback.
+    /// The defaults (the same as `InformerConfig::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How the reflector lists and watches (selectors, page size, streaming list, back-off).
+    /// Replaces the whole reflector configuration, a watch-error callback set before
+    /// included.
+    pub fn reflector(mut self, reflector: ReflectorConfig) -> Self {
+        self.reflector = reflector;
+        self
+    }
+
+    /// Resync period for handlers registered without one (zero: no resync, the default).
+    pub fn default_resync(mut self, period: Duration) -> Self {
+        self.default_resync = period;
+        self
+    }
+
+    /// Applied to every object before it is cached (see
+    /// [`strip_managed_fields`](super::strip_managed_fields)).
+    pub fn transform(mut self, transform: Transform<K>) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+
+    /// Called with every panic of code the informer runs for you: handlers and the
+    /// transform. (A panicking index function fails that object's indexing: the store's
+    /// error is logged, the object is cached.)
+    pub fn on_handler_panic(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        let f: PanicHandler = Arc::new(f);
+        self.on_handler_panic = Some(f);
+        self
+    }
+
+    /// Notifications a handler's channel holds before coalescing starts.
+    pub fn max_backlog(mut self, max: usize) -> Self {
+        self.max_backlog = max;
+        self
+    }
+
+    /// Sets the reflector's watch-error callback (see
+    /// [`ReflectorConfig::on_watch_error`]).
     pub fn on_watch_error(mut self, f: impl Fn(&Error) + Send + Sync + 'static) -> Self {
         let f: WatchErrorHandler = Arc::new(f);
         self.reflector.on_watch_error = Some(f);
@@ -407,6 +461,55 @@ impl<K: Object> SharedIndexInformer<K> {
     /// The namespaces of an informer over several (sorted; empty for one or all).
     pub fn namespaces(&self) -> &[String] {
         &self.inner.namespaces
+    }
+
+    /// An empty [`HandlerFns`] of this informer's object type, so that its closures need no
+    /// type annotations: the object type comes from the informer.
+    ///
+    /// ```
+    /// use kube_informer::api::ApiResource;
+    /// use kube_informer::cache::SharedInformerFactory;
+    /// use kube_informer::Client;
+    /// use std::time::Duration;
+    /// let server = kube_informer::testing::ApiServer::start();
+    /// let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+    /// server.create(&pods, serde_json::json!({"metadata": {"name": "web-0", "namespace": "lab"}})).unwrap();
+    /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let informer = factory.dynamic_informer(&pods);
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// informer.add_event_handler(
+    ///     informer
+    ///         .handler_fns()
+    ///         .on_add(move |pod, _initial| tx.send(pod.metadata.key()).unwrap())
+    ///         .on_delete(|gone| println!("DELETE {}", gone.object().metadata.key())),
+    /// )?;
+    /// factory.start()?;
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "lab/web-0");
+    /// factory.shutdown();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    ///
+    /// The same closures on a bare `HandlerFns::new()` do not compile: `HandlerFns::new()`
+    /// does not know its object type while its closures are checked (the type the informer
+    /// asks for arrives only afterwards), so `pod` needs an annotation there
+    /// (`|pod: Arc<DynamicObject>, _|`) or the type a turbofish
+    /// (`HandlerFns::<DynamicObject>::new()`):
+    ///
+    /// ```compile_fail,E0282
+    /// # use kube_informer::api::ApiResource;
+    /// # use kube_informer::cache::{HandlerFns, SharedInformerFactory};
+    /// # use kube_informer::Client;
+    /// # let server = kube_informer::testing::ApiServer::start();
+    /// # let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+    /// # let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let informer = factory.dynamic_informer(&pods);
+    /// informer.add_event_handler(
+    ///     HandlerFns::new().on_add(|pod, _initial| println!("ADD {}", pod.metadata.key())),
+    /// )?;
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
+    pub fn handler_fns(&self) -> HandlerFns<K> {
+        HandlerFns::new()
     }
 
     /// Registers a handler with the informer's default resync period.

@@ -134,41 +134,53 @@ pub fn strip_managed_fields<K: Object>() -> Transform<K> {
     })
 }
 
-/// How a reflector lists and watches.
+/// How a reflector lists and watches: a builder, every setting with its default.
+///
+/// ```
+/// use kube_informer::cache::ReflectorConfig;
+/// use std::time::Duration;
+/// let config = ReflectorConfig::new()
+///     .labels("app=web")
+///     .page_size(100)
+///     .streaming_list(true)
+///     .backoff(Duration::from_millis(100), Duration::from_secs(5))
+///     .strip_managed_fields(true);
+/// # let _ = config;
+/// ```
 #[derive(Clone)]
 pub struct ReflectorConfig {
     /// Page size of lists. Default 500.
-    pub page_size: u32,
+    pub(crate) page_size: u32,
     /// Label selector for list and watch.
-    pub label_selector: Option<String>,
+    pub(crate) label_selector: Option<String>,
     /// Field selector for list and watch.
-    pub field_selector: Option<String>,
+    pub(crate) field_selector: Option<String>,
     /// Queue a `Sync` for every idle cached object this often (zero: never). Default zero.
     /// In a [`SharedIndexInformer`](super::SharedIndexInformer) it is the default resync
     /// period of handlers registered without one (the informer runs resyncs per handler).
-    pub resync_period: Duration,
+    pub(crate) resync_period: Duration,
     /// Start with a streaming list instead of a paged list. Default false.
-    pub streaming_list: bool,
+    pub(crate) streaming_list: bool,
     /// How long a streaming list may take to deliver its closing bookmark. Default 60 s.
-    pub streaming_list_deadline: Duration,
+    pub(crate) streaming_list_deadline: Duration,
     /// Range of the random server-side watch timeout. Default 5 to 10 minutes.
-    pub watch_timeout: (Duration, Duration),
+    pub(crate) watch_timeout: (Duration, Duration),
     /// A watch connection that delivers nothing (no event, no bookmark) for this long is
     /// dead and is replaced. The reflector asks for bookmarks, which kube-apiserver sends
     /// about once a minute, so the default of 2 minutes notices a half-open connection
     /// within 2 minutes without false alarms. Zero: rely on the server-side timeout plus
     /// the client's `watch_read_margin` alone (a server that sends no bookmarks costs a
     /// reconnect, not a relist, per quiet `watch_idle_timeout`).
-    pub watch_idle_timeout: Duration,
+    pub(crate) watch_idle_timeout: Duration,
     /// First back-off delay. Default 0.8 s.
-    pub backoff_initial: Duration,
+    pub(crate) backoff_initial: Duration,
     /// Longest back-off delay. Default 30 s.
-    pub backoff_max: Duration,
+    pub(crate) backoff_max: Duration,
     /// Longest delay between lists of a resource that is *gone* (its lists answer 404: a
     /// custom resource whose CRD was deleted). Such a resource is asked for again on a slow
     /// back-off — from `backoff_max` doubling to this, with jitter — and listed as soon as it
     /// is served again. Default 5 minutes (at least `backoff_max` is used).
-    pub gone_backoff_max: Duration,
+    pub(crate) gone_backoff_max: Duration,
     /// Skip `metadata.managedFields` while decoding every listed and watched object (the
     /// bytes are checked and jumped over, never decoded), for caches that never read them:
     /// they are often the largest part of an object, so this saves memory and decoding CPU
@@ -176,12 +188,12 @@ pub struct ReflectorConfig {
     /// then have no managed fields (`None`). Default false: client-go and kube-rs keep them,
     /// and a default that drops data a reader may use would surprise. Prefer this to the
     /// [`strip_managed_fields`] transform, which drops them after decoding.
-    pub strip_managed_fields: bool,
+    pub(crate) strip_managed_fields: bool,
     /// Called on every list or watch error.
-    pub on_watch_error: Option<WatchErrorHandler>,
+    pub(crate) on_watch_error: Option<WatchErrorHandler>,
     /// Name used in thread names and logs (`ki/<name>/refl`, see the crate's thread names). Defaults to the
     /// resource's plural.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
 }
 
 impl Default for ReflectorConfig {
@@ -202,6 +214,111 @@ impl Default for ReflectorConfig {
             on_watch_error: None,
             name: None,
         }
+    }
+}
+
+impl ReflectorConfig {
+    /// The defaults (the same as `ReflectorConfig::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Page size of lists. Default 500.
+    pub fn page_size(mut self, page_size: u32) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// Label selector for list and watch (`app=web,tier!=db`).
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.label_selector = Some(selector.to_string());
+        self
+    }
+
+    /// Field selector for list and watch (`spec.nodeName=n1`).
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.to_string());
+        self
+    }
+
+    /// Queue a `Sync` for every idle cached object this often (zero: never). Default zero.
+    /// In a [`SharedIndexInformer`](super::SharedIndexInformer) it is the default resync
+    /// period of handlers registered without one (the informer runs resyncs per handler).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
+    /// Start with a streaming list instead of a paged list. Default false.
+    pub fn streaming_list(mut self, on: bool) -> Self {
+        self.streaming_list = on;
+        self
+    }
+
+    /// How long a streaming list may take to deliver its closing bookmark. Default 60 s.
+    pub fn streaming_list_deadline(mut self, deadline: Duration) -> Self {
+        self.streaming_list_deadline = deadline;
+        self
+    }
+
+    /// Range of the random server-side watch timeout. Default 5 to 10 minutes.
+    pub fn watch_timeout(mut self, min: Duration, max: Duration) -> Self {
+        self.watch_timeout = (min, max);
+        self
+    }
+
+    /// A watch connection that delivers nothing (no event, no bookmark) for this long is
+    /// dead and is replaced. The reflector asks for bookmarks, which kube-apiserver sends
+    /// about once a minute, so the default of 2 minutes notices a half-open connection
+    /// within 2 minutes without false alarms. Zero: rely on the server-side timeout plus
+    /// the client's `watch_read_margin` alone (a server that sends no bookmarks costs a
+    /// reconnect, not a relist, per quiet `watch_idle_timeout`).
+    pub fn watch_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.watch_idle_timeout = timeout;
+        self
+    }
+
+    /// First and longest back-off delay. Default 0.8 s and 30 s.
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.backoff_initial = initial;
+        self.backoff_max = max;
+        self
+    }
+
+    /// Longest delay between lists of a resource that is *gone* (its lists answer 404: a
+    /// custom resource whose CRD was deleted). Such a resource is asked for again on a slow
+    /// back-off — from the longest [`backoff`](Self::backoff) doubling to this, with jitter —
+    /// and listed as soon as it is served again. Default 5 minutes (at least the longest
+    /// back-off is used).
+    pub fn gone_backoff_max(mut self, max: Duration) -> Self {
+        self.gone_backoff_max = max;
+        self
+    }
+
+    /// Skip `metadata.managedFields` while decoding every listed and watched object (the
+    /// bytes are checked and jumped over, never decoded), for caches that never read them:
+    /// they are often the largest part of an object, so this saves memory and decoding CPU
+    /// alike, for every object type (`DynamicObject`, slim types, k8s-openapi's). Objects
+    /// then have no managed fields (`None`). Default false: client-go and kube-rs keep them,
+    /// and a default that drops data a reader may use would surprise. Prefer this to the
+    /// [`strip_managed_fields`] transform, which drops them after decoding.
+    pub fn strip_managed_fields(mut self, on: bool) -> Self {
+        self.strip_managed_fields = on;
+        self
+    }
+
+    /// Called on every list or watch error (for logging or metrics).
+    pub fn on_watch_error(mut self, f: impl Fn(&Error) + Send + Sync + 'static) -> Self {
+        let f: WatchErrorHandler = Arc::new(f);
+        self.on_watch_error = Some(f);
+        self
+    }
+
+    /// Name used in thread names and logs (`ki/<name>/refl`, see the crate's thread names).
+    /// Defaults to the resource's plural.
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
     }
 }
 

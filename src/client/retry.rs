@@ -26,21 +26,58 @@ use crate::error::{Error, Result};
 /// use std::time::Duration;
 /// use kube_informer::client::RetryBackoff;
 /// // client-go's DefaultBackoff: 4 steps from 10 ms, five times longer each.
-/// let b = RetryBackoff { steps: 4, factor: 5.0, ..Default::default() };
-/// assert_eq!(b.initial, Duration::from_millis(10));
+/// let b = RetryBackoff::new().steps(4).factor(5.0);
+/// assert_eq!(b, RetryBackoff::new().steps(4).factor(5.0).initial(Duration::from_millis(10)));
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RetryBackoff {
     /// How many attempts in all (at least one is made).
-    pub steps: u32,
+    pub(crate) steps: u32,
     /// The first wait.
-    pub initial: Duration,
+    pub(crate) initial: Duration,
     /// How much longer each wait is than the one before (1: all the same).
-    pub factor: f64,
+    pub(crate) factor: f64,
     /// Up to this fraction of a wait is added at random.
-    pub jitter: f64,
+    pub(crate) jitter: f64,
     /// No wait is longer than this (before jitter).
-    pub max: Duration,
+    pub(crate) max: Duration,
+}
+
+impl RetryBackoff {
+    /// client-go's `DefaultRetry` (the same as `RetryBackoff::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many attempts in all (at least one is made).
+    pub fn steps(mut self, value: u32) -> Self {
+        self.steps = value;
+        self
+    }
+
+    /// The first wait.
+    pub fn initial(mut self, value: Duration) -> Self {
+        self.initial = value;
+        self
+    }
+
+    /// How much longer each wait is than the one before (1: all the same).
+    pub fn factor(mut self, value: f64) -> Self {
+        self.factor = value;
+        self
+    }
+
+    /// Up to this fraction of a wait is added at random.
+    pub fn jitter(mut self, value: f64) -> Self {
+        self.jitter = value;
+        self
+    }
+
+    /// No wait is longer than this (before jitter).
+    pub fn max(mut self, value: Duration) -> Self {
+        self.max = value;
+        self
+    }
 }
 
 impl Default for RetryBackoff {
@@ -181,10 +218,7 @@ mod tests {
     }
 
     fn quick() -> RetryBackoff {
-        RetryBackoff {
-            initial: Duration::from_millis(1),
-            ..Default::default()
-        }
+        RetryBackoff::new().initial(Duration::from_millis(1))
     }
 
     #[test]

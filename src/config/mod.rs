@@ -18,7 +18,7 @@
 //! let client = Config::infer()?.client()?;
 //!
 //! // 2. An explicit file and context.
-//! let options = KubeconfigOptions { context: Some("staging".into()), ..Default::default() };
+//! let options = KubeconfigOptions::new().context("staging");
 //! let client = Config::from_kubeconfig_with("/etc/app/kubeconfig", &options)?.client()?;
 //!
 //! // 3. Inside a pod, with its service account.
@@ -153,21 +153,67 @@ const NOTHING_CONFIGURED: &str = "no configuration found";
 /// Where the service account's files are mounted in a pod.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/// Choices overriding a kubeconfig's current context.
+/// Choices overriding a kubeconfig's current context, like kubectl's flags: a builder,
+/// nothing overridden by default.
+///
+/// ```
+/// use kube_informer::config::KubeconfigOptions;
+/// let options = KubeconfigOptions::new().context("staging").namespace("web");
+/// # let _ = options;
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct KubeconfigOptions {
     /// Load this kubeconfig file instead of `KUBECONFIG` or `~/.kube/config`, like kubectl's
     /// `--kubeconfig` flag: the file must exist (a missing one is an error, never "nothing
     /// configured").
-    pub kubeconfig: Option<PathBuf>,
+    pub(crate) kubeconfig: Option<PathBuf>,
     /// Use this context instead of `current-context`.
-    pub context: Option<String>,
+    pub(crate) context: Option<String>,
     /// Use this cluster instead of the context's.
-    pub cluster: Option<String>,
+    pub(crate) cluster: Option<String>,
     /// Use this user instead of the context's.
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// Use this namespace instead of the context's.
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
+}
+
+impl KubeconfigOptions {
+    /// Nothing overridden (the same as `KubeconfigOptions::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Load this kubeconfig file instead of `KUBECONFIG` or `~/.kube/config`, like kubectl's
+    /// `--kubeconfig` flag: the file must exist (a missing one is an error, never "nothing
+    /// configured").
+    pub fn kubeconfig(mut self, path: impl Into<PathBuf>) -> Self {
+        self.kubeconfig = Some(path.into());
+        self
+    }
+
+    /// Use this context instead of `current-context` (`--context`).
+    pub fn context(mut self, context: &str) -> Self {
+        self.context = Some(context.to_string());
+        self
+    }
+
+    /// Use this cluster instead of the context's (`--cluster`).
+    pub fn cluster(mut self, cluster: &str) -> Self {
+        self.cluster = Some(cluster.to_string());
+        self
+    }
+
+    /// Use this user instead of the context's (`--user`).
+    pub fn user(mut self, user: &str) -> Self {
+        self.user = Some(user.to_string());
+        self
+    }
+
+    /// Use this namespace instead of the context's (`--namespace`).
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_string());
+        self
+    }
 }
 
 /// A loaded configuration: everything a [`Client`] needs, and where it came from.

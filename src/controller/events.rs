@@ -133,24 +133,35 @@ impl ObjectReference {
     }
 }
 
-/// How an [`EventRecorder`] reports and paces itself.
+/// How an [`EventRecorder`] reports and paces itself: a builder whose
+/// [`new`](Self::new) takes the two names every recorder needs and client-go's defaults for
+/// the rest.
+///
+/// ```
+/// use kube_informer::controller::EventRecorderConfig;
+/// use std::time::Duration;
+/// let config = EventRecorderConfig::new("example.com/labeler", "labeler-0")
+///     .burst(10)
+///     .series_refresh(Duration::from_secs(600));
+/// # let _ = config;
+/// ```
 #[derive(Clone, Debug)]
 pub struct EventRecorderConfig {
     /// `reportingController`, e.g. `example.com/node-labeler` (also `source.component` in
     /// `core/v1`, and the thread's name).
-    pub reporting_controller: String,
+    reporting_controller: String,
     /// `reportingInstance`, e.g. the pod name of this replica.
-    pub reporting_instance: String,
+    reporting_instance: String,
     /// Events queued and not yet written; more are dropped (default 1000, client-go's).
-    pub queue_capacity: usize,
+    queue_capacity: usize,
     /// Events allowed at once per object (default 25, client-go's spam filter).
-    pub burst: u32,
+    burst: u32,
     /// One token back per object this often (default 5 minutes, client-go's 1/300 qps).
-    pub refill_every: Duration,
+    refill_every: Duration,
     /// Counts of running series are patched this often (default 30 minutes, client-go's).
-    pub series_refresh: Duration,
+    series_refresh: Duration,
     /// A series with no repeat for this long is finished (default 6 minutes, client-go's).
-    pub series_finish: Duration,
+    series_finish: Duration,
 }
 
 impl EventRecorderConfig {
@@ -165,6 +176,36 @@ impl EventRecorderConfig {
             series_refresh: Duration::from_secs(30 * 60),
             series_finish: Duration::from_secs(6 * 60),
         }
+    }
+
+    /// Events queued and not yet written; more are dropped (default 1000, client-go's).
+    pub fn queue_capacity(mut self, capacity: usize) -> Self {
+        self.queue_capacity = capacity;
+        self
+    }
+
+    /// Events allowed at once per object (default 25, client-go's spam filter).
+    pub fn burst(mut self, burst: u32) -> Self {
+        self.burst = burst;
+        self
+    }
+
+    /// One token back per object this often (default 5 minutes, client-go's 1/300 qps).
+    pub fn refill_every(mut self, every: Duration) -> Self {
+        self.refill_every = every;
+        self
+    }
+
+    /// Counts of running series are patched this often (default 30 minutes, client-go's).
+    pub fn series_refresh(mut self, every: Duration) -> Self {
+        self.series_refresh = every;
+        self
+    }
+
+    /// A series with no repeat for this long is finished (default 6 minutes, client-go's).
+    pub fn series_finish(mut self, after: Duration) -> Self {
+        self.series_finish = after;
+        self
     }
 
     fn validate(&self) -> Result<()> {

@@ -20,32 +20,43 @@ const UNMANAGED_FATAL: &str = "Pods that declare no controller (use --force to o
 const UNMANAGED_WARNING: &str = "deleting Pods that declare no controller";
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
-/// How to drain (kubectl drain's flags). `Default` is kubectl's defaults.
+/// How to drain (kubectl drain's flags): a builder whose defaults (`new()`, `Default`) are
+/// kubectl's.
+///
+/// ```
+/// use kube_informer::pod::DrainOptions;
+/// use std::time::Duration;
+/// let o = DrainOptions::new()
+///     .ignore_daemonsets(true)
+///     .delete_emptydir_data(true)
+///     .timeout(Duration::from_secs(300));
+/// # let _ = o;
+/// ```
 #[derive(Clone, Debug)]
 pub struct DrainOptions {
     /// Skip DaemonSet-managed pods instead of refusing to drain (`--ignore-daemonsets`).
-    pub ignore_daemonsets: bool,
+    ignore_daemonsets: bool,
     /// Delete pods with `emptyDir` volumes, losing their data (`--delete-emptydir-data`).
-    pub delete_emptydir_data: bool,
+    delete_emptydir_data: bool,
     /// Delete pods that declare no controller (`--force`): nothing recreates them.
-    pub force: bool,
+    force: bool,
     /// The pods' grace period (`--grace-period`; `None`: each pod's own).
-    pub grace_period_seconds: Option<u32>,
+    grace_period_seconds: Option<u32>,
     /// How long to evict and wait in all (`--timeout`; `None`: no bound but the client's
     /// cancellation token).
-    pub timeout: Option<Duration>,
+    timeout: Option<Duration>,
     /// Delete instead of evicting, ignoring PodDisruptionBudgets (`--disable-eviction`).
-    pub disable_eviction: bool,
+    disable_eviction: bool,
     /// Only the pods this label selector matches (`--pod-selector`).
-    pub pod_selector: Option<String>,
+    pod_selector: Option<String>,
     /// `--dry-run=client`: write nothing; report what would be evicted.
-    pub dry_run: bool,
+    dry_run: bool,
     /// `--dry-run=server`: cordon and evict with `dryRun=All` (validated, not done).
-    pub server_dry_run: bool,
+    server_dry_run: bool,
     /// The wait after a PodDisruptionBudget's 429 before trying that pod again (kubectl: 5 s).
-    pub eviction_retry_delay: Duration,
+    eviction_retry_delay: Duration,
     /// How often to look whether evicted pods are gone (kubectl: 1 s).
-    pub poll_interval: Duration,
+    poll_interval: Duration,
 }
 
 impl Default for DrainOptions {
@@ -63,6 +74,80 @@ impl Default for DrainOptions {
             eviction_retry_delay: Duration::from_secs(5),
             poll_interval: Duration::from_secs(1),
         }
+    }
+}
+
+impl DrainOptions {
+    /// kubectl's defaults (the same as `DrainOptions::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Skip DaemonSet-managed pods instead of refusing to drain (`--ignore-daemonsets`).
+    pub fn ignore_daemonsets(mut self, on: bool) -> Self {
+        self.ignore_daemonsets = on;
+        self
+    }
+
+    /// Delete pods with `emptyDir` volumes, losing their data (`--delete-emptydir-data`).
+    pub fn delete_emptydir_data(mut self, on: bool) -> Self {
+        self.delete_emptydir_data = on;
+        self
+    }
+
+    /// Delete pods that declare no controller (`--force`): nothing recreates them.
+    pub fn force(mut self, on: bool) -> Self {
+        self.force = on;
+        self
+    }
+
+    /// The pods' grace period (`--grace-period`; by default each pod's own).
+    pub fn grace_period(mut self, seconds: u32) -> Self {
+        self.grace_period_seconds = Some(seconds);
+        self
+    }
+
+    /// How long to evict and wait in all (`--timeout`; by default no bound but the client's
+    /// cancellation token).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Delete instead of evicting, ignoring PodDisruptionBudgets (`--disable-eviction`).
+    pub fn disable_eviction(mut self, on: bool) -> Self {
+        self.disable_eviction = on;
+        self
+    }
+
+    /// Only the pods this label selector matches (`--pod-selector`).
+    pub fn pod_selector(mut self, selector: &str) -> Self {
+        self.pod_selector = Some(selector.to_string());
+        self
+    }
+
+    /// `--dry-run=client`: write nothing; report what would be evicted.
+    pub fn dry_run(mut self, on: bool) -> Self {
+        self.dry_run = on;
+        self
+    }
+
+    /// `--dry-run=server`: cordon and evict with `dryRun=All` (validated, not done).
+    pub fn server_dry_run(mut self, on: bool) -> Self {
+        self.server_dry_run = on;
+        self
+    }
+
+    /// The wait after a PodDisruptionBudget's 429 before trying that pod again (kubectl: 5 s).
+    pub fn eviction_retry_delay(mut self, delay: Duration) -> Self {
+        self.eviction_retry_delay = delay;
+        self
+    }
+
+    /// How often to look whether evicted pods are gone (kubectl: 1 s).
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
     }
 }
 
@@ -356,9 +441,9 @@ fn list_node_pods(client: &Client, node: &str, o: &DrainOptions) -> Result<Vec<V
 /// use kube_informer::Client;
 ///
 /// let server = ApiServer::start();
-/// server.add_node("node-1");
+/// server.add_node("node-1").unwrap();
 /// server.add_pod_on("lab", "web-1", "node-1", serde_json::json!({"metadata": {"ownerReferences": [
-///     {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1", "controller": true}]}}));
+///     {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1", "controller": true}]}})).unwrap();
 /// let client = Client::new(server.client_config())?;
 /// let report = drain_node(&client, "node-1", &DrainOptions::default())?;
 /// assert!(report.is_drained());

@@ -35,7 +35,7 @@ impl<K: Object> Api<K> {
     ///
     /// let server = ApiServer::start();
     /// for name in ["web-1", "web-2"] {
-    ///     server.add_pod_on("lab", name, "node-1", serde_json::json!({"metadata": {"labels": {"app": "web"}}}));
+    ///     server.add_pod_on("lab", name, "node-1", serde_json::json!({"metadata": {"labels": {"app": "web"}}})).unwrap();
     /// }
     /// let pdbs = ApiResource::new("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true);
     /// server.create(&pdbs, serde_json::json!({"metadata": {"name": "web", "namespace": "lab"},

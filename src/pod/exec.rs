@@ -157,7 +157,7 @@ impl Client {
     /// ```
     /// # use kube_informer::testing::{ApiServer, Runtime};
     /// # let server = ApiServer::start();
-    /// # server.create_pod("lab", "web", &["app"]);
+    /// # server.create_pod("lab", "web", &["app"]).unwrap();
     /// # server.runtime().command(&["echo", "hi"], Runtime::output(b"hi\n", b"", 0));
     /// use std::io::Read as _;
     /// use kube_informer::pod::ExecParams;

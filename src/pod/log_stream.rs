@@ -69,7 +69,7 @@ use crate::error::{Error, Result};
 /// use kube_informer::{Api, Client};
 ///
 /// let server = ApiServer::start();
-/// server.add_pod("lab", "web", &["app"]);
+/// server.add_pod("lab", "web", &["app"]).unwrap();
 /// server.append_log("lab", "web", "app", "one");
 /// let pods: Api<DynamicObject> = Api::namespaced_with(
 ///     Client::new(server.client_config())?, "lab", &ApiResource::new("", "v1", "Pod", "pods", true));

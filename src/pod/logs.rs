@@ -246,7 +246,7 @@ impl<K: Object> Api<K> {
     /// use kube_informer::{Api, Client};
     ///
     /// let server = ApiServer::start();
-    /// server.add_pod("lab", "web", &["app", "sidecar"]);
+    /// server.add_pod("lab", "web", &["app", "sidecar"]).unwrap();
     /// server.append_log("lab", "web", "app", "hello");
     /// let pods: Api<DynamicObject> = Api::namespaced_with(
     ///     Client::new(server.client_config())?, "lab", &ApiResource::new("", "v1", "Pod", "pods", true));

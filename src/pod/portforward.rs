@@ -131,7 +131,7 @@ impl Client {
     /// ```
     /// # use kube_informer::testing::ApiServer;
     /// # let server = ApiServer::start();
-    /// # server.create_pod("lab", "db", &["postgres"]);
+    /// # server.create_pod("lab", "db", &["postgres"]).unwrap();
     /// # let db = std::net::TcpListener::bind("127.0.0.1:0")?;
     /// # server.runtime().port("lab", "db", 5432, db.local_addr()?);
     /// use kube_informer::pod::PortMapping;

@@ -15,53 +15,140 @@ use std::time::Duration;
 /// use kube_informer::serve::Limits;
 /// use std::time::Duration;
 ///
-/// let limits = Limits {
-///     max_body_bytes: 1 << 20,
-///     idle_timeout: Duration::from_secs(30),
-///     ..Limits::default()
-/// };
-/// assert_eq!(limits.max_connections, 256);
+/// let limits = Limits::new()
+///     .max_body_bytes(1 << 20)
+///     .idle_timeout(Duration::from_secs(30));
+/// assert_eq!(limits, Limits::default().max_body_bytes(1 << 20).idle_timeout(Duration::from_secs(30)));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Longest request line (`GET /path?query HTTP/1.1`), in bytes; longer is answered with
     /// 414 and the connection closed, after reading at most this many bytes of it.
     /// Default 8 KiB.
-    pub max_request_line: usize,
+    pub(crate) max_request_line: usize,
     /// Longest request head (request line and every header, with their line ends), in
     /// bytes; longer is answered with 431 after reading at most this many bytes. A header
     /// line that never ends costs at most this. Default 16 KiB.
-    pub max_head_bytes: usize,
+    pub(crate) max_head_bytes: usize,
     /// Most header fields in one request; more is answered with 431. Default 64.
-    pub max_headers: usize,
+    pub(crate) max_headers: usize,
     /// Largest request body, in bytes, checked against `Content-Length` before any of the
     /// body is read: larger is answered with 413 and the connection closed. Default 8 MiB
     /// (an admission review carries an object and its old version, each up to
     /// kube-apiserver's 3 MiB).
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
     /// Most connections open at once; one more is refused at once (503 on plain HTTP, closed
     /// on TLS), never queued. Default 256.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Most requests answered on one keep-alive connection; the last answer says
     /// `Connection: close`. Default 1000.
-    pub max_requests_per_connection: usize,
+    pub(crate) max_requests_per_connection: usize,
     /// The time a request's head may take, from its first byte to its blank line (a client
     /// sending a byte at a time is cut off here: 408, closed). Also the TLS handshake's
     /// bound. Default 10 s.
-    pub header_timeout: Duration,
+    pub(crate) header_timeout: Duration,
     /// The time a request's body may take to arrive once its head has; past it, 408 and
     /// closed. Default 30 s.
-    pub body_timeout: Duration,
+    pub(crate) body_timeout: Duration,
     /// The time writing one answer may take (a client that does not read is cut off here,
     /// and its thread freed). Default 10 s.
-    pub write_timeout: Duration,
+    pub(crate) write_timeout: Duration,
     /// How long a keep-alive connection may wait for its next request before the server
     /// closes it (a new connection's first request must start within `header_timeout`).
     /// Default 60 s.
-    pub idle_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
     /// Each connection thread's stack, in bytes (virtual: an idle connection touches a few
     /// pages of it). Default 512 KiB.
-    pub stack_size: usize,
+    pub(crate) stack_size: usize,
+}
+
+impl Limits {
+    /// The defaults (the same as `Limits::default()`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Longest request line (`GET /path?query HTTP/1.1`), in bytes; longer is answered with
+    /// 414 and the connection closed, after reading at most this many bytes of it.
+    /// Default 8 KiB.
+    pub fn max_request_line(mut self, value: usize) -> Self {
+        self.max_request_line = value;
+        self
+    }
+
+    /// Longest request head (request line and every header, with their line ends), in
+    /// bytes; longer is answered with 431 after reading at most this many bytes. A header
+    /// line that never ends costs at most this. Default 16 KiB.
+    pub fn max_head_bytes(mut self, value: usize) -> Self {
+        self.max_head_bytes = value;
+        self
+    }
+
+    /// Most header fields in one request; more is answered with 431. Default 64.
+    pub fn max_headers(mut self, value: usize) -> Self {
+        self.max_headers = value;
+        self
+    }
+
+    /// Largest request body, in bytes, checked against `Content-Length` before any of the
+    /// body is read: larger is answered with 413 and the connection closed. Default 8 MiB
+    /// (an admission review carries an object and its old version, each up to
+    /// kube-apiserver's 3 MiB).
+    pub fn max_body_bytes(mut self, value: usize) -> Self {
+        self.max_body_bytes = value;
+        self
+    }
+
+    /// Most connections open at once; one more is refused at once (503 on plain HTTP, closed
+    /// on TLS), never queued. Default 256.
+    pub fn max_connections(mut self, value: usize) -> Self {
+        self.max_connections = value;
+        self
+    }
+
+    /// Most requests answered on one keep-alive connection; the last answer says
+    /// `Connection: close`. Default 1000.
+    pub fn max_requests_per_connection(mut self, value: usize) -> Self {
+        self.max_requests_per_connection = value;
+        self
+    }
+
+    /// The time a request's head may take, from its first byte to its blank line (a client
+    /// sending a byte at a time is cut off here: 408, closed). Also the TLS handshake's
+    /// bound. Default 10 s.
+    pub fn header_timeout(mut self, value: Duration) -> Self {
+        self.header_timeout = value;
+        self
+    }
+
+    /// The time a request's body may take to arrive once its head has; past it, 408 and
+    /// closed. Default 30 s.
+    pub fn body_timeout(mut self, value: Duration) -> Self {
+        self.body_timeout = value;
+        self
+    }
+
+    /// The time writing one answer may take (a client that does not read is cut off here,
+    /// and its thread freed). Default 10 s.
+    pub fn write_timeout(mut self, value: Duration) -> Self {
+        self.write_timeout = value;
+        self
+    }
+
+    /// How long a keep-alive connection may wait for its next request before the server
+    /// closes it (a new connection's first request must start within `header_timeout`).
+    /// Default 60 s.
+    pub fn idle_timeout(mut self, value: Duration) -> Self {
+        self.idle_timeout = value;
+        self
+    }
+
+    /// Each connection thread's stack, in bytes (virtual: an idle connection touches a few
+    /// pages of it). Default 512 KiB.
+    pub fn stack_size(mut self, value: usize) -> Self {
+        self.stack_size = value;
+        self
+    }
 }
 
 impl Default for Limits {

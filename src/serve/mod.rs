@@ -40,7 +40,7 @@
 //!     .route("/validate", |_: &Request| Response::json(200, &serde_json::json!({"ok": true})))
 //!     .subtree("/debug/", |r: &Request| Response::text(200, format!("{}\n", r.path)));
 //! let server = Server::builder("webhook")          // threads ki/webhook/acpt, ki/webhook/conn
-//!     .limits(Limits { max_body_bytes: 4 << 20, ..Limits::default() })
+//!     .limits(Limits::new().max_body_bytes(4 << 20))
 //!     // with `webhook`: .tls(TlsFiles::new("/tmp/k8s-webhook-server/serving-certs"))
 //!     .bind("127.0.0.1:0", router)?;
 //! server.stop();                                   // every thread joined

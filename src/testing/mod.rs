@@ -57,6 +57,14 @@
 //!   [`ApiServer::go_down`] / [`ApiServer::come_back`] for a server that is away for a while
 //!   (connections refused) and restarts on the same port with the same objects.
 //!
+//! The server's own helpers that read or write one object ([`ApiServer::get`],
+//! [`ApiServer::create`], `update`, `patch`, `touch`, `delete`, [`ApiServer::add_pod`] and
+//! the other pod and node fixtures) answer a `Result` whose error is the [`Status`] the real
+//! server would send for that request over HTTP (`NotFound`, `AlreadyExists`, `Conflict`,
+//! `Invalid`, ...), as [`Api`](crate::Api)'s calls do. They never panic.
+//!
+//! [`Status`]: crate::api::Status
+//!
 //! ```
 //! use kube_informer::api::{ApiResource, DynamicObject, WatchEvent};
 //! use kube_informer::testing::{ApiServer, Fault, Target};

@@ -115,7 +115,7 @@ impl ApiServer {
     /// every follow of its log ends cleanly after the last line.
     pub fn terminate_container(&self, namespace: &str, pod: &str, container: &str, exit_code: i32) {
         let pods = super::pods::pods();
-        if let Some(mut p) = self.get(&pods, Some(namespace), pod) {
+        if let Ok(mut p) = self.get(&pods, Some(namespace), pod) {
             let reason = if exit_code == 0 { "Completed" } else { "Error" };
             let state = json!({"terminated": {"exitCode": exit_code, "reason": reason,
                 "finishedAt": super::store::rfc3339_now()}});

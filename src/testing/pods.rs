@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::server::ApiServer;
-use crate::api::ApiResource;
+use crate::api::{ApiResource, Status};
 
 /// `v1` pods.
 pub(crate) fn pods() -> ApiResource {
@@ -35,8 +35,14 @@ fn merge(target: &mut Value, patch: &Value) {
 impl ApiServer {
     /// Creates a Running, Ready pod `namespace/name` with these containers (running) on the
     /// node `lab-node`; returns it as stored. Its logs start empty
-    /// ([`append_log`](Self::append_log)).
-    pub fn add_pod(&self, namespace: &str, name: &str, containers: &[&str]) -> Value {
+    /// ([`append_log`](Self::append_log)). A failed create answers its Status
+    /// (`AlreadyExists` when the name is taken).
+    pub fn add_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        containers: &[&str],
+    ) -> Result<Value, Status> {
         let extra = json!({"spec": {"containers": containers.iter()
             .map(|c| json!({"name": c, "image": "busybox"})).collect::<Vec<_>>()},
             "status": {"containerStatuses": containers.iter()
@@ -47,12 +53,15 @@ impl ApiServer {
 
     /// Creates a Running, Ready pod `namespace/name` with one container `main` on `node`
     /// (`""`: not scheduled, `Pending`), with `extra` merged in (a JSON merge patch: labels,
-    /// ownerReferences, volumes, other containers...); returns it as stored.
-    ///
-    /// # Panics
-    ///
-    /// When the name is taken (a test's own mistake).
-    pub fn add_pod_on(&self, namespace: &str, name: &str, node: &str, extra: Value) -> Value {
+    /// ownerReferences, volumes, other containers...); returns it as stored, or the Status of
+    /// the failed create (`AlreadyExists` when the name is taken).
+    pub fn add_pod_on(
+        &self,
+        namespace: &str,
+        name: &str,
+        node: &str,
+        extra: Value,
+    ) -> Result<Value, Status> {
         let mut pod = json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace},
@@ -69,21 +78,16 @@ impl ApiServer {
         }
         merge(&mut pod, &extra);
         self.create(&pods(), pod)
-            .unwrap_or_else(|st| panic!("add_pod_on {namespace}/{name}: {}", st.message))
     }
 
-    /// Creates a schedulable node.
-    ///
-    /// # Panics
-    ///
-    /// When the name is taken.
-    pub fn add_node(&self, name: &str) -> Value {
+    /// Creates a schedulable node; returns it as stored, or the Status of the failed create
+    /// (`AlreadyExists` when the name is taken).
+    pub fn add_node(&self, name: &str) -> Result<Value, Status> {
         self.create(
             &nodes(),
             json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name,
                 "labels": {"kubernetes.io/hostname": name}}, "spec": {},
                 "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
         )
-        .unwrap_or_else(|st| panic!("add_node {name}: {}", st.message))
     }
 }

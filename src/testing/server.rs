@@ -388,8 +388,14 @@ impl ApiServer {
     }
 
     /// Creates a running pod bound to node `lab-node` with these containers (one `main`
-    /// when none is named), as exec, attach and port-forward need.
-    pub fn create_pod(&self, namespace: &str, name: &str, containers: &[&str]) -> Value {
+    /// when none is named), as exec, attach and port-forward need; returns it as stored, or
+    /// the Status of the failed create (`AlreadyExists` when the name is taken).
+    pub fn create_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        containers: &[&str],
+    ) -> Result<Value, Status> {
         let containers: Vec<Value> = if containers.is_empty() {
             vec!["main"]
         } else {
@@ -406,7 +412,6 @@ impl ApiServer {
             "status": {"phase": "Running"}
         });
         self.create(&ApiResource::new("", "v1", "Pod", "pods", true), pod)
-            .expect("create the pod")
     }
 
     /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.
@@ -512,15 +517,34 @@ impl ApiServer {
         self.write(|s| s.delete(&TypeKey::of(ar), ns, name))
     }
 
-    /// One object as stored now.
-    pub fn get(&self, ar: &ApiResource, namespace: Option<&str>, name: &str) -> Option<Value> {
+    /// One object as stored now; a missing one is the 404 `NotFound` Status a `GET` would
+    /// answer (as [`Api::get`](crate::Api::get) fails), like every helper that can fail.
+    ///
+    /// ```
+    /// use kube_informer::api::ApiResource;
+    /// use kube_informer::testing::ApiServer;
+    /// let server = ApiServer::start();
+    /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// server.create(&cms, serde_json::json!({"metadata": {"name": "a", "namespace": "lab"}})).unwrap();
+    /// assert_eq!(server.get(&cms, Some("lab"), "a").unwrap()["metadata"]["name"], "a");
+    /// let missing = server.get(&cms, Some("lab"), "b").unwrap_err();
+    /// assert!(missing.is_not_found());
+    /// assert_eq!(missing.message, r#"configmaps "b" not found"#);
+    /// ```
+    pub fn get(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, Status> {
         let ns = ar.namespaced.then(|| namespace.unwrap_or("default"));
-        let mut store = self.shared.store.lock();
-        let stored = store.get(&TypeKey::of(ar), ns, name).ok()?;
-        serde_json::from_str(&stored.json).ok()
+        let stored = self.shared.store.lock().get(&TypeKey::of(ar), ns, name)?;
+        Ok(serde_json::from_str(&stored.json).unwrap_or(Value::Null))
     }
 
-    /// Every object of a resource as stored now, in key order (`None`: all namespaces).
+    /// Every object of a resource as stored now, in key order (`None`: all namespaces). It
+    /// cannot fail (a resource no object was written to lists empty), so it answers the
+    /// objects themselves.
     pub fn list(&self, ar: &ApiResource, namespace: Option<&str>) -> Vec<Value> {
         let mut store = self.shared.store.lock();
         let rv = store.rv;

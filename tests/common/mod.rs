@@ -303,10 +303,13 @@ pub fn pods_informer(
 
 /// Informer settings with back-off short enough for tests (50 ms doubling to 400 ms).
 pub fn fast_config() -> kube_informer::cache::InformerConfig<kube_informer::api::DynamicObject> {
-    let mut c = kube_informer::cache::InformerConfig::default();
-    c.reflector.backoff_initial = Duration::from_millis(50);
-    c.reflector.backoff_max = Duration::from_millis(400);
-    c
+    kube_informer::cache::InformerConfig::new().reflector(fast_reflector())
+}
+
+/// Reflector settings with back-off short enough for tests (50 ms doubling to 400 ms).
+pub fn fast_reflector() -> kube_informer::cache::ReflectorConfig {
+    kube_informer::cache::ReflectorConfig::new()
+        .backoff(Duration::from_millis(50), Duration::from_millis(400))
 }
 
 /// Copies bytes both ways between a proxy's client and the server it tunnels to, until

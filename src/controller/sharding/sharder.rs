@@ -620,17 +620,12 @@ impl<'t> Leader<'t> {
                 (Some(ns), true) => Api::namespaced_with(client.clone(), ns, resource),
                 _ => Api::all_with(client.clone(), resource),
             };
-            SharedIndexInformer::new(
-                api,
-                InformerConfig {
-                    reflector: ReflectorConfig {
-                        name: Some(format!("{}-sharder-{role}", ring.name())),
-                        label_selector: selector,
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                },
-            )
+            let mut reflector =
+                ReflectorConfig::new().name(&format!("{}-sharder-{role}", ring.name()));
+            if let Some(selector) = selector {
+                reflector = reflector.labels(&selector);
+            }
+            SharedIndexInformer::new(api, InformerConfig::new().reflector(reflector))
         };
         let objects = metadata_informer(
             &config.resource,
@@ -645,14 +640,11 @@ impl<'t> Leader<'t> {
             .collect();
         let leases = SharedIndexInformer::new(
             Api::namespaced(client.clone(), ring.namespace()),
-            InformerConfig {
-                reflector: ReflectorConfig {
-                    label_selector: Some(ring.lease_selector()),
-                    name: Some(format!("{}-sharder-leases", ring.name())),
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
+            InformerConfig::new().reflector(
+                ReflectorConfig::new()
+                    .labels(&ring.lease_selector())
+                    .name(&format!("{}-sharder-leases", ring.name())),
+            ),
         );
         Leader {
             shard_label: ring.shard_label(),

@@ -60,7 +60,7 @@ fn crds() -> ApiResource {
 /// # // The test server has no CRD controller: this thread plays it.
 /// # let crds = kube_informer::api::ApiResource::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false);
 /// # let controller = std::thread::spawn(move || {
-/// #     while server.get(&crds, None, "gadgets.lab.example.com").is_none() { std::thread::sleep(Duration::from_millis(10)); }
+/// #     while server.get(&crds, None, "gadgets.lab.example.com").is_err() { std::thread::sleep(Duration::from_millis(10)); }
 /// #     server.patch(&crds, None, "gadgets.lab.example.com", &serde_json::json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}})).unwrap();
 /// #     server
 /// # });
