@@ -55,6 +55,8 @@ pub mod portforward;
 #[cfg(feature = "ws")]
 pub mod process;
 #[cfg(feature = "ws")]
+pub mod tar;
+#[cfg(feature = "ws")]
 pub(crate) mod websocket;
 
 #[cfg(feature = "ws")]
