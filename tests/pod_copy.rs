@@ -162,6 +162,28 @@ fn a_single_file_lands_at_the_path_or_in_a_directory_under_its_name() {
         .copy_to_pod("lab", "web", local.path().join("renamed"), "/etc/", &o)
         .unwrap();
     assert!(files.read_file("/etc/renamed").is_some());
+    // The archived mode, unless --no-preserve.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let script = local.path().join("run.sh");
+        fs::write(&script, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o777)).unwrap();
+        client
+            .copy_to_pod("lab", "web", &script, "/etc/kept.sh", &o)
+            .unwrap();
+        assert_eq!(files.mode("/etc/kept.sh"), Some(0o777));
+        client
+            .copy_to_pod(
+                "lab",
+                "web",
+                &script,
+                "/etc/plain.sh",
+                &o.clone().no_preserve(true),
+            )
+            .unwrap();
+        assert_eq!(files.mode("/etc/plain.sh"), Some(0o755));
+    }
 }
 
 #[test]

@@ -22,13 +22,19 @@
 //! ([`CopyError::SymlinkEscape`], or skipped and listed in [`CopyReport::skipped`] with
 //! [`CopyOptions::skip_escaping_symlinks`]), and a name that would be written through a
 //! symlink ([`CopyError::ThroughSymlink`]: a real `tar` never archives anything below a
-//! symlink, so only a crafted archive does) all fail the copy before anything is written
-//! for that entry. kubectl skips names outside the destination with a warning and never
+//! symlink, so this is a crafted archive, or a destination that already holds a symlink
+//! there) all fail the copy before anything is written for that entry. kubectl skips names outside the destination with a warning and never
 //! creates symlinks; these are refused instead, and symlinks that stay inside are kept.
 //! Devices and FIFOs are skipped and listed. Files get their mode's permission bits (never
 //! set-user-ID, set-group-ID or sticky) and their modification time; directories their
 //! mode, always with the owner's `rwx` (so that their contents can be written), and not
 //! their time.
+//!
+//! On a server that offers only `v4.channel.k8s.io` (before kube-apiserver 1.30) stdin
+//! cannot be closed (see [`exec`](super::exec)): a copy into a container then ends when
+//! the container's tar stops at the end-of-archive marker (the archive is padded to whole
+//! 10 KiB records, so a tar reading records gets all of it); a tar that waits for the end
+//! of its input holds the copy until the idle timeout.
 //!
 //! Streaming, bounded memory: the archive is never held whole on either side; the buffers
 //! are the exec session's ([`PIPE_CAPACITY`](super::PIPE_CAPACITY)) and a block of 64 KiB.

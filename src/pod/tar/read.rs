@@ -190,6 +190,12 @@ impl<R: Read> TarReader<R> {
                 Some(t) => t,
                 None => number(&block[136..148]).map_err(|m| malformed(at, m))? as i64,
             };
+            // Only links have a target (whatever else a header's field holds).
+            let link = if matches!(kind, EntryKind::Symlink | EntryKind::HardLink) {
+                link
+            } else {
+                String::new()
+            };
             self.remaining = size;
             self.padding = pad(size);
             self.current = path.chars().take(256).collect();
