@@ -75,13 +75,13 @@ impl<W: Write> TarWriter<W> {
         while left > 0 {
             let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
             let n = match data.read(&mut buf[..want]) {
-                Ok(0) => return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
+                Ok(0) => {
+                    let m = format!(
                         "{path} ended after {} of its {size} bytes (it shrank while being copied)",
                         size - left
-                    ),
-                )),
+                    );
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, m));
+                }
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
