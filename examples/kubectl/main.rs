@@ -1,5 +1,5 @@
 //! A small kubectl, in-process: `get`, `logs`, `drain`, and with the `ws` feature `exec`,
-//! `attach` and `port-forward`, each with kubectl's flags, output and exit codes (one file
+//! `attach`, `port-forward` and `cp`, each with kubectl's flags, output and exit codes (one file
 //! per subcommand; `exec` exits with the command's code).
 //!
 //! ```text
@@ -8,12 +8,15 @@
 //! $ cargo run -q --example kubectl -- drain node-1 --ignore-daemonsets
 //! $ cargo run -q --features ws --example kubectl -- exec web-0 -- sh -c 'exit 3'; echo $?
 //! $ cargo run -q --features ws --example kubectl -- port-forward web-0 8080:80 :5432
+//! $ cargo run -q --features ws --example kubectl -- cp lab/web-0:/var/log/app ./app-logs
 //! ```
 //!
 //! With a kubeconfig (`$KUBECONFIG`, `~/.kube/config`) or inside a pod it talks to that
 //! cluster; with none (or `--demo`) it says so on stderr and runs against the embedded
 //! `testing::ApiServer`, seeded for the subcommand (see each file).
 
+#[cfg(feature = "ws")]
+mod cp;
 mod drain;
 mod get;
 mod logs;
@@ -23,7 +26,7 @@ mod pod_io;
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::Client;
 
-const USAGE: &str = "usage: kubectl (get|logs|drain|exec|attach|port-forward) [flags] ...; kubectl COMMAND -h for its flags";
+const USAGE: &str = "usage: kubectl (get|logs|drain|exec|attach|port-forward|cp) [flags] ...; kubectl COMMAND -h for its flags";
 
 fn main() {
     // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
@@ -38,8 +41,10 @@ fn main() {
         Some(sub @ ("exec" | "attach" | "port-forward")) => {
             std::process::exit(pod_io::main(sub, argv.collect()))
         }
+        #[cfg(feature = "ws")]
+        Some("cp") => std::process::exit(cp::main(argv.collect())),
         #[cfg(not(feature = "ws"))]
-        Some(sub @ ("exec" | "attach" | "port-forward")) => {
+        Some(sub @ ("exec" | "attach" | "port-forward" | "cp")) => {
             eprintln!("error: kubectl {sub} speaks WebSocket: build with `--features ws`");
             std::process::exit(1);
         }

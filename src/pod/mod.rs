@@ -31,6 +31,10 @@
 //! own connection settings. `exec` says what a caller loses when a server offers only
 //! `v4.channel.k8s.io`, `portforward` why the plain WebSocket protocol and not kubectl's
 //! SPDY tunnel, `process` how the streams are buffered and how every wait is bounded.
+//! On exec: [`Client::copy_from_pod`](crate::Client::copy_from_pod) and
+//! [`Client::copy_to_pod`](crate::Client::copy_to_pod) (`kubectl cp`, with the container's
+//! `tar`; `copy` says what extraction refuses), over the crate's own streaming [`tar`]
+//! reader and writer.
 
 mod drain;
 mod error;
@@ -49,16 +53,22 @@ pub use timestamp::LogTime;
 #[cfg(feature = "ws")]
 pub mod channels;
 #[cfg(feature = "ws")]
+pub mod copy;
+#[cfg(feature = "ws")]
 pub mod exec;
 #[cfg(feature = "ws")]
 pub mod portforward;
 #[cfg(feature = "ws")]
 pub mod process;
 #[cfg(feature = "ws")]
+pub mod tar;
+#[cfg(feature = "ws")]
 pub(crate) mod websocket;
 
 #[cfg(feature = "ws")]
 pub use channels::{ChannelProtocol, ExitStatus};
+#[cfg(feature = "ws")]
+pub use copy::{CopyError, CopyOptions, CopyReport};
 #[cfg(feature = "ws")]
 pub use exec::{ExecOutput, ExecParams};
 #[cfg(feature = "ws")]

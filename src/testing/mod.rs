@@ -261,6 +261,8 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
+#[cfg(feature = "ws")]
+pub mod container_files;
 mod conversion;
 pub(crate) mod crd;
 mod defaults;
@@ -294,6 +296,8 @@ mod validation;
 mod webhooks;
 mod writes;
 
+#[cfg(feature = "ws")]
+pub use container_files::ContainerFiles;
 pub use faults::{Fault, Target};
 pub use resources::{is_builtin_group, ScaleSubresource, Subresources};
 pub use reviews::API_AUDIENCE;

@@ -363,6 +363,13 @@ impl Session<'_> {
             }
             o = crlf;
         }
+        if let Some(at) = self.shared.runtime.take_cut() {
+            for chunk in o[..at.min(o.len())].chunks(32 * 1024) {
+                self.send(1, chunk);
+            }
+            self.writer.close();
+            return;
+        }
         for chunk in o.chunks(32 * 1024) {
             if stdout {
                 self.send(1, chunk);

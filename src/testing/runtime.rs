@@ -8,7 +8,8 @@
 //!   kubelet), plus whatever the test writes with [`Runtime::attach_output`];
 //! - container ports mapped to local listeners the test provides (port-forward dials them);
 //! - a kubelet that drops the stream ([`Runtime::drop_streams`]): the next sessions are cut
-//!   right after the upgrade, without a status or a close frame.
+//!   right after the upgrade, without a status or a close frame; or part way through a
+//!   command's output ([`Runtime::cut_streams`]).
 //!
 //! A command not registered fails as the captures show (`exec: "x": executable file not
 //! found in $PATH`, after the upgrade).
@@ -59,6 +60,8 @@ struct State {
     ports: HashMap<(String, String, u16), SocketAddr>,
     attached: HashMap<(String, String), Vec<Sender<Vec<u8>>>>,
     drops: usize,
+    /// Sessions to cut after some stdout: `(how many more, after how many bytes)`.
+    cuts: (usize, usize),
     sessions: usize,
 }
 
@@ -148,6 +151,12 @@ impl Runtime {
         self.state.lock().drops = n;
     }
 
+    /// The next `n` exec sessions of registered commands are cut after `after_bytes` of
+    /// their stdout: the WebSocket closes with no exit status (a connection lost mid-copy).
+    pub fn cut_streams(&self, n: usize, after_bytes: usize) {
+        self.state.lock().cuts = (n, after_bytes);
+    }
+
     /// How many exec, attach and port-forward sessions were upgraded so far.
     pub fn sessions(&self) -> usize {
         self.state.lock().sessions
@@ -178,6 +187,16 @@ impl Runtime {
             .entry((namespace.into(), pod.into()))
             .or_default()
             .push(tx);
+    }
+
+    /// Where to cut this command's stdout, if it is to be cut.
+    pub(crate) fn take_cut(&self) -> Option<usize> {
+        let mut s = self.state.lock();
+        if s.cuts.0 == 0 {
+            return None;
+        }
+        s.cuts.0 -= 1;
+        Some(s.cuts.1)
     }
 
     /// Counts a session; true when it is to be dropped.

@@ -1,0 +1,556 @@
+//! Issue 31 (copy): `kubectl cp`-style copy to and from a container over exec with tar,
+//! against the test server's in-memory container filesystem (`testing::ContainerFiles`),
+//! plus crafted archives a hostile container could send.
+
+use std::fs;
+use std::path::Path;
+
+use kube_informer::pod::tar::{TarError, TarWriter};
+use kube_informer::pod::{CopyError, CopyOptions, ExitStatus};
+use kube_informer::testing::{ApiServer, CommandOutput, ContainerFiles};
+use kube_informer::{Client, Error};
+
+fn setup() -> (ApiServer, Client, ContainerFiles) {
+    let server = ApiServer::start();
+    server.create_pod("lab", "web", &["app"]);
+    let files = ContainerFiles::new();
+    files.serve(server.runtime());
+    let client = Client::new(server.client_config()).unwrap();
+    (server, client, files)
+}
+
+/// Bytes that are not all the same (a shifted block would show).
+fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+#[cfg(unix)]
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_directory_round_trips_with_long_names_symlinks_empty_files_and_modes() {
+    let (_server, client, files) = setup();
+    let long_dir = "d".repeat(150);
+    let long_file = format!("{}.txt", "f".repeat(120));
+    files.write_file("/data/a.txt", 0o640, b"alpha\n");
+    files.write_file("/data/empty", 0o600, b"");
+    files.create_dir("/data/nothing-inside", 0o750);
+    files.write_file(&format!("/data/{long_dir}/{long_file}"), 0o644, b"long\n");
+    files.write_file("/data/bin/run.sh", 0o755, b"#!/bin/sh\n");
+    files.symlink("/data/latest", "a.txt");
+    files.symlink("/data/bin/up", "../a.txt");
+
+    let local = tempfile::tempdir().unwrap();
+    let out = local.path().join("copy");
+    let report = client
+        .copy_from_pod("lab", "web", "/data", &out, &CopyOptions::new())
+        .unwrap();
+    assert_eq!(report.files, 4, "{report:?}");
+    assert_eq!(report.symlinks, 2);
+    assert_eq!(report.bytes, 6 + 5 + 10);
+    assert!(report.archive_bytes >= 10240);
+    assert_eq!(report.stderr, "", "the leading-/ note is not a warning");
+    assert_eq!(fs::read(out.join("a.txt")).unwrap(), b"alpha\n");
+    assert_eq!(fs::read(out.join("empty")).unwrap(), b"");
+    assert!(out.join("nothing-inside").is_dir());
+    assert_eq!(
+        fs::read(out.join(&long_dir).join(&long_file)).unwrap(),
+        b"long\n"
+    );
+    assert_eq!(
+        fs::read_link(out.join("bin/up")).unwrap(),
+        Path::new("../a.txt")
+    );
+    assert_eq!(fs::read(out.join("latest")).unwrap(), b"alpha\n");
+    #[cfg(unix)]
+    {
+        assert_eq!(mode_of(&out.join("a.txt")), 0o640);
+        assert_eq!(mode_of(&out.join("bin/run.sh")), 0o755);
+        assert_eq!(mode_of(&out.join("nothing-inside")), 0o750);
+    }
+    let mtime = fs::metadata(out.join("a.txt")).unwrap().modified().unwrap();
+    assert_eq!(
+        mtime
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+        1_700_000_000
+    );
+
+    // And back in, to a directory that exists: under its own name there.
+    files.create_dir("/restore", 0o755);
+    let report = client
+        .copy_to_pod("lab", "web", &out, "/restore", &CopyOptions::new())
+        .unwrap();
+    assert_eq!((report.files, report.symlinks), (4, 2));
+    assert_eq!(report.directories, 4);
+    assert_eq!(
+        files.read_file("/restore/copy/a.txt").as_deref(),
+        Some(&b"alpha\n"[..])
+    );
+    assert_eq!(
+        files
+            .read_file(&format!("/restore/copy/{long_dir}/{long_file}"))
+            .as_deref(),
+        Some(&b"long\n"[..])
+    );
+    assert_eq!(
+        files.read_file("/restore/copy/empty").as_deref(),
+        Some(&b""[..])
+    );
+    assert!(files.is_dir("/restore/copy/nothing-inside"));
+    assert_eq!(
+        files.link_target("/restore/copy/bin/up").as_deref(),
+        Some("../a.txt")
+    );
+    #[cfg(unix)]
+    assert_eq!(files.mode("/restore/copy/bin/run.sh"), Some(0o755));
+}
+
+#[test]
+fn a_single_file_lands_at_the_path_or_in_a_directory_under_its_name() {
+    let (_server, client, files) = setup();
+    files.write_file("/etc/app.conf", 0o644, b"port = 80\n");
+    let local = tempfile::tempdir().unwrap();
+    let o = CopyOptions::new();
+    client
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/etc/app.conf",
+            local.path().join("renamed"),
+            &o,
+        )
+        .unwrap();
+    assert_eq!(
+        fs::read(local.path().join("renamed")).unwrap(),
+        b"port = 80\n"
+    );
+    client
+        .copy_from_pod("lab", "web", "/etc/app.conf", local.path(), &o)
+        .unwrap();
+    assert_eq!(
+        fs::read(local.path().join("app.conf")).unwrap(),
+        b"port = 80\n"
+    );
+    // Into the container: to a new name (no directory there), then into a directory.
+    client
+        .copy_to_pod(
+            "lab",
+            "web",
+            local.path().join("renamed"),
+            "/etc/other.conf",
+            &o,
+        )
+        .unwrap();
+    assert_eq!(
+        files.read_file("/etc/other.conf").as_deref(),
+        Some(&b"port = 80\n"[..])
+    );
+    client
+        .copy_to_pod("lab", "web", local.path().join("renamed"), "/etc/", &o)
+        .unwrap();
+    assert!(files.read_file("/etc/renamed").is_some());
+    // The archived mode, unless --no-preserve.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let script = local.path().join("run.sh");
+        fs::write(&script, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o777)).unwrap();
+        client
+            .copy_to_pod("lab", "web", &script, "/etc/kept.sh", &o)
+            .unwrap();
+        assert_eq!(files.mode("/etc/kept.sh"), Some(0o777));
+        client
+            .copy_to_pod(
+                "lab",
+                "web",
+                &script,
+                "/etc/plain.sh",
+                &o.clone().no_preserve(true),
+            )
+            .unwrap();
+        assert_eq!(files.mode("/etc/plain.sh"), Some(0o755));
+    }
+}
+
+#[test]
+fn a_large_file_streams_both_ways() {
+    let (_server, client, files) = setup();
+    let big = pattern(12 * 1024 * 1024 + 123, 7);
+    let local = tempfile::tempdir().unwrap();
+    let src = local.path().join("big.bin");
+    fs::write(&src, &big).unwrap();
+    files.create_dir("/tmp", 0o777);
+    let up = client
+        .copy_to_pod("lab", "web", &src, "/tmp", &CopyOptions::new())
+        .unwrap();
+    assert_eq!(up.bytes, big.len() as u64);
+    assert_eq!(up.archive_bytes % 10240, 0);
+    assert!(files.read_file("/tmp/big.bin").unwrap() == big);
+    let back = local.path().join("back.bin");
+    let down = client
+        .copy_from_pod("lab", "web", "/tmp/big.bin", &back, &CopyOptions::new())
+        .unwrap();
+    assert_eq!(down.bytes, big.len() as u64);
+    assert!(fs::read(&back).unwrap() == big);
+}
+
+/// A server whose `tar` answers with `archive`, whatever is asked.
+fn hostile(archive: Vec<u8>) -> (ApiServer, Client) {
+    let server = ApiServer::start();
+    server.create_pod("lab", "web", &["app"]);
+    server.runtime().command(&["tar"], move |_| CommandOutput {
+        stdout: archive.clone(),
+        ..Default::default()
+    });
+    let client = Client::new(server.client_config()).unwrap();
+    (server, client)
+}
+
+fn crafted(build: impl FnOnce(&mut TarWriter<Vec<u8>>)) -> Vec<u8> {
+    let mut w = TarWriter::new(Vec::new());
+    build(&mut w);
+    w.finish().unwrap();
+    w.into_inner()
+}
+
+#[test]
+fn names_and_links_leaving_the_destination_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let dest = root.path().join("dest");
+    let o = CopyOptions::new();
+    let copy = |archive: Vec<u8>, o: &CopyOptions| {
+        let (_s, c) = hostile(archive);
+        c.copy_from_pod("lab", "web", "/x", &dest, o)
+    };
+
+    let e = copy(
+        crafted(|w| {
+            w.append_file("x/../../evil", 0o644, 0, 1, &b"!"[..])
+                .unwrap()
+        }),
+        &o,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::PathEscape { entry } if entry == "x/../../evil"),
+        "{e}"
+    );
+    assert!(!root.path().join("evil").exists());
+
+    let e = copy(
+        crafted(|w| w.append_file("etc/passwd", 0o644, 0, 1, &b"!"[..]).unwrap()),
+        &o,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::Corrupted { expected_prefix, .. } if expected_prefix == "x"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("tar contents corrupted"));
+
+    // Prefix "": an absolute name.
+    let (_s, c) = hostile(crafted(|w| {
+        w.append_file("/abs", 0o644, 0, 1, &b"!"[..]).unwrap()
+    }));
+    let e = c.copy_from_pod("lab", "web", "/", &dest, &o).unwrap_err();
+    assert!(matches!(&e, CopyError::PathEscape { .. }), "{e}");
+
+    for target in ["/etc/passwd", "../../outside", "sub/../../.."] {
+        let archive = crafted(|w| {
+            w.append_dir("x", 0o755, 0).unwrap();
+            w.append_symlink("x/link", target, 0).unwrap();
+        });
+        let e = copy(archive.clone(), &o).unwrap_err();
+        assert!(
+            matches!(&e, CopyError::SymlinkEscape { target: t, .. } if t == target),
+            "{target}: {e}"
+        );
+        assert!(fs::symlink_metadata(dest.join("link")).is_err());
+        // Told to skip them: listed, not created.
+        let report = copy(archive, &o.clone().skip_escaping_symlinks(true)).unwrap();
+        assert_eq!(report.symlinks, 0);
+        assert!(report.skipped[0].contains(target), "{:?}", report.skipped);
+        assert!(fs::symlink_metadata(dest.join("link")).is_err());
+    }
+
+    // A link inside, then a file written through it.
+    let _ = fs::remove_dir_all(&dest);
+    let e = copy(
+        crafted(|w| {
+            w.append_symlink("x/here", ".", 0).unwrap();
+            w.append_file("x/here/f", 0o644, 0, 1, &b"!"[..]).unwrap();
+        }),
+        &o,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::ThroughSymlink { entry, .. } if entry == "x/here/f"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_broken_archive_is_a_typed_error() {
+    let root = tempfile::tempdir().unwrap();
+    let mut archive = crafted(|w| {
+        w.append_file("x", 0o644, 0, 5000, &[1u8; 5000][..])
+            .unwrap()
+    });
+    archive.truncate(3000);
+    let (_s, c) = hostile(archive);
+    let e = c
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/x",
+            root.path().join("x"),
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::Archive(TarError::Truncated { .. })),
+        "{e}"
+    );
+    let (_s, c) = hostile(b"this is not a tar archive".repeat(100));
+    let e = c
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/x",
+            root.path().join("x"),
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::Archive(TarError::Malformed { message, .. }) if message.starts_with("not a tar header")),
+        "{e}"
+    );
+    // Text with a plausible checksum field but the wrong sum.
+    let mut block = b"not a tar archive at all".repeat(30);
+    block[148..156].copy_from_slice(b"0001234\0");
+    let (_s, c) = hostile(block);
+    let e = c
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/x",
+            root.path().join("x"),
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::Archive(TarError::Checksum { .. })),
+        "{e}"
+    );
+}
+
+#[test]
+fn no_tar_in_the_image_gives_kubectls_hint() {
+    let server = ApiServer::start();
+    server.create_pod("lab", "web", &["app"]);
+    let client = Client::new(server.client_config()).unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let e = client
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/etc/hosts",
+            local.path().join("h"),
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::ToolMissing { tool, .. } if tool == "tar"),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("requires that the 'tar' binary is present in your container image"),
+        "{e}"
+    );
+    fs::write(local.path().join("f"), "x").unwrap();
+    let e = client
+        .copy_to_pod(
+            "lab",
+            "web",
+            local.path().join("f"),
+            "/tmp/f",
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::ToolMissing { tool, .. } if tool == "tar"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_failing_command_says_its_exit_code_and_stderr() {
+    let (_server, client, files) = setup();
+    let local = tempfile::tempdir().unwrap();
+    let e = client
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/nope",
+            local.path().join("n"),
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    match &e {
+        CopyError::Command { status, stderr, .. } => {
+            assert_eq!(*status, ExitStatus::Code(2));
+            assert!(stderr.contains("/nope: Cannot stat: No such file or directory"));
+            assert!(!stderr.contains("Removing leading"));
+        }
+        other => panic!("{other}"),
+    }
+    assert!(e.to_string().contains("exited with code 2"), "{e}");
+    // Into a directory that does not exist.
+    fs::write(local.path().join("f"), "x").unwrap();
+    let e = client
+        .copy_to_pod(
+            "lab",
+            "web",
+            local.path().join("f"),
+            "/no/such/f",
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::Command { stderr, .. } if stderr.contains("Cannot open")),
+        "{e}"
+    );
+    // A local source that does not exist: kubectl's words.
+    let e = client
+        .copy_to_pod(
+            "lab",
+            "web",
+            local.path().join("missing"),
+            "/tmp",
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("missing doesn't exist in local filesystem"),
+        "{e}"
+    );
+    assert!(files.read_file("/tmp/missing").is_none());
+}
+
+#[test]
+fn a_dropped_stream_is_resumed_with_retries() {
+    let (server, client, files) = setup();
+    let data = pattern(3 * 1024 * 1024, 3);
+    files.write_file("/var/dump.bin", 0o644, &data);
+    let local = tempfile::tempdir().unwrap();
+    // Without retries the drop is the copy's failure.
+    server.runtime().drop_streams(1);
+    let e = client
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/var/dump.bin",
+            local.path().join("a"),
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    assert!(matches!(&e, CopyError::Exec(Error::Io { .. })), "{e}");
+    // With them, the next session carries on.
+    server.runtime().drop_streams(2);
+    let report = client
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/var/dump.bin",
+            local.path().join("b"),
+            &CopyOptions::new().retries(3),
+        )
+        .unwrap();
+    assert_eq!(report.retries, 2);
+    assert!(fs::read(local.path().join("b")).unwrap() == data);
+    // Cut part way, twice: each session resumes where the last one stopped.
+    server.runtime().cut_streams(2, 1_000_003);
+    let report = client
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/var/dump.bin",
+            local.path().join("c"),
+            &CopyOptions::new().retries(2),
+        )
+        .unwrap();
+    assert_eq!(report.retries, 2);
+    assert!(fs::read(local.path().join("c")).unwrap() == data);
+    assert_eq!(
+        report.archive_bytes,
+        (512 + data.len() as u64).div_ceil(10240) * 10240
+    );
+    // Out of retries: the copy fails with the drop.
+    server.runtime().cut_streams(2, 1_000_003);
+    let e = client
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/var/dump.bin",
+            local.path().join("d"),
+            &CopyOptions::new().retries(1),
+        )
+        .unwrap_err();
+    assert!(matches!(&e, CopyError::Exec(Error::Io { .. })), "{e}");
+}
+
+#[test]
+fn the_container_is_named_as_kubectl_c() {
+    let server = ApiServer::start();
+    server.create_pod("lab", "two", &["app", "sidecar"]);
+    let files = ContainerFiles::new();
+    files.serve(server.runtime());
+    files.write_file("/f", 0o644, b"x");
+    let client = Client::new(server.client_config()).unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let e = client
+        .copy_from_pod(
+            "lab",
+            "two",
+            "/f",
+            local.path().join("f"),
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    match &e {
+        CopyError::Exec(err) => {
+            assert_eq!(err.code(), Some(400), "{err}");
+            assert!(
+                err.to_string().contains("choose one of: [app sidecar]"),
+                "{err}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+    client
+        .copy_from_pod(
+            "lab",
+            "two",
+            "/f",
+            local.path().join("f"),
+            &CopyOptions::new().container("sidecar"),
+        )
+        .unwrap();
+    assert_eq!(fs::read(local.path().join("f")).unwrap(), b"x");
+}
