@@ -12,7 +12,7 @@ use kube_informer::{Client, Error};
 
 fn setup() -> (ApiServer, Client, ContainerFiles) {
     let server = ApiServer::start();
-    server.create_pod("lab", "web", &["app"]);
+    server.create_pod("lab", "web", &["app"]).unwrap();
     let files = ContainerFiles::new();
     files.serve(server.runtime());
     let client = Client::new(server.client_config()).unwrap();
@@ -211,7 +211,7 @@ fn a_large_file_streams_both_ways() {
 /// A server whose `tar` answers with `archive`, whatever is asked.
 fn hostile(archive: Vec<u8>) -> (ApiServer, Client) {
     let server = ApiServer::start();
-    server.create_pod("lab", "web", &["app"]);
+    server.create_pod("lab", "web", &["app"]).unwrap();
     server.runtime().command(&["tar"], move |_| CommandOutput {
         stdout: archive.clone(),
         ..Default::default()
@@ -361,7 +361,7 @@ fn a_broken_archive_is_a_typed_error() {
 #[test]
 fn no_tar_in_the_image_gives_kubectls_hint() {
     let server = ApiServer::start();
-    server.create_pod("lab", "web", &["app"]);
+    server.create_pod("lab", "web", &["app"]).unwrap();
     let client = Client::new(server.client_config()).unwrap();
     let local = tempfile::tempdir().unwrap();
     let e = client
@@ -518,7 +518,9 @@ fn a_dropped_stream_is_resumed_with_retries() {
 #[test]
 fn the_container_is_named_as_kubectl_c() {
     let server = ApiServer::start();
-    server.create_pod("lab", "two", &["app", "sidecar"]);
+    server
+        .create_pod("lab", "two", &["app", "sidecar"])
+        .unwrap();
     let files = ContainerFiles::new();
     files.serve(server.runtime());
     files.write_file("/f", 0o644, b"x");

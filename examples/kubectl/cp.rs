@@ -55,7 +55,9 @@ fn file_spec(arg: &str) -> Result<FileSpec, String> {
 /// The demo server: pod `demo/web` with a few files.
 fn demo() -> (ApiServer, ContainerFiles) {
     let server = ApiServer::start();
-    server.create_pod("demo", "web", &["app"]);
+    server
+        .create_pod("demo", "web", &["app"])
+        .expect("a fresh demo server takes the pod");
     let files = ContainerFiles::new();
     files.write_file(
         "/srv/www/index.html",

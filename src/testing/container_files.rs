@@ -47,7 +47,7 @@ enum Node {
 /// ```
 /// # use kube_informer::testing::{ApiServer, ContainerFiles};
 /// let server = ApiServer::start();
-/// server.create_pod("lab", "web", &["app"]);
+/// server.create_pod("lab", "web", &["app"]).unwrap();
 /// let files = ContainerFiles::new();
 /// files.write_file("/etc/app/config.yaml", 0o600, b"replicas: 2\n");
 /// files.serve(server.runtime());

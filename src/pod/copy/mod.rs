@@ -320,7 +320,7 @@ impl Client {
     /// ```
     /// # use kube_informer::testing::{ApiServer, ContainerFiles};
     /// # let server = ApiServer::start();
-    /// # server.create_pod("lab", "web", &["app"]);
+    /// # server.create_pod("lab", "web", &["app"]).unwrap();
     /// # let files = ContainerFiles::new();
     /// # files.serve(server.runtime());
     /// # files.write_file("/srv/site/index.html", 0o644, b"<h1>hi</h1>\n");
@@ -359,7 +359,7 @@ impl Client {
     /// ```
     /// # use kube_informer::testing::{ApiServer, ContainerFiles};
     /// # let server = ApiServer::start();
-    /// # server.create_pod("lab", "web", &["app"]);
+    /// # server.create_pod("lab", "web", &["app"]).unwrap();
     /// # let files = ContainerFiles::new();
     /// # files.serve(server.runtime());
     /// # files.create_dir("/tmp", 0o777);
