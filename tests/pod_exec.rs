@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use kube_informer::pod::{ChannelProtocol, ExecParams, ExitStatus};
+use kube_informer::pod::{ChannelProtocol, ExecParams, ExitStatus, PodError};
 use kube_informer::testing::{ApiServer, CommandOutput, Runtime};
 use kube_informer::{Client, Error};
 
@@ -176,20 +176,43 @@ fn errors_before_and_after_the_upgrade() {
         (nf.code(), nf.status().unwrap().message.as_str()),
         (Some(404), "pods \"nosuchpod\" not found")
     );
+    // The choices to make come typed, with the server's Status kept.
     let bad = err("p", &e.clone().container("nope"));
     assert_eq!(
         bad.status().unwrap().message,
         "container nope is not valid for pod p"
+    );
+    assert!(
+        matches!(bad.pod_error(), Some(PodError::UnknownContainer { container, .. }) if container == "nope"),
+        "{bad:?}"
     );
     let multi = err("p2", &e);
     assert_eq!(
         multi.status().unwrap().message,
         "a container name must be specified for pod p2, choose one of: [a b]"
     );
+    assert!(
+        matches!(multi.pod_error(), Some(PodError::ContainerRequired { containers, .. }) if containers == &["a", "b"]),
+        "{multi:?}"
+    );
+    let on_attach = c
+        .attach("lab", "p2", &ExecParams::attach().stdin(true))
+        .unwrap_err();
+    assert!(
+        matches!(
+            on_attach.pod_error(),
+            Some(PodError::ContainerRequired { .. })
+        ),
+        "{on_attach:?}"
+    );
     let host = err("nonode", &e);
     assert_eq!(
         host.status().unwrap().message,
         "pod nonode does not have a host assigned"
+    );
+    assert!(
+        matches!(host.pod_error(), Some(PodError::NotScheduled { pod }) if pod == "nonode"),
+        "{host:?}"
     );
     // After the upgrade: an unknown command is a failure Status, not an error.
     let out = c

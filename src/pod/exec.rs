@@ -9,9 +9,10 @@
 //! caller cancels it. [`Process::protocol`] says which one was chosen.
 //!
 //! Failures arrive two ways, both handled: before the upgrade as an ordinary
-//! [`Error::Api`] (pod or container not found, a pod with several containers and none
-//! named, a pod with no node: all `400`/`404` with a Status; `403` with an empty body when
-//! none of the offered subprotocols is known), or after it as the final Status on channel
+//! [`Error::Api`] with the server's Status (pod not found: `404`; `403` with an empty body
+//! when none of the offered subprotocols is known), or, where the Status names a choice to
+//! make, as [`Error::Pod`] with a [`PodError`](super::PodError) (a pod with several
+//! containers and none named, an unknown container, a pod with no node: `400`s), or after it as the final Status on channel
 //! 3: a non-zero exit ([`ExitStatus::Code`], read from the `ExitCode` cause) or a failure to
 //! run the command at all ([`ExitStatus::Failure`] with the Status's reason and message;
 //! with v5 kube-apiserver even reports an unreachable kubelet this way).
@@ -194,7 +195,11 @@ impl Client {
     ) -> Result<Process> {
         let path = format!("{}{}", pod_path(namespace, pod, sub), params.query());
         let offered: Vec<&str> = params.protocols.iter().map(|p| p.name()).collect();
-        let up = self.upgrade(&path, &offered)?;
+        // The choices a caller has to make (container, a pod with no node) come typed, as
+        // for logs.
+        let up = self
+            .upgrade(&path, &offered)
+            .map_err(|e| super::logs::typed(e, pod))?;
         Process::start(
             up,
             Streams {
