@@ -162,7 +162,7 @@ pub(crate) struct DataFrame {
 impl DataFrame {
     /// A buffer for messages on `channel` with payloads of up to `capacity` bytes.
     pub fn new(channel: u8, capacity: usize) -> DataFrame {
-        let mut buf = vec![0u8; HEADROOM + 1 + capacity];
+        let buf = vec![0u8; HEADROOM + 1 + capacity];
         DataFrame { buf, channel }
     }
 
