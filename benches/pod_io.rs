@@ -8,8 +8,13 @@
 //! - port-forward: bytes from "the pod" to the local client, and back, through a forwarded
 //!   connection (client forwarder, WebSocket, the test server's relay) against a direct
 //!   loopback connection to the same server. The test server's relay is in the path, as the
-//!   kubelet is in a cluster's.
+//!   kubelet is in a cluster's. On Linux each transfer also prints the CPU time spent per
+//!   MB by the client's forwarder threads (`ki/...`), by the test server's threads
+//!   (`kiapi/...`, kube-apiserver's and the kubelet's part in a cluster) and by the two ends
+//!   (the bench and "the pod"), from `/proc/self/task/*/schedstat`: the throughput ratio is
+//!   bounded by the whole chain on a shared machine, the client's own cost is its line.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -34,6 +39,7 @@ fn pod_port() -> SocketAddr {
                     return;
                 }
                 let chunk = vec![7u8; 64 * 1024];
+                let mut buf = vec![0u8; 64 * 1024];
                 if mode[0] == b'd' {
                     let mut left = BYTES;
                     while left > 0 {
@@ -44,7 +50,6 @@ fn pod_port() -> SocketAddr {
                         left -= n;
                     }
                 } else {
-                    let mut buf = vec![0u8; 64 * 1024];
                     let mut got = 0;
                     while got < BYTES {
                         match s.read(&mut buf) {
@@ -54,14 +59,62 @@ fn pod_port() -> SocketAddr {
                     }
                     let _ = s.write_all(b"k");
                 }
+                // Open until the bench closes (its CPU figures are taken before).
+                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
             });
         }
     });
     addr
 }
 
-/// MB/s of one transfer of BYTES in the direction `mode` over a connection to `addr`.
-fn transfer(addr: SocketAddr, mode: u8) -> f64 {
+/// CPU nanoseconds so far of each live thread of this process, by thread id, with its
+/// name (Linux; empty elsewhere).
+fn thread_cpu() -> HashMap<String, (String, u64)> {
+    let mut out = HashMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let p = t.path();
+        let name = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+        let ns = std::fs::read_to_string(p.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        out.insert(
+            t.file_name().to_string_lossy().into_owned(),
+            (name.trim().to_owned(), ns),
+        );
+    }
+    out
+}
+
+/// CPU milliseconds per MB moved, between two [`thread_cpu`] samples: (client forwarder,
+/// test server, ends).
+fn cpu_per_mb(
+    before: &HashMap<String, (String, u64)>,
+    after: &HashMap<String, (String, u64)>,
+) -> [f64; 3] {
+    let mut ns = [0u64; 3];
+    for (tid, (name, t)) in after {
+        let was = before.get(tid).map_or(0, |(_, b)| *b);
+        let k = if name.starts_with("kiapi") {
+            1
+        } else if name.starts_with("ki/") {
+            0
+        } else {
+            2
+        };
+        ns[k] += t.saturating_sub(was);
+    }
+    let mb = BYTES as f64 / 1e6;
+    ns.map(|n| n as f64 / 1e6 / mb)
+}
+
+/// MB/s of one transfer of BYTES in the direction `mode` over a connection to `addr`, and
+/// the CPU it cost ([`cpu_per_mb`]).
+fn transfer(addr: SocketAddr, mode: u8) -> (f64, [f64; 3]) {
+    let cpu = thread_cpu();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_nodelay(true).unwrap();
     let start = Instant::now();
@@ -85,7 +138,8 @@ fn transfer(addr: SocketAddr, mode: u8) -> f64 {
         let mut ack = [0u8; 1];
         s.read_exact(&mut ack).unwrap();
     }
-    BYTES as f64 / 1e6 / start.elapsed().as_secs_f64()
+    let rate = BYTES as f64 / 1e6 / start.elapsed().as_secs_f64();
+    (rate, cpu_per_mb(&cpu, &thread_cpu()))
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -153,14 +207,32 @@ fn main() {
             .unwrap();
         let local = f.ports()[0].local;
         for (mode, dir) in [(b'd', "pod -> local"), (b'u', "local -> pod")] {
-            let best = |addr| (0..3).map(|_| transfer(addr, mode)).fold(0.0, f64::max);
-            let direct = best(target);
-            let forwarded = best(local);
+            // Alternating, so that a burst of load elsewhere hits both alike.
+            let (mut direct, mut forwarded) = ((0.0, [0.0; 3]), (0.0, [0.0; 3]));
+            for _ in 0..3 {
+                let d = transfer(target, mode);
+                if d.0 > direct.0 {
+                    direct = d;
+                }
+                let f = transfer(local, mode);
+                if f.0 > forwarded.0 {
+                    forwarded = f;
+                }
+            }
             println!(
-                "port-forward {dir} ({label}, {} MiB, best of 3): direct {direct:.0} MB/s, forwarded {forwarded:.0} MB/s ({:.0}% of direct)",
+                "port-forward {dir} ({label}, {} MiB, best of 3): direct {:.0} MB/s, forwarded {:.0} MB/s ({:.0}% of direct)",
                 BYTES >> 20,
-                forwarded / direct * 100.0
+                direct.0,
+                forwarded.0,
+                forwarded.0 / direct.0 * 100.0
             );
+            let [c, srv, ends] = forwarded.1;
+            if c + srv + ends > 0.0 {
+                println!(
+                    "    CPU ms per MB: forwarded: client forwarder {c:.2}, test server {srv:.2}, ends {ends:.2}; direct: ends {:.2}",
+                    direct.1[2]
+                );
+            }
         }
         f.stop();
     }

@@ -116,3 +116,84 @@ fn a_missing_pod_is_reported_per_connection() {
     let _ = Duration::ZERO;
     f.stop();
 }
+
+/// A "pod" port that counts what it receives, answers the count (8 bytes, big-endian)
+/// once the client has sent `want` bytes, then echoes nothing more.
+fn counting_listener(want: u64) -> std::net::SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                let (mut got, mut sum) = (0u64, 0u64);
+                while got < want {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            got += n as u64;
+                            sum = buf[..n]
+                                .iter()
+                                .fold(sum, |a, &b| a.wrapping_mul(31).wrapping_add(u64::from(b)));
+                        }
+                    }
+                }
+                let _ = s.write_all(&sum.to_be_bytes());
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn bulk_data_arrives_whole_and_in_order_both_ways() {
+    // Large enough for every frame length form (7-bit, 16-bit and 64-bit lengths).
+    const SIZE: usize = 8 << 20;
+    let data: Vec<u8> = (0..SIZE).map(|i| (i * 7 % 253) as u8).collect();
+    let want = data
+        .iter()
+        .fold(0u64, |a, &b| a.wrapping_mul(31).wrapping_add(u64::from(b)));
+    for server in [ApiServer::start(), ApiServer::builder().tls().start()] {
+        server.create_pod("lab", "db", &[]);
+        server
+            .runtime()
+            .port("lab", "db", 9000, counting_listener(SIZE as u64));
+        server.runtime().port("lab", "db", 80, echo_listener());
+        let c = Client::new(server.client_config()).unwrap();
+        let f = c
+            .port_forward(
+                "lab",
+                "db",
+                &[":9000".parse().unwrap(), ":80".parse().unwrap()],
+            )
+            .unwrap();
+        // Up: every byte reaches the pod, in order.
+        let mut s = TcpStream::connect(f.ports()[0].local).unwrap();
+        s.set_read_timeout(Some(common::PATIENCE)).unwrap();
+        // Small writes first (short frames), then large ones.
+        for chunk in data[..1000].chunks(7) {
+            s.write_all(chunk).unwrap();
+        }
+        if let Err(e) = s.write_all(&data[1000..]) {
+            panic!("{e}: {:?}", f.errors().recv_timeout(common::PATIENCE));
+        }
+        let mut sum = [0u8; 8];
+        s.read_exact(&mut sum).unwrap();
+        assert_eq!(u64::from_be_bytes(sum), want);
+        // Both ways through the echo: what comes back is what went, uppercased.
+        let mut e = TcpStream::connect(f.ports()[1].local).unwrap();
+        e.set_read_timeout(Some(common::PATIENCE)).unwrap();
+        let e2 = e.try_clone().unwrap();
+        let sent = data.clone();
+        let writer = std::thread::spawn(move || {
+            let mut e2 = e2;
+            e2.write_all(&sent).unwrap();
+        });
+        let mut back = vec![0u8; SIZE];
+        e.read_exact(&mut back).unwrap();
+        writer.join().unwrap();
+        assert!(back == data.to_ascii_uppercase());
+        f.stop();
+    }
+}

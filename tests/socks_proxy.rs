@@ -1,14 +1,10 @@
 //! SOCKS5 proxies (`proxy-url: socks5://…` and `socks5h://…`), through a small SOCKS5
-//! server written here (RFC 1928 with RFC 1929 username/password, loopback only) in front
+//! server (`common::proxies`: RFC 1928 with RFC 1929 username/password, loopback only) in front
 //! of the test API server over TLS: the request arrives with its credentials, the proxy is
 //! given an address (`socks5`) or the name (`socks5h`), and a proxy that refuses gives an
 //! error naming the proxy (without its password) and the refusal.
 
 mod common;
-
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use common::*;
@@ -20,95 +16,14 @@ use kube_informer::{Api, Error, ListParams};
 const PROXY_USER: &str = "sockuser";
 const PROXY_PASSWORD: &str = "sock-PW-77";
 
-/// What the proxy saw: the user it authenticated and each target it was asked for.
-#[derive(Default, Debug)]
-struct Seen {
-    users: Vec<String>,
-    targets: Vec<String>,
-}
-
-/// A SOCKS5 proxy on loopback. With `refuse`, every CONNECT is answered "connection not
-/// allowed by ruleset" (reply 2).
-fn socks5_proxy(refuse: bool) -> (SocketAddr, Arc<Mutex<Seen>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let seen2 = seen.clone();
-    std::thread::spawn(move || {
-        for client in listener.incoming() {
-            let Ok(client) = client else { continue };
-            let seen = seen2.clone();
-            std::thread::spawn(move || {
-                let _ = handle(client, refuse, &seen);
-            });
-        }
-    });
-    (addr, seen)
-}
-
-fn read_n(s: &mut TcpStream, n: usize) -> std::io::Result<Vec<u8>> {
-    let mut b = vec![0; n];
-    s.read_exact(&mut b)?;
-    Ok(b)
-}
-
-fn handle(mut c: TcpStream, refuse: bool, seen: &Mutex<Seen>) -> std::io::Result<()> {
-    // Greeting: version 5, the offered methods; username/password (2) is required.
-    let head = read_n(&mut c, 2)?;
-    assert_eq!(head[0], 5);
-    let methods = read_n(&mut c, head[1] as usize)?;
-    if !methods.contains(&2) {
-        return c.write_all(&[5, 0xff]);
-    }
-    c.write_all(&[5, 2])?;
-    // RFC 1929: version 1, user, password.
-    let v = read_n(&mut c, 2)?;
-    assert_eq!(v[0], 1);
-    let user = String::from_utf8(read_n(&mut c, v[1] as usize)?).unwrap();
-    let plen = read_n(&mut c, 1)?[0] as usize;
-    let password = String::from_utf8(read_n(&mut c, plen)?).unwrap();
-    if user != PROXY_USER || password != PROXY_PASSWORD {
-        return c.write_all(&[1, 1]);
-    }
-    c.write_all(&[1, 0])?;
-    seen.lock().unwrap().users.push(user);
-    // CONNECT: version, command 1, reserved, address type, address, port.
-    let req = read_n(&mut c, 4)?;
-    assert_eq!(&req[..3], &[5, 1, 0]);
-    let host = match req[3] {
-        1 => {
-            let a = read_n(&mut c, 4)?;
-            format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
-        }
-        3 => {
-            let n = read_n(&mut c, 1)?[0] as usize;
-            String::from_utf8(read_n(&mut c, n)?).unwrap()
-        }
-        4 => {
-            let a: [u8; 16] = read_n(&mut c, 16)?.try_into().unwrap();
-            format!("[{}]", std::net::Ipv6Addr::from(a))
-        }
-        _ => return Ok(()),
-    };
-    let p = read_n(&mut c, 2)?;
-    let target = format!("{host}:{}", u16::from_be_bytes([p[0], p[1]]));
-    seen.lock().unwrap().targets.push(target.clone());
-    if refuse {
-        return c.write_all(&[5, 2, 0, 1, 0, 0, 0, 0, 0, 0]);
-    }
-    let upstream_addr = target.to_socket_addrs()?.next().unwrap();
-    let upstream = TcpStream::connect(upstream_addr)?;
-    c.write_all(&[5, 0, 0, 1, 127, 0, 0, 1, 0, 0])?;
-    let (mut up_r, mut up_w) = (upstream.try_clone()?, upstream);
-    let (mut c_r, mut c_w) = (c.try_clone()?, c);
-    let pump = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut c_r, &mut up_w);
-        let _ = up_w.shutdown(Shutdown::Write);
-    });
-    let _ = std::io::copy(&mut up_r, &mut c_w);
-    let _ = c_w.shutdown(Shutdown::Both);
-    let _ = pump.join();
-    Ok(())
+/// The shared SOCKS5 test proxy, requiring this test's credentials.
+fn socks5_proxy(
+    refuse: bool,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<common::proxies::Seen>>,
+) {
+    common::proxies::socks5_proxy(Some((PROXY_USER, PROXY_PASSWORD)), refuse)
 }
 
 fn config(server: &str, proxy_url: &str) -> Config {

@@ -8,6 +8,11 @@
 //! TLS lock, then sends under a separate write lock, so writes keep their order and a writer
 //! blocked by a full send buffer never stops the reader from draining the other direction.
 //! [`Duplex::shutdown`] ends both from any thread (cancel, stop).
+//!
+//! The bytes usually travel on the TCP connection itself; through an `https://` proxy they
+//! travel in the tunnel inside the TLS session with the proxy, itself a `Duplex` (a
+//! [`Carrier::Tunnel`]): the server's TLS then runs inside the proxy's, and shutting the TCP
+//! connection down ends both.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -16,13 +21,66 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+/// What a [`Duplex`] carries its bytes on.
+pub(crate) enum Carrier {
+    /// The TCP connection.
+    Tcp(TcpStream),
+    /// The tunnel in another duplex (the TLS session with an `https://` proxy); `sock` is
+    /// its TCP connection.
+    Tunnel {
+        sock: TcpStream,
+        read: ReadHalf,
+        write: WriteHalf,
+    },
+}
+
+impl Carrier {
+    /// The TCP connection underneath.
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Carrier::Tcp(s) | Carrier::Tunnel { sock: s, .. } => s,
+        }
+    }
+
+    /// A read end, a write end and the TCP connection (for shutdown and timeouts).
+    #[allow(clippy::type_complexity)]
+    fn into_parts(self) -> io::Result<(Box<dyn Read + Send>, Box<dyn Write + Send>, TcpStream)> {
+        Ok(match self {
+            Carrier::Tcp(s) => (Box::new(s.try_clone()?), Box::new(s.try_clone()?), s),
+            Carrier::Tunnel { sock, read, write } => (Box::new(read), Box::new(write), sock),
+        })
+    }
+}
+
+impl Read for Carrier {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Carrier::Tcp(s) => s.read(buf),
+            Carrier::Tunnel { read, .. } => read.read(buf),
+        }
+    }
+}
+
+impl Write for Carrier {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Carrier::Tcp(s) => s.write(data),
+            Carrier::Tunnel { write, .. } => write.write(data),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The shared part of both halves.
 struct Shared {
     /// Kept to shut the socket down from any thread.
     sock: TcpStream,
     tls: Option<Mutex<rustls::Connection>>,
-    /// The socket the writes go to; its lock orders them.
-    write: Mutex<TcpStream>,
+    /// Where the writes go, and the buffer TLS records are written into before it; its lock
+    /// orders the writes.
+    write: Mutex<(Box<dyn Write + Send>, Vec<u8>)>,
 }
 
 /// Ends a connection from any thread: blocked reads and writes return at once.
@@ -45,20 +103,32 @@ impl Duplex {
         tls: Option<rustls::Connection>,
         already_read: Vec<u8>,
     ) -> io::Result<(Duplex, ReadHalf, WriteHalf)> {
+        Duplex::split_carrier(Carrier::Tcp(sock), tls, already_read)
+    }
+
+    /// [`split`](Self::split) over any [`Carrier`].
+    pub fn split_carrier(
+        carrier: Carrier,
+        tls: Option<rustls::Connection>,
+        already_read: Vec<u8>,
+    ) -> io::Result<(Duplex, ReadHalf, WriteHalf)> {
+        let (read, write, sock) = carrier.into_parts()?;
         let shared = Arc::new(Shared {
-            write: Mutex::new(sock.try_clone()?),
+            write: Mutex::new((write, Vec::new())),
             tls: tls.map(|mut c| {
                 c.set_buffer_limit(None);
                 Mutex::new(c)
             }),
-            sock: sock.try_clone()?,
+            sock,
         });
         let read = ReadHalf {
             shared: Arc::clone(&shared),
-            sock,
+            sock: read,
             plain: already_read,
             at: 0,
-            raw: vec![0; 32 * 1024],
+            raw: vec![0; 64 * 1024],
+            raw_at: 0,
+            raw_len: 0,
         };
         // Plain text read past the head may also sit in the TLS state already.
         let write = WriteHalf(Arc::clone(&shared));
@@ -79,11 +149,15 @@ impl Duplex {
 /// The read half: one reader at a time.
 pub(crate) struct ReadHalf {
     shared: Arc<Shared>,
-    sock: TcpStream,
+    /// The carrier's read end.
+    sock: Box<dyn Read + Send>,
     /// Decrypted bytes not yet handed out, from `at`.
     plain: Vec<u8>,
     at: usize,
+    /// Bytes read from the socket; those from `raw_at` to `raw_len` not yet given to rustls.
     raw: Vec<u8>,
+    raw_at: usize,
+    raw_len: usize,
 }
 
 impl Read for ReadHalf {
@@ -105,58 +179,51 @@ impl Read for ReadHalf {
             let Some(tls) = &self.shared.tls else {
                 return self.sock.read(buf);
             };
-            // Whatever rustls decrypted already (the handshake's leftovers) first.
-            if drain_plain(&mut tls.lock(), &mut self.plain)? {
-                continue;
+            // Whatever rustls decrypted already (the handshake's leftovers, or the rest of
+            // the last read) goes straight into the caller's buffer; then what is left of
+            // the last socket read is fed to rustls, no more at a time than its bounded
+            // plaintext buffer takes.
+            let wants_write = {
+                let mut c = tls.lock();
+                loop {
+                    match c.reader().read(buf) {
+                        Ok(n) => return Ok(n), // 0: the peer's close_notify
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {}
+                        Err(e) => return Err(e),
+                    }
+                    if self.raw_at == self.raw_len {
+                        break;
+                    }
+                    let mut slice = &self.raw[self.raw_at..self.raw_len];
+                    self.raw_at += c.read_tls(&mut slice)?;
+                    c.process_new_packets()
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                }
+                c.wants_write()
+            };
+            if wants_write {
+                // A TLS message of its own to answer (a key update): sent unless a writer holds
+                // the socket, in which case its next write carries it.
+                if let Some(mut w) = self.shared.write.try_lock() {
+                    let (sock, out) = &mut *w;
+                    out.clear();
+                    {
+                        let mut c = tls.lock();
+                        while c.wants_write() {
+                            c.write_tls(out)?;
+                        }
+                    }
+                    sock.write_all(out)?;
+                }
             }
             let n = self.sock.read(&mut self.raw)?;
             if n == 0 {
                 return Ok(0);
             }
-            let mut wants_write = false;
-            {
-                let mut c = tls.lock();
-                let mut slice = &self.raw[..n];
-                while !slice.is_empty() {
-                    c.read_tls(&mut slice)?;
-                    c.process_new_packets()
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                    drain_plain(&mut c, &mut self.plain)?;
-                }
-                wants_write |= c.wants_write();
-            }
-            if wants_write {
-                // A TLS message of its own to answer (a key update): sent unless a writer holds
-                // the socket, in which case its next write carries it.
-                if let Some(mut w) = self.shared.write.try_lock() {
-                    let mut out = Vec::new();
-                    {
-                        let mut c = tls.lock();
-                        while c.wants_write() {
-                            c.write_tls(&mut out)?;
-                        }
-                    }
-                    w.write_all(&out)?;
-                }
-            }
+            (self.raw_at, self.raw_len) = (0, n);
         }
     }
-}
-
-/// Moves rustls's decrypted bytes into `plain`; true when there were some.
-fn drain_plain(c: &mut rustls::Connection, plain: &mut Vec<u8>) -> io::Result<bool> {
-    let start = plain.len();
-    let mut chunk = [0u8; 8192];
-    loop {
-        match c.reader().read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => plain.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(plain.len() > start)
 }
 
 /// The write half: cheap to clone; each `write` goes out whole, in order.
@@ -165,19 +232,24 @@ pub(crate) struct WriteHalf(Arc<Shared>);
 
 impl Write for WriteHalf {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let mut sock = self.0.write.lock();
+        let mut w = self.0.write.lock();
+        let (sock, out) = &mut *w;
         match &self.0.tls {
             None => sock.write_all(data)?,
             Some(tls) => {
-                let mut out = Vec::with_capacity(data.len() + 64);
+                out.clear();
                 {
                     let mut c = tls.lock();
                     c.writer().write_all(data)?;
                     while c.wants_write() {
-                        c.write_tls(&mut out)?;
+                        c.write_tls(out)?;
                     }
                 }
-                sock.write_all(&out)?;
+                sock.write_all(out)?;
+                // A large message's records are not kept between writes.
+                if out.capacity() > 1 << 20 {
+                    *out = Vec::new();
+                }
             }
         }
         Ok(data.len())

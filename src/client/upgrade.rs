@@ -17,8 +17,28 @@
 //! subprotocol is known), as [`Error::Api`]. A `101` must name one of the offered
 //! subprotocols and carry the right `Sec-WebSocket-Accept`; anything else is refused.
 //!
-//! Limits: `http://` proxies only (CONNECT); `https://` and SOCKS proxies, which ordinary
-//! requests support through ureq, are refused here with a clear error.
+//! # Proxies
+//!
+//! Every proxy an ordinary request can take, chosen by the same rules (`proxy-url`, else
+//! `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`), and treated as ureq treats it for ordinary
+//! requests:
+//!
+//! - `http://`: a `CONNECT host:port` (with `Proxy-Authorization: Basic` from the URL's
+//!   `user:password@`), then the server's TLS inside the tunnel;
+//! - `https://`: TLS to the proxy first, verified against the client's roots (its
+//!   certificate authority, else the webpki roots; `insecure-skip-tls-verify` applies too)
+//!   with the proxy's host as the name, then the `CONNECT` inside it, then the server's TLS
+//!   inside that. The client certificate is not presented to the proxy: it is the cluster's
+//!   credential, and the proxy has no use for it;
+//! - `socks5://`: the server's name is resolved here and the proxy is given the first
+//!   address; `socks5h://`: the proxy is given the name (an IP address as an address) and
+//!   resolves it. No authentication is offered, and username/password (RFC 1929) too when
+//!   the URL has a user. Credentials are percent-decoded once (`+` stays a plus), as ureq
+//!   decodes them.
+//!
+//! The proxy's answers are read with fixed-size reads under the request timeout; a refusal
+//! (CONNECT's status, SOCKS5's reply code, failed proxy authentication) or a malformed answer
+//! is an error naming the proxy without its `user:password@`, never a panic.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -29,7 +49,7 @@ use base64::Engine as _;
 use ureq::http::Method;
 
 use super::client::{describe, status_from_body, UpgradeSettings};
-use super::duplex::Duplex;
+use super::duplex::{Carrier, Duplex};
 use super::Client;
 use crate::config::server_url::ServerUrl;
 use crate::error::{Error, Result};
@@ -77,9 +97,14 @@ impl Client {
             .parse()
             .map_err(|_| Error::Config("server URL: bad port".into()))?;
         let tls_config = if tls {
-            Some(rustls_config(&settings)?)
+            Some(rustls_config(&settings, true)?)
         } else {
             None
+        };
+        let proxy = Proxy::of(cfg)?;
+        let proxy_tls = match &proxy {
+            Some(p) if p.scheme == ProxyScheme::Https => Some(rustls_config(&settings, false)?),
+            _ => None,
         };
         let prefix = url
             .path
@@ -93,7 +118,14 @@ impl Client {
                 request: format!("{request} to {}", settings.origin),
                 source: e,
             };
-            let sock = connect(&settings, url.bare_host(), port).map_err(transport)?;
+            let carrier = connect(
+                &settings,
+                proxy.as_ref(),
+                proxy_tls.as_ref(),
+                url.bare_host(),
+                port,
+            )
+            .map_err(transport)?;
             let mut head = format!(
                 "GET {prefix}{path_and_query} HTTP/1.1\r\nHost: {}\r\nUser-Agent: {}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n",
                 host_header(&settings, &url),
@@ -114,15 +146,15 @@ impl Client {
                         .map_err(|e| Error::Config(format!("TLS server name: {e}")))?;
                     let conn = rustls::ClientConnection::new(Arc::clone(config), name)
                         .map_err(|e| transport(io::Error::other(e)))?;
-                    let mut stream = rustls::StreamOwned::new(conn, sock);
+                    let mut stream = rustls::StreamOwned::new(conn, carrier);
                     let answer = exchange(&mut stream, head.as_bytes()).map_err(transport)?;
                     let rustls::StreamOwned { conn, sock } = stream;
                     (answer, (sock, Some(rustls::Connection::Client(conn))))
                 }
                 None => {
-                    let mut sock = sock;
-                    let answer = exchange(&mut sock, head.as_bytes()).map_err(transport)?;
-                    (answer, (sock, None))
+                    let mut carrier = carrier;
+                    let answer = exchange(&mut carrier, head.as_bytes()).map_err(transport)?;
+                    (answer, (carrier, None))
                 }
             };
             let Answer {
@@ -165,9 +197,10 @@ impl Client {
                     format!("the server chose subprotocol {shown:?}, which was not offered ({protocols:?})")
                 }));
             }
-            let (sock, conn) = duplex_parts;
-            let _ = sock.set_read_timeout(None);
-            let (duplex, read, write) = Duplex::split(sock, conn, Vec::new()).map_err(transport)?;
+            let (carrier, conn) = duplex_parts;
+            let _ = carrier.tcp().set_read_timeout(None);
+            let (duplex, read, write) =
+                Duplex::split_carrier(carrier, conn, Vec::new()).map_err(transport)?;
             let (reader, writer) = websocket::split(read, write, false);
             return Ok(Upgraded {
                 protocol: chosen.to_owned(),
@@ -215,66 +248,385 @@ fn random16() -> [u8; 16] {
     b
 }
 
-/// TCP to the server, or through an `http://` proxy's CONNECT; bounded by the connect
-/// timeout, then by the request timeout per read and write until the upgrade.
-fn connect(s: &UpgradeSettings<'_>, host: &str, port: u16) -> io::Result<TcpStream> {
-    let cfg = s.config;
-    let proxy = match cfg.proxy.as_deref().filter(|p| !p.is_empty()) {
-        Some(p) => Some(p.to_owned()),
-        None => crate::config::proxy_from_env(&cfg.server).map(|(p, _)| p),
-    };
-    let tcp = |host: &str, port: u16| -> io::Result<TcpStream> {
-        let mut last = None;
-        for addr in (host, port).to_socket_addrs()? {
-            match TcpStream::connect_timeout(&addr, cfg.connect_timeout) {
-                Ok(s) => {
-                    s.set_nodelay(true)?;
-                    s.set_read_timeout(Some(cfg.request_timeout))?;
-                    s.set_write_timeout(Some(cfg.request_timeout))?;
-                    return Ok(s);
-                }
-                Err(e) => last = Some(e),
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProxyScheme {
+    Http,
+    Https,
+    Socks5,
+    /// The proxy resolves the name.
+    Socks5h,
+}
+
+/// The proxy an upgrade goes through (see the [module docs](self)).
+struct Proxy {
+    scheme: ProxyScheme,
+    /// Without brackets.
+    host: String,
+    port: u16,
+    /// Decoded `user` and `password` (empty when the URL has none).
+    credentials: Option<(String, String)>,
+}
+
+impl Proxy {
+    /// `proxy-url`, else the environment's proxy for the server, if any.
+    fn of(cfg: &super::ClientConfig) -> Result<Option<Proxy>> {
+        let url = match cfg.proxy.as_deref().filter(|p| !p.is_empty()) {
+            Some(p) => p.to_owned(),
+            None => match crate::config::proxy_from_env(&cfg.server) {
+                Some((p, _)) => p,
+                None => return Ok(None),
+            },
+        };
+        Proxy::parse(&url).map(Some)
+    }
+
+    fn parse(url: &str) -> Result<Proxy> {
+        // Never quoted with its credentials.
+        let bad =
+            |m: &str| Error::Config(format!("proxy {:?}: {m}", crate::config::redact_url(url)));
+        let full = if url.contains("://") {
+            url.to_owned()
+        } else {
+            format!("http://{url}")
+        };
+        let parts = ServerUrl::parse(&full).ok_or_else(|| bad("not a URL"))?;
+        let scheme = match parts.scheme.to_ascii_lowercase().as_str() {
+            "http" => ProxyScheme::Http,
+            "https" => ProxyScheme::Https,
+            "socks5" => ProxyScheme::Socks5,
+            "socks5h" => ProxyScheme::Socks5h,
+            other => {
+                return Err(bad(&format!(
+                    "unsupported proxy scheme {other:?} (http, https, socks5 and socks5h are)"
+                )))
+            }
+        };
+        let port = match parts.port {
+            Some(p) => p.parse().map_err(|_| bad("bad port"))?,
+            None => match scheme {
+                ProxyScheme::Http => 80,
+                ProxyScheme::Https => 443,
+                ProxyScheme::Socks5 | ProxyScheme::Socks5h => 1080,
+            },
+        };
+        let rest = &full[full.find("://").map_or(0, |i| i + 3)..];
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let credentials = match authority.rsplit_once('@') {
+            Some((userinfo, _)) => {
+                let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+                let decode = |v: &str| {
+                    decode_userinfo(v).ok_or_else(|| bad("the user or password is not UTF-8"))
+                };
+                Some((decode(user)?, decode(password)?))
+            }
+            None => None,
+        };
+        Ok(Proxy {
+            scheme,
+            host: parts.bare_host().to_owned(),
+            port,
+            credentials,
+        })
+    }
+}
+
+/// `%XX` escapes decoded once; everything else (`+` included) as it is. `None` when the
+/// result is not UTF-8.
+fn decode_userinfo(v: &str) -> Option<String> {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = (b[i] == b'%')
+            .then(|| b.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(x) => {
+                out.push(x);
+                i += 3;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
             }
         }
-        Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address")))
-    };
-    let Some(proxy) = proxy else {
-        return tcp(host, port);
-    };
-    let (scheme, rest) = proxy.split_once("://").unwrap_or(("http", proxy.as_str()));
-    if !scheme.eq_ignore_ascii_case("http") {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("a {scheme}:// proxy is not supported for exec, attach and port-forward (http:// proxies are)"),
-        ));
     }
-    let url = ServerUrl::parse(&proxy)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad proxy URL"))?;
-    let proxy_port: u16 = url.port.and_then(|p| p.parse().ok()).unwrap_or(80);
-    let mut sock = tcp(url.bare_host(), proxy_port)?;
-    let target = if host.contains(':') {
+    String::from_utf8(out).ok()
+}
+
+/// TCP to `host:port` within the connect timeout (each address in turn), then bounded by
+/// the request timeout per read and write until the upgrade.
+fn tcp(cfg: &super::ClientConfig, host: &str, port: u16) -> io::Result<TcpStream> {
+    let mut last = None;
+    for addr in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, cfg.connect_timeout) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                s.set_read_timeout(Some(cfg.request_timeout))?;
+                s.set_write_timeout(Some(cfg.request_timeout))?;
+                return Ok(s);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address")))
+}
+
+/// The connection to the server: direct, or through the proxy's tunnel.
+fn connect(
+    s: &UpgradeSettings<'_>,
+    proxy: Option<&Proxy>,
+    proxy_tls: Option<&Arc<rustls::ClientConfig>>,
+    host: &str,
+    port: u16,
+) -> io::Result<Carrier> {
+    let cfg = s.config;
+    let Some(proxy) = proxy else {
+        return tcp(cfg, host, port).map(Carrier::Tcp);
+    };
+    let mut sock = tcp(cfg, &proxy.host, proxy.port)?;
+    match proxy.scheme {
+        ProxyScheme::Socks5 | ProxyScheme::Socks5h => {
+            socks5(&mut sock, proxy, host, port)?;
+            Ok(Carrier::Tcp(sock))
+        }
+        ProxyScheme::Http => {
+            let mut carrier = Carrier::Tcp(sock);
+            http_connect(&mut carrier, proxy, host, port, &cfg.user_agent)?;
+            Ok(carrier)
+        }
+        ProxyScheme::Https => {
+            let config =
+                proxy_tls.ok_or_else(|| io::Error::other("no TLS configuration for the proxy"))?;
+            let name =
+                rustls::pki_types::ServerName::try_from(proxy.host.clone()).map_err(|e| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("the proxy's TLS name: {e}"),
+                    )
+                })?;
+            let conn = rustls::ClientConnection::new(Arc::clone(config), name)
+                .map_err(io::Error::other)?;
+            let mut stream = rustls::StreamOwned::new(conn, sock);
+            http_connect(&mut stream, proxy, host, port, &cfg.user_agent)?;
+            let rustls::StreamOwned { conn, sock } = stream;
+            let tcp = sock.try_clone()?;
+            // The tunnel's own duplex: ended with the TCP connection.
+            let (_, read, write) =
+                Duplex::split(sock, Some(rustls::Connection::Client(conn)), Vec::new())?;
+            Ok(Carrier::Tunnel {
+                sock: tcp,
+                read,
+                write,
+            })
+        }
+    }
+}
+
+/// `host:port` as a CONNECT target or `Host` (an IPv6 address in brackets).
+fn authority(host: &str, port: u16) -> String {
+    if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
         format!("{host}:{port}")
-    };
-    let mut connect = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if let Some((userinfo, _)) = authority.rsplit_once('@') {
-        let user = crate::client::percent_decode(userinfo);
+    }
+}
+
+/// An HTTP CONNECT to `host:port` on `stream` (the proxy's connection, TLS or not).
+fn http_connect<S: Read + Write>(
+    stream: &mut S,
+    proxy: &Proxy,
+    host: &str,
+    port: u16,
+    user_agent: &str,
+) -> io::Result<()> {
+    let target = authority(host, port);
+    let mut connect =
+        format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\nUser-Agent: {user_agent}\r\n");
+    if let Some((user, password)) = &proxy.credentials {
         connect.push_str(&format!(
             "Proxy-Authorization: Basic {}\r\n",
-            base64::engine::general_purpose::STANDARD.encode(user)
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
         ));
     }
     connect.push_str("\r\n");
-    let answer = exchange(&mut sock, connect.as_bytes())?;
-    if answer.code != 200 {
-        return Err(io::Error::other(format!(
-            "the proxy answered CONNECT with HTTP {}",
-            answer.code
-        )));
+    let answer = exchange(stream, connect.as_bytes())?;
+    match answer.code {
+        200 => Ok(()),
+        407 => Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            if proxy.credentials.is_some() {
+                "the proxy refused the user and password of the proxy URL (HTTP 407)"
+            } else {
+                "the proxy wants authentication (HTTP 407) and the proxy URL has no user"
+            },
+        )),
+        code => Err(io::Error::other(format!(
+            "the proxy answered CONNECT with HTTP {code}"
+        ))),
     }
-    Ok(sock)
+}
+
+fn malformed(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("the SOCKS5 proxy's answer is malformed: {what}"),
+    )
+}
+
+/// Exactly `buf.len()` bytes of the proxy's answer; an early end is a malformed answer.
+fn read_answer(sock: &mut TcpStream, buf: &mut [u8]) -> io::Result<()> {
+    sock.read_exact(buf).map_err(|e| {
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            malformed("the proxy closed the connection in the middle of it")
+        } else {
+            e
+        }
+    })
+}
+
+/// A SOCKS5 CONNECT to `host:port` (RFC 1928), with username/password authentication (RFC
+/// 1929) when the proxy URL has a user.
+fn socks5(sock: &mut TcpStream, proxy: &Proxy, host: &str, port: u16) -> io::Result<()> {
+    // The address type and address: an IP as one; a name resolved here (socks5) or given
+    // to the proxy (socks5h).
+    let ip = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => Some(ip),
+        Err(_) if proxy.scheme == ProxyScheme::Socks5 => Some(
+            (host, port)
+                .to_socket_addrs()?
+                .next()
+                .ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::NotFound, format!("{host} has no address"))
+                })?
+                .ip(),
+        ),
+        Err(_) => None,
+    };
+    let mut request = vec![5, 1, 0];
+    match ip {
+        Some(std::net::IpAddr::V4(a)) => {
+            request.push(1);
+            request.extend_from_slice(&a.octets());
+        }
+        Some(std::net::IpAddr::V6(a)) => {
+            request.push(4);
+            request.extend_from_slice(&a.octets());
+        }
+        None => {
+            let len = u8::try_from(host.len()).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "the server's name is longer than SOCKS5's 255 bytes",
+                )
+            })?;
+            request.push(3);
+            request.push(len);
+            request.extend_from_slice(host.as_bytes());
+        }
+    }
+    request.extend_from_slice(&port.to_be_bytes());
+
+    // Greeting: no authentication, and username/password when there is a user.
+    let greeting: &[u8] = if proxy.credentials.is_some() {
+        &[5, 2, 2, 0]
+    } else {
+        &[5, 1, 0]
+    };
+    sock.write_all(greeting)?;
+    let mut reply = [0u8; 2];
+    read_answer(sock, &mut reply)?;
+    if reply[0] != 5 {
+        return Err(malformed(&format!("version {}, not 5", reply[0])));
+    }
+    match (reply[1], &proxy.credentials) {
+        (0, _) => {}
+        (2, Some((user, password))) => {
+            // RFC 1929: each 1 to 255 bytes. Never quoted.
+            let fits = |v: &str| (1..=255).contains(&v.len());
+            if !fits(user) || !fits(password) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "SOCKS5 authentication needs a user and a password of 1 to 255 bytes each",
+                ));
+            }
+            let mut auth = Vec::with_capacity(3 + user.len() + password.len());
+            auth.push(1);
+            auth.push(user.len() as u8);
+            auth.extend_from_slice(user.as_bytes());
+            auth.push(password.len() as u8);
+            auth.extend_from_slice(password.as_bytes());
+            sock.write_all(&auth)?;
+            read_answer(sock, &mut reply)?;
+            if reply[0] != 1 {
+                return Err(malformed(&format!(
+                    "authentication version {}, not 1",
+                    reply[0]
+                )));
+            }
+            if reply[1] != 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "the SOCKS5 proxy refused the user and password of the proxy URL",
+                ));
+            }
+        }
+        (0xff, _) => {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                if proxy.credentials.is_some() {
+                    "the SOCKS5 proxy accepts none of the offered authentication methods"
+                } else {
+                    "the SOCKS5 proxy accepts none of the offered authentication methods (the proxy URL has no user)"
+                },
+            ))
+        }
+        (m, _) => {
+            return Err(malformed(&format!(
+                "authentication method {m}, not offered"
+            )))
+        }
+    }
+
+    sock.write_all(&request)?;
+    let mut head = [0u8; 4];
+    read_answer(sock, &mut head)?;
+    if head[0] != 5 {
+        return Err(malformed(&format!("version {}, not 5", head[0])));
+    }
+    if head[1] != 0 {
+        let reason = match head[1] {
+            1 => "general SOCKS server failure",
+            2 => "connection not allowed by ruleset",
+            3 => "network unreachable",
+            4 => "host unreachable",
+            5 => "connection refused",
+            6 => "TTL expired",
+            7 => "command not supported",
+            8 => "address type not supported",
+            _ => "an unknown reply code",
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::ConnectionRefused,
+            format!("the SOCKS5 proxy answered {reason} ({})", head[1]),
+        ));
+    }
+    // The bound address, not needed for CONNECT, but read past.
+    let len = match head[3] {
+        1 => 4,
+        4 => 16,
+        3 => {
+            let mut n = [0u8; 1];
+            read_answer(sock, &mut n)?;
+            usize::from(n[0])
+        }
+        t => return Err(malformed(&format!("address type {t}"))),
+    };
+    let mut bound = [0u8; 255 + 2];
+    read_answer(sock, &mut bound[..len + 2])?;
+    Ok(())
 }
 
 /// An HTTP answer's head, and its body when it is not a `101`.
@@ -337,8 +689,8 @@ fn exchange<S: Read + Write>(stream: &mut S, head: &[u8]) -> io::Result<Answer> 
 
 /// The rustls configuration the client's ureq agents are built from, for a connection of
 /// our own: the same CA (or the webpki roots ureq uses when none is set), verification
-/// switch and client certificate.
-fn rustls_config(s: &UpgradeSettings<'_>) -> Result<Arc<rustls::ClientConfig>> {
+/// switch and (with `identity`; not to a proxy) client certificate.
+fn rustls_config(s: &UpgradeSettings<'_>, identity: bool) -> Result<Arc<rustls::ClientConfig>> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
@@ -362,7 +714,7 @@ fn rustls_config(s: &UpgradeSettings<'_>) -> Result<Arc<rustls::ClientConfig>> {
         }
         builder.with_root_certificates(roots)
     };
-    let mut config = match &s.identity {
+    let mut config = match s.identity.as_ref().filter(|_| identity) {
         Some(id) => {
             let chain = super::pem_certificates(&id.cert_pem, "client certificate")?
                 .iter()

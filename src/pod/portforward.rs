@@ -21,6 +21,20 @@
 //! pod to the local client, and `.../up`). [`PortForwarder::stop`] closes the listeners and
 //! every connection and joins all of them. A connection the pod refuses (nothing listens on
 //! the port) is reported on [`PortForwarder::errors`] and closed; the forwarder goes on.
+//!
+//! # The data path
+//!
+//! Each direction is one thread copying between two sockets, in order, with no queue
+//! between them. Towards the pod, the `up` thread reads the local socket straight into a
+//! reusable WebSocket frame (up to 128 KiB: what one read gives is sent at once, so
+//! interactive traffic is not delayed and bulk traffic goes in large frames), masks it in
+//! place and writes it with one call (`websocket::DataFrame`): no allocation and no copy of
+//! ours per chunk. From the pod, the `dn` thread writes each message's payload to the local
+//! socket from the reader's buffer, not copied. Sockets have `TCP_NODELAY`: a frame is
+//! written whole, so Nagle's algorithm would only add delay to the last segment of a burst.
+//! What is left is the WebSocket itself (one masking pass towards the pod, tungstenite's
+//! buffer from it) and, with TLS, the encryption; `benches/pod_io.rs` prints the
+//! throughput against a direct connection and the CPU time per MB of each side.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -35,7 +49,7 @@ use parking_lot::Mutex;
 
 use super::channels;
 use super::exec::pod_path;
-use super::websocket::Received;
+use super::websocket::{DataFrame, Received};
 use crate::client::duplex::Duplex;
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -334,12 +348,13 @@ fn forward(
     let uploader = std::thread::Builder::new()
         .name(thread_name(&format!("pf{remote}"), "up"))
         .spawn(move || {
-            let mut buf = vec![0u8; MAX_CHUNK];
+            // Read straight into the frame: one read, one masking pass, one write a chunk.
+            let mut frame = DataFrame::new(0, MAX_CHUNK);
             loop {
-                match local_in.read(&mut buf) {
+                match local_in.read(frame.payload_mut()) {
                     Ok(0) | Err(_) => return,
                     Ok(n) => {
-                        if w.send(channels::encode(0, &buf[..n])).is_err() {
+                        if w.send_frame(&mut frame, n).is_err() {
                             return;
                         }
                     }

@@ -28,7 +28,7 @@ use super::server::{Peer, Shared};
 use super::store::TypeKey;
 use crate::api::Status;
 use crate::client::duplex::Duplex;
-use crate::pod::websocket::{self, Received, WsWriter};
+use crate::pod::websocket::{self, DataFrame, Received, WsWriter};
 
 /// True for an exec, attach or port-forward WebSocket request.
 pub(crate) fn wants(req: &Request) -> bool {
@@ -158,13 +158,43 @@ pub(crate) fn serve<S: Peer>(req: &Request, mut reader: BufReader<S>, shared: &S
         duplex.shutdown();
         return;
     }
-    // The session's reader: client messages as events, until the client's close or EOF.
+    // Port-forward: the pod's port, connected before the session starts, so that the
+    // reader writes the client's data to it itself (no second thread on the way).
+    let port = req
+        .param("ports")
+        .and_then(|p| p.split(',').next())
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or(0u16);
+    let target = (sub == "portforward")
+        .then(|| runtime.port_of(&ns, &pod, port))
+        .flatten()
+        .and_then(|a| TcpStream::connect(a).ok());
+    if let Some(t) = &target {
+        let _ = t.set_nodelay(true);
+    }
+    let forwarding = target.is_some();
+    let mut to_target = target.as_ref().and_then(|t| t.try_clone().ok());
+    // The session's reader: client messages as events (port-forward data straight to the
+    // pod's port), until the client's close or EOF.
     let (tx, events) = crossbeam_channel::bounded::<Received>(64);
     let reader_thread = std::thread::Builder::new()
         .name("kiapi/ws-read".into())
         .spawn(move || loop {
             match ws_reader.read() {
+                // Anything else of a port-forward client is not read by anyone: dropped.
+                Ok(Received::Binary(b)) if forwarding => {
+                    if let (Some((0, data)), Some(t)) = (b.split_first(), to_target.as_mut()) {
+                        if t.write_all(data).is_err() {
+                            let _ = t.shutdown(Shutdown::Both);
+                            to_target = None;
+                        }
+                    }
+                }
+                Ok(Received::Text) if forwarding => {}
                 Ok(Received::Closed(c)) => {
+                    if let Some(t) = &to_target {
+                        let _ = t.shutdown(Shutdown::Both);
+                    }
                     let _ = tx.send(Received::Closed(c));
                     return;
                 }
@@ -174,6 +204,9 @@ pub(crate) fn serve<S: Peer>(req: &Request, mut reader: BufReader<S>, shared: &S
                     }
                 }
                 Err(_) => {
+                    if let Some(t) = &to_target {
+                        let _ = t.shutdown(Shutdown::Both);
+                    }
                     let _ = tx.send(Received::Closed(1006));
                     return;
                 }
@@ -190,7 +223,7 @@ pub(crate) fn serve<S: Peer>(req: &Request, mut reader: BufReader<S>, shared: &S
         shared,
     };
     if sub == "portforward" {
-        session.port_forward(req, &ns, &pod);
+        session.port_forward(port, target, &ns, &pod);
     } else {
         session.exec(req, &ns, &pod, sub == "attach");
     }
@@ -392,20 +425,12 @@ impl Session<'_> {
         }
     }
 
-    fn port_forward(&self, req: &Request, ns: &str, pod: &str) {
-        let port: u16 = req
-            .param("ports")
-            .and_then(|p| p.split(',').next())
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or(0);
+    /// Port-forward to `target` (the pod's `port`, connected; `None`: refused). The
+    /// client's data reaches it from the reader thread; this thread sends the port's.
+    fn port_forward(&self, port: u16, target: Option<TcpStream>, ns: &str, pod: &str) {
         let prefix = port.to_le_bytes();
         self.send(0, &prefix);
         self.send(1, &prefix);
-        let target = self
-            .shared
-            .runtime
-            .port_of(ns, pod, port)
-            .and_then(|a| TcpStream::connect(a).ok());
         let Some(target) = target else {
             let uid = "00000000-0000-0000-0000-000000000000";
             let m = format!("error forwarding port {port} to pod {pod}_{ns}, uid {uid}: failed to connect to localhost:{port} inside namespace of pod {pod}_{ns}: dial tcp 127.0.0.1:{port}: connect: connection refused");
@@ -413,47 +438,19 @@ impl Session<'_> {
             self.writer.close();
             return;
         };
-        let _ = target.set_nodelay(true);
-        let Ok(mut to_target) = target.try_clone() else {
-            return;
-        };
-        let events = self.events.clone();
-        std::thread::scope(|s| {
-            let up = std::thread::Builder::new()
-                .name("kiapi/pf-up".into())
-                .spawn_scoped(s, move || {
-                    while let Ok(m) = events.recv() {
-                        match m {
-                            Received::Binary(b) => {
-                                if let Some((0, data)) = b.split_first() {
-                                    if to_target.write_all(data).is_err() {
-                                        break;
-                                    }
-                                }
-                            }
-                            Received::Text => {}
-                            Received::Closed(_) => break,
-                        }
-                    }
-                    let _ = to_target.shutdown(Shutdown::Both);
-                });
-            let mut from = &target;
-            let mut buf = vec![0u8; websocket::MAX_SEND];
-            loop {
-                match std::io::Read::read(&mut from, &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if !self.send(0, &buf[..n]) {
-                            break;
-                        }
+        let mut from = &target;
+        let mut frame = DataFrame::new(0, websocket::MAX_SEND);
+        loop {
+            match std::io::Read::read(&mut from, frame.payload_mut()) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if self.writer.send_frame(&mut frame, n).is_err() {
+                        break;
                     }
                 }
             }
-            self.writer.close();
-            let _ = target.shutdown(Shutdown::Both);
-            if let Ok(h) = up {
-                let _ = h.join();
-            }
-        });
+        }
+        self.writer.close();
+        let _ = target.shutdown(Shutdown::Both);
     }
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod capture;
+pub mod proxies;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
