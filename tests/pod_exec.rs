@@ -488,3 +488,45 @@ fn the_upgrade_uses_the_clients_own_settings() {
         .unwrap_err();
     assert_eq!(e.code(), Some(401));
 }
+
+#[test]
+fn the_clients_token_ends_sessions_and_stalled_handshakes() {
+    // A running session: attach waits on the pod's process until the token fires.
+    let server = ApiServer::start();
+    server.create_pod("lab", "p", &[]).unwrap();
+    let cancel = kube_informer::client::Cancel::new();
+    let c = client(&server).with_cancel(cancel.clone());
+    let mut session = c
+        .attach("lab", "p", &ExecParams::attach().stdin(true))
+        .unwrap();
+    let mut out = session.stdout().unwrap();
+    common::wait_until("attached", || server.runtime().attached("lab", "p") == 1);
+    let waiter = std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        let read = out.read_to_end(&mut rest);
+        (read.is_err(), session.wait())
+    });
+    cancel.cancel();
+    let (read_failed, status) = waiter.join().unwrap();
+    assert!(read_failed, "stdout ends with an error, not a clean EOF");
+    assert!(matches!(status, Err(Error::Cancelled { .. })), "{status:?}");
+    // A new session on the cancelled client is refused at once.
+    let again = c.exec("lab", "p", &ExecParams::new(["true"])).unwrap_err();
+    assert!(matches!(again, Error::Cancelled { .. }), "{again:?}");
+
+    // A server that accepts the connection and never answers the upgrade.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let held = std::thread::spawn(move || silent.accept().map(|(sock, _)| sock));
+    let cancel = kube_informer::client::Cancel::new();
+    let c = Client::new(kube_informer::ClientConfig::new(url))
+        .unwrap()
+        .with_cancel(cancel.clone());
+    let opening = std::thread::spawn(move || c.exec("lab", "p", &ExecParams::new(["true"])));
+    let _sock = held.join().unwrap().unwrap();
+    // The request may still be on its way when the token fires: either way it ends
+    // cancelled.
+    cancel.cancel();
+    let err = opening.join().unwrap().unwrap_err();
+    assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
+}

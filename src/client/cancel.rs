@@ -35,14 +35,17 @@ pub struct Cancel {
 struct State {
     cancelled: Mutex<bool>,
     cond: Condvar,
-    /// Agents to shut down on cancel, by registration number.
+    /// What to shut down on cancel (agents, upgraded connections), by registration number.
     agents: Mutex<Agents>,
 }
+
+/// Shuts one registered thing down.
+type Hook = Box<dyn FnOnce() + Send>;
 
 #[derive(Default)]
 struct Agents {
     next: u64,
-    live: HashMap<u64, Agent>,
+    live: HashMap<u64, Hook>,
 }
 
 impl std::fmt::Debug for Cancel {
@@ -64,16 +67,16 @@ impl Cancel {
     pub fn cancel(&self) {
         *self.state.cancelled.lock() = true;
         self.state.cond.notify_all();
-        let agents: Vec<Agent> = self
+        let hooks: Vec<Hook> = self
             .state
             .agents
             .lock()
             .live
             .drain()
-            .map(|(_, a)| a)
+            .map(|(_, h)| h)
             .collect();
-        for a in agents {
-            a.shutdown();
+        for shut_down in hooks {
+            shut_down();
         }
     }
 
@@ -108,17 +111,26 @@ impl Cancel {
     /// Registers `agent` to be shut down on cancel, until the returned guard is dropped.
     /// `None` (and the agent shut down) when already cancelled.
     pub(crate) fn attach(&self, agent: &Agent) -> Option<Attached> {
+        let agent = agent.clone();
+        self.on_cancel(move || agent.shutdown())
+    }
+
+    /// Registers `shut_down` to run on cancel (on the cancelling thread), until the returned
+    /// guard is dropped: how a connection this module knows nothing about (an upgraded
+    /// exec or port-forward socket) is ended. Runs it at once, and answers `None`, when
+    /// already cancelled.
+    pub(crate) fn on_cancel(&self, shut_down: impl FnOnce() + Send + 'static) -> Option<Attached> {
         let mut agents = self.state.agents.lock();
-        // Read under the agents lock: `cancel` sets the flag before it drains the agents,
-        // so an agent is either drained by it or refused here.
+        // Read under the agents lock: `cancel` sets the flag before it drains the hooks,
+        // so a hook is either drained by it or run here.
         if self.is_cancelled() {
             drop(agents);
-            agent.clone().shutdown();
+            shut_down();
             return None;
         }
         let id = agents.next;
         agents.next += 1;
-        agents.live.insert(id, agent.clone());
+        agents.live.insert(id, Box::new(shut_down));
         Some(Attached {
             state: Arc::clone(&self.state),
             id,
@@ -126,7 +138,7 @@ impl Cancel {
     }
 }
 
-/// An agent registered with a [`Cancel`]; dropping it unregisters the agent.
+/// An agent (or a hook) registered with a [`Cancel`]; dropping it unregisters it.
 pub(crate) struct Attached {
     state: Arc<State>,
     id: u64,
@@ -169,5 +181,26 @@ mod tests {
         assert_eq!(c.state.agents.lock().live.len(), 1);
         drop(g);
         assert!(c.state.agents.lock().live.is_empty());
+    }
+
+    #[test]
+    fn a_hook_runs_once_on_cancel_or_at_once_when_already_cancelled() {
+        let c = Cancel::new();
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let r = Arc::clone(&runs);
+        let _g = c.on_cancel(move || {
+            r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0);
+        c.cancel();
+        c.cancel();
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let r = Arc::clone(&runs);
+        assert!(c
+            .on_cancel(move || {
+                r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            })
+            .is_none());
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 }

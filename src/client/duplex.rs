@@ -16,10 +16,13 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+
+use super::cancel::{Attached, Cancel};
 
 /// What a [`Duplex`] carries its bytes on.
 pub(crate) enum Carrier {
@@ -75,6 +78,11 @@ impl Write for Carrier {
 
 /// The shared part of both halves.
 struct Shared {
+    /// Registered with the client's cancellation token (see [`Duplex::end_on_cancel`]);
+    /// dropped with the last handle, which unregisters it.
+    cancel: Mutex<Option<Attached>>,
+    /// Set when the token ended the connection.
+    cancelled: AtomicBool,
     /// Kept to shut the socket down from any thread.
     sock: TcpStream,
     tls: Option<Mutex<rustls::Connection>>,
@@ -114,6 +122,8 @@ impl Duplex {
     ) -> io::Result<(Duplex, ReadHalf, WriteHalf)> {
         let (read, write, sock) = carrier.into_parts()?;
         let shared = Arc::new(Shared {
+            cancel: Mutex::new(None),
+            cancelled: AtomicBool::new(false),
             write: Mutex::new((write, Vec::new())),
             tls: tls.map(|mut c| {
                 c.set_buffer_limit(None);
@@ -138,6 +148,27 @@ impl Duplex {
     /// Shuts the socket down both ways.
     pub fn shutdown(&self) {
         let _ = self.0.sock.shutdown(Shutdown::Both);
+    }
+
+    /// Shuts the connection down when `token` is cancelled (at once if it already is), for
+    /// as long as a handle of it lives: a session on a client made with
+    /// [`Client::with_cancel`](super::Client::with_cancel) ends with the client's other
+    /// requests. The hook holds the connection weakly, so it keeps nothing alive.
+    pub fn end_on_cancel(&self, token: &Cancel) {
+        let weak = Arc::downgrade(&self.0);
+        let attached = token.on_cancel(move || {
+            if let Some(shared) = weak.upgrade() {
+                shared.cancelled.store(true, Ordering::SeqCst);
+                let _ = shared.sock.shutdown(Shutdown::Both);
+            }
+        });
+        *self.0.cancel.lock() = attached;
+    }
+
+    /// True once the token given to [`end_on_cancel`](Self::end_on_cancel) ended the
+    /// connection.
+    pub fn cancelled(&self) -> bool {
+        self.0.cancelled.load(Ordering::SeqCst)
     }
 
     /// Bounds each read of the socket (`None`: no bound).

@@ -126,6 +126,18 @@ impl Client {
                 port,
             )
             .map_err(transport)?;
+            // The client's token ends the handshake too (a server that never answers the
+            // upgrade); from the 101 on, the connection itself is registered.
+            let handshake_cancel = settings.cancel.and_then(|token| {
+                let sock = carrier.tcp().try_clone().ok()?;
+                token.on_cancel(move || {
+                    let _ = sock.shutdown(std::net::Shutdown::Both);
+                })
+            });
+            let cancelled_or = |e: Error| match settings.cancel {
+                Some(token) if token.is_cancelled() => cancelled(),
+                _ => e,
+            };
             let mut head = format!(
                 "GET {prefix}{path_and_query} HTTP/1.1\r\nHost: {}\r\nUser-Agent: {}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n",
                 host_header(&settings, &url),
@@ -147,13 +159,15 @@ impl Client {
                     let conn = rustls::ClientConnection::new(Arc::clone(config), name)
                         .map_err(|e| transport(io::Error::other(e)))?;
                     let mut stream = rustls::StreamOwned::new(conn, carrier);
-                    let answer = exchange(&mut stream, head.as_bytes()).map_err(transport)?;
+                    let answer = exchange(&mut stream, head.as_bytes())
+                        .map_err(|e| cancelled_or(transport(e)))?;
                     let rustls::StreamOwned { conn, sock } = stream;
                     (answer, (sock, Some(rustls::Connection::Client(conn))))
                 }
                 None => {
                     let mut carrier = carrier;
-                    let answer = exchange(&mut carrier, head.as_bytes()).map_err(transport)?;
+                    let answer = exchange(&mut carrier, head.as_bytes())
+                        .map_err(|e| cancelled_or(transport(e)))?;
                     (answer, (carrier, None))
                 }
             };
@@ -201,6 +215,13 @@ impl Client {
             let _ = carrier.tcp().set_read_timeout(None);
             let (duplex, read, write) =
                 Duplex::split_carrier(carrier, conn, Vec::new()).map_err(transport)?;
+            if let Some(token) = settings.cancel {
+                duplex.end_on_cancel(token);
+                drop(handshake_cancel);
+                if token.is_cancelled() {
+                    return Err(cancelled());
+                }
+            }
             let (reader, writer) = websocket::split(read, write, false);
             return Ok(Upgraded {
                 protocol: chosen.to_owned(),

@@ -131,6 +131,14 @@ struct Control {
     request: String,
 }
 
+impl Control {
+    /// Cancelled by [`Canceller::cancel`] or by the client's token (which ends the
+    /// connection: see [`Client::with_cancel`](crate::Client::with_cancel)).
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst) || self.duplex.cancelled()
+    }
+}
+
 /// The stdin of a session: each `write` is sent as one or more messages on channel 0.
 /// [`close`](Stdin::close) (or drop) ends stdin: with `v5.channel.k8s.io` the command sees
 /// EOF; with `v4.channel.k8s.io` there is no way to say so and nothing is sent.
@@ -312,10 +320,9 @@ impl Process {
                 let result = read_session(&mut reader, &c);
                 c.stop.store(true, Ordering::SeqCst);
                 let error = match &result {
-                    Err(e) if !c.cancelled.load(Ordering::SeqCst) => {
-                        Some((io::ErrorKind::Other, e.to_string()))
-                    }
-                    Err(_) => Some((io::ErrorKind::Interrupted, "cancelled".to_owned())),
+                    Err(e) if !c.is_cancelled() => Some((io::ErrorKind::Other, e.to_string())),
+                    // Not `Interrupted`: `read_to_end` and friends retry that forever.
+                    Err(_) => Some((io::ErrorKind::ConnectionAborted, "cancelled".to_owned())),
                     Ok(_) => None,
                 };
                 c.stdout.end(error.clone());
@@ -392,7 +399,7 @@ impl Process {
                 message: "the session's reader thread panicked".into(),
             })
         });
-        if self.control.cancelled.load(Ordering::SeqCst) {
+        if self.control.is_cancelled() {
             return Err(Error::Cancelled {
                 request: self.control.request.clone(),
             });
