@@ -156,7 +156,6 @@ impl<'de> Deserializer<'de> {
             de: self,
             first: true,
             done: false,
-            taken: 0,
         };
         let ret = visitor.visit_seq(&mut access);
         let end = access.end();
@@ -435,8 +434,6 @@ struct SeqAcc<'a, 'de> {
     first: bool,
     /// The closing `]` was consumed.
     done: bool,
-    /// Elements handed to the visitor so far.
-    taken: usize,
 }
 
 impl SeqAcc<'_, '_> {
@@ -468,7 +465,6 @@ impl<'de> de::SeqAccess<'de> for SeqAcc<'_, 'de> {
             return Ok(None);
         }
         self.first = false;
-        self.taken += 1;
         seed.deserialize(&mut *self.de).map(Some)
     }
 
