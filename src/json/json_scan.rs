@@ -288,6 +288,36 @@ impl<'a> Scanner<'a> {
         Ok(Some(super::shared_str::SharedStr::shared(&self.string()?)))
     }
 
+    /// How many elements the array whose `[` the cursor has just passed holds, counted by
+    /// reading at most `budget` bytes ahead (jumping over containers whose ends are known).
+    /// `None` when the array goes on beyond that or is malformed (decoding it says what is
+    /// wrong). The cursor does not move.
+    pub fn count_elements(&self, budget: usize) -> Option<usize> {
+        let mut end = self.pos.saturating_add(budget).min(self.text.len());
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let text = &self.text[..end];
+        let mut ahead = Scanner {
+            text,
+            bytes: text.as_bytes(),
+            pos: self.pos,
+        };
+        if ahead.peek()? == b']' {
+            return Some(0);
+        }
+        let mut n = 0;
+        loop {
+            ahead.value().ok()?;
+            n += 1;
+            match ahead.peek()? {
+                b',' => ahead.pos += 1,
+                b']' => return Some(n),
+                _ => return None,
+            }
+        }
+    }
+
     /// Skips one value of any kind, checking it, and returns its exact text. A container
     /// whose end is already known (see [`known_ends`](super::known_ends)) is jumped over.
     pub fn value(&mut self) -> Result<&'a str> {
@@ -601,11 +631,61 @@ impl BitStack {
 
 /// Undoes the escapes of a string body the scanner has checked. serde_json does the work (it
 /// pairs surrogates); a lone surrogate is an error, as it is for serde_json's strings.
+/// Undoes the escapes of a string body the scanner has checked (each escape well formed),
+/// into one allocation of the right size. A `\u` escape of a UTF-16 surrogate must be a
+/// leading one followed by a trailing one, as serde_json requires of a string.
 fn unescape(raw: &str, pos: usize) -> Result<String> {
-    serde_json::from_str::<String>(&format!("\"{raw}\"")).map_err(|_| ScanError {
+    let lone = || ScanError {
         pos,
         what: "invalid unicode escape in a string (lone surrogate)",
-    })
+    };
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let escape = &rest[i + 1..];
+        let (c, used) = match escape.as_bytes().first() {
+            Some(b'"') => ('"', 1),
+            Some(b'\\') => ('\\', 1),
+            Some(b'/') => ('/', 1),
+            Some(b'b') => ('\u{8}', 1),
+            Some(b'f') => ('\u{c}', 1),
+            Some(b'n') => ('\n', 1),
+            Some(b'r') => ('\r', 1),
+            Some(b't') => ('\t', 1),
+            Some(b'u') => {
+                let unit = hex4(escape.get(1..5)).ok_or_else(lone)?;
+                match unit {
+                    0xD800..=0xDBFF => {
+                        let low = escape
+                            .get(5..7)
+                            .filter(|u| *u == "\\u")
+                            .and_then(|_| hex4(escape.get(7..11)))
+                            .filter(|low| (0xDC00..=0xDFFF).contains(low))
+                            .ok_or_else(lone)?;
+                        let c = 0x1_0000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                        (char::from_u32(c).ok_or_else(lone)?, 11)
+                    }
+                    0xDC00..=0xDFFF => return Err(lone()),
+                    _ => (char::from_u32(unit).ok_or_else(lone)?, 5),
+                }
+            }
+            _ => return Err(lone()),
+        };
+        out.push(c);
+        rest = &escape[used..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The value of four hex digits.
+fn hex4(digits: Option<&str>) -> Option<u32> {
+    let digits = digits?;
+    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(digits, 16).ok()
 }
 
 #[cfg(test)]
@@ -752,5 +832,47 @@ mod tests {
         assert!(s.string().is_err());
         let mut s = Scanner::new(r#"["\ud800 alone"]"#);
         assert!(s.value().is_ok());
+    }
+
+    #[test]
+    fn strings_unescape_as_serde_json_does() {
+        let bodies = [
+            r#"k:{\"uid\":\"0f3c\"}"#,
+            r#"\"\\\/\b\f\n\r\t"#,
+            r#"\u0041\u00e9\u65e5\uFFFF\u0000"#,
+            r#"\ud83d\ude00 and \uD83D\uDE00"#,
+            r#"\ud800"#,
+            r#"\udc00"#,
+            r#"\ud800\u0041"#,
+            r#"\ud800\ud800\udc00"#,
+            r#"\ud800\n"#,
+            r#"\ud800x"#,
+            r#"é\n日本\u00e9"#,
+        ];
+        for body in bodies {
+            let text = format!("\"{body}\"");
+            let ours = Scanner::new(&text).string().map(|s| s.into_owned()).ok();
+            let theirs = serde_json::from_str::<String>(&text).ok();
+            assert_eq!(ours, theirs, "{body}");
+        }
+    }
+
+    #[test]
+    fn arrays_are_counted_ahead_within_the_budget() {
+        let text = r#"[1, {"a": [2, 3]}, "x,]", [], null ] tail"#;
+        let mut s = Scanner::new(text);
+        s.begin_array().unwrap();
+        assert_eq!(s.count_elements(1024), Some(5));
+        assert_eq!(s.pos(), 1, "the cursor does not move");
+        assert_eq!(s.count_elements(10), None, "beyond the budget");
+        let mut empty = Scanner::new(" [ ] ");
+        empty.begin_array().unwrap();
+        assert_eq!(empty.count_elements(1024), Some(0));
+        let mut bad = Scanner::new("[1 2]");
+        bad.begin_array().unwrap();
+        assert_eq!(bad.count_elements(1024), None);
+        let mut cut = Scanner::new("[\"é\", 1]");
+        cut.begin_array().unwrap();
+        assert_eq!(cut.count_elements(3), None, "a budget inside a character");
     }
 }

@@ -804,3 +804,40 @@ fn managed_fields_are_skipped_in_metadata_when_the_thread_strips_them() {
     // A damaged `managedFields` is still checked, never trusted unread.
     assert!(from_str::<Value>(r#"{"metadata":{"managedFields":[1,]}}"#).is_err());
 }
+
+/// A `Vec` is allocated once with room for exactly its elements: the array is counted ahead
+/// (serde_json gives no size hint, so its `Vec`s grow and keep the spare room).
+#[test]
+fn vecs_hold_no_spare_capacity() {
+    #[derive(Deserialize, PartialEq, Debug)]
+    struct Big {
+        name: String,
+        #[serde(default)]
+        pad: [u64; 16],
+        #[serde(default)]
+        ports: Vec<u16>,
+    }
+    let json = r#"{"one": [{"name": "a", "ports": [1, 2, 3, 4, 5]}],
+                   "five": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}, {"name": "e"}],
+                   "none": []}"#;
+    let decoded = same::<HashMap<String, Vec<Big>>>(json).unwrap();
+    for (name, v) in &decoded {
+        assert_eq!(v.capacity(), v.len(), "{name}");
+        for b in v {
+            assert_eq!(b.ports.capacity(), b.ports.len(), "{name}: ports");
+        }
+    }
+    let theirs: HashMap<String, Vec<Big>> = serde_json::from_str(json).unwrap();
+    assert!(
+        theirs["one"].capacity() > 1,
+        "serde_json's grow (else this test shows nothing)"
+    );
+    // Deeper than the hint's depth, an array still decodes (growing as serde_json's do).
+    let deep = format!("{}1{}", "[".repeat(40), "]".repeat(40));
+    same::<Value>(&deep).unwrap();
+    // Escaped strings and keys come as owned strings, equal to serde_json's.
+    same::<HashMap<String, Vec<String>>>(
+        r#"{"k:{\"uid\":\"0f3c\"}": ["a\nb", "\u00e9\ud83d\ude00"]}"#,
+    )
+    .unwrap();
+}
