@@ -629,8 +629,6 @@ impl BitStack {
     }
 }
 
-/// Undoes the escapes of a string body the scanner has checked. serde_json does the work (it
-/// pairs surrogates); a lone surrogate is an error, as it is for serde_json's strings.
 /// Undoes the escapes of a string body the scanner has checked (each escape well formed),
 /// into one allocation of the right size. A `\u` escape of a UTF-16 surrogate must be a
 /// leading one followed by a trailing one, as serde_json requires of a string.
