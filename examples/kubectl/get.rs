@@ -74,7 +74,7 @@ use kube_informer::api::{
 use kube_informer::cache::{
     FactoryOptions, SharedIndexInformer, SharedInformerFactory, StopSignal,
 };
-use kube_informer::config::{parse_rfc3339, Config, KubeconfigOptions};
+use kube_informer::config::{parse_rfc3339, Config};
 use kube_informer::discovery::{DiskCache, Origin, RestMapper, ServerResource};
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client, ListParams, Method};
@@ -764,16 +764,7 @@ pub fn main(argv: impl Iterator<Item = String>) {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let mut options = KubeconfigOptions::new();
-    if let Some(v) = &args.kubeconfig {
-        options = options.kubeconfig(v);
-    }
-    if let Some(v) = &args.context {
-        options = options.context(v);
-    }
-    if let Some(v) = &args.namespace {
-        options = options.namespace(v);
-    }
+    let options = crate::kubeconfig_options(&args.kubeconfig, &args.context, &args.namespace);
     let loaded = if args.demo {
         None
     } else {

@@ -60,6 +60,25 @@ fn main() {
     }
 }
 
+/// kubectl's `--kubeconfig`, `--context` and `--namespace`, as kubeconfig options.
+pub fn kubeconfig_options(
+    kubeconfig: &Option<String>,
+    context: &Option<String>,
+    namespace: &Option<String>,
+) -> KubeconfigOptions {
+    let mut options = KubeconfigOptions::new();
+    if let Some(v) = kubeconfig {
+        options = options.kubeconfig(v);
+    }
+    if let Some(v) = context {
+        options = options.context(v);
+    }
+    if let Some(v) = namespace {
+        options = options.namespace(v);
+    }
+    options
+}
+
 /// The flags every subcommand shares.
 #[derive(Debug, Default)]
 pub struct Common {
@@ -89,16 +108,7 @@ impl Common {
     /// The configured cluster's client and namespace, or `None` for the demo (no cluster
     /// configured, or `--demo`; said on stderr by `tool`).
     pub fn connect(&self, tool: &str) -> Result<Option<(Client, String)>, String> {
-        let mut options = KubeconfigOptions::new();
-        if let Some(v) = &self.kubeconfig {
-            options = options.kubeconfig(v);
-        }
-        if let Some(v) = &self.context {
-            options = options.context(v);
-        }
-        if let Some(v) = &self.namespace {
-            options = options.namespace(v);
-        }
+        let options = kubeconfig_options(&self.kubeconfig, &self.context, &self.namespace);
         let loaded = if self.demo {
             None
         } else {
