@@ -18,14 +18,15 @@ use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use kube_informer::config::{Config, KubeconfigOptions};
-use kube_informer::pod::{ExecParams, ExitStatus};
-use kube_informer::testing::{ApiServer, CommandOutput};
+use kube_informer::pod::{CopyOptions, ExecParams, ExitStatus};
+use kube_informer::testing::{ApiServer, CommandOutput, ContainerFiles};
 use kube_informer::{Client, Method};
 use serde_json::{json, Value};
 
 const PATIENCE: Duration = Duration::from_secs(120);
 
-/// The pod: `sh -c 'cat; exit 3'` works in it, and its port 8080 answers HTTP.
+/// The pod: `sh -c 'cat; exit 3'` works in it, it has `tar`, and its port 8080 answers
+/// HTTP.
 struct Env {
     client: Client,
     namespace: String,
@@ -103,6 +104,11 @@ fn real() -> Option<Env> {
 fn fake() -> Env {
     let server = ApiServer::builder().tls().start();
     server.create_pod("e2e", "io", &["main"]).unwrap();
+    // A container with tar and a /tmp, as busybox's (served first: a command registered
+    // later is matched before its catch-all `sh`).
+    let files = ContainerFiles::new();
+    files.create_dir("/tmp", 0o1777);
+    files.serve(&server.runtime());
     server
         .runtime()
         .command(&["sh", "-c", "cat; exit 3"], |i| CommandOutput {
@@ -160,6 +166,46 @@ fn port_forward(env: &Env) {
     f.stop();
 }
 
+/// `kubectl cp` both ways: a local tree into the container, and back out into another
+/// local directory, byte for byte.
+fn copy_round_trip(env: &Env) {
+    let local = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(local.path().join("tree/sub")).unwrap();
+    std::fs::write(local.path().join("tree/a.txt"), b"alpha\n").unwrap();
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(local.path().join("tree/sub/big.bin"), &big).unwrap();
+    let options = CopyOptions::new();
+    env.client
+        .copy_to_pod(
+            &env.namespace,
+            &env.pod,
+            local.path().join("tree"),
+            "/tmp/kit",
+            &options,
+        )
+        .unwrap();
+    let back = tempfile::tempdir().unwrap();
+    let report = env
+        .client
+        .copy_from_pod(
+            &env.namespace,
+            &env.pod,
+            "/tmp/kit",
+            back.path().join("kit"),
+            &options,
+        )
+        .unwrap();
+    assert_eq!(
+        std::fs::read(back.path().join("kit/a.txt")).unwrap(),
+        b"alpha\n"
+    );
+    assert_eq!(
+        std::fs::read(back.path().join("kit/sub/big.bin")).unwrap(),
+        big
+    );
+    assert!(format!("{report:?}").contains("files"), "{report:?}");
+}
+
 #[test]
 fn fake_exec_with_stdin_and_exit_code() {
     exec_with_stdin_and_exit_code(&fake());
@@ -175,6 +221,19 @@ fn fake_port_forward() {
 fn real_exec_with_stdin_and_exit_code() {
     if let Some(env) = real() {
         exec_with_stdin_and_exit_code(&env);
+    }
+}
+
+#[test]
+fn fake_copy_round_trip() {
+    copy_round_trip(&fake());
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --features ws --test e2e_pod_io -- --ignored"]
+fn real_copy_round_trip() {
+    if let Some(env) = real() {
+        copy_round_trip(&env);
     }
 }
 
