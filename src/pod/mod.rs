@@ -22,19 +22,33 @@
 //!
 //! The wire these follow was captured from kube-apiserver 1.36.2 (`tests/fixtures/pod-io/`);
 //! `testing::ApiServer` answers the same way, with a container log the test writes to
-//! ([`ApiServer::append_log`](crate::testing::ApiServer::append_log), a kubelet that drops
-//! follow streams) and evictions that honour PodDisruptionBudgets.
+//! (`ApiServer::append_log`, a kubelet that drops follow streams) and evictions that honour
+//! PodDisruptionBudgets.
 //!
-//! With the `ws` feature, the streams a running pod offers: [`Client::exec`](crate::Client::exec),
-//! [`Client::attach`](crate::Client::attach), [`Client::exec_output`](crate::Client::exec_output)
-//! and [`Client::port_forward`](crate::Client::port_forward), over WebSocket on the client's
-//! own connection settings. `exec` says what a caller loses when a server offers only
-//! `v4.channel.k8s.io`, `portforward` why the plain WebSocket protocol and not kubectl's
-//! SPDY tunnel, `process` how the streams are buffered and how every wait is bounded.
-//! On exec: [`Client::copy_from_pod`](crate::Client::copy_from_pod) and
-//! [`Client::copy_to_pod`](crate::Client::copy_to_pod) (`kubectl cp`, with the container's
-//! `tar`; `copy` says what extraction refuses), over the crate's own streaming [`tar`]
-//! reader and writer.
+#![cfg_attr(
+    feature = "ws",
+    doc = "With the `ws` feature, the streams a running pod offers: [`Client::exec`](crate::Client::exec),
+[`Client::attach`](crate::Client::attach), [`Client::exec_output`](crate::Client::exec_output)
+and [`Client::port_forward`](crate::Client::port_forward), over WebSocket on the client's
+own connection settings. `exec` says what a caller loses when a server offers only
+`v4.channel.k8s.io`, `portforward` why the plain WebSocket protocol and not kubectl's
+SPDY tunnel, `process` how the streams are buffered and how every wait is bounded.
+On exec: [`Client::copy_from_pod`](crate::Client::copy_from_pod) and
+[`Client::copy_to_pod`](crate::Client::copy_to_pod) (`kubectl cp`, with the container's
+`tar`; `copy` says what extraction refuses), over the crate's own streaming [`tar`]
+reader and writer."
+)]
+#![cfg_attr(
+    not(feature = "ws"),
+    doc = "With the `ws` feature, the streams a running pod offers: `Client::exec`,
+`Client::attach`, `Client::exec_output` and `Client::port_forward`, over WebSocket on the
+client's own connection settings. `exec` says what a caller loses when a server offers only
+`v4.channel.k8s.io`, `portforward` why the plain WebSocket protocol and not kubectl's
+SPDY tunnel, `process` how the streams are buffered and how every wait is bounded.
+On exec: `Client::copy_from_pod` and `Client::copy_to_pod` (`kubectl cp`, with the
+container's `tar`; `copy` says what extraction refuses), over the crate's own streaming `tar`
+reader and writer."
+)]
 
 mod drain;
 mod error;
