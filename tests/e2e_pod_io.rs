@@ -108,7 +108,7 @@ fn fake() -> Env {
     // later is matched before its catch-all `sh`).
     let files = ContainerFiles::new();
     files.create_dir("/tmp", 0o1777);
-    files.serve(&server.runtime());
+    files.serve(server.runtime());
     server
         .runtime()
         .command(&["sh", "-c", "cat; exit 3"], |i| CommandOutput {

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use kube_informer::pod::tar::{TarError, TarWriter};
-use kube_informer::pod::{CopyError, CopyOptions, ExitStatus};
+use kube_informer::pod::{CopyError, CopyOptions, ExitStatus, PodError};
 use kube_informer::testing::{ApiServer, CommandOutput, ContainerFiles};
 use kube_informer::{Client, Error};
 
@@ -539,7 +539,7 @@ fn the_container_is_named_as_kubectl_c() {
         CopyError::Exec(err) => {
             assert_eq!(err.code(), Some(400), "{err}");
             assert!(
-                err.to_string().contains("choose one of: [app sidecar]"),
+                matches!(err.pod_error(), Some(PodError::ContainerRequired { containers, .. }) if containers == &["app", "sidecar"]),
                 "{err}"
             );
         }

@@ -20,7 +20,7 @@ const PASSWORD: &str = "pr0xy-S3cret+x";
 /// A TLS test server with a token, a pod with a command and an echo port.
 fn server() -> ApiServer {
     let s = ApiServer::builder().tls().token("t0k3n").start();
-    s.create_pod("lab", "p", &[]);
+    s.create_pod("lab", "p", &[]).unwrap();
     s.runtime()
         .command(&["id"], Runtime::output(b"admin\n", b"", 0));
     s.runtime().port("lab", "p", 5432, echo_listener());

@@ -155,7 +155,7 @@ fn bulk_data_arrives_whole_and_in_order_both_ways() {
         .iter()
         .fold(0u64, |a, &b| a.wrapping_mul(31).wrapping_add(u64::from(b)));
     for server in [ApiServer::start(), ApiServer::builder().tls().start()] {
-        server.create_pod("lab", "db", &[]);
+        server.create_pod("lab", "db", &[]).unwrap();
         server
             .runtime()
             .port("lab", "db", 9000, counting_listener(SIZE as u64));
