@@ -67,18 +67,7 @@ struct Env {
 impl Env {
     /// The real cluster, or `None` (after saying why) when the suite is not enabled.
     fn real() -> Option<Env> {
-        if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
-            println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
-            return None;
-        }
-        let config = match Config::infer_if_configured(&KubeconfigOptions::default()) {
-            Ok(Some(c)) => c,
-            Ok(None) => {
-                println!("skipped: KUBE_E2E=1 but no kubeconfig was found (KUBECONFIG, ~/.kube/config) and this is not a pod");
-                return None;
-            }
-            Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
-        };
+        let config = common::real_cluster()?;
         Some(Env::from_config(&config, None))
     }
 

@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use kube_informer::api::crd::{CrdBuilder, PrinterColumn};
 use kube_informer::api::{ApiResource, DynamicObject};
-use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client, DeleteParams, PostParams};
 use schemars::JsonSchema;
@@ -242,19 +241,9 @@ fn generated_crd_is_accepted_and_served(client: &Client, fake: bool) {
 #[test]
 #[ignore = "needs a cluster: KUBE_E2E=1 cargo test --features crd --test e2e_crd_schema -- --ignored"]
 fn real_generated_crd_is_accepted_and_served() {
-    if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
-        println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
+    let Some(config) = common::real_cluster() else {
         return;
-    }
-    let config = match Config::infer_if_configured(&KubeconfigOptions::default()) {
-        Ok(Some(c)) => c,
-        Ok(None) => {
-            println!("skipped: KUBE_E2E=1 but no kubeconfig was found (KUBECONFIG, ~/.kube/config) and this is not a pod");
-            return;
-        }
-        Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
     };
-    println!("e2e: against {}", config.source);
     let client = config
         .client()
         .expect("a client for the configured cluster");

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use common::view::View;
 use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::cache::{FactoryOptions, ReflectorConfig};
-use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::manager::Manager;
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client, DeleteParams, ListParams, PostParams};
@@ -59,19 +58,7 @@ struct Env {
 
 impl Env {
     fn real() -> Option<Env> {
-        if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
-            println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
-            return None;
-        }
-        let config = match Config::infer_if_configured(&KubeconfigOptions::default()) {
-            Ok(Some(c)) => c,
-            Ok(None) => {
-                println!("skipped: KUBE_E2E=1 but no kubeconfig was found");
-                return None;
-            }
-            Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
-        };
-        println!("e2e: against {}", config.source);
+        let config = common::real_cluster()?;
         Some(Env {
             client: config
                 .client()

@@ -17,7 +17,6 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::pod::{CopyOptions, ExecParams, ExitStatus};
 use kube_informer::testing::{ApiServer, CommandOutput, ContainerFiles};
 use kube_informer::{Client, Method};
@@ -46,18 +45,7 @@ impl Drop for Env {
 }
 
 fn real() -> Option<Env> {
-    if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
-        println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
-        return None;
-    }
-    let config = match Config::infer_if_configured(&KubeconfigOptions::default()) {
-        Ok(Some(c)) => c,
-        Ok(None) => {
-            println!("skipped: KUBE_E2E=1 but no kubeconfig was found");
-            return None;
-        }
-        Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
-    };
+    let config = common::real_cluster()?;
     let client = config.client().expect("a client");
     let namespace = format!("kube-informer-e2e-io-{:08x}", common::random_u64() as u32);
     client

@@ -19,7 +19,6 @@ mod common;
 use std::time::{Duration, Instant};
 
 use kube_informer::api::{ApiResource, DynamicObject};
-use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::pod::{LogParams, PodError};
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client, DeleteParams, PostParams};
@@ -59,21 +58,12 @@ impl Drop for TestNamespace {
 }
 
 fn real_client() -> Option<Client> {
-    if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
-        println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
-        return None;
-    }
-    match Config::infer_if_configured(&KubeconfigOptions::default()) {
-        Ok(Some(c)) => {
-            println!("e2e: against {}", c.source);
-            Some(c.client().expect("a client for the configured cluster"))
-        }
-        Ok(None) => {
-            println!("skipped: KUBE_E2E=1 but no kubeconfig was found and this is not a pod");
-            None
-        }
-        Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
-    }
+    let config = common::real_cluster()?;
+    Some(
+        config
+            .client()
+            .expect("a client for the configured cluster"),
+    )
 }
 
 /// Creates the namespace and the pod on a real cluster and waits until it runs.

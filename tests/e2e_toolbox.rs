@@ -20,7 +20,6 @@ mod common;
 use std::time::Duration;
 
 use kube_informer::api::{ApiResource, DynamicObject, OwnerReference, OwnerReferences};
-use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::controller::wait::{self, conditions, Wait};
 use kube_informer::controller::{CreateOrPatch, OperationResult};
 use kube_informer::testing::ApiServer;
@@ -37,19 +36,7 @@ struct Env {
 
 impl Env {
     fn real() -> Option<Env> {
-        if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
-            println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
-            return None;
-        }
-        let config = match Config::infer_if_configured(&KubeconfigOptions::default()) {
-            Ok(Some(c)) => c,
-            Ok(None) => {
-                println!("skipped: KUBE_E2E=1 but no kubeconfig was found (KUBECONFIG, ~/.kube/config) and this is not a pod");
-                return None;
-            }
-            Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
-        };
-        println!("e2e: against {}", config.source);
+        let config = common::real_cluster()?;
         Some(Env {
             client: config
                 .client()

@@ -325,3 +325,26 @@ pub fn splice(client: std::net::TcpStream, server: std::net::TcpStream) {
     let _ = std::io::copy(&mut server, &mut client);
     let _ = client.shutdown(std::net::Shutdown::Write);
 }
+
+/// The cluster the kubeconfig names, for the opt-in end-to-end tests: `None` (after saying
+/// why) unless `KUBE_E2E=1` is set and a kubeconfig is found as kubectl finds one (or this is
+/// a pod); a kubeconfig that cannot be loaded fails the test.
+#[allow(dead_code)]
+pub fn real_cluster() -> Option<kube_informer::config::Config> {
+    use kube_informer::config::{Config, KubeconfigOptions};
+    if std::env::var("KUBE_E2E").as_deref() != Ok("1") {
+        println!("skipped: set KUBE_E2E=1 to run the end-to-end suite against a real cluster");
+        return None;
+    }
+    match Config::infer_if_configured(&KubeconfigOptions::default()) {
+        Ok(Some(config)) => {
+            println!("e2e: against {}", config.source);
+            Some(config)
+        }
+        Ok(None) => {
+            println!("skipped: KUBE_E2E=1 but no kubeconfig was found (KUBECONFIG, ~/.kube/config) and this is not a pod");
+            None
+        }
+        Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
+    }
+}
