@@ -116,6 +116,7 @@
 
 mod auth_provider;
 mod exec;
+mod file_lock;
 mod kubeconfig;
 mod logging;
 mod oidc;

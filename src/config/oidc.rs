@@ -14,6 +14,7 @@ use serde::Deserialize;
 use ureq::tls::{RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
+use super::file_lock::PATIENCE;
 use super::persist;
 use crate::api::url_encoding::percent_encode;
 use crate::client::{AuthProvider, Cancel, Secret};
@@ -46,19 +47,27 @@ const MAX_ISSUER_BODY: u64 = 1 << 20;
 ///   Each issuer request is bounded by [`OIDC_TIMEOUT`].
 /// - **Write-back**: the new `id-token` (and `refresh-token`, when the issuer sent a new
 ///   one) replace the old ones in the file the user's entry came from, so the next run
-///   does not refresh again. The file is read again at write time and only those keys of
-///   that user's `auth-provider.config` change, so everything else in it stays; it is
+///   does not refresh again. The write holds kubectl's lock `<file>.lock` (waiting a few
+///   seconds for another writer, removing a lock a dead program left), and under it the
+///   file is read again and only those keys of that user's `auth-provider.config` change,
+///   so everything else in it stays, other users' new tokens included; it is
 ///   replaced atomically (a temporary file in the same folder, created owner-only, given
 ///   the file's permissions, renamed over it; a symbolic link is followed). The file is
 ///   parsed and re-encoded as YAML values, so its comments and formatting are not kept —
 ///   kubectl rewrites it the same way. A kubeconfig given as a string has no file: the tokens live
 ///   in memory only. A failed write is logged (path and reason, never a token) and the new
 ///   tokens are used anyway — unlike client-go, which fails the request; a read-only
-///   kubeconfig (a mounted ConfigMap) should not make every refresh fail.
+///   kubeconfig (a mounted ConfigMap or Secret) should not make every refresh fail. The
+///   tokens in memory stay the newest: the file's older ones are not taken back (below).
 /// - **Other programs' refreshes**: before refreshing, the user's entry in the file is read
-///   again; a valid id-token another program (kubectl) wrote there since is taken instead
-///   of refreshing, and a refresh token it wrote is used (the issuer may have rotated the
-///   one loaded).
+///   again. When its tokens changed since this provider last read or wrote them, another
+///   program (kubectl, another process or configuration of this one) refreshed or logged
+///   in: its valid id-token is taken instead of refreshing, and its refresh token is used
+///   (the issuer may have rotated the one we hold). Tokens the file has held all along are
+///   never taken over newer ones in memory: with an issuer that rotates refresh tokens
+///   (Dex, Okta, Keycloak), the file's old one was spent at our last refresh. When the
+///   issuer refuses a refresh, the file is read once more in case another program
+///   refreshed at the same moment.
 /// - **One refresh at a time**: the tokens sit behind one lock held during the refresh, so
 ///   threads that find the token expired together cause one refresh; the others wait
 ///   (bounded: each of the refresh's at most three issuer requests by [`OIDC_TIMEOUT`];
@@ -86,6 +95,25 @@ pub struct OidcProvider {
 struct Tokens {
     id_token: Option<Secret>,
     refresh_token: Option<Secret>,
+    /// The user's tokens as the file held them when this provider last read or wrote it:
+    /// the file's tokens are taken only when they differ from these.
+    in_file: FileTokens,
+}
+
+/// A user's `id-token` and `refresh-token` in the kubeconfig file (empty ones are none).
+#[derive(PartialEq, Eq)]
+struct FileTokens {
+    id_token: Option<String>,
+    refresh_token: Option<String>,
+}
+
+impl FileTokens {
+    fn of(config: &BTreeMap<String, String>) -> FileTokens {
+        FileTokens {
+            id_token: setting(config, "id-token").map(str::to_owned),
+            refresh_token: setting(config, "refresh-token").map(str::to_owned),
+        }
+    }
 }
 
 impl std::fmt::Debug for OidcProvider {
@@ -207,6 +235,7 @@ impl OidcProvider {
             tokens: Mutex::new(Tokens {
                 id_token: setting(config, "id-token").map(Secret::from),
                 refresh_token: setting(config, "refresh-token").map(Secret::from),
+                in_file: FileTokens::of(config),
             }),
             refreshes: AtomicU64::new(0),
         })
@@ -243,21 +272,42 @@ impl OidcProvider {
             }
         }
         // Another program (kubectl, another process of this one) may have refreshed since
-        // the file was loaded, and the issuer may have rotated the refresh token then: take
-        // the file's tokens when they differ from ours.
+        // the file was last read or written, and the issuer may have rotated the refresh
+        // token then: take the file's tokens when they changed.
         if let Some(t) = self.adopt_from_file(&mut tokens) {
             return Ok(t);
         }
-        let Some(refresh_token) = tokens.refresh_token.clone() else {
-            return Err(self.fail(match tokens.id_token {
-                Some(_) => "the id-token has expired and there is no refresh-token to renew it (log in again)",
-                None => "no id-token, and no refresh-token to get one (log in again)",
-            }));
+        let mut retried = false;
+        let (id_token, new_refresh, refresh_token) = loop {
+            let Some(refresh_token) = tokens.refresh_token.clone() else {
+                return Err(self.fail(match tokens.id_token {
+                    Some(_) => "the id-token has expired and there is no refresh-token to renew it (log in again)",
+                    None => "no id-token, and no refresh-token to get one (log in again)",
+                }));
+            };
+            if cancel.is_some_and(Cancel::is_cancelled) {
+                return Err(self.fail("cancelled"));
+            }
+            match self.refresh(&refresh_token, cancel) {
+                Ok((id, r)) => break (id, r, refresh_token),
+                // Another program may have refreshed with the same refresh token a moment
+                // before us, and the issuer rotated it: what it wrote is the way on.
+                Err(e) if !retried && !e.is_cancelled() => {
+                    retried = true;
+                    if let Some(t) = self.adopt_from_file(&mut tokens) {
+                        return Ok(t);
+                    }
+                    let changed = tokens
+                        .refresh_token
+                        .as_ref()
+                        .is_some_and(|r| r.expose() != refresh_token.expose());
+                    if !changed {
+                        return Err(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         };
-        if cancel.is_some_and(Cancel::is_cancelled) {
-            return Err(self.fail("cancelled"));
-        }
-        let (id_token, new_refresh) = self.refresh(&refresh_token, cancel)?;
         self.refreshes.fetch_add(1, Ordering::SeqCst);
         let new_refresh = new_refresh.filter(|r| r.expose() != refresh_token.expose());
         if let Some((path, user)) = &self.persist_to {
@@ -265,11 +315,14 @@ impl OidcProvider {
             if let Some(r) = &new_refresh {
                 changes.push(("refresh-token", r.expose()));
             }
-            if let Err(e) = persist::write_auth_provider_config(path, user, &changes) {
-                log::warn!(
+            match persist::write_auth_provider_config(path, user, &changes, PATIENCE, cancel) {
+                Ok(written) => tokens.in_file = FileTokens::of(&written),
+                // The file keeps its old tokens, which stay `in_file`: they are not taken
+                // back at the next refresh.
+                Err(e) => log::warn!(
                     "{}: auth-provider oidc: the refreshed tokens could not be written back ({e}); they are used in memory only",
                     self.what
-                );
+                ),
             }
         }
         tokens.id_token = Some(id_token.clone());
@@ -279,21 +332,28 @@ impl OidcProvider {
         Ok(id_token)
     }
 
-    /// Takes the tokens of the user's entry in the file when they differ from `tokens`:
-    /// the file's id-token when it is valid (returned), and its refresh token. A file that
-    /// cannot be read or no longer has the user changes nothing.
+    /// Takes the tokens of the user's entry in the file when they changed since this
+    /// provider last read or wrote them: the file's refresh token, and its id-token when it
+    /// is valid (returned). A file that cannot be read, no longer has the user, or holds
+    /// what it held before changes nothing.
     fn adopt_from_file(&self, tokens: &mut Tokens) -> Option<Secret> {
         let (path, user) = self.persist_to.as_ref()?;
         let config = persist::read_auth_provider_config(path, user)?;
+        let now = FileTokens::of(&config);
+        if now == tokens.in_file {
+            // Unchanged: ours are as new or newer (a write-back may have failed).
+            return None;
+        }
         let differs = |ours: &Option<Secret>, theirs: &str| {
-            !theirs.is_empty() && ours.as_ref().is_none_or(|o| o.expose() != theirs)
+            ours.as_ref().is_none_or(|o| o.expose() != theirs)
         };
-        if let Some(r) = config.get("refresh-token") {
+        if let Some(r) = &now.refresh_token {
             if differs(&tokens.refresh_token, r) {
                 tokens.refresh_token = Some(Secret::new(r.as_str()));
             }
         }
-        let id = config.get("id-token")?;
+        tokens.in_file = now;
+        let id = tokens.in_file.id_token.as_deref()?;
         if !differs(&tokens.id_token, id) {
             return None;
         }
@@ -301,7 +361,7 @@ impl OidcProvider {
         if !valid {
             return None;
         }
-        tokens.id_token = Some(Secret::new(id.as_str()));
+        tokens.id_token = Some(Secret::new(id));
         tokens.id_token.clone()
     }
 

@@ -2,10 +2,14 @@
 //! as kubectl does, so the next program to read the file does not refresh again; and
 //! reading them from there again, to take what another program wrote since.
 //!
-//! - The file is read again at write time and only the named keys of that user's
-//!   `auth-provider.config` change: anything another program wrote since it was loaded is
-//!   kept. A user no longer in the file, or no longer with an `auth-provider`, is left
-//!   alone (an error, which the caller logs).
+//! - The write holds kubectl's lock, `<file>.lock` (see `file_lock.rs`), so writers in
+//!   this process, in other processes and kubectl take turns. Under the lock the file is
+//!   read again and only the named keys of that user's `auth-provider.config` change:
+//!   anything another program wrote since it was loaded, other users' new tokens
+//!   included, is kept. A user no longer in the file, or no longer with an
+//!   `auth-provider`, is left alone (an error, which the caller logs). A lock that cannot
+//!   be created (a read-only file system, a mounted ConfigMap or Secret) fails the write
+//!   at once.
 //! - The file is parsed and written again as YAML values: its comments, key order within
 //!   a mapping aside, and formatting (quoting, indentation, flow style) are not kept.
 //!   kubectl rewrites the file the same way.
@@ -19,15 +23,25 @@ use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::collections::BTreeMap;
+
 use serde_yaml::{Mapping, Value};
 
+use super::file_lock::{FileLock, Patience};
+use crate::client::Cancel;
+
 /// Sets `changes` (key, value) in the `auth-provider.config` of user `user` in the kubeconfig
-/// at `path`, atomically. `Err` says what failed (never a value).
+/// at `path`, atomically, holding `<path>.lock` (waiting for it as `patience` says, or
+/// until `cancel` fires). `Ok` is that user's string settings as written; `Err` says what
+/// failed (never a value).
 pub(crate) fn write_auth_provider_config(
     path: &Path,
     user: &str,
     changes: &[(&str, &str)],
-) -> Result<(), String> {
+    patience: Patience,
+    cancel: Option<&Cancel>,
+) -> Result<BTreeMap<String, String>, String> {
+    let lock = FileLock::acquire(path, patience, cancel)?;
     let real = std::fs::canonicalize(path)
         .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
     let shown = real.display();
@@ -40,9 +54,27 @@ pub(crate) fn write_auth_provider_config(
     for (k, v) in changes {
         config.insert(Value::from(*k), Value::from(*v));
     }
+    let written = string_settings(config);
     let new_text = serde_yaml::to_string(&doc)
         .map_err(|_| format!("cannot encode the new contents of {shown}"))?;
-    replace_atomically(&real, new_text.as_bytes()).map_err(|e| format!("writing {shown}: {e}"))
+    replace_atomically(&real, new_text.as_bytes(), || {
+        // A holder whose lock was judged stale and removed must not write over the
+        // writer that took it since.
+        lock.still_held()
+            .then_some(())
+            .ok_or_else(|| std::io::Error::other("the lock was removed by another program"))
+    })
+    .map_err(|e| format!("writing {shown}: {e}"))?;
+    drop(lock);
+    Ok(written)
+}
+
+/// The string values of an `auth-provider.config` mapping.
+fn string_settings(config: &Mapping) -> BTreeMap<String, String> {
+    config
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
+        .collect()
 }
 
 /// The string settings of user `user`'s `auth-provider.config` in the kubeconfig at
@@ -51,7 +83,7 @@ pub(crate) fn write_auth_provider_config(
 pub(crate) fn read_auth_provider_config(
     path: &Path,
     user: &str,
-) -> Option<std::collections::BTreeMap<String, String>> {
+) -> Option<BTreeMap<String, String>> {
     let text = std::fs::read_to_string(path).ok()?;
     let doc: Value = serde_yaml::from_str(&text).ok()?;
     let entry = doc
@@ -60,13 +92,7 @@ pub(crate) fn read_auth_provider_config(
         .iter()
         .find(|u| u.get("name").and_then(Value::as_str) == Some(user))?;
     let config = entry.get("user")?.get("auth-provider")?.get("config")?;
-    Some(
-        config
-            .as_mapping()?
-            .iter()
-            .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
-            .collect(),
-    )
+    Some(string_settings(config.as_mapping()?))
 }
 
 /// The `users[name == user].user.auth-provider.config` mapping (created when the
@@ -88,8 +114,12 @@ fn provider_config<'a>(doc: &'a mut Value, user: &str) -> Option<&'a mut Mapping
 }
 
 /// Replaces `path` with `bytes` through a temporary file and a rename in the same folder,
-/// keeping the file's permissions.
-fn replace_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// keeping the file's permissions; `may_rename` is asked last, just before the rename.
+fn replace_atomically(
+    path: &Path,
+    bytes: &[u8],
+    may_rename: impl FnOnce() -> std::io::Result<()>,
+) -> std::io::Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
@@ -115,6 +145,7 @@ fn replace_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         f.set_permissions(permissions)?;
         f.sync_all()?;
         drop(f);
+        may_rename()?;
         std::fs::rename(&tmp, path)
     })();
     if written.is_err() {
@@ -125,6 +156,7 @@ fn replace_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::file_lock::PATIENCE;
     use super::*;
 
     #[test]
@@ -136,7 +168,11 @@ mod tests {
             "current-context: a\nusers:\n- name: other\n  user:\n    auth-provider:\n      name: oidc\n      config:\n        id-token: keep-me\n- name: me\n  user:\n    auth-provider:\n      name: oidc\n      config:\n        client-id: cid\n        id-token: old\n        refresh-token: r1\n",
         )
         .unwrap();
-        write_auth_provider_config(&path, "me", &[("id-token", "new")]).unwrap();
+        let written =
+            write_auth_provider_config(&path, "me", &[("id-token", "new")], PATIENCE, None)
+                .unwrap();
+        assert_eq!(written.get("id-token").map(String::as_str), Some("new"));
+        assert_eq!(written.get("refresh-token").map(String::as_str), Some("r1"));
         let v: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let cfg = |i: usize, k: &str| {
             v["users"][i]["user"]["auth-provider"]["config"][k]
@@ -148,10 +184,54 @@ mod tests {
         assert_eq!(cfg(1, "refresh-token").as_deref(), Some("r1"));
         assert_eq!(cfg(1, "client-id").as_deref(), Some("cid"));
         assert_eq!(v["current-context"].as_str(), Some("a"));
-        // No temporary file left behind.
+        // No temporary file or lock left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         // A user without an auth-provider is left alone.
-        let err = write_auth_provider_config(&path, "nobody", &[("id-token", "x")]).unwrap_err();
+        let err = write_auth_provider_config(&path, "nobody", &[("id-token", "x")], PATIENCE, None)
+            .unwrap_err();
         assert!(err.contains("\"nobody\""), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn writers_of_different_users_at_once_keep_each_others_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        let users = 12;
+        let mut text = String::from("users:\n");
+        for i in 0..users {
+            text.push_str(&format!(
+                "- name: u{i}\n  user:\n    auth-provider:\n      name: oidc\n      config:\n        id-token: old-{i}\n"
+            ));
+        }
+        std::fs::write(&path, text).unwrap();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(users));
+        let threads: Vec<_> = (0..users)
+            .map(|i| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let new = format!("new-{i}");
+                    write_auth_provider_config(
+                        &path,
+                        &format!("u{i}"),
+                        &[("id-token", &new)],
+                        PATIENCE,
+                        None,
+                    )
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap().unwrap();
+        }
+        let lost: Vec<usize> = (0..users)
+            .filter(|i| {
+                let config = read_auth_provider_config(&path, &format!("u{i}")).unwrap();
+                config.get("id-token") != Some(&format!("new-{i}"))
+            })
+            .collect();
+        assert_eq!(lost, Vec::<usize>::new(), "users whose new token was lost");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
