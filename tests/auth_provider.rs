@@ -2,7 +2,9 @@
 //! issuer on loopback HTTPS: an `oidc` id-token used as it is, refreshed when expired (once
 //! for many threads) and written back to the file; an issuer that is down or refuses; and
 //! the removed `gcp` and `azure` providers and unknown ones. In every failure the API
-//! server sees no request at all — never one without the credential.
+//! server sees no request at all — never one without the credential. With an issuer that
+//! rotates refresh tokens: a kubeconfig that cannot be written, and many users of one file
+//! refreshing at once, from threads and from processes (kubectl's `<file>.lock`).
 
 mod common;
 #[path = "common/oidc_issuer.rs"]
@@ -16,10 +18,10 @@ use std::time::Duration;
 use base64::Engine as _;
 use common::*;
 use kube_informer::api::DynamicObject;
-use kube_informer::config::Config;
+use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::{self, ApiServer};
 use kube_informer::{Api, Error, ListParams};
-use oidc_issuer::{jwt, Behaviour, Issuer};
+use oidc_issuer::{jwt, Behaviour, Issuer, Rotating};
 
 const CLIENT_ID: &str = "kube-cli";
 const CLIENT_SECRET: &str = "client-secret-OIDC-S3";
@@ -512,5 +514,294 @@ fn tokens_another_program_wrote_to_the_file_are_taken_instead_of_refreshing() {
     assert_eq!(
         user_config(&path, "refresh-token").as_deref(),
         Some("rotated-by-kubectl")
+    );
+}
+
+fn rotating_issuer(refresh_tokens: Vec<String>, new_id_token: &str, gather: usize) -> Issuer {
+    Issuer::start_rotating(Rotating {
+        client_id: CLIENT_ID.into(),
+        client_secret: CLIENT_SECRET.into(),
+        refresh_tokens,
+        new_id_token: new_id_token.into(),
+        gather,
+    })
+}
+
+#[test]
+fn a_kubeconfig_that_cannot_be_written_keeps_working_with_an_issuer_that_rotates() {
+    // Each id-token the issuer gives expires within the ten-second margin, so every
+    // request refreshes, and each refresh spends the refresh token it used.
+    let short = jwt("short", 5);
+    let server = api_server(&[&short]);
+    let issuer = rotating_issuer(vec![REFRESH.into()], &short, 0);
+    let dir = tempfile::tempdir().unwrap();
+    // A file nothing can be written beside (as a mounted ConfigMap or Secret): its lock's
+    // and its temporary file's names are too long for the file system, which stops root
+    // too (read-only permissions on the file and folder do the same for other users).
+    let path = dir.path().join("c".repeat(252));
+    let text = kubeconfig(
+        &server.url(),
+        &oidc_block(&issuer.url(), Some(&jwt("old", -60)), Some(REFRESH)),
+    );
+    std::fs::write(&path, &text).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let config = Config::from_kubeconfig(&path).unwrap();
+    for round in 1..=3 {
+        // The file still holds the spent R1: it must not be taken back.
+        assert_eq!(list(&config).unwrap(), 1, "request {round}");
+        assert_eq!(issuer.token_hits.load(Ordering::SeqCst), round);
+    }
+    let sent: Vec<String> = issuer
+        .token_requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(form, _)| {
+            form.split("refresh_token=")
+                .nth(1)
+                .unwrap()
+                .split('&')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            REFRESH.to_owned(),
+            format!("{REFRESH}%2B"),
+            format!("{REFRESH}%2B%2B")
+        ],
+        "each refresh used the token the one before it was given"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        text,
+        "file untouched"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// A kubeconfig with users `u0`..`u{n-1}`, each an oidc user with an expired id-token and
+/// its own refresh token (`R1-u<i>`), and a context `c<i>` for each.
+fn many_users_kubeconfig(server: &str, issuer: &str, n: usize) -> String {
+    let mut text = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c0\nclusters:\n- name: lab\n  cluster:\n    server: {server}\n    certificate-authority-data: {}\ncontexts:\n",
+        b64(testing::CA_PEM)
+    );
+    for i in 0..n {
+        text.push_str(&format!(
+            "- name: c{i}\n  context:\n    cluster: lab\n    user: u{i}\n    namespace: team-a\n"
+        ));
+    }
+    text.push_str("users:\n");
+    for i in 0..n {
+        text.push_str(&format!("- name: u{i}\n  user:\n    auth-provider:\n"));
+        text.push_str(&oidc_block(
+            issuer,
+            Some(&jwt(&format!("old-{i}"), -60)),
+            Some(&format!("R1-u{i}")),
+        ));
+    }
+    text
+}
+
+fn user_setting(path: &Path, user: &str, key: &str) -> Option<String> {
+    let v: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let users = v["users"].as_sequence().unwrap();
+    let entry = users.iter().find(|u| u["name"] == user).unwrap();
+    entry["user"]["auth-provider"]["config"][key]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// After `n` users refreshed once each: every user's new tokens are in the file, no lock
+/// is left, and loading the file again needs no refresh.
+fn assert_every_user_kept_its_tokens(path: &Path, n: usize, new: &str, issuer: &Issuer) {
+    let lost: Vec<usize> = (0..n)
+        .filter(|i| {
+            let u = format!("u{i}");
+            user_setting(path, &u, "refresh-token") != Some(format!("R1-u{i}+"))
+                || user_setting(path, &u, "id-token").as_deref() != Some(new)
+        })
+        .collect();
+    assert_eq!(
+        lost,
+        Vec::<usize>::new(),
+        "users whose new tokens were lost"
+    );
+    let others: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|f| f != "config")
+        .collect();
+    assert!(others.is_empty(), "left behind: {others:?}");
+    for i in 0..n {
+        let config =
+            Config::from_kubeconfig_with(path, &KubeconfigOptions::new().context(&format!("c{i}")))
+                .unwrap();
+        assert_eq!(list(&config).unwrap(), 1);
+    }
+    assert_eq!(
+        issuer.token_hits.load(Ordering::SeqCst),
+        n,
+        "no second refresh"
+    );
+}
+
+#[test]
+fn twelve_users_of_one_file_refreshing_at_once_all_keep_their_new_tokens() {
+    let n = 12;
+    let new = jwt("new", 3600);
+    let server = api_server(&[&new]);
+    // The issuer answers the twelve refreshes together, so the write-backs collide.
+    let issuer = rotating_issuer((0..n).map(|i| format!("R1-u{i}")).collect(), &new, n);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        &many_users_kubeconfig(&server.url(), &issuer.url(), n),
+    );
+    // Each thread loads the file on its own, as separate programs would.
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let options = KubeconfigOptions::new().context(&format!("c{i}"));
+                list(&Config::from_kubeconfig_with(&path, &options)?)
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap().unwrap(), 1);
+    }
+    assert_every_user_kept_its_tokens(&path, n, &new, &issuer);
+}
+
+/// The environment variables a child process of
+/// `users_refreshing_in_separate_processes_all_keep_their_new_tokens` reads.
+const CHILD_CONFIG: &str = "KI_TEST_OIDC_CHILD_KUBECONFIG";
+const CHILD_CONTEXT: &str = "KI_TEST_OIDC_CHILD_CONTEXT";
+
+#[test]
+#[ignore = "a child process of users_refreshing_in_separate_processes_all_keep_their_new_tokens"]
+fn oidc_child_process_lists_once() {
+    let (Some(path), Some(context)) = (
+        std::env::var_os(CHILD_CONFIG),
+        std::env::var(CHILD_CONTEXT).ok(),
+    ) else {
+        return;
+    };
+    let config = Config::from_kubeconfig_with(
+        Path::new(&path),
+        &KubeconfigOptions::new().context(&context),
+    )
+    .unwrap();
+    assert_eq!(list(&config).unwrap(), 1);
+}
+
+#[test]
+fn users_refreshing_in_separate_processes_all_keep_their_new_tokens() {
+    let n = 12;
+    let new = jwt("new", 3600);
+    let server = api_server(&[&new]);
+    let issuer = rotating_issuer((0..n).map(|i| format!("R1-u{i}")).collect(), &new, n);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        &many_users_kubeconfig(&server.url(), &issuer.url(), n),
+    );
+    // This test binary again, running only the child test, once per user.
+    let mut children: Vec<_> = (0..n)
+        .map(|i| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "oidc_child_process_lists_once",
+                    "--ignored",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_CONFIG, &path)
+                .env(CHILD_CONTEXT, format!("c{i}"))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + PATIENCE * 2;
+    for child in &mut children {
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("a child process did not finish");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "a child process failed: {status}");
+    }
+    assert_every_user_kept_its_tokens(&path, n, &new, &issuer);
+}
+
+#[test]
+fn a_refresh_refused_because_another_program_rotated_the_token_takes_its_tokens() {
+    let (old, theirs) = (jwt("old", -60), jwt("kubectl", 3600));
+    let server = api_server(&[&theirs]);
+    // The issuer knows only the refresh token kubectl was given when it spent ours, and
+    // takes three seconds to answer, so kubectl's write lands while our refresh is there.
+    let issuer = Issuer::start(Behaviour {
+        refresh_token: "kubectl-R2".into(),
+        client_id: CLIENT_ID.into(),
+        client_secret: CLIENT_SECRET.into(),
+        new_id_token: jwt("unused", 3600),
+        new_refresh_token: None,
+        delay: Duration::from_secs(3),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let original = kubeconfig(
+        &server.url(),
+        &oidc_block(&issuer.url(), Some(&old), Some(REFRESH)),
+    );
+    let path = write_file(dir.path(), &original);
+    let config = Config::from_kubeconfig(&path).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(list(&config));
+    });
+    wait_until("our refresh at the issuer", || {
+        issuer.token_hits.load(Ordering::SeqCst) >= 1
+    });
+    std::fs::write(
+        &path,
+        original
+            .replace(&old, &theirs)
+            .replace(REFRESH, "kubectl-R2"),
+    )
+    .unwrap();
+    let listed = rx.recv_timeout(PATIENCE).expect("the list ends");
+    assert_eq!(
+        listed.unwrap(),
+        1,
+        "the refused refresh sent us to the file"
+    );
+    // One refused refresh (the client's credentials as HTTP basic, then in the form), and
+    // none after it: kubectl's id-token is valid.
+    assert_eq!(issuer.token_hits.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        server.request_headers()[0].values("authorization"),
+        [format!("Bearer {theirs}")]
     );
 }

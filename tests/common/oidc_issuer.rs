@@ -1,13 +1,16 @@
 //! A fake OpenID Connect issuer on loopback HTTPS (the test server certificate), for the
 //! `auth-provider: oidc` tests: it serves the discovery document and a token endpoint that
-//! accepts one refresh token and answers a new id-token, and counts what it was asked.
+//! accepts one refresh token and answers a new id-token (or, [`Issuer::start_rotating`],
+//! one that rotates refresh tokens as Dex, Okta and Keycloak do), and counts what it was
+//! asked.
 //! Included with `#[path]` by the tests that need it.
 #![allow(dead_code)]
 
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -48,6 +51,22 @@ pub struct Behaviour {
     pub delay: Duration,
 }
 
+/// What [`Issuer::start_rotating`] does.
+pub struct Rotating {
+    /// The client id and secret it expects (HTTP basic or form).
+    pub client_id: String,
+    pub client_secret: String,
+    /// The refresh tokens good for one refresh at first.
+    pub refresh_tokens: Vec<String>,
+    /// The id-token every refresh answers with.
+    pub new_id_token: String,
+    /// Token answers wait until this many token requests have arrived (at most 20 s).
+    pub gather: usize,
+}
+
+/// Answers a token request (form body, `Authorization` header) with a status and a body.
+type TokenAnswer = dyn Fn(&str, Option<&str>) -> (u16, String) + Send + Sync;
+
 /// A token request: its form body and its `Authorization` header.
 pub type TokenRequest = (String, Option<String>);
 
@@ -66,6 +85,64 @@ impl Issuer {
 
     /// Starts the issuer; it runs until the test process ends.
     pub fn start(behaviour: Behaviour) -> Issuer {
+        let delay = behaviour.delay;
+        Self::start_with(Arc::new(move |form: &str, auth: Option<&str>| {
+            std::thread::sleep(delay);
+            token_answer(&behaviour, form, auth)
+        }))
+    }
+
+    /// Starts an issuer that rotates refresh tokens: each of `rotating.refresh_tokens` is
+    /// good for one refresh, whose answer carries `new_id_token` and the next refresh token
+    /// (the old one with `+` appended), good for one refresh in turn; a spent or unknown
+    /// one is refused with `invalid_grant`.
+    pub fn start_rotating(rotating: Rotating) -> Issuer {
+        let valid: Mutex<HashSet<String>> =
+            Mutex::new(rotating.refresh_tokens.iter().cloned().collect());
+        let gathered = Arc::new((Mutex::new(0usize), Condvar::new()));
+        Self::start_with(Arc::new(move |form: &str, auth: Option<&str>| {
+            // Hold answers until `gather` requests arrived (bounded), so their
+            // write-backs come together.
+            let (arrived, cv) = &*gathered;
+            let mut n = arrived.lock().unwrap();
+            *n += 1;
+            cv.notify_all();
+            let _ = cv
+                .wait_timeout_while(n, Duration::from_secs(20), |n| *n < rotating.gather)
+                .unwrap();
+            let fixed = Behaviour {
+                refresh_token: String::new(),
+                client_id: rotating.client_id.clone(),
+                client_secret: rotating.client_secret.clone(),
+                new_id_token: rotating.new_id_token.clone(),
+                new_refresh_token: None,
+                delay: Duration::ZERO,
+            };
+            let Some(old) = form_value(form, "refresh_token") else {
+                return (400, r#"{"error":"invalid_request"}"#.into());
+            };
+            if !valid.lock().unwrap().remove(&old) {
+                // Checks the client first, as the fixed issuer does.
+                return token_answer(&fixed, form, auth);
+            }
+            let next = format!("{old}+");
+            let answer = token_answer(
+                &Behaviour {
+                    refresh_token: old,
+                    new_refresh_token: Some(next.clone()),
+                    ..fixed
+                },
+                form,
+                auth,
+            );
+            if answer.0 == 200 {
+                valid.lock().unwrap().insert(next);
+            }
+            answer
+        }))
+    }
+
+    fn start_with(answer: Arc<TokenAnswer>) -> Issuer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let issuer = Issuer {
@@ -85,7 +162,7 @@ impl Issuer {
                 let Ok(conn) = conn else { continue };
                 let (config, b, d, t, r) = (
                     config.clone(),
-                    behaviour.clone(),
+                    answer.clone(),
                     d.clone(),
                     t.clone(),
                     r.clone(),
@@ -96,7 +173,7 @@ impl Issuer {
                         return;
                     };
                     let mut stream = rustls::StreamOwned::new(tls, conn);
-                    let _ = serve(&mut stream, addr, &b, &d, &t, &r);
+                    let _ = serve(&mut stream, addr, &*b, &d, &t, &r);
                 });
             }
         });
@@ -125,7 +202,7 @@ fn server_config() -> Arc<rustls::ServerConfig> {
 fn serve(
     stream: &mut (impl Read + Write),
     addr: SocketAddr,
-    b: &Behaviour,
+    answer: &TokenAnswer,
     discovery_hits: &AtomicUsize,
     token_hits: &AtomicUsize,
     token_requests: &Mutex<Vec<TokenRequest>>,
@@ -165,8 +242,7 @@ fn serve(
                 .lock()
                 .unwrap()
                 .push((body.clone(), auth.clone()));
-            std::thread::sleep(b.delay);
-            token_answer(b, &body, auth.as_deref())
+            answer(&body, auth.as_deref())
         }
         _ => (404, r#"{"error":"not_found"}"#.to_owned()),
     };
