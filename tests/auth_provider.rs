@@ -21,7 +21,7 @@ use kube_informer::api::DynamicObject;
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::testing::{self, ApiServer};
 use kube_informer::{Api, Error, ListParams};
-use oidc_issuer::{jwt, Behaviour, Issuer, Rotating};
+use oidc_issuer::{jwt, Behaviour, Gate, Issuer, Rotating};
 
 const CLIENT_ID: &str = "kube-cli";
 const CLIENT_SECRET: &str = "client-secret-OIDC-S3";
@@ -524,7 +524,21 @@ fn rotating_issuer(refresh_tokens: Vec<String>, new_id_token: &str, gather: usiz
         refresh_tokens,
         new_id_token: new_id_token.into(),
         gather,
+        gate: None,
     })
+}
+
+/// Gives a folder its permissions back when dropped (so a failed test can still clean up).
+struct RestoreMode<'a>(&'a Path);
+
+impl Drop for RestoreMode<'_> {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let _ = std::fs::set_permissions(self.0, std::fs::Permissions::from_mode(0o755));
+        }
+    }
 }
 
 #[test]
@@ -544,6 +558,7 @@ fn a_kubeconfig_that_cannot_be_written_keeps_working_with_an_issuer_that_rotates
         &oidc_block(&issuer.url(), Some(&jwt("old", -60)), Some(REFRESH)),
     );
     std::fs::write(&path, &text).unwrap();
+    let _restore = RestoreMode(dir.path());
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
@@ -585,11 +600,8 @@ fn a_kubeconfig_that_cannot_be_written_keeps_working_with_an_issuer_that_rotates
         text,
         "file untouched"
     );
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let others: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(others.len(), 1, "no lock or temporary file");
 }
 
 /// A kubeconfig with users `u0`..`u{n-1}`, each an oidc user with an expired id-token and
@@ -722,8 +734,11 @@ fn users_refreshing_in_separate_processes_all_keep_their_new_tokens() {
         &many_users_kubeconfig(&server.url(), &issuer.url(), n),
     );
     // This test binary again, running only the child test, once per user.
+    let logs = tempfile::tempdir().unwrap();
+    let log = |i: usize| logs.path().join(format!("child-{i}.log"));
     let mut children: Vec<_> = (0..n)
         .map(|i| {
+            let out = std::fs::File::create(log(i)).unwrap();
             std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
@@ -733,26 +748,32 @@ fn users_refreshing_in_separate_processes_all_keep_their_new_tokens() {
                 ])
                 .env(CHILD_CONFIG, &path)
                 .env(CHILD_CONTEXT, format!("c{i}"))
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
+                .stdout(out.try_clone().unwrap())
+                .stderr(out)
                 .spawn()
                 .unwrap()
         })
         .collect();
     let deadline = std::time::Instant::now() + PATIENCE * 2;
-    for child in &mut children {
+    let mut failed = Vec::new();
+    for (i, child) in children.iter_mut().enumerate() {
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {
-                break status;
+                break Some(status);
             }
             if std::time::Instant::now() > deadline {
                 let _ = child.kill();
-                panic!("a child process did not finish");
+                let _ = child.wait();
+                break None;
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert!(status.success(), "a child process failed: {status}");
+        if !status.is_some_and(|s| s.success()) {
+            let output = std::fs::read_to_string(log(i)).unwrap_or_default();
+            failed.push(format!("child {i} ({status:?}):\n{output}"));
+        }
     }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
     assert_every_user_kept_its_tokens(&path, n, &new, &issuer);
 }
 
@@ -761,14 +782,15 @@ fn a_refresh_refused_because_another_program_rotated_the_token_takes_its_tokens(
     let (old, theirs) = (jwt("old", -60), jwt("kubectl", 3600));
     let server = api_server(&[&theirs]);
     // The issuer knows only the refresh token kubectl was given when it spent ours, and
-    // takes three seconds to answer, so kubectl's write lands while our refresh is there.
-    let issuer = Issuer::start(Behaviour {
-        refresh_token: "kubectl-R2".into(),
+    // holds its answers until kubectl's write has landed.
+    let gate = Arc::new(Gate::default());
+    let issuer = Issuer::start_rotating(Rotating {
         client_id: CLIENT_ID.into(),
         client_secret: CLIENT_SECRET.into(),
+        refresh_tokens: vec!["kubectl-R2".into()],
         new_id_token: jwt("unused", 3600),
-        new_refresh_token: None,
-        delay: Duration::from_secs(3),
+        gather: 0,
+        gate: Some(gate.clone()),
     });
     let dir = tempfile::tempdir().unwrap();
     let original = kubeconfig(
@@ -791,6 +813,7 @@ fn a_refresh_refused_because_another_program_rotated_the_token_takes_its_tokens(
             .replace(REFRESH, "kubectl-R2"),
     )
     .unwrap();
+    gate.open();
     let listed = rx.recv_timeout(PATIENCE).expect("the list ends");
     assert_eq!(
         listed.unwrap(),

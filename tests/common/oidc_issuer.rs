@@ -62,6 +62,31 @@ pub struct Rotating {
     pub new_id_token: String,
     /// Token answers wait until this many token requests have arrived (at most 20 s).
     pub gather: usize,
+    /// Token answers wait until this gate opens (at most 20 s).
+    pub gate: Option<Arc<Gate>>,
+}
+
+/// Holds the issuer's token answers until the test opens it.
+#[derive(Default)]
+pub struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+
+    fn pass(&self) {
+        let open = self.open.lock().unwrap();
+        drop(
+            self.cv
+                .wait_timeout_while(open, Duration::from_secs(20), |open| !*open)
+                .unwrap(),
+        );
+    }
 }
 
 /// Answers a token request (form body, `Authorization` header) with a status and a body.
@@ -107,9 +132,13 @@ impl Issuer {
             let mut n = arrived.lock().unwrap();
             *n += 1;
             cv.notify_all();
-            let _ = cv
-                .wait_timeout_while(n, Duration::from_secs(20), |n| *n < rotating.gather)
-                .unwrap();
+            drop(
+                cv.wait_timeout_while(n, Duration::from_secs(20), |n| *n < rotating.gather)
+                    .unwrap(),
+            );
+            if let Some(gate) = &rotating.gate {
+                gate.pass();
+            }
             let fixed = Behaviour {
                 refresh_token: String::new(),
                 client_id: rotating.client_id.clone(),
