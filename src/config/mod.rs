@@ -69,8 +69,9 @@
 //! goes with any of them. Whatever the kubeconfig asks for is either used or an error:
 //!
 //! - `auth-provider: oidc`: see [`OidcProvider`] (expiry from the id-token's `exp`, refresh
-//!   at the issuer, write-back to the file the user came from, one refresh for many
-//!   threads). With no usable token, or when the issuer fails, requests fail with
+//!   at the issuer, write-back to the file the user came from under kubectl's
+//!   `<file>.lock`, one refresh for many threads, a read-only file tolerated). With no
+//!   usable token, or when the issuer fails, requests fail with
 //!   [`Error::Config`] and are not sent.
 //! - `auth-provider: gcp` / `azure` (removed from kubectl in 1.26) and unknown names: the
 //!   kubeconfig still loads, but building a client for that user fails with an error

@@ -70,8 +70,12 @@ const MAX_ISSUER_BODY: u64 = 1 << 20;
 ///   refreshed at the same moment.
 /// - **One refresh at a time**: the tokens sit behind one lock held during the refresh, so
 ///   threads that find the token expired together cause one refresh; the others wait
-///   (bounded: each of the refresh's at most three issuer requests by [`OIDC_TIMEOUT`];
-///   a client with a [`Cancel`] token stops waiting when it fires) and take the new token.
+///   (bounded: each issuer request by [`OIDC_TIMEOUT`], at most three per attempt and two
+///   attempts, and the wait for the file's lock by ten seconds; a client with a [`Cancel`]
+///   token stops waiting when it fires) and take the new token. Other processes, or other
+///   configurations loaded from the same file, refresh on their own; the file's lock
+///   orders only their writes (as kubectl's does), and the rules above let each take what
+///   another wrote.
 /// - **Never unauthenticated**: with no usable id-token and no refresh token, or when the
 ///   issuer fails, the request fails with [`Error::Config`] and is not sent.
 /// - **Secrets**: `Debug` shows the issuer, the client id and whether each token is
