@@ -125,9 +125,9 @@ impl FileLock {
                 Err(e) if retryable(&e) => {}
                 Err(e) => return Err(format!("cannot create the lock {}: {e}", path.display())),
             }
-            if break_if_stale(&path, patience.stale_after) {
-                continue;
-            }
+            // Checked on every round, so a lock that keeps changing cannot hold us past the
+            // deadline either.
+            let changed = break_if_stale(&path, patience.stale_after);
             if cancel.is_some_and(Cancel::is_cancelled) {
                 return Err(format!(
                     "cancelled while waiting for the lock {}",
@@ -142,8 +142,10 @@ impl FileLock {
                     patience.wait
                 ));
             }
-            std::thread::sleep(jittered(pause).min(deadline - now));
-            pause = (pause * 2).min(MAX_PAUSE);
+            if !changed {
+                std::thread::sleep(jittered(pause).min(deadline - now));
+                pause = (pause * 2).min(MAX_PAUSE);
+            }
         }
     }
 
@@ -224,18 +226,17 @@ fn break_if_stale(path: &Path, stale_after: Duration) -> bool {
     if age.is_none_or(|a| a < stale_after) {
         return false;
     }
-    let aside = {
-        let mut name = path.as_os_str().to_owned();
-        name.push(format!(
-            ".stale-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        PathBuf::from(name)
-    };
+    // A short name of its own in the same folder (the lock's name plus a suffix could be
+    // too long for the file system).
+    let aside = path.with_file_name(format!(
+        ".kube-informer-{}-{}.stale-lock",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
     if std::fs::rename(path, &aside).is_err() {
-        // Gone already (another waiter broke it): try again.
-        return true;
+        // Gone already (another waiter broke it): try again at once; still there (it
+        // cannot be moved): wait for it like a live one.
+        return std::fs::symlink_metadata(path).is_err();
     }
     let moved = std::fs::symlink_metadata(&aside).map(|m| identity(&m));
     if moved.as_ref().is_ok_and(|m| *m == identity(&meta)) {
