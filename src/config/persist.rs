@@ -19,11 +19,10 @@
 //!   symbolic link is followed: the file it points to is replaced, the link stays.
 //! - Error messages name the file and what failed, never a value.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use std::collections::BTreeMap;
 
 use serde_yaml::{Mapping, Value};
 
