@@ -828,3 +828,39 @@ fn a_refresh_refused_because_another_program_rotated_the_token_takes_its_tokens(
         [format!("Bearer {theirs}")]
     );
 }
+
+#[test]
+fn a_lock_a_dead_program_left_beside_the_file_does_not_stop_the_write_back() {
+    let (old, new) = (jwt("old", -60), jwt("new", 3600));
+    let server = api_server(&[&new]);
+    let issuer = issuer(&new, Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        &kubeconfig(
+            &server.url(),
+            &oidc_block(&issuer.url(), Some(&old), Some(REFRESH)),
+        ),
+    );
+    // kubectl's lock (empty), left a minute ago by a kubectl that was killed mid-write.
+    let lock = dir.path().join("config.lock");
+    let left = std::fs::File::create(&lock).unwrap();
+    left.set_modified(std::time::SystemTime::now() - Duration::from_secs(60))
+        .unwrap();
+    drop(left);
+    let config = Config::from_kubeconfig(&path).unwrap();
+    assert_eq!(list(&config).unwrap(), 1);
+    assert_eq!(
+        user_config(&path, "id-token").as_deref(),
+        Some(new.as_str())
+    );
+    assert_eq!(
+        user_config(&path, "refresh-token").as_deref(),
+        Some(NEW_REFRESH)
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["config"], "the stale lock is gone, and ours too");
+}
