@@ -247,7 +247,8 @@ fn break_if_stale(path: &Path, stale_after: Duration) -> bool {
         );
     } else if std::fs::hard_link(&aside, path).is_err() {
         // A fresh lock replaced the stale one before we moved it: it goes back, unless
-        // yet another lock was made since (then its holder goes on, as ours does).
+        // yet another lock was made since; then the moved lock's holder finds it gone at
+        // its last check before replacing the file, and gives its write up.
         if std::fs::symlink_metadata(path).is_err() {
             let _ = std::fs::rename(&aside, path);
         }
