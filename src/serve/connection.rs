@@ -57,7 +57,9 @@ fn serve(shared: &Shared, id: u64, mut stream: Stream, peer: SocketAddr) {
                 shared.set_idle(id, false);
             },
         );
-        shared.set_idle(id, false);
+        if !shared.set_idle(id, false) {
+            break; // closed to make room for another connection
+        }
         let parsed = head.and_then(|len| {
             let parsed = parse_head(&buf, len, limits, peer, tls);
             buf.drain(..len);
