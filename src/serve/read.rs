@@ -190,7 +190,12 @@ pub(crate) fn parse_head(
     for h in parsed.headers.iter() {
         let value = std::str::from_utf8(h.value)
             .map_err(|_| ReadError::Refuse(400, format!("header {} is not UTF-8\n", h.name)))?;
-        headers.push((h.name.to_ascii_lowercase(), value.trim().to_string()));
+        // Only OWS (SP, HTAB) around a value (RFC 9110 §5.5), not every Unicode blank:
+        // `5\u{85}` is no length.
+        headers.push((
+            h.name.to_ascii_lowercase(),
+            value.trim_matches([' ', '\t']).to_string(),
+        ));
     }
     let mut length: Option<usize> = None;
     for (name, value) in &headers {
