@@ -596,7 +596,17 @@ fn a_tls_client_trickling_its_handshake_or_its_head_is_cut_off_at_the_header_bou
 #[test]
 fn a_content_length_that_is_not_only_digits_is_refused_and_closes() {
     let server = serve(small_limits());
-    for value in ["+5", "+0", " +5", "5 5", "0x5", "5;", "", "18446744073709551616"] {
+    for value in [
+        "+5",
+        "+0",
+        " +5",
+        "5 5",
+        "0x5",
+        "5;",
+        "",
+        "5\u{85}",
+        "18446744073709551616",
+    ] {
         let (status, head, body) = exchange(
             server.addr(),
             format!("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {value}\r\n\r\nhello")
@@ -641,6 +651,19 @@ fn a_head_with_a_bare_lf_is_refused_and_nothing_behind_it_is_skipped() {
         assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "{text}");
         assert!(text.contains("bare LF"), "{text}");
     }
+    // A body is bytes: an LF in it, and a pipelined request after it, are fine.
+    let mut s = TcpStream::connect(server.addr()).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\na\nb\
+          GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let text = String::from_utf8_lossy(&all);
+    assert_eq!(text.matches("HTTP/1.1 200 OK\r\n").count(), 2, "{text}");
+    assert!(text.contains("\r\n\r\na\nbHTTP/1.1 200"), "{text}");
     // Blank lines before a request stay allowed, bare LF or not (RFC 9112 §2.2).
     let (status, _, _) = exchange(
         server.addr(),
