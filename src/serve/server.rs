@@ -349,11 +349,11 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
             let _ = t.join();
         }
         // Threads of connections closed to make room end at once (their sockets are shut);
-        // this bound only holds if they somehow do not.
+        // the bound on threads only bites if they somehow do not. Checked first, so that no
+        // connection is closed for a newcomer that is then refused.
+        let threads_full = table.threads.len() >= shared.limits.max_connections.saturating_mul(2);
         let full = table.live.len() >= shared.limits.max_connections;
-        if (full && !make_room(shared, &mut table))
-            || table.threads.len() >= shared.limits.max_connections.saturating_mul(2)
-        {
+        if threads_full || (full && !make_room(shared, &mut table)) {
             drop(table);
             refuse(shared, socket);
             continue;
