@@ -53,15 +53,9 @@ fn serve(shared: &Shared, id: u64, mut stream: Stream, peer: SocketAddr, opened:
         } else {
             Instant::now() + limits.idle_timeout
         };
-        let head = read_head(
-            &mut stream,
-            &mut buf,
-            limits,
-            idle_until,
-            &mut || {
-                shared.set_idle(id, false);
-            },
-        );
+        let head = read_head(&mut stream, &mut buf, limits, idle_until, &mut || {
+            shared.set_idle(id, false);
+        });
         if !shared.set_idle(id, false) {
             break; // closed to make room for another connection
         }

@@ -44,41 +44,20 @@ impl Stream {
 
     /// Reads some bytes before `deadline` (0: the client closed).
     pub(crate) fn read_by(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<usize> {
-        let s = match self {
-            Stream::Plain(s) => s,
+        match self {
+            Stream::Plain(s) => read_plain(s, buf, deadline),
             #[cfg(feature = "webhook")]
-            Stream::Tls(s) => return s.read_by(buf, deadline),
-        };
-        loop {
-            s.set_read_timeout(Some(remaining(deadline)?))?;
-            match s.read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(timed_out()),
-                r => return r,
-            }
+            Stream::Tls(s) => s.read_by(buf, deadline),
         }
     }
 
     /// Writes all of `bytes` before `deadline`, in pieces, the deadline checked before each.
-    pub(crate) fn write_all_by(&mut self, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
-        const PIECE: usize = 16 << 10;
-        let s = match self {
-            Stream::Plain(s) => s,
+    pub(crate) fn write_all_by(&mut self, bytes: &[u8], deadline: Instant) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => write_plain(s, bytes, deadline),
             #[cfg(feature = "webhook")]
-            Stream::Tls(s) => return s.write_all_by(bytes, deadline),
-        };
-        while !bytes.is_empty() {
-            s.set_write_timeout(Some(remaining(deadline)?))?;
-            let piece = &bytes[..bytes.len().min(PIECE)];
-            match s.write(piece) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => bytes = &bytes[n..],
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(timed_out()),
-                Err(e) => return Err(e),
-            }
+            Stream::Tls(s) => s.write_all_by(bytes, deadline),
         }
-        Ok(())
     }
 
     /// Ends the connection: TLS's close_notify (best effort, bounded by `deadline`), then
@@ -92,4 +71,31 @@ impl Stream {
         let _ = deadline;
         let _ = self.socket().shutdown(std::net::Shutdown::Both);
     }
+}
+
+fn read_plain(s: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> io::Result<usize> {
+    loop {
+        s.set_read_timeout(Some(remaining(deadline)?))?;
+        match s.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(timed_out()),
+            r => return r,
+        }
+    }
+}
+
+fn write_plain(s: &mut TcpStream, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
+    const PIECE: usize = 16 << 10;
+    while !bytes.is_empty() {
+        s.set_write_timeout(Some(remaining(deadline)?))?;
+        let piece = &bytes[..bytes.len().min(PIECE)];
+        match s.write(piece) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(timed_out()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
