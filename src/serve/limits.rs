@@ -45,8 +45,9 @@ pub struct Limits {
     /// `Connection: close`. Default 1000.
     pub(crate) max_requests_per_connection: usize,
     /// The time a request's head may take, from its first byte to its blank line (a client
-    /// sending a byte at a time is cut off here: 408, closed). Also the TLS handshake's
-    /// bound, from its first byte to its end. Default 10 s.
+    /// sending a byte at a time is cut off here: 408, closed). Also the bound from a
+    /// connection's start to its first request's first byte, TLS handshake included, and so
+    /// the handshake's own bound, however its bytes are paced. Default 10 s.
     pub(crate) header_timeout: Duration,
     /// The time a request's body may take to arrive once its head has; past it, 408 and
     /// closed. Default 30 s.
@@ -116,8 +117,9 @@ impl Limits {
     }
 
     /// The time a request's head may take, from its first byte to its blank line (a client
-    /// sending a byte at a time is cut off here: 408, closed). Also the TLS handshake's
-    /// bound, from its first byte to its end. Default 10 s.
+    /// sending a byte at a time is cut off here: 408, closed). Also the bound from a
+    /// connection's start to its first request's first byte, TLS handshake included, and so
+    /// the handshake's own bound, however its bytes are paced. Default 10 s.
     pub fn header_timeout(mut self, value: Duration) -> Self {
         self.header_timeout = value;
         self
