@@ -263,7 +263,7 @@ fn a_client_that_pipelines_and_never_reads_holds_only_itself() {
 }
 
 #[test]
-fn thousands_of_idle_connections_are_bounded_and_refused_beyond() {
+fn thousands_of_idle_connections_are_bounded_and_the_oldest_make_room() {
     let server = serve(
         small_limits()
             .max_connections(50)
@@ -276,12 +276,13 @@ fn thousands_of_idle_connections_are_bounded_and_refused_beyond() {
         let s = TcpStream::connect(addr).unwrap();
         idle.push(s);
     }
-    // Past the bound, each is answered 503 (or closed) at once, never queued.
+    // Past the bound, each new one closes the one idle longest (or, if it comes while
+    // threads of closed ones are still ending, is answered 503): nothing queued.
     for s in &idle {
         s.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
     }
     wait_until("the server counts its bound", || server.connections() == 50);
-    wait_until("the excess ones are refused", || {
+    wait_until("the excess ones are closed", || {
         let mut refused = 0;
         for s in &idle {
             let mut b = [0u8; 64];
@@ -505,5 +506,362 @@ fn certificates_rotate_without_dropping_connections_and_garbage_keeps_the_old_pa
     // The connection opened before all this still answers.
     assert_eq!(tls_get(&mut open, "/healthz").unwrap(), 200);
     assert_eq!(server.tls_status().unwrap().loads, 2);
+    server.stop();
+}
+
+// --- Issue 38: deadlines no client can stretch, one framing, no reused decision, room ---
+
+/// Sends `bytes` one at a time, 200 ms apart, on a raw socket, until the server closes it
+/// (or all are sent); how many were sent. Whatever the server sends meanwhile (a TLS alert,
+/// a close_notify) is read and dropped; its close is what counts.
+fn trickle(sock: TcpStream, bytes: &[u8]) -> usize {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let closed = Arc::new(AtomicBool::new(false));
+    let mut reader = sock.try_clone().unwrap();
+    let flag = Arc::clone(&closed);
+    let drain = std::thread::spawn(move || {
+        let _ = reader.read_to_end(&mut Vec::new());
+        flag.store(true, Ordering::SeqCst);
+    });
+    let mut sent = 0;
+    let mut w = &sock;
+    for b in bytes {
+        if closed.load(Ordering::SeqCst) || w.write_all(&[*b]).is_err() {
+            break;
+        }
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    drain.join().unwrap();
+    sent
+}
+
+#[test]
+fn a_tls_client_trickling_its_handshake_or_its_head_is_cut_off_at_the_header_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    write_pair(
+        dir.path(),
+        SERVER_CERT_PEM.as_bytes(),
+        SERVER_KEY_PEM.as_bytes(),
+    );
+    let server = tls_server(dir.path()); // header_timeout 2 s
+    let addr = server.addr();
+
+    // A ClientHello, a byte every 200 ms: each byte arrives well within any per-read
+    // timeout; the whole takes a minute.
+    let mut client =
+        rustls::ClientConnection::new(tls_client(), "localhost".try_into().unwrap()).unwrap();
+    let mut hello = Vec::new();
+    while client.wants_write() {
+        client.write_tls(&mut hello).unwrap();
+    }
+    assert!(hello.len() > 100, "{} bytes", hello.len());
+    let handshake = std::thread::spawn(move || {
+        let sent = trickle(TcpStream::connect(addr).unwrap(), &hello);
+        (sent, hello.len())
+    });
+
+    // After a good handshake, one record holding a request head, its bytes 200 ms apart:
+    // no byte of the head is decrypted until the record is whole.
+    let mut s = tls_connect(addr).unwrap();
+    s.conn
+        .writer()
+        .write_all(
+            format!(
+                "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: {}\r\n\r\n",
+                "a".repeat(200)
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let mut record = Vec::new();
+    while s.conn.wants_write() {
+        s.conn.write_tls(&mut record).unwrap();
+    }
+    let head = std::thread::spawn(move || {
+        let sent = trickle(s.sock.try_clone().unwrap(), &record);
+        (sent, record.len())
+    });
+
+    // Others are served meanwhile.
+    let mut good = tls_connect(addr).unwrap();
+    while !handshake.is_finished() || !head.is_finished() {
+        assert_eq!(tls_get(&mut good, "/healthz").unwrap(), 200);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (sent, all) = handshake.join().unwrap();
+    assert!(sent < all, "the handshake went on for all its {all} bytes");
+    let (sent, all) = head.join().unwrap();
+    assert!(sent < all, "the record went on for all its {all} bytes");
+    wait_until("only the good connection left", || {
+        server.connections() == 1
+    });
+    server.stop();
+}
+
+#[test]
+fn a_content_length_that_is_not_only_digits_is_refused_and_closes() {
+    let server = serve(small_limits());
+    for value in [
+        "+5",
+        "+0",
+        " +5",
+        "5 5",
+        "0x5",
+        "5;",
+        "",
+        "5\u{85}",
+        "18446744073709551616",
+    ] {
+        let (status, head, body) = exchange(
+            server.addr(),
+            format!("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {value}\r\n\r\nhello")
+                .as_bytes(),
+        );
+        assert_eq!(
+            status,
+            400,
+            "Content-Length {value:?}: {head}{}",
+            String::from_utf8_lossy(&body)
+        );
+        assert!(head.contains("Connection: close\r\n"), "{head}");
+    }
+    // Digits (with the blanks around a field value) are a length.
+    let (status, _, body) = exchange(
+        server.addr(),
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length:  005 \r\nConnection: close\r\n\r\nhello",
+    );
+    assert_eq!((status, body.as_slice()), (200, &b"hello"[..]));
+    server.stop();
+}
+
+#[test]
+fn a_head_with_a_bare_lf_is_refused_and_nothing_behind_it_is_skipped() {
+    let server = serve(small_limits());
+    // The first head ends with a bare-LF blank line; the framing used to look on to the
+    // next CRLF CRLF while the parser stopped at the LF LF, and the request between was
+    // dropped unseen.
+    for raw in [
+        &b"GET /healthz HTTP/1.1\nHost: t\n\nPOST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"[..],
+        &b"GET /healthz HTTP/1.1\r\nHost: t\r\n\nPOST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"[..],
+        &b"GET /healthz HTTP/1.1\r\nHost: t\nX-A: b\r\n\r\n"[..],
+        &b"GET /healthz HTTP/1.1\nHost: t\n\n"[..],
+    ] {
+        let mut s = TcpStream::connect(server.addr()).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        s.write_all(raw).unwrap();
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        let text = String::from_utf8_lossy(&all);
+        assert!(text.starts_with("HTTP/1.1 400 "), "{raw:?}: {text}");
+        assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "{text}");
+        assert!(text.contains("bare LF"), "{text}");
+    }
+    // A body is bytes: an LF in it, and a pipelined request after it, are fine.
+    let mut s = TcpStream::connect(server.addr()).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\na\nb\
+          GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let text = String::from_utf8_lossy(&all);
+    assert_eq!(text.matches("HTTP/1.1 200 OK\r\n").count(), 2, "{text}");
+    assert!(text.contains("\r\n\r\na\nbHTTP/1.1 200"), "{text}");
+    // Blank lines before a request stay allowed, bare LF or not (RFC 9112 §2.2).
+    let (status, _, _) = exchange(
+        server.addr(),
+        b"\n\r\n\nGET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200);
+    server.stop();
+}
+
+#[test]
+fn every_slot_held_by_silent_sockets_still_lets_a_probe_in() {
+    let server = serve(
+        small_limits()
+            .max_connections(8)
+            .header_timeout(Duration::from_secs(60))
+            .idle_timeout(Duration::from_secs(60)),
+    );
+    let addr = server.addr();
+    let silent: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    wait_until("every slot taken", || server.connections() == 8);
+    // Each probe closes the connection quiet longest to make room, and keeps its own open
+    // (keep-alive): the silent ones go first, then the probes answered longest ago.
+    let mut probes = Vec::new();
+    for _ in 0..12 {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut answer = Vec::new();
+        let mut b = [0u8; 256];
+        while !answer.ends_with(b"\r\n\r\nok\n") {
+            let n = s.read(&mut b).unwrap();
+            assert!(n > 0, "closed: {}", String::from_utf8_lossy(&answer));
+            answer.extend_from_slice(&b[..n]);
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        probes.push(s);
+    }
+    assert!(server.connections() <= 8);
+    for mut s in silent {
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest); // EOF or reset: closed by the server
+        assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    }
+    // Four probes answered earlier made room for the last four (which ones depends on when
+    // each thread went back to waiting); the other eight still answer.
+    let (mut closed, mut answered) = (0, 0);
+    for s in probes.iter_mut() {
+        let mut all = Vec::new();
+        let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        let _ = s.read_to_end(&mut all);
+        if all.is_empty() {
+            closed += 1;
+        } else {
+            assert_eq!(split(&all).0, 200);
+            answered += 1;
+        }
+    }
+    assert_eq!((closed, answered), (4, 8));
+    server.stop();
+}
+
+#[test]
+fn room_is_made_only_from_idle_connections_never_from_a_request_on_its_way() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let entered = Arc::new(AtomicUsize::new(0));
+    let (release, gate) = crossbeam_channel::bounded::<()>(0);
+    let count = Arc::clone(&entered);
+    let router = router().route("/block", move |_: &Request| {
+        count.fetch_add(1, Ordering::SeqCst);
+        let _ = gate.recv();
+        Response::text(200, "released\n")
+    });
+    let server = Server::builder("test")
+        .limits(
+            small_limits()
+                .max_connections(8)
+                .header_timeout(Duration::from_secs(60))
+                .idle_timeout(Duration::from_secs(60)),
+        )
+        .grace(Duration::from_secs(1))
+        .bind("127.0.0.1:0", router)
+        .unwrap();
+    let addr = server.addr();
+    let open = |raw: &[u8]| {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        s.write_all(raw).unwrap();
+        s
+    };
+    // Every slot in a handler: a new connection is refused, none of them is closed.
+    let busy: Vec<TcpStream> = (0..8)
+        .map(|_| open(b"GET /block HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"))
+        .collect();
+    wait_until("every handler entered", || {
+        entered.load(Ordering::SeqCst) == 8
+    });
+    assert_eq!(healthz(addr), 503);
+    for _ in 0..8 {
+        release.send(()).unwrap();
+    }
+    for mut s in busy {
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        assert!(String::from_utf8_lossy(&all).ends_with("\r\n\r\nreleased\n"));
+    }
+    wait_until("all closed", || server.connections() == 0);
+
+    // One silent socket, then seven with half a head: the silent one makes room; each
+    // half-sent request then completes and is answered.
+    let mut silent = TcpStream::connect(addr).unwrap();
+    wait_until("the silent one counted", || server.connections() == 1);
+    let halves: Vec<TcpStream> = (0..7)
+        .map(|_| open(b"GET /healthz HTTP/1.1\r\nHo"))
+        .collect();
+    wait_until("every slot taken", || server.connections() == 8);
+    assert_eq!(healthz(addr), 200);
+    silent.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut rest = Vec::new();
+    let _ = silent.read_to_end(&mut rest);
+    assert!(rest.is_empty());
+    for mut s in halves {
+        s.write_all(b"st: t\r\nConnection: close\r\n\r\n").unwrap();
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        assert_eq!(split(&all).0, 200);
+    }
+    server.stop();
+}
+
+#[test]
+fn an_allowed_decision_is_not_reused_for_a_review_with_other_extra() {
+    use kube_informer::api::UserInfo;
+    use kube_informer::serve::RequireAccess;
+    use kube_informer::testing::ApiServer;
+    use kube_informer::Client;
+    // One user, uid and groups; two tokens: the full one and one scoped down (OpenShift's
+    // scoped tokens carry their scopes in `extra`).
+    let user = |scopes: &[&str]| UserInfo {
+        username: "alice".into(),
+        uid: "a1".into(),
+        groups: vec!["team".into(), "system:authenticated".into()],
+        extra: [(
+            "scopes.authorization.openshift.io".to_string(),
+            scopes.iter().map(|s| s.to_string()).collect(),
+        )]
+        .into_iter()
+        .collect(),
+    };
+    let api = ApiServer::builder()
+        .user_info_token("full-token", user(&["user:full"]))
+        .user_info_token("scoped-token", user(&["user:info"]))
+        .start();
+    api.set_authorizer(|spec| {
+        spec.extra
+            .get("scopes.authorization.openshift.io")
+            .is_some_and(|s| s.iter().any(|s| s == "user:full"))
+            && spec
+                .non_resource_attributes
+                .as_ref()
+                .is_some_and(|a| a.path == "/metrics" && a.verb == "get")
+    });
+    let client = Client::new(api.client_config()).unwrap();
+    let metrics = RequireAccess::new(client, |_: &Request| Response::text(200, "up 1\n"));
+    let server = Server::builder("metrics")
+        .bind("127.0.0.1:0", Router::new().route("/metrics", metrics))
+        .unwrap();
+    let ask = |token: &str| {
+        exchange(
+            server.addr(),
+            format!("GET /metrics HTTP/1.1\r\nHost: m\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .0
+    };
+    let reviews = || {
+        api.requests()
+            .iter()
+            .filter(|r| r.contains("subjectaccessreviews"))
+            .count()
+    };
+    assert_eq!(ask("full-token"), 200);
+    assert_eq!(
+        ask("scoped-token"),
+        403,
+        "the full token's allow was reused"
+    );
+    // Each answer is still cached for its own review.
+    assert_eq!(ask("full-token"), 200);
+    assert_eq!(ask("scoped-token"), 403);
+    assert_eq!(reviews(), 2);
     server.stop();
 }

@@ -13,8 +13,10 @@
 //! Answers are cached briefly, so that a scrape every few seconds costs no API calls: a
 //! valid token for [`AUTHENTICATED_TTL`], an invalid one for [`DENIED_TTL`], an allowed
 //! request for [`AUTHENTICATED_TTL`], a denied one for [`DENIED_TTL`]; each cache holds at
-//! most [`CACHE_ENTRIES`] answers (full: the expired ones go, then all of them). An error is
-//! never cached. Tokens are kept only as cache keys, never logged.
+//! most [`CACHE_ENTRIES`] answers (full: the expired ones go, then all of them). A decision is
+//! reused only for the very review it answered (user, uid, groups, `extra`, verb and path:
+//! the whole spec, as kube-apiserver keys its own cache), so a scoped token of an allowed
+//! user is asked about anew. An error is never cached. Tokens are kept only as cache keys, never logged.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -65,7 +67,12 @@ pub struct RequireAccess<H> {
     client: Client,
     inner: H,
     tokens: Cache<String, Option<UserInfo>>,
-    decisions: Cache<(String, Vec<String>, String, String, String), bool>,
+    /// Keyed by the whole `SubjectAccessReview` spec that was sent (its JSON), as
+    /// kube-apiserver's webhook authoriser keys its cache: an answer is reused only for a
+    /// review that would carry exactly the same question. `extra` matters: a token scoped
+    /// down (OpenShift's `scopes`, a credential-id rule) is the same user, uid and groups
+    /// as the full one, and an authoriser may deny it what it allows the full one.
+    decisions: Cache<String, bool>,
 }
 
 impl<H: Handler> RequireAccess<H> {
@@ -98,19 +105,15 @@ impl<H: Handler> RequireAccess<H> {
     }
 
     fn authorize(&self, user: &UserInfo, verb: &str, path: &str) -> Result<bool, String> {
-        let key = (
-            user.username.clone(),
-            user.groups.clone(),
-            user.uid.clone(),
-            verb.to_string(),
-            path.to_string(),
-        );
+        let spec = SubjectAccessReviewSpec::non_resource(user, verb, path);
+        let key = serde_json::to_string(&spec)
+            .map_err(|e| format!("SubjectAccessReview: encoding its spec: {e}"))?;
         if let Some(allowed) = self.decisions.get(&key) {
             return Ok(allowed);
         }
         let review = self
             .client
-            .subject_access_review(SubjectAccessReviewSpec::non_resource(user, verb, path))
+            .subject_access_review(spec)
             .map_err(|e| format!("SubjectAccessReview: {e}"))?;
         let allowed = review.status.allowed;
         let ttl = if allowed {

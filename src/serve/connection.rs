@@ -18,8 +18,9 @@ use super::stream::Stream;
 
 /// Serves the connection `id` until it ends, then leaves the server's table.
 pub(crate) fn run(shared: &Shared, id: u64, socket: TcpStream, peer: SocketAddr) {
+    let opened = Instant::now();
     if let Some(stream) = open(shared, socket, peer) {
-        serve(shared, id, stream, peer);
+        serve(shared, id, stream, peer, opened);
     }
     shared.leave(id);
 }
@@ -34,7 +35,11 @@ fn open(shared: &Shared, socket: TcpStream, peer: SocketAddr) -> Option<Stream> 
     Some(Stream::Plain(socket))
 }
 
-fn serve(shared: &Shared, id: u64, mut stream: Stream, peer: SocketAddr) {
+/// The first request must start within `header_timeout` of the connection's start, a TLS
+/// handshake included (so TLS gives a client no more time than plain HTTP); later ones
+/// within `idle_timeout` of the previous answer. From a request's first byte, its head has
+/// `header_timeout`.
+fn serve(shared: &Shared, id: u64, mut stream: Stream, peer: SocketAddr, opened: Instant) {
     let limits = &shared.limits;
     let tls = stream.is_tls();
     let mut buf = Vec::new();
@@ -43,21 +48,17 @@ fn serve(shared: &Shared, id: u64, mut stream: Stream, peer: SocketAddr) {
         if !shared.set_idle(id, true) {
             break; // the server is stopping
         }
-        let idle_bound = if answered == 0 {
-            limits.header_timeout
+        let idle_until = if answered == 0 {
+            opened + limits.header_timeout
         } else {
-            limits.idle_timeout
+            Instant::now() + limits.idle_timeout
         };
-        let head = read_head(
-            &mut stream,
-            &mut buf,
-            limits,
-            Instant::now() + idle_bound,
-            &mut || {
-                shared.set_idle(id, false);
-            },
-        );
-        shared.set_idle(id, false);
+        let head = read_head(&mut stream, &mut buf, limits, idle_until, &mut || {
+            shared.set_idle(id, false);
+        });
+        if !shared.set_idle(id, false) {
+            break; // closed to make room for another connection
+        }
         let parsed = head.and_then(|len| {
             let parsed = parse_head(&buf, len, limits, peer, tls);
             buf.drain(..len);

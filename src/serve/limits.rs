@@ -37,15 +37,17 @@ pub struct Limits {
     /// (an admission review carries an object and its old version, each up to
     /// kube-apiserver's 3 MiB).
     pub(crate) max_body_bytes: usize,
-    /// Most connections open at once; one more is refused at once (503 on plain HTTP, closed
-    /// on TLS), never queued. Default 256.
+    /// Most connections open at once. One more makes room by closing the connection idle
+    /// longest (waiting for a request, none of it received); when every one is busy it is
+    /// refused at once (503 on plain HTTP, closed on TLS), never queued. Default 256.
     pub(crate) max_connections: usize,
     /// Most requests answered on one keep-alive connection; the last answer says
     /// `Connection: close`. Default 1000.
     pub(crate) max_requests_per_connection: usize,
     /// The time a request's head may take, from its first byte to its blank line (a client
-    /// sending a byte at a time is cut off here: 408, closed). Also the TLS handshake's
-    /// bound. Default 10 s.
+    /// sending a byte at a time is cut off here: 408, closed). Also the bound from a
+    /// connection's start to its first request's first byte, TLS handshake included, and so
+    /// the handshake's own bound, however its bytes are paced. Default 10 s.
     pub(crate) header_timeout: Duration,
     /// The time a request's body may take to arrive once its head has; past it, 408 and
     /// closed. Default 30 s.
@@ -99,8 +101,9 @@ impl Limits {
         self
     }
 
-    /// Most connections open at once; one more is refused at once (503 on plain HTTP, closed
-    /// on TLS), never queued. Default 256.
+    /// Most connections open at once. One more makes room by closing the connection idle
+    /// longest (waiting for a request, none of it received); when every one is busy it is
+    /// refused at once (503 on plain HTTP, closed on TLS), never queued. Default 256.
     pub fn max_connections(mut self, value: usize) -> Self {
         self.max_connections = value;
         self
@@ -114,8 +117,9 @@ impl Limits {
     }
 
     /// The time a request's head may take, from its first byte to its blank line (a client
-    /// sending a byte at a time is cut off here: 408, closed). Also the TLS handshake's
-    /// bound. Default 10 s.
+    /// sending a byte at a time is cut off here: 408, closed). Also the bound from a
+    /// connection's start to its first request's first byte, TLS handshake included, and so
+    /// the handshake's own bound, however its bytes are paced. Default 10 s.
     pub fn header_timeout(mut self, value: Duration) -> Self {
         self.header_timeout = value;
         self

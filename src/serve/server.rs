@@ -4,8 +4,16 @@
 //! Why a thread per connection rather than a pool answering everyone: a connection's thread
 //! only ever waits on its own client, with a deadline, so a client that never reads or sends
 //! a byte a minute holds one thread for one bound and no one else's answer. The count of
-//! threads is bounded by the count of connections, which is bounded; one connection past the
-//! bound is refused at once (503 on plain HTTP, closed on TLS), never queued.
+//! threads is bounded by the count of connections, which is bounded.
+//!
+//! When every slot is taken, a new connection makes room rather than being turned away: the
+//! connection that has been quiet longest (waiting for a request, no byte of it received; a
+//! TLS handshake counts as quiet) is closed and the new one takes its place. So a client
+//! that opens every slot and sends nothing cannot lock out the kubelet's probes or the
+//! scraper: its oldest sockets are closed as new clients come. Only when every connection
+//! is busy (a request arriving, being answered) is the new one refused at once (503 on plain
+//! HTTP, closed on TLS), never queued; a busy connection's time is bounded by the
+//! [`Limits`] timeouts.
 //!
 //! Stopping: no new connection is taken; idle keep-alive connections are closed at once; a
 //! request being answered gets the rest of the grace period to finish (its answer then says
@@ -267,7 +275,10 @@ struct Table {
 
 struct Slot {
     socket: TcpStream,
+    /// Waiting for a request (or in the TLS handshake), no byte of it received.
     idle: bool,
+    /// Since when it has been idle (the order in which idle connections make room).
+    quiet_since: Instant,
 }
 
 impl Shared {
@@ -279,15 +290,20 @@ impl Shared {
     }
 
     /// Marks connection `id` idle (waiting for a request) or busy. False when it should
-    /// close instead: the server is stopping and it is between requests.
+    /// close instead: the server is stopping and it is between requests, or it was closed
+    /// to make room for a new connection.
     pub(crate) fn set_idle(&self, id: u64, idle: bool) -> bool {
         let mut table = self.table.lock();
         if idle && self.stopping.load(Ordering::SeqCst) {
             return false;
         }
-        if let Some(slot) = table.live.get_mut(&id) {
-            slot.idle = idle;
+        let Some(slot) = table.live.get_mut(&id) else {
+            return false;
+        };
+        if idle && !slot.idle {
+            slot.quiet_since = Instant::now();
         }
+        slot.idle = idle;
         true
     }
 
@@ -332,7 +348,12 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
         for t in done {
             let _ = t.join();
         }
-        if table.live.len() >= shared.limits.max_connections {
+        // Threads of connections closed to make room end at once (their sockets are shut);
+        // the bound on threads only bites if they somehow do not. Checked first, so that no
+        // connection is closed for a newcomer that is then refused.
+        let threads_full = table.threads.len() >= shared.limits.max_connections.saturating_mul(2);
+        let full = table.live.len() >= shared.limits.max_connections;
+        if threads_full || (full && !make_room(shared, &mut table)) {
             drop(table);
             refuse(shared, socket);
             continue;
@@ -349,6 +370,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
             Slot {
                 socket: copy,
                 idle: true,
+                quiet_since: Instant::now(),
             },
         );
         let s = Arc::clone(shared);
@@ -369,11 +391,34 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
     }
 }
 
+/// Closes the connection that has been idle longest, if one is, and takes it out of the
+/// table (its thread sees its socket shut, or `set_idle` say so, and ends). False when
+/// every connection is busy.
+fn make_room(shared: &Shared, table: &mut Table) -> bool {
+    let oldest = table
+        .live
+        .iter()
+        .filter(|(_, slot)| slot.idle)
+        .min_by_key(|(id, slot)| (slot.quiet_since, **id))
+        .map(|(id, _)| *id);
+    let Some(slot) = oldest.and_then(|id| table.live.remove(&id)) else {
+        return false;
+    };
+    let _ = slot.socket.shutdown(Shutdown::Both);
+    log::debug!(
+        "{} server: {} connections open, the bound: closed the one idle longest ({:?}) to make room",
+        shared.name,
+        shared.limits.max_connections,
+        slot.quiet_since.elapsed()
+    );
+    true
+}
+
 /// Turns a connection away without waiting on it: a 503 if the socket takes it at once
 /// (plain HTTP; a TLS client could not read it), then closed.
 fn refuse(shared: &Shared, mut socket: TcpStream) {
     log::debug!(
-        "{} server: refused a connection: {} open, the bound",
+        "{} server: refused a connection: {} open and busy, the bound",
         shared.name,
         shared.limits.max_connections
     );

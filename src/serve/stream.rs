@@ -1,8 +1,9 @@
 //! One connection's byte stream, plain or TLS, read and written against deadlines.
 //!
-//! Every read and write first sets the socket's timeout to what is left before the
+//! Every read and write of the socket first sets its timeout to what is left before the
 //! operation's deadline, so a wait on a client never outlives the bound it was given,
-//! however the client paces its bytes.
+//! however the client paces its bytes. TLS (`tls.rs`) keeps the same rule for each socket
+//! read and write under its records.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -12,14 +13,14 @@ use std::time::Instant;
 pub(crate) enum Stream {
     Plain(TcpStream),
     #[cfg(feature = "webhook")]
-    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+    Tls(Box<super::tls::TlsConn>),
 }
 
-fn timed_out() -> io::Error {
+pub(crate) fn timed_out() -> io::Error {
     io::Error::new(io::ErrorKind::TimedOut, "deadline passed")
 }
 
-fn remaining(deadline: Instant) -> io::Result<std::time::Duration> {
+pub(crate) fn remaining(deadline: Instant) -> io::Result<std::time::Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         Err(timed_out())
@@ -43,49 +44,19 @@ impl Stream {
 
     /// Reads some bytes before `deadline` (0: the client closed).
     pub(crate) fn read_by(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<usize> {
-        self.socket().set_read_timeout(Some(remaining(deadline)?))?;
-        loop {
-            let r = match self {
-                Stream::Plain(s) => s.read(buf),
-                #[cfg(feature = "webhook")]
-                Stream::Tls(s) => s.read(buf),
-            };
-            match r {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock) => return Err(timed_out()),
-                // A TLS peer that closes without close_notify: the same as a plain close.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
-                r => return r,
-            }
+        match self {
+            Stream::Plain(s) => read_plain(s, buf, deadline),
+            #[cfg(feature = "webhook")]
+            Stream::Tls(s) => s.read_by(buf, deadline),
         }
     }
 
     /// Writes all of `bytes` before `deadline`, in pieces, the deadline checked before each.
-    pub(crate) fn write_all_by(&mut self, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
-        const PIECE: usize = 16 << 10;
-        while !bytes.is_empty() {
-            self.socket()
-                .set_write_timeout(Some(remaining(deadline)?))?;
-            let piece = &bytes[..bytes.len().min(PIECE)];
-            let n = match self {
-                Stream::Plain(s) => s.write(piece),
-                #[cfg(feature = "webhook")]
-                Stream::Tls(s) => s.write(piece),
-            };
-            match n {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => bytes = &bytes[n..],
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(timed_out()),
-                Err(e) => return Err(e),
-            }
-        }
-        self.socket()
-            .set_write_timeout(Some(remaining(deadline)?))?;
+    pub(crate) fn write_all_by(&mut self, bytes: &[u8], deadline: Instant) -> io::Result<()> {
         match self {
-            Stream::Plain(s) => s.flush(),
+            Stream::Plain(s) => write_plain(s, bytes, deadline),
             #[cfg(feature = "webhook")]
-            Stream::Tls(s) => s.flush(),
+            Stream::Tls(s) => s.write_all_by(bytes, deadline),
         }
     }
 
@@ -95,13 +66,36 @@ impl Stream {
     pub(crate) fn close(mut self, deadline: Instant) {
         #[cfg(feature = "webhook")]
         if let Stream::Tls(s) = &mut self {
-            s.conn.send_close_notify();
-            if let Ok(left) = remaining(deadline) {
-                let _ = s.sock.set_write_timeout(Some(left));
-                let _ = s.conn.write_tls(&mut s.sock);
-            }
+            s.close_notify(deadline);
         }
         let _ = deadline;
         let _ = self.socket().shutdown(std::net::Shutdown::Both);
     }
+}
+
+fn read_plain(s: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> io::Result<usize> {
+    loop {
+        s.set_read_timeout(Some(remaining(deadline)?))?;
+        match s.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(timed_out()),
+            r => return r,
+        }
+    }
+}
+
+fn write_plain(s: &mut TcpStream, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
+    const PIECE: usize = 16 << 10;
+    while !bytes.is_empty() {
+        s.set_write_timeout(Some(remaining(deadline)?))?;
+        let piece = &bytes[..bytes.len().min(PIECE)];
+        match s.write(piece) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(timed_out()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -15,7 +15,7 @@
 //! TLS 1.2 and 1.3 (rustls with ring), ALPN `http/1.1`; no client certificate is asked for
 //! (webhooks and `/metrics` authenticate callers by other means).
 
-use std::io::Read;
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,10 +26,10 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use rustls::{ServerConfig, ServerConnection, StreamOwned};
+use rustls::{ServerConfig, ServerConnection};
 
 use super::limits::Limits;
-use super::stream::Stream;
+use super::stream::{remaining, timed_out, Stream};
 use crate::error::{Error, Result};
 
 /// The largest certificate or key file read.
@@ -141,8 +141,10 @@ impl Tls {
     }
 }
 
-/// Shakes hands within `limits.header_timeout`; `None` (and the socket closed) when the
-/// client does not complete it: garbage, a protocol error, silence, a close.
+/// Shakes hands within `limits.header_timeout`, counted from the start of the handshake to
+/// its end however the client paces its bytes; `None` (and the socket closed) when the
+/// client does not complete it in time: garbage, a protocol error, silence, a trickle, a
+/// close.
 pub(crate) fn handshake(
     tls: &Tls,
     socket: TcpStream,
@@ -150,30 +152,116 @@ pub(crate) fn handshake(
     limits: &Limits,
 ) -> Option<Stream> {
     let conn = ServerConnection::new(Arc::clone(&tls.config)).ok()?;
-    let mut s = StreamOwned::new(conn, socket);
+    let mut s = TlsConn { conn, sock: socket };
     let deadline = Instant::now() + limits.header_timeout;
-    while s.conn.is_handshaking() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let result = if left.is_zero() {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "handshake not complete in time",
-            ))
-        } else {
-            let _ = s.sock.set_read_timeout(Some(left));
-            let _ = s.sock.set_write_timeout(Some(left));
-            s.conn.complete_io(&mut s.sock)
+    let mut result = Ok(());
+    while result.is_ok() && s.conn.is_handshaking() {
+        result = match s.receive_by(deadline) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(io::ErrorKind::UnexpectedEof.into()),
+            Err(e) => Err(e),
         };
-        if let Err(e) = result {
-            log::debug!(
-                "{} server: TLS handshake with {peer} failed: {e}",
-                tls.certs.server
-            );
-            let _ = s.sock.shutdown(std::net::Shutdown::Both);
-            return None;
-        }
+    }
+    // The server's last flight (TLS 1.2's Finished, TLS 1.3's session tickets).
+    let result = result.and_then(|()| s.flush_by(deadline));
+    if let Err(e) = result {
+        log::debug!(
+            "{} server: TLS handshake with {peer} failed: {e}",
+            tls.certs.server
+        );
+        let _ = s.sock.shutdown(std::net::Shutdown::Both);
+        return None;
     }
     Some(Stream::Tls(Box::new(s)))
+}
+
+/// A TLS connection whose every wait on the client is bounded by a deadline.
+///
+/// Why not rustls' `StreamOwned`: its blocking read loops over socket reads until a whole
+/// record (up to 16 KiB) has arrived, and each socket read waits afresh for the socket's
+/// timeout, so a client trickling a byte at a time keeps a read going for hours whatever
+/// timeout is set. Here each socket read is one step, and the time left before the
+/// deadline is set again before each, so the deadline holds whatever arrives (a record a
+/// byte at a time, records that carry no data, a handshake in slow motion).
+pub(crate) struct TlsConn {
+    conn: ServerConnection,
+    pub(crate) sock: TcpStream,
+}
+
+impl TlsConn {
+    /// Sends everything rustls has queued, each socket write bounded by what is left before
+    /// `deadline`.
+    fn flush_by(&mut self, deadline: Instant) -> io::Result<()> {
+        while self.conn.wants_write() {
+            self.sock.set_write_timeout(Some(remaining(deadline)?))?;
+            match self.conn.write_tls(&mut self.sock) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(timed_out()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends what is queued, then reads the socket once (waiting at most until `deadline`)
+    /// and processes the records that completed. `Ok(false)`: the client closed its side.
+    fn receive_by(&mut self, deadline: Instant) -> io::Result<bool> {
+        self.flush_by(deadline)?;
+        let n = loop {
+            self.sock.set_read_timeout(Some(remaining(deadline)?))?;
+            match self.conn.read_tls(&mut self.sock) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(timed_out()),
+                r => break r?,
+            }
+        };
+        if let Err(e) = self.conn.process_new_packets() {
+            // The alert that says why, if the client still reads.
+            let _ = self.flush_by(deadline);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+        }
+        Ok(n > 0)
+    }
+
+    /// Reads some plaintext before `deadline` (0: the client closed, with or without
+    /// `close_notify`).
+    pub(crate) fn read_by(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<usize> {
+        loop {
+            match self.conn.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            // Nothing decrypted yet: one more read of the socket (an EOF there makes the
+            // reader say so above).
+            self.receive_by(deadline)?;
+        }
+    }
+
+    /// Writes all of `bytes` before `deadline`: encrypted a piece at a time, each piece sent
+    /// before the next is taken.
+    pub(crate) fn write_all_by(&mut self, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
+        const PIECE: usize = 16 << 10;
+        while !bytes.is_empty() {
+            remaining(deadline)?;
+            let n = self.conn.writer().write(&bytes[..bytes.len().min(PIECE)])?;
+            if n == 0 && !self.conn.wants_write() {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            self.flush_by(deadline)?;
+            bytes = &bytes[n..];
+        }
+        self.flush_by(deadline)
+    }
+
+    /// Sends `close_notify`, best effort before `deadline`.
+    pub(crate) fn close_notify(&mut self, deadline: Instant) {
+        self.conn.send_close_notify();
+        let _ = self.flush_by(deadline);
+    }
 }
 
 /// The certificate resolver: the last good pair, looked for anew at most every

@@ -125,6 +125,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Accepts `token` as `user` exactly as given (uid, groups and `extra`, e.g. the
+    /// `scopes` of a scoped token): for API requests, `TokenReview` and `SelfSubjectReview`.
+    /// It does not by itself make the server require a token.
+    pub fn user_info_token(mut self, token: &str, user: crate::api::UserInfo) -> Self {
+        self.user_tokens.push((token.into(), user));
+        self
+    }
+
     /// Accept HTTP basic authentication with this user and password.
     pub fn basic_auth(mut self, username: &str, password: &str) -> Self {
         self.basic = Some((username.into(), password.into()));
