@@ -209,6 +209,82 @@ fn real_pod_logs_and_eviction() {
     });
 }
 
+/// `printf done` as a container's last words: a follow hands out the line without a newline
+/// and ends when the container does (`kubectl logs -f` prints `done` and returns). `finish`
+/// makes the container write it and exit (a real one does by itself).
+fn last_line_scenario(client: &Client, ns: &str, finish: &dyn Fn()) {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &pods());
+    let mut follow = api
+        .log_stream("printer", &LogParams::default().follow())
+        .unwrap();
+    assert_eq!(follow.next().unwrap().unwrap().text(), "one");
+    finish();
+    let stopper = follow.stopper();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let rest: Vec<String> = follow
+            .by_ref()
+            .map(|l| l.unwrap().text().into_owned())
+            .collect();
+        let _ = tx.send(());
+        rest
+    });
+    let ended = rx.recv_timeout(Duration::from_secs(120)).is_ok();
+    stopper.stop();
+    let rest = t.join().unwrap();
+    assert!(ended, "the follow did not end with the container: {rest:?}");
+    assert_eq!(rest, ["done"]);
+    assert_eq!(
+        api.logs("printer", &LogParams::default()).unwrap(),
+        "one\ndone"
+    );
+}
+
+#[test]
+#[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e_pod_logs -- --ignored"]
+fn real_follow_ends_with_a_last_line_without_newline() {
+    let Some(client) = real_client() else {
+        return;
+    };
+    let ns = real_setup(&client);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &pods());
+    api.create(
+        &PostParams::default(),
+        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "printer"},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "main", "image": "busybox",
+                    "command": ["sh", "-c", "echo one; sleep 5; printf done"]}]}}),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !api
+        .logs("printer", &LogParams::default())
+        .unwrap_or_default()
+        .starts_with("one")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the printer did not start in 3 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    last_line_scenario(&client, &ns.name, &|| {});
+}
+
+#[test]
+fn fake_follow_ends_with_a_last_line_without_newline() {
+    let server = ApiServer::builder().tls().start();
+    server
+        .add_pod_on("e2e", "printer", "lab-node", json!({}))
+        .unwrap();
+    server.append_log("e2e", "printer", "main", "one");
+    let client = Client::new(server.client_config()).unwrap();
+    last_line_scenario(&client, "e2e", &|| {
+        server.write_log("e2e", "printer", "main", "done");
+        server.terminate_container("e2e", "printer", "main", 0);
+    });
+}
+
 #[test]
 fn fake_pod_logs_and_eviction() {
     let server = ApiServer::builder().tls().start();

@@ -484,3 +484,230 @@ fn follow_retries_through_an_apiserver_restart() {
     assert_eq!(text(lines.next()), "while down");
     assert!(lines.reconnects() >= 1);
 }
+
+/// Reads a stream to its end on another thread, bounded by `PATIENCE`: a stream that never
+/// ends is stopped and the test fails (rather than hangs).
+fn to_the_end(lines: kube_informer::pod::LogStream) -> Vec<String> {
+    let stopper = lines.stopper();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let mut lines = lines;
+        let got: Vec<String> = lines
+            .by_ref()
+            .map(|l| l.expect("not an error").text().into_owned())
+            .collect();
+        let _ = tx.send(());
+        (got, lines.reconnects())
+    });
+    let ended = rx.recv_timeout(PATIENCE).is_ok();
+    stopper.stop();
+    let (got, reconnects) = t.join().unwrap();
+    assert!(
+        ended,
+        "the stream never ended ({reconnects} reconnects); it had read {got:?}"
+    );
+    got
+}
+
+/// `printf done` then exit: the last line has no newline. kubectl prints it; so do the
+/// whole read, the follow that sees it come, and the last read after the follow ended.
+#[test]
+fn a_last_line_without_newline_is_not_lost() {
+    let server = lab();
+    server.append_log("io-lab", "p", "main", "one");
+    let api = pods(&server, "io-lab");
+    // In the follow: "done" comes unterminated, then the body ends.
+    let mut lines = api.log_stream("p", &LogParams::default().follow()).unwrap();
+    assert_eq!(text(lines.next()), "one");
+    server.write_log("io-lab", "p", "main", "done");
+    server.terminate_container("io-lab", "p", "main", 0);
+    assert_eq!(to_the_end(lines), ["done"]);
+    assert_eq!(api.logs("p", &LogParams::default()).unwrap(), "one\ndone");
+
+    // In the last read: written after the follow's body ended (the kubelet's race).
+    server.add_pod("io-lab", "q", &["main"]).unwrap();
+    server.append_log("io-lab", "q", "main", "one");
+    let mut lines = api
+        .log_stream("q", &LogParams::default().follow().timestamps())
+        .unwrap();
+    assert!(text(lines.next()).ends_with("Z one"));
+    server.terminate_container("io-lab", "q", "main", 0);
+    wait_until("the follow is over", || server.log_streams_open() == 0);
+    server.write_log("io-lab", "q", "main", "two\ndone");
+    let rest = to_the_end(lines);
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert!(
+        rest[0].ends_with("Z two") && rest[1].ends_with("Z done"),
+        "{rest:?}"
+    );
+}
+
+/// `kubectl logs -p -f`: the previous instance is over, so its log ends; it is read once.
+#[test]
+fn a_follow_of_the_previous_instance_ends() {
+    let server = lab();
+    server.set_previous_log("io-lab", "p", "main", &["old 1", "old 2"]);
+    server.append_log("io-lab", "p", "main", "current");
+    let api = pods(&server, "io-lab");
+    let lines = api
+        .log_stream("p", &LogParams::default().previous().follow())
+        .unwrap();
+    assert_eq!(to_the_end(lines), ["old 1", "old 2"]);
+    let reads = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.contains("/pods/p/log"))
+        .count();
+    assert_eq!(reads, 1, "no reconnect to a log that cannot grow");
+}
+
+/// `kubectl debug`: an ephemeral container's status is in `ephemeralContainerStatuses`.
+#[test]
+fn a_follow_of_an_ephemeral_container_ends_when_it_exits() {
+    let server = lab();
+    server
+        .add_pod_on(
+            "io-lab",
+            "dbg",
+            "lab-node",
+            serde_json::json!({
+                "spec": {"ephemeralContainers": [{"name": "debugger", "image": "busybox"}]},
+                "status": {"ephemeralContainerStatuses": [{"name": "debugger", "ready": false,
+                    "restartCount": 0, "state": {"running": {"startedAt": "2026-11-26T11:48:00Z"}}}]}
+            }),
+        )
+        .unwrap();
+    server.append_log("io-lab", "dbg", "debugger", "debugging");
+    let api = pods(&server, "io-lab");
+    let mut lines = api
+        .log_stream("dbg", &LogParams::default().container("debugger").follow())
+        .unwrap();
+    assert_eq!(text(lines.next()), "debugging");
+    server.append_log("io-lab", "dbg", "debugger", "bye");
+    server.terminate_container("io-lab", "dbg", "debugger", 0);
+    assert_eq!(to_the_end(lines), ["bye"]);
+}
+
+/// A drop during the last read after the container ended is a drop like any other: read
+/// again, never an end that loses the rest.
+#[test]
+fn a_drop_during_the_last_read_reads_again() {
+    let server = lab();
+    server.append_log("io-lab", "p", "main", "a");
+    let api = pods(&server, "io-lab");
+    let mut lines = api.log_stream("p", &LogParams::default().follow()).unwrap();
+    assert_eq!(text(lines.next()), "a");
+    server.terminate_container("io-lab", "p", "main", 0);
+    wait_until("the follow is over", || server.log_streams_open() == 0);
+    // Written after the follow's body ended (the kubelet's race): only the last read has it,
+    // and that read is cut inside "b".
+    server.append_log("io-lab", "p", "main", "b\nc");
+    let a_line = "2026-11-26T11:50:12.993384413Z a\n".len();
+    server.cut_next_log(a_line + 20);
+    assert_eq!(to_the_end(lines), ["b", "c"]);
+}
+
+/// `sinceSeconds` with a drop before the first line: the window is the first request's,
+/// not one that moves with each reconnect (lines written during a long outage are kept).
+#[test]
+fn since_seconds_keeps_the_first_requests_window_across_a_drop() {
+    let server = lab();
+    let t0 = std::time::SystemTime::now();
+    let api = pods(&server, "io-lab");
+    let mut lines = api
+        .log_stream("p", &LogParams::default().follow().since_seconds(1))
+        .unwrap();
+    wait_until("the follow is served", || server.log_streams_open() == 1);
+    server.go_down();
+    // The outage outlasts the one-second window.
+    wait_until("two seconds have passed", || {
+        t0.elapsed().unwrap_or_default() > Duration::from_secs(2)
+    });
+    server.append_log_at(
+        "io-lab",
+        "p",
+        "main",
+        LogTime::from_system_time(t0),
+        "written at the start",
+    );
+    server.come_back().unwrap();
+    server.append_log("io-lab", "p", "main", "after");
+    assert_eq!(text(lines.next()), "written at the start");
+    assert_eq!(text(lines.next()), "after");
+}
+
+/// `max_line` is about the caller's bytes: the time a resuming follow asks for itself is
+/// neither counted nor handed out, however small the bound.
+#[test]
+fn max_line_counts_only_the_callers_bytes() {
+    let server = lab();
+    let forty = "0123456789012345678901234567890123456789";
+    server.append_log("io-lab", "p", "main", forty);
+    server.append_log("io-lab", "p", "main", "abcdefghijklmnopqrstuvwxy");
+    let api = pods(&server, "io-lab");
+    let mut lines = api
+        .log_stream("p", &LogParams::default().follow().max_line(50))
+        .unwrap();
+    let l = lines.next().unwrap().unwrap();
+    assert_eq!((l.text().as_ref(), l.partial), (forty, false));
+    lines.stopper().stop();
+
+    let mut lines = api
+        .log_stream("p", &LogParams::default().follow().max_line(10))
+        .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..7 {
+        let l = lines.next().unwrap().unwrap();
+        assert!(l.timestamp.is_some(), "{l:?}");
+        got.push((l.text().into_owned(), l.partial));
+    }
+    let want: Vec<(String, bool)> = [
+        ("0123456789", true),
+        ("0123456789", true),
+        ("0123456789", true),
+        ("0123456789", false),
+        ("abcdefghij", true),
+        ("klmnopqrst", true),
+        ("uvwxy", false),
+    ]
+    .iter()
+    .map(|(s, p)| (s.to_string(), *p))
+    .collect();
+    assert_eq!(got, want);
+    // Resumed after a drop: the pieces are not handed out again.
+    wait_until("the follow is served", || server.log_streams_open() == 1);
+    server.drop_log_streams();
+    server.append_log("io-lab", "p", "main", "after");
+    let l = lines.next().unwrap().unwrap();
+    assert_eq!((l.text().as_ref(), l.partial), ("after", false));
+}
+
+/// A drop inside a long line whose first pieces were handed out: the new stream goes on
+/// with the next piece, none repeated, none lost.
+#[test]
+fn a_drop_inside_a_long_line_goes_on_where_it_stopped() {
+    let server = lab();
+    server.append_log("io-lab", "p", "main", "abcdefghijklmnopqrstuvwxy\nnext");
+    let stamp = "2026-11-26T11:50:12.993384413Z ".len();
+    server.cut_next_log(stamp + 15);
+    let api = pods(&server, "io-lab");
+    let mut lines = api
+        .log_stream("p", &LogParams::default().follow().max_line(10))
+        .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        let l = lines.next().unwrap().unwrap();
+        got.push((l.text().into_owned(), l.partial));
+    }
+    let want: Vec<(String, bool)> = [
+        ("abcdefghij", true),
+        ("klmnopqrst", true),
+        ("uvwxy", false),
+        ("next", false),
+    ]
+    .iter()
+    .map(|(s, p)| (s.to_string(), *p))
+    .collect();
+    assert_eq!(got, want);
+    assert_eq!(lines.reconnects(), 1);
+}

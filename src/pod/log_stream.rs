@@ -7,9 +7,9 @@
 //! line less — see *Guarantee* on [`LogStream`].
 //!
 //! Memory is bounded: a line longer than [`LogParams::max_line`](super::LogParams::max_line)
-//! comes out in pieces (each a [`LogLine`] with `partial`), never buffered whole.
+//! comes out in pieces (each a [`LogLine`] with `partial`), never buffered whole (the
+//! cutting is `log_lines.rs`'s; which lines were already delivered, `log_resume.rs`'s).
 
-use std::io::{BufRead, BufReader};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,9 +19,10 @@ use serde_json::Value;
 use ureq::http::Method;
 use ureq::BodyReader;
 
+use super::log_lines::{LineReader, Piece, Stamp};
 use super::log_resume::ResumeCursor;
 use super::logs::{open, LogLine, LogParams, DEFAULT_MAX_LINE};
-use super::timestamp::{split_timestamp, LogTime};
+use super::timestamp::LogTime;
 use crate::cache::Backoff;
 use crate::client::{Client, WatchCanceller};
 use crate::error::{Error, Result};
@@ -34,13 +35,22 @@ use crate::error::{Error, Result};
 /// [`LogStopper::stop`] is called from another thread, or when the client's
 /// [`Cancel`](crate::client::Cancel) token fires.
 ///
+/// A line is handed out when its newline arrives (or, piece by piece, when it reaches
+/// [`LogParams::max_line`]). The log's last line may have no newline (`printf done`): it is
+/// handed out when the log ends, as kubectl prints it. While a follow waits, text without a
+/// newline yet is not handed out.
+///
 /// # Following, and resuming
 ///
 /// With [`LogParams::follow`] the stream stays open while the container runs. When the
-/// response ends cleanly, the stream reads the pod: if the container terminated (or the pod
-/// finished), one last plain read from the last delivered line catches what was written
-/// meanwhile, and the iteration ends; a pod that is gone ends it too. Otherwise, and after
-/// every drop, it reconnects after a back-off with jitter (100 ms doubling to 5 s), asking
+/// response ends cleanly, the stream reads the pod: if the container terminated (its status
+/// in `containerStatuses`, `initContainerStatuses` or, for `kubectl debug`'s,
+/// `ephemeralContainerStatuses`), or the pod finished, one last plain read from the last
+/// delivered line catches what was written meanwhile, and the iteration ends; a pod that is
+/// gone ends it too. A drop during that last read reads again (it never ends the stream
+/// quietly). With [`LogParams::previous`] the log is the old instance's, which cannot grow:
+/// its clean end is the end. Otherwise, and after every drop, it reconnects after a
+/// back-off with jitter (100 ms doubling to 5 s), asking
 /// with `timestamps=true` (stripped again unless you asked for them) and `sinceTime` = the
 /// last delivered line's time. Transient failures (5xx, 429, connection errors) are retried
 /// the same way, for as long as it takes: stop it with [`LogStopper`] or the client's token.
@@ -57,10 +67,13 @@ use crate::error::{Error, Result};
 /// is read again whole from the new stream).
 ///
 /// Before the first line is delivered there is no time to resume from: with `tailLines=0`
-/// the stream resumes from the whole second (client clock) it first connected at; otherwise
-/// it repeats its first request without `tailLines` (nothing was delivered, so nothing is
-/// repeated). `limitBytes` is applied by the stream itself while resuming (to the bytes it
-/// delivers, newlines counted, as the kubelet counts them).
+/// the stream resumes from the whole second (client clock) it first connected at; with
+/// `sinceSeconds=N`, from the time of its first request minus N (client clock; the kubelet
+/// rounds it down to the second), so an outage longer than N seconds loses nothing;
+/// otherwise it repeats its first request without `tailLines` (nothing was delivered, so
+/// nothing is repeated). `limitBytes` is applied by the stream itself while resuming (to the
+/// bytes it delivers, newlines counted, as the kubelet counts them), and so is `max_line`:
+/// the time the stream asks for for itself is neither counted nor handed out.
 ///
 /// ```
 /// use kube_informer::api::{ApiResource, DynamicObject};
@@ -89,7 +102,7 @@ pub struct LogStream {
     params: LogParams,
     resume: bool,
     max_line: usize,
-    reader: Option<BufReader<BodyReader<'static>>>,
+    reader: Option<LineReader<BodyReader<'static>>>,
     request: String,
     stop: Arc<StopState>,
     cursor: ResumeCursor,
@@ -104,6 +117,9 @@ pub struct LogStream {
     reconnecting: bool,
     /// The container is over: the next read is the last, without `follow`.
     final_pass: bool,
+    /// The next connection is a reconnect after a drop or an early end (counted in
+    /// `reconnects`; the last read after the container ended is not).
+    after_drop: bool,
 }
 
 impl std::fmt::Debug for LogStream {
@@ -140,55 +156,6 @@ impl LogStopper {
     }
 }
 
-/// How reading one piece ended.
-enum Piece {
-    /// A whole line (or the last piece of one) is in the buffer.
-    Line,
-    /// The bound was reached: the line goes on.
-    Partial,
-    /// The body ended cleanly with nothing pending.
-    End,
-    /// The body ended in the middle of a line (what came is in the buffer).
-    Truncated,
-}
-
-fn read_piece(
-    r: &mut BufReader<BodyReader<'static>>,
-    out: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<Piece> {
-    out.clear();
-    loop {
-        let buf = r.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(if out.is_empty() {
-                Piece::End
-            } else {
-                Piece::Truncated
-            });
-        }
-        let room = max - out.len();
-        let window = &buf[..buf.len().min(room)];
-        if let Some(i) = window.iter().position(|&b| b == b'\n') {
-            out.extend_from_slice(&window[..i]);
-            r.consume(i + 1);
-            return Ok(Piece::Line);
-        }
-        let n = window.len();
-        out.extend_from_slice(window);
-        r.consume(n);
-        if out.len() >= max {
-            // A line of exactly `max` bytes is whole if its newline comes next.
-            let next = r.fill_buf()?;
-            if next.first() == Some(&b'\n') {
-                r.consume(1);
-                return Ok(Piece::Line);
-            }
-            return Ok(Piece::Partial);
-        }
-    }
-}
-
 impl LogStream {
     pub(crate) fn start(
         client: Client,
@@ -219,6 +186,7 @@ impl LogStream {
             done: false,
             reconnecting: false,
             final_pass: false,
+            after_drop: false,
         };
         s.connect()?;
         Ok(s)
@@ -269,6 +237,15 @@ impl LogStream {
                 p.since_time = Some(self.started_at.whole_second().to_system_time());
             } else {
                 p.tail_lines = None;
+                if let Some(secs) = p.since_seconds.take() {
+                    // The first request's window, not one that moves with each reconnect.
+                    let from = self
+                        .started_at
+                        .to_system_time()
+                        .checked_sub(Duration::from_secs(secs))
+                        .unwrap_or(std::time::UNIX_EPOCH);
+                    p.since_time = Some(from);
+                }
             }
         }
         p.query()
@@ -282,11 +259,11 @@ impl LogStream {
         if self.stopped() {
             res.canceller.cancel();
         }
-        self.reader = Some(BufReader::with_capacity(64 * 1024, res.body));
+        self.reader = Some(LineReader::new(res.body));
         self.continuing = None;
         if self.reconnecting {
             self.cursor.reconnected();
-            if !self.final_pass {
+            if std::mem::take(&mut self.after_drop) {
                 self.stop.reconnects.fetch_add(1, Ordering::SeqCst);
             }
         }
@@ -335,21 +312,32 @@ impl LogStream {
                 None => return false,
             },
         };
-        ["containerStatuses", "initContainerStatuses"]
-            .iter()
-            .filter_map(|k| pod.pointer(&format!("/status/{k}")))
-            .filter_map(Value::as_array)
-            .flatten()
-            .filter(|s| s.get("name").and_then(Value::as_str) == Some(name.as_str()))
-            .any(|s| s.pointer("/state/terminated").is_some())
+        [
+            "containerStatuses",
+            "initContainerStatuses",
+            "ephemeralContainerStatuses",
+        ]
+        .iter()
+        .filter_map(|k| pod.pointer(&format!("/status/{k}")))
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter(|s| s.get("name").and_then(Value::as_str) == Some(name.as_str()))
+        .any(|s| s.pointer("/state/terminated").is_some())
+    }
+
+    /// Whether a clean end of the current body is the log's end: the last read after the
+    /// container ended, or the previous instance's log (it cannot grow).
+    fn clean_end_is_final(&self) -> bool {
+        self.final_pass || self.params.previous
     }
 
     /// The connection ended (cleanly or not): end, or get ready to reconnect.
     ///
-    /// Only a clean end can be the log's end, and only once the pod says the container
-    /// terminated; even then one last read (not a follow) from the last delivered line picks
-    /// up what the container wrote between the two. A drop always reconnects: the
-    /// container may have written more before it ended.
+    /// Only a clean end can be the log's end: of the last read, of the previous instance's
+    /// log, or of a follow once the pod says the container terminated; in that last case
+    /// one last read (not a follow) from the last delivered line picks up what the container
+    /// wrote between the two. A drop always reconnects, the last read's too: the rest of
+    /// the log is still to be read.
     fn ended(&mut self, error: Option<Error>) -> Option<Result<LogLine>> {
         self.reader = None;
         *self.stop.current.lock() = None;
@@ -361,30 +349,29 @@ impl LogStream {
             self.done = true;
             return error.map(Err);
         }
-        if self.final_pass {
-            self.done = true;
-            return None;
-        }
-        if error.is_none() && self.container_done() {
-            self.final_pass = true;
+        if error.is_none() {
+            if self.clean_end_is_final() {
+                self.done = true;
+                return None;
+            }
+            if self.container_done() {
+                self.final_pass = true;
+            } else {
+                self.after_drop = true;
+            }
+        } else {
+            self.after_drop = true;
         }
         self.reconnecting = true;
         None
     }
 
-    /// Turns one piece into the caller's line, or `None` when it was delivered before.
-    fn deliver(&mut self, mut bytes: Vec<u8>, partial: bool) -> Option<LogLine> {
-        let first_piece = self.continuing.is_none();
-        let timed = self.resume || self.params.timestamps;
-        let (time, body_start) = if !timed {
-            (None, 0)
-        } else if first_piece {
-            match split_timestamp(&bytes) {
-                Some((t, rest)) => (Some(t), bytes.len() - rest.len()),
-                None => (None, 0),
-            }
-        } else {
-            (self.continuing.flatten(), 0)
+    /// Turns one piece (with the time read in front of it, for a line's first piece) into
+    /// the caller's line, or `None` when it was delivered before.
+    fn deliver(&mut self, mut bytes: Vec<u8>, partial: bool, stamp: Stamp) -> Option<LogLine> {
+        let (time, body_start) = match self.continuing {
+            None => stamp.map_or((None, 0), |(t, len)| (Some(t), len)),
+            Some(time) => (time, 0),
         };
         self.continuing = partial.then_some(time);
         if self.resume {
@@ -463,34 +450,41 @@ impl Iterator for LogStream {
             let Some(reader) = self.reader.as_mut() else {
                 continue;
             };
-            match read_piece(reader, &mut buf, self.max_line) {
-                Ok(Piece::Line) => {
-                    if let Some(line) = self.deliver(std::mem::take(&mut buf), false) {
+            // With timestamps (the caller's or the resume's own) a line's first piece starts
+            // with its time; only the caller's counts against `max_line`.
+            let timed = (self.resume || self.params.timestamps) && self.continuing.is_none();
+            let free_prefix = self.resume && !self.params.timestamps;
+            match reader.read_piece(&mut buf, self.max_line, timed, free_prefix) {
+                Ok((Piece::Line, stamp)) => {
+                    if let Some(line) = self.deliver(std::mem::take(&mut buf), false, stamp) {
                         self.backoff.reset();
                         return Some(Ok(line));
                     }
                 }
-                Ok(Piece::Partial) => {
-                    if let Some(line) = self.deliver(std::mem::take(&mut buf), true) {
+                Ok((Piece::Partial, stamp)) => {
+                    if let Some(line) = self.deliver(std::mem::take(&mut buf), true, stamp) {
                         self.backoff.reset();
                         return Some(Ok(line));
                     }
                 }
-                Ok(Piece::Truncated) if !self.resume => {
-                    // A last line without a newline (`limitBytes` cuts mid-line): it is
-                    // the end of what the server sends.
-                    let line = self.deliver(std::mem::take(&mut buf), false);
+                Ok((Piece::Unterminated, stamp)) if !self.resume || self.clean_end_is_final() => {
+                    // The body ended cleanly inside a line: the log's last line, written
+                    // without a newline (`printf done`; or `limitBytes` cut it). kubectl
+                    // prints it, and it is the end of what the server sends.
+                    let line = self.deliver(std::mem::take(&mut buf), false, stamp);
                     self.reader = None;
+                    *self.stop.current.lock() = None;
                     self.done = true;
-                    return line.map(Ok);
+                    return line.filter(|l| !l.bytes.is_empty()).map(Ok);
                 }
-                Ok(Piece::Truncated) => {
-                    // Cut by a drop: read again whole after the reconnect.
+                Ok((Piece::Unterminated, _)) => {
+                    // A follow that ended inside a line: the line is read again whole (by
+                    // the last read if the container is over, by the next follow if not).
                     if let Some(r) = self.ended(None) {
                         return Some(r);
                     }
                 }
-                Ok(Piece::End) => {
+                Ok((Piece::End, _)) => {
                     if let Some(r) = self.ended(None) {
                         return Some(r);
                     }

@@ -33,11 +33,14 @@ use crate::error::{Error, Result};
 pub struct LogParams {
     /// The container (required when the pod has several).
     pub container: Option<String>,
-    /// Keep the stream open and send lines as they are written.
+    /// Keep the stream open and send lines as they are written ([`Api::log_stream`] only:
+    /// [`Api::logs`] ignores it, a whole log needs an end).
     pub follow: bool,
-    /// The previous (terminated) instance of the container.
+    /// The previous (terminated) instance of the container. Its log cannot grow: a follow
+    /// of it ends at its end.
     pub previous: bool,
-    /// Only lines written in the last this many seconds (at least 1).
+    /// Only lines written in the last this many seconds (at least 1; not with
+    /// `since_time`: the server refuses both).
     pub since_seconds: Option<u64>,
     /// Only lines written at or after this time (the kubelet sees it at whole seconds).
     pub since_time: Option<SystemTime>,
@@ -49,11 +52,14 @@ pub struct LogParams {
     pub limit_bytes: Option<u64>,
     /// Let kube-apiserver skip verifying the kubelet's serving certificate.
     pub insecure_skip_tls_verify_backend: bool,
-    /// With `follow`: reconnect when the stream drops (default true; see [`LogStream`]).
-    /// `false` ends at the first drop, as kubectl does.
+    /// With `follow`: do not reconnect when the stream drops, end there as kubectl does
+    /// (default `false`: a follow resumes after a drop, see [`LogStream`]).
     pub no_resume: bool,
-    /// Lines longer than this many bytes are split into pieces (default
-    /// [`DEFAULT_MAX_LINE`]); each piece is a [`LogLine`] marked `partial` but the last.
+    /// [`Api::log_stream`] only: lines longer than this many bytes are split into pieces
+    /// (default [`DEFAULT_MAX_LINE`]; 0 counts as 1); each piece is a [`LogLine`] marked
+    /// `partial` but the last. The bytes counted are the ones handed out: the time in
+    /// front when [`timestamps`](Self::timestamps) was asked for, never the time a resuming
+    /// follow asks for for itself. [`Api::logs`] returns the whole text.
     pub max_line: Option<usize>,
 }
 

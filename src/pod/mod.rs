@@ -53,6 +53,7 @@ reader and writer."
 mod drain;
 mod error;
 mod eviction;
+mod log_lines;
 mod log_resume;
 mod log_stream;
 mod logs;

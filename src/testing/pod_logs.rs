@@ -16,8 +16,12 @@
 //!
 //! The test controls the container: [`ApiServer::append_log`] (now) and
 //! [`ApiServer::append_log_at`] (a given time: several lines in one second, identical
-//! lines), [`ApiServer::set_previous_log`], [`ApiServer::terminate_container`] (the status
-//! says terminated, follows end), and [`ApiServer::drop_log_streams`]: a kubelet restart,
+//! lines), [`ApiServer::write_log`] (text without a newline at its end, as `printf done`
+//! leaves it: the kubelet sends it without one, and the next write goes on in the same
+//! line with no time of its own), [`ApiServer::set_previous_log`],
+//! [`ApiServer::terminate_container`] (the status, in `containerStatuses`,
+//! `initContainerStatuses` or `ephemeralContainerStatuses` as the spec lists the container,
+//! says terminated; follows end), and [`ApiServer::drop_log_streams`]: a kubelet restart,
 //! every follow cut without the end of its chunked body.
 //!
 //! Not modelled: stdout/stderr are one log (as the captured output interleaves them, no
@@ -52,12 +56,18 @@ struct LogsState {
     drops: u64,
     /// Follow streams being served now.
     open: usize,
+    /// Set by `cut_next_log`: the next answer's body is cut after this many bytes.
+    cut_next: Option<usize>,
 }
+
+/// One write to the log: its time, its text, and whether a newline ends it (the kubelet's
+/// CRI "full" or "partial" record).
+type Entry = (LogTime, String, bool);
 
 #[derive(Debug, Default)]
 struct ContainerLog {
-    lines: Vec<(LogTime, String)>,
-    previous: Option<Vec<(LogTime, String)>>,
+    lines: Vec<Entry>,
+    previous: Option<Vec<Entry>>,
     terminated: bool,
 }
 
@@ -94,7 +104,31 @@ impl ApiServer {
             .entry(key(namespace, pod, container))
             .or_default();
         for line in text.split('\n') {
-            c.lines.push((time, line.to_owned()));
+            c.lines.push((time, line.to_owned(), true));
+        }
+        drop(st);
+        logs.changed.notify_all();
+    }
+
+    /// Writes `text` timed now as the container's stdout does: lines end where `text` has a
+    /// newline, and what follows the last one stays an open line (no newline sent; the next
+    /// write continues it, without a time of its own). `write_log(.., "done")` then
+    /// [`terminate_container`](Self::terminate_container) is `printf done; exit`.
+    pub fn write_log(&self, namespace: &str, pod: &str, container: &str, text: &str) {
+        let now = LogTime::from_system_time(SystemTime::now());
+        let logs = self.pod_logs();
+        let mut st = logs.state.lock();
+        let c = st
+            .containers
+            .entry(key(namespace, pod, container))
+            .or_default();
+        let mut parts = text.split('\n').peekable();
+        while let Some(part) = parts.next() {
+            let ended = parts.peek().is_some();
+            if !ended && part.is_empty() {
+                break;
+            }
+            c.lines.push((now, part.to_owned(), ended));
         }
         drop(st);
         logs.changed.notify_all();
@@ -108,7 +142,7 @@ impl ApiServer {
         st.containers
             .entry(key(namespace, pod, container))
             .or_default()
-            .previous = Some(lines.iter().map(|l| (now, (*l).to_owned())).collect());
+            .previous = Some(lines.iter().map(|l| (now, (*l).to_owned(), true)).collect());
     }
 
     /// The container exits with `exit_code`: its status in the pod says `terminated`, and
@@ -120,15 +154,17 @@ impl ApiServer {
             let state = json!({"terminated": {"exitCode": exit_code, "reason": reason,
                 "finishedAt": super::store::rfc3339_now()}});
             let mut found = false;
-            if let Some(list) = p
-                .pointer_mut("/status/containerStatuses")
-                .and_then(Value::as_array_mut)
-            {
-                for s in list.iter_mut() {
-                    if s.get("name").and_then(Value::as_str) == Some(container) {
-                        s["state"] = state.clone();
-                        s["ready"] = json!(false);
-                        found = true;
+            for list in STATUS_LISTS {
+                if let Some(list) = p
+                    .pointer_mut(&format!("/status/{list}"))
+                    .and_then(Value::as_array_mut)
+                {
+                    for s in list.iter_mut() {
+                        if s.get("name").and_then(Value::as_str) == Some(container) {
+                            s["state"] = state.clone();
+                            s["ready"] = json!(false);
+                            found = true;
+                        }
                     }
                 }
             }
@@ -136,12 +172,20 @@ impl ApiServer {
                 if !p["status"].is_object() {
                     p["status"] = json!({});
                 }
-                let list = p["status"]["containerStatuses"].take();
+                // The status list of the spec list that names the container.
+                let list_name = [
+                    ("initContainers", "initContainerStatuses"),
+                    ("ephemeralContainers", "ephemeralContainerStatuses"),
+                ]
+                .into_iter()
+                .find(|(spec, _)| names(&p, spec).iter().any(|n| n == container))
+                .map_or("containerStatuses", |(_, status)| status);
+                let list = p["status"][list_name].take();
                 let mut list = list.as_array().cloned().unwrap_or_default();
                 list.push(
                     json!({"name": container, "ready": false, "restartCount": 0, "state": state}),
                 );
-                p["status"]["containerStatuses"] = Value::Array(list);
+                p["status"][list_name] = Value::Array(list);
             }
             let _ = self.update(&pods, p);
         }
@@ -163,11 +207,25 @@ impl ApiServer {
         logs.changed.notify_all();
     }
 
+    /// The next log answer (follow or not) is cut after `bytes` bytes of its body: the
+    /// connection drops with no end of the chunked body, as when the kubelet restarts
+    /// mid-read.
+    pub fn cut_next_log(&self, bytes: usize) {
+        self.pod_logs().state.lock().cut_next = Some(bytes);
+    }
+
     /// How many log follows are being served now (for tests that wait for one to start).
     pub fn log_streams_open(&self) -> usize {
         self.pod_logs().state.lock().open
     }
 }
+
+/// Where a pod's status lists its containers, by kind.
+const STATUS_LISTS: [&str; 3] = [
+    "containerStatuses",
+    "initContainerStatuses",
+    "ephemeralContainerStatuses",
+];
 
 fn invalid(pod: &str, causes: Vec<(&str, &str, String)>) -> Status {
     let parts: Vec<String> = causes
@@ -343,14 +401,19 @@ fn fail<S: Peer>(peer: &mut S, st: &Status) -> Outcome {
     }
 }
 
-fn render(lines: &[(LogTime, String)], timestamps: bool, out: &mut Vec<u8>) {
-    for (t, l) in lines {
-        if timestamps {
+/// Writes `lines` as the kubelet does; `open` says the line before them was left without its
+/// newline (then the first one continues it: no time in front).
+fn render(lines: &[Entry], mut open: bool, timestamps: bool, out: &mut Vec<u8>) {
+    for (t, l, ended) in lines {
+        if timestamps && !open {
             out.extend_from_slice(t.to_rfc3339_nanos().as_bytes());
             out.push(b' ');
         }
         out.extend_from_slice(l.as_bytes());
-        out.push(b'\n');
+        if *ended {
+            out.push(b'\n');
+        }
+        open = !ended;
     }
 }
 
@@ -430,9 +493,9 @@ pub(crate) fn serve<S: Peer>(
             c.map(|c| c.lines.clone()).unwrap_or_default()
         };
         let sent = source.len();
-        let mut chosen: Vec<(LogTime, String)> = source
+        let mut chosen: Vec<Entry> = source
             .into_iter()
-            .filter(|(t, _)| o.since.is_none_or(|s| *t >= s))
+            .filter(|(t, _, _)| o.since.is_none_or(|s| *t >= s))
             .collect();
         if let Some(n) = o.tail {
             let skip = chosen.len().saturating_sub(n);
@@ -440,6 +503,7 @@ pub(crate) fn serve<S: Peer>(
         }
         (chosen, sent, st.drops, c.is_some_and(|c| c.terminated))
     };
+    let mut cut = logs.state.lock().cut_next.take();
     let head = "HTTP/1.1 200 OK\r\ncache-control: no-cache, private\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n";
     if peer
         .write_all(head.as_bytes())
@@ -455,11 +519,20 @@ pub(crate) fn serve<S: Peer>(
         let full = data.len() < room;
         data.truncate(room);
         left -= data.len() as u64;
+        if let Some(c) = cut.as_mut() {
+            if data.len() >= *c {
+                data.truncate(*c);
+                chunk(peer, data)?;
+                peer.drop_connection();
+                return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "cut"));
+            }
+            *c -= data.len();
+        }
         chunk(peer, data)?;
         Ok(full && left > 0)
     };
     let mut out = Vec::new();
-    render(&lines, o.timestamps, &mut out);
+    render(&lines, false, o.timestamps, &mut out);
     let more = match send(peer, &mut out) {
         Ok(more) => more,
         Err(_) => return Outcome::Close,
@@ -504,9 +577,10 @@ fn follow<S: Peer>(
                 let c = st.containers.get(k);
                 let len = c.map_or(0, |c| c.lines.len());
                 if len > *sent {
+                    let open = c.is_some_and(|c| *sent > 0 && !c.lines[*sent - 1].2);
                     let new = c.map(|c| c.lines[*sent..].to_vec()).unwrap_or_default();
                     *sent = len;
-                    break new;
+                    break (open, new);
                 }
                 if c.is_some_and(|c| c.terminated) {
                     drop(st);
@@ -522,8 +596,9 @@ fn follow<S: Peer>(
                 }
             }
         };
+        let (open, new) = new;
         let mut out = Vec::new();
-        render(&new, timestamps, &mut out);
+        render(&new, open, timestamps, &mut out);
         match send(peer, &mut out) {
             Ok(true) => {}
             Ok(false) => return finish(peer),
