@@ -504,3 +504,27 @@ fn an_informer_on_a_crd_deleted_through_the_api_says_gone_then_comes_back() {
     assert!(view.violations().is_empty(), "{:?}", view.violations());
     manager.stop().unwrap();
 }
+
+#[test]
+fn a_crd_delete_honours_preconditions_and_dry_run_and_no_object_finalizer_holds_it() {
+    let env = env();
+    apply_crd(&env.client, &crd(), "installer", PATIENCE).unwrap();
+    let mut held = gizmo("held");
+    held["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    env.gizmos.create(&PostParams::default(), &held).unwrap();
+    let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{NAME}");
+
+    // A failed precondition and a dry run leave everything as it was.
+    let wrong_uid = br#"{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"not-its-uid"}}"#;
+    assert_eq!(request(&env, "DELETE", &path, wrong_uid).code, 409);
+    let dry = request(&env, "DELETE", &format!("{path}?dryRun=All"), b"");
+    assert_eq!(dry.code, 200);
+    let crd_now: Value = serde_json::to_value(env.crds.get(NAME).unwrap()).unwrap();
+    assert!(crd_now["metadata"].get("deletionTimestamp").is_none(), "{crd_now}");
+    assert_eq!(env.gizmos.list(&ListParams::default()).unwrap().items.len(), 1);
+
+    // The cleanup does not wait on the object's own finalizer: the CRD goes.
+    env.crds.delete(NAME, &DeleteParams::default()).unwrap();
+    assert!(env.crds.get(NAME).unwrap_err().is_not_found());
+    assert!(env.gizmos.get("held").unwrap_err().is_not_found());
+}
