@@ -515,13 +515,20 @@ fn a_crd_delete_honours_preconditions_and_dry_run_and_no_object_finalizer_holds_
     let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{NAME}");
 
     // A failed precondition and a dry run leave everything as it was.
-    let wrong_uid = br#"{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"not-its-uid"}}"#;
+    let wrong_uid =
+        br#"{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"not-its-uid"}}"#;
     assert_eq!(request(&env, "DELETE", &path, wrong_uid).code, 409);
     let dry = request(&env, "DELETE", &format!("{path}?dryRun=All"), b"");
     assert_eq!(dry.code, 200);
     let crd_now: Value = serde_json::to_value(env.crds.get(NAME).unwrap()).unwrap();
-    assert!(crd_now["metadata"].get("deletionTimestamp").is_none(), "{crd_now}");
-    assert_eq!(env.gizmos.list(&ListParams::default()).unwrap().items.len(), 1);
+    assert!(
+        crd_now["metadata"].get("deletionTimestamp").is_none(),
+        "{crd_now}"
+    );
+    assert_eq!(
+        env.gizmos.list(&ListParams::default()).unwrap().items.len(),
+        1
+    );
 
     // The cleanup does not wait on the object's own finalizer: the CRD goes.
     env.crds.delete(NAME, &DeleteParams::default()).unwrap();

@@ -44,7 +44,7 @@ fn crds() -> ApiResource {
 /// from another thread, give the client a [`Cancel`](crate::client::Cancel)
 /// ([`Client::with_cancel`]).
 ///
-/// In tests, [`testing::ApiServer`](crate::testing::ApiServer) (feature `testing`) plays
+/// In tests, `testing::ApiServer` (feature `testing`) plays
 /// the real server's part: a CRD written through its API is checked, served, listed by
 /// discovery and given its `NamesAccepted` and `Established` conditions before the write
 /// is answered, so `apply_crd` returns as soon as it has read them back, as below.
