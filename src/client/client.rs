@@ -815,7 +815,9 @@ pub(crate) fn describe(method: &Method, path_and_query: &str) -> String {
 /// The `Status` in an error body, or one made from the HTTP code when the body is not one.
 ///
 /// A body that is not a `Status` is never quoted (it may be anything, object data
-/// included): the message gives its length and content type.
+/// included): the message gives its length and content type. The one exception is the
+/// exact plain-text `404 page not found` of a path the API server does not serve (a
+/// deleted CRD's resource): a `NotFound` that says so.
 pub(crate) fn status_from_body(code: u16, body: &[u8], content_type: Option<&str>) -> Status {
     if let Ok(mut st) = serde_json::from_slice::<Status>(body) {
         if st.code != 0 || !st.reason.is_empty() || !st.message.is_empty() {
@@ -842,6 +844,13 @@ pub(crate) fn status_from_body(code: u16, body: &[u8], content_type: Option<&str
     };
     let message = if body.iter().all(u8::is_ascii_whitespace) {
         format!("HTTP {code} with no Status body")
+    } else if code == 404 && body.trim_ascii() == b"404 page not found" {
+        // The Go mux's answer: kube-apiserver serves nothing at this path. It is what a
+        // custom resource whose CRD was deleted answers (and its group's discovery), so
+        // it is a NotFound like any other, with a message that says which kind.
+        "the server serves nothing at this path (404 page not found): the resource is not \
+         served, or its CustomResourceDefinition was deleted"
+            .to_owned()
     } else {
         // The content type is the server's (or a proxy's) word: shown only when it is short
         // and plain.

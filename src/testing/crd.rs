@@ -12,9 +12,9 @@
 //! A CRD written through the API (create, update, patch or server-side apply of
 //! `customresourcedefinitions`) is checked first as kube-apiserver checks it: its name is
 //! `PLURAL.GROUP` and every version has a *structural* schema (see `structural.rs`),
-//! otherwise a 422 lists the problems; then its resource is served at once (a real server
-//! takes a moment, and sets the `Established` condition, which this one leaves to the test).
-//! Deleting it leaves the resource served.
+//! otherwise a 422 lists the problems; then its resource is served at once, listed by
+//! discovery, and the CRD `Established` (a real server takes a moment). Deleting it deletes
+//! its objects and stops serving the resource: see `crd_lifecycle.rs`.
 //!
 //! [`ApiServerBuilder::custom_resource_definition`]: super::ApiServerBuilder::custom_resource_definition
 
@@ -192,12 +192,23 @@ pub(crate) fn admit(crd: &Value) -> Result<Definition, Status> {
     }
 }
 
-/// Serves what a CRD declares from now on.
+/// Serves what a CRD declares from now on, and lists it in discovery. A resource a CRD's
+/// deletion took away is served again, empty, its first list refused while its new cache
+/// initialises (see `crd_lifecycle.rs`).
 pub(crate) fn serve(store: &mut Store, d: &Definition) {
     store.register(&d.resource);
     let tk = TypeKey::of(&d.resource);
     store.configure(&tk, Some(&d.subresources), None);
     store.collection(&tk).info.schema = d.schema.clone();
+    super::crd_lifecycle::restore(store, &tk, 1);
+    for v in d.conversion.iter().flat_map(|c| &c.others) {
+        let other = TypeKey {
+            version: v.clone(),
+            ..tk.clone()
+        };
+        super::crd_lifecycle::restore(store, &other, 0);
+    }
+    store.serving.define(d);
 }
 
 #[cfg(test)]

@@ -7,7 +7,10 @@
 //! [`ApiServerBuilder::resource`](super::ApiServerBuilder::resource) (or `subresources`,
 //! `schema_fields`) that is not one of them: a custom resource as a CRD would show it
 //! (singular = lower-cased kind, the CRD verbs, its declared `status`/`scale`
-//! subresources and [`short_names`](super::ApiServerBuilder::short_names)), its group after the built-in ones. The legacy documents are derived from
+//! subresources and [`short_names`](super::ApiServerBuilder::short_names)), its group after the built-in ones,
+//! and every resource of a CRD written through the API (until the CRD is deleted; see
+//! `crd_lifecycle.rs`). A group or version nothing serves is the plain-text `404 page not
+//! found` kube-apiserver sends. The legacy documents are derived from
 //! the same model. [`ApiServer::set_aggregated_discovery`](super::ApiServer::set_aggregated_discovery)
 //! switches v2 off (the `Accept` fallback then answers the legacy form, like an old server).
 //!
@@ -26,6 +29,7 @@ use super::http::Request;
 use super::resources::is_builtin_group;
 use super::server::Shared;
 use super::store::TypeKey;
+use crate::api::ApiResource;
 
 const BUILTINS: &str = include_str!("discovery_builtins.json");
 const AGGREGATED_TYPE: &str =
@@ -64,16 +68,9 @@ pub(crate) fn handle<W: Write>(req: &Request, peer: &mut W, shared: &Shared) -> 
             &[],
             Some(&body),
         ),
-        Answer::NotFound => write(
-            peer,
-            404,
-            "no-cache, private",
-            Some("application/json"),
-            &[],
-            Some(
-                &json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}),
-            ),
-        ),
+        // A group or version nothing serves (a deleted CRD's among them): the Go mux's
+        // plain-text 404, as captured (`crd-deleted/after-5s-discovery-group*.json`).
+        Answer::NotFound => super::http::write_page_not_found(peer),
         Answer::Aggregated { body, etag } => {
             let tag = format!("\"{etag}\"");
             let extra = [("etag", tag.clone()), ("vary", "Accept".to_owned())];
@@ -329,9 +326,29 @@ fn model(shared: &Shared) -> Vec<Group> {
         }
     }
     let mut seen: Vec<TypeKey> = Vec::new();
-    for ar in &shared.opts().resources {
+    // The builder's resources, then those of the CRDs written through the API; none that a
+    // CRD's deletion took away.
+    let (defined, removed): (Vec<(ApiResource, Vec<String>)>, Vec<TypeKey>) = {
+        let store = shared.store.lock();
+        let defined: Vec<_> = store.serving.defined().cloned().collect();
+        let removed = shared
+            .opts()
+            .resources
+            .iter()
+            .map(TypeKey::of)
+            .filter(|tk| store.serving.is_removed(tk))
+            .collect();
+        (defined, removed)
+    };
+    let resources = shared
+        .opts()
+        .resources
+        .iter()
+        .map(|ar| (ar, None))
+        .chain(defined.iter().map(|(ar, short)| (ar, Some(short))));
+    for (ar, defined_short_names) in resources {
         let tk = TypeKey::of(ar);
-        if seen.contains(&tk) {
+        if seen.contains(&tk) || removed.contains(&tk) {
             continue;
         }
         seen.push(tk.clone());
@@ -387,13 +404,16 @@ fn model(shared: &Shared) -> Vec<Group> {
             "singularResource": ar.kind.to_ascii_lowercase(),
             "verbs": CRD_VERBS,
         });
-        let short: Vec<&String> = shared
-            .opts()
-            .short_names
-            .iter()
-            .filter(|(a, _)| TypeKey::of(a) == tk)
-            .flat_map(|(_, n)| n)
-            .collect();
+        let short: Vec<&String> = match defined_short_names {
+            Some(names) => names.iter().collect(),
+            None => shared
+                .opts()
+                .short_names
+                .iter()
+                .filter(|(a, _)| TypeKey::of(a) == tk)
+                .flat_map(|(_, n)| n)
+                .collect(),
+        };
         if !short.is_empty() {
             r["shortNames"] = json!(short);
         }

@@ -156,13 +156,10 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         );
         return outcome(write_status(peer, &st, &[]));
     };
-    if shared.unserved.lock().contains(&route.tk) {
-        let st = Status::failure(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        );
-        return outcome(write_status(peer, &st, &[]));
+    // A resource whose CRD was deleted: the Go mux's plain-text 404, whatever the verb
+    // (see `crd_lifecycle.rs`).
+    if shared.store.lock().serving.is_removed(&route.tk) {
+        return outcome(http::write_page_not_found(peer));
     }
     // Pod subresources that are not objects: logs and evictions (their own files).
     if let (true, Some(ns), Some(name)) = (
@@ -215,6 +212,10 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         }
         _ => metadata::Form::Full,
     };
+    // A re-created CRD's resource: its first list is refused while its cache initialises.
+    if matches!(kind, Target::List) && shared.store.lock().serving.take_initializing(&route.tk) {
+        return fail(peer, &super::crd_lifecycle::initializing());
+    }
     let mut fault = shared.take_fault(kind, req.param("continue").is_some());
     if let Some(Fault::Stall(d)) = fault {
         // Ends early when the server stops, so a long stall never holds up `stop`.
@@ -731,9 +732,11 @@ fn watch<S: Peer>(
         |o: &StoredObject| ns.as_deref().is_none_or(|n| o.namespace == n) && filter.matches(o);
 
     // Where the watch starts, and the synthetic ADDED events it opens with.
-    let (mut cursor, initial, kind, api_version, refused) = {
+    let (mut cursor, initial, kind, api_version, refused, epoch) = {
         let mut store = shared.store.lock();
         let current = store.rv;
+        // A removal of the resource (its CRD deleted) after this ends the watch.
+        let epoch = store.serving.epoch(&r.tk);
         let watch_cache_start = store.watch_cache_start;
         let c = store.collection(&r.tk);
         let (kind, api_version) = match form {
@@ -765,7 +768,7 @@ fn watch<S: Peer>(
                 }
             }
         }
-        (cursor, initial, kind, api_version, refused)
+        (cursor, initial, kind, api_version, refused, epoch)
     };
     let out = match ChunkedWriter::start(peer, 200) {
         Ok(o) => o,
@@ -838,15 +841,25 @@ fn watch<S: Peer>(
                         break Wake::Stopped;
                     }
                     let current = store.rv;
+                    // The resource was taken away (its CRD deleted) since the watch opened:
+                    // the events up to its removal (its objects' deletions) go out, then the
+                    // stream ends cleanly, as kube-apiserver ends it (no ERROR, no BOOKMARK),
+                    // even if the resource is served again by now.
+                    let ended = store.serving.ended(&r.tk, epoch);
                     match store.collection(&r.tk).events_after(cursor) {
                         Err(oldest) => break Wake::Expired(oldest),
-                        Ok(evs) if !evs.is_empty() => break Wake::Events(evs),
-                        Ok(_) => cursor = cursor.max(current),
-                    }
-                    // The resource is no longer served (its CRD deleted): once its
-                    // deletions are out, its watches end.
-                    if shared.unserved.lock().contains(&r.tk) {
-                        break Wake::Timeout;
+                        Ok(mut evs) => {
+                            if let Some(end) = ended {
+                                evs.retain(|e| e.rv <= end);
+                            }
+                            if !evs.is_empty() {
+                                break Wake::Events(evs);
+                            }
+                            if ended.is_some() {
+                                break Wake::Timeout;
+                            }
+                            cursor = cursor.max(current);
+                        }
                     }
                     let now = Instant::now();
                     // A bookmark that fell due goes out even when this thread wakes after

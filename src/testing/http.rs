@@ -189,6 +189,20 @@ pub(crate) fn write_response_as_is(
     w.flush()
 }
 
+/// The Go HTTP mux's answer to a path nothing serves, as kube-apiserver sends it for the
+/// resources, verbs and discovery documents of a deleted CRD (and of any group it does not
+/// know): `404`, `text/plain`, the body `404 page not found` (captured in
+/// `crd-deleted/after-5s-*.json`). Not a JSON `Status`.
+pub(crate) fn write_page_not_found(w: &mut impl Write) -> io::Result<()> {
+    const BODY: &str = "404 page not found\n";
+    write!(
+        w,
+        "HTTP/1.1 404 Not Found\r\ncache-control: no-cache, private\r\ncontent-type: text/plain; charset=utf-8\r\nx-content-type-options: nosniff\r\ncontent-length: {}\r\n\r\n{BODY}",
+        BODY.len()
+    )?;
+    w.flush()
+}
+
 /// A chunked response being written.
 pub(crate) struct ChunkedWriter<'a, W: Write> {
     w: &'a mut W,

@@ -36,7 +36,13 @@
 //!   custom resource is atomic; a few defaults are filled in (see `defaults.rs`);
 //! - **CustomResourceDefinitions** written over HTTP (create, update, patch, apply) are checked as
 //!   kube-apiserver checks them (structural schemas, see `structural.rs`; a 422 listing the
-//!   problems) and their resource served at once, with its schema and subresources;
+//!   problems) and their resource served at once, with its schema and subresources, listed by
+//!   discovery, and the CRD `NamesAccepted` and `Established` before the write is answered
+//!   (so `apply_crd` and `kubectl wait` return promptly); deleting one deletes its objects
+//!   (open watches get a DELETED each, then end cleanly) and its resource answers the
+//!   plain-text `404 page not found` afterwards; created again, its first list is a 429
+//!   `storage is (re)initializing` (see `crd_lifecycle.rs`, and `tests/crd_lifecycle.rs`
+//!   for the captures it is checked against);
 //! - **discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/G`, `/apis/G/V` and
 //!   aggregated discovery with ETags, for the built-ins of a real server and every registered
 //!   resource (see `discovery.rs`; [`ApiServer::set_aggregated_discovery`] turns v2 off);
@@ -265,6 +271,7 @@ mod apply;
 pub mod container_files;
 mod conversion;
 pub(crate) mod crd;
+mod crd_lifecycle;
 mod defaults;
 mod discovery;
 mod events;

@@ -185,10 +185,14 @@ pub(crate) fn apply_patch(
         Applied::Update(obj) => (obj, false),
     };
     // A CustomResourceDefinition is checked, and served once stored (see `crd.rs`).
-    let crd = match (super::crd::is_crd(tk), &o.subresource) {
-        (true, None) => Some(super::crd::admit(&obj)?),
-        _ => None,
+    let mut obj = obj;
+    let crd = match &o.subresource {
+        None => super::writes::learn(tk, &mut obj)?,
+        Some(_) => None,
     };
+    if let (Some(d), true) = (&crd, created) {
+        super::crd_lifecycle::initial_status(&mut obj, d);
+    }
     let mut o = o.clone();
     o.field_manager = None;
     o.managed_fields = Some(
@@ -206,6 +210,7 @@ pub(crate) fn apply_patch(
     };
     if let (Some(d), false) = (crd, o.dry_run) {
         super::crd::serve(store, &d);
+        super::crd_lifecycle::establish(store, tk, name);
     }
     Ok(written)
 }

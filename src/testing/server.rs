@@ -4,7 +4,7 @@
 //! [`ApiServer::stop`] (or drop). Stopping shuts every socket down, so blocked reads and
 //! idle watches end at once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -270,8 +270,6 @@ pub(crate) struct Shared {
     pub pod_logs: super::pod_logs::PodLogs,
     /// Known tokens and the authorisation rule (`reviews.rs`).
     pub identities: super::reviews::Identities,
-    /// Resources no longer served ([`ApiServer::remove_resource`]): 404 for every request.
-    pub unserved: Mutex<HashSet<TypeKey>>,
     /// Webhook services (`clientConfig.service`): (namespace, name) to a base URL.
     pub webhook_services: Mutex<HashMap<(String, String), String>>,
     /// What exec, attach and port-forward reach.
@@ -354,7 +352,6 @@ impl ApiServer {
             request_headers: Mutex::new(Vec::new()),
             conns: Mutex::new(HashMap::new()),
             identities: super::reviews::Identities::new(&opts.tokens, &opts.user_tokens),
-            unserved: Mutex::new(HashSet::new()),
             next_conn: AtomicU64::new(0),
             opts,
             pod_logs: Default::default(),
@@ -664,11 +661,13 @@ impl ApiServer {
 
     /// Stops serving `ar`, as kube-apiserver does when the resource's CRD is deleted: every
     /// object of it is deleted (watchers get their DELETED events, as the CRD's cleanup
-    /// sends them), then its open watches end, and from then on every request for it is
-    /// answered 404 `NotFound` "the server could not find the requested resource" (the
-    /// answer this server gives any path it does not serve; no capture of a real server's
-    /// answer for a deleted CRD's resource exists in the fixtures) until
-    /// [`serve_resource`](Self::serve_resource). Discovery is not changed.
+    /// sends them), then its open watches end cleanly, and from then on every request for it
+    /// and its group's discovery documents answer kube-apiserver's plain-text `404 page not
+    /// found` (`crd-deleted/` captures; the client reads it as a `NotFound`), and `/apis`
+    /// no longer lists it, until [`serve_resource`](Self::serve_resource).
+    ///
+    /// A CRD deleted through the API does this by itself (with the CRD's own events, see
+    /// `crd_lifecycle.rs`); this is the shortcut for a resource declared with the builder.
     ///
     /// ```
     /// use kube_informer::api::{ApiResource, DynamicObject};
@@ -679,7 +678,7 @@ impl ApiServer {
     /// server.create(&widgets, serde_json::json!({"metadata": {"name": "w"}})).unwrap();
     /// let api: Api<DynamicObject> = Api::all_with(Client::new(server.client_config())?, &widgets);
     /// server.remove_resource(&widgets);
-    /// assert_eq!(api.list(&ListParams::default()).unwrap_err().code(), Some(404));
+    /// assert!(api.list(&ListParams::default()).unwrap_err().is_not_found());
     /// server.serve_resource(&widgets);
     /// assert!(api.list(&ListParams::default())?.items.is_empty());
     /// # Ok::<(), kube_informer::Error>(())
@@ -695,17 +694,18 @@ impl ApiServer {
             };
             let _ = store.delete_collection(&tk, None, &Default::default(), &d);
             // Under the store's lock: a watch sees the deletions before it sees the end.
-            self.shared.unserved.lock().insert(tk);
+            let rv = store.rv;
+            store.serving.remove(&tk, rv);
         }
         self.shared.notify();
     }
 
     /// Serves `ar` again after [`remove_resource`](Self::remove_resource) (its CRD created
-    /// again), with no objects.
+    /// again), with no objects. (Unlike a CRD created again through the API, its first list
+    /// is not refused with 429.)
     pub fn serve_resource(&self, ar: &ApiResource) {
         let tk = TypeKey::of(ar);
-        let _store = self.shared.store.lock();
-        self.shared.unserved.lock().remove(&tk);
+        super::crd_lifecycle::restore(&mut self.shared.store.lock(), &tk, 0);
     }
 
     /// Drops every open connection (a network blip, a load balancer or proxy restarting);

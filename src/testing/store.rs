@@ -452,6 +452,8 @@ pub(crate) struct Store {
     uid_prefix: u32,
     /// State of the generator of `generateName` suffixes.
     rng: u64,
+    /// Which resources CRDs serve, and which a CRD's deletion took away (`crd_lifecycle.rs`).
+    pub serving: super::crd_lifecycle::Serving,
 }
 
 /// A failure Status with `details` naming the object, as the API server sends them.
@@ -489,6 +491,7 @@ impl Store {
             uid_seq: 0,
             uid_prefix: seed,
             rng: u64::from(seed) << 16 | 0x9e37_79b9,
+            serving: Default::default(),
         }
     }
 
@@ -983,24 +986,8 @@ impl Store {
             return Err(not_found(tk, name));
         };
         let mut obj: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
-        let kind = self.collection(tk).kind.clone();
+        self.check_delete_preconditions(tk, name, &current, d)?;
         let meta = metadata_of(&mut obj);
-        let uid = meta
-            .get("uid")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        if let Some(want) = d.precondition_uid.as_deref() {
-            if want != uid {
-                return Err(precondition_failed(&kind, name, format!("the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated")));
-            }
-        }
-        if let Some(want) = d.precondition_rv.as_deref() {
-            let have = current.rv.to_string();
-            if want != have {
-                return Err(precondition_failed(&kind, name, format!("the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({have}). The object might have been modified")));
-            }
-        }
         let is_pod = tk.group.is_empty() && tk.plural == "pods";
         let mut finalizers = string_list(meta.get("finalizers"));
         if meta.contains_key("deletionTimestamp") {
@@ -1083,6 +1070,71 @@ impl Store {
             d.dry_run,
         );
         Ok(Deleted::Gone(stored))
+    }
+
+    /// A delete's preconditions (uid, resourceVersion) against the stored object: the
+    /// captured 409 when one fails.
+    pub fn check_delete_preconditions(
+        &mut self,
+        tk: &TypeKey,
+        name: &str,
+        current: &StoredObject,
+        d: &DeleteOptions,
+    ) -> Result<(), Status> {
+        let kind = self.collection(tk).kind.clone();
+        let obj: Value = serde_json::from_str(&current.json).unwrap_or_default();
+        let uid = obj
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if let Some(want) = d.precondition_uid.as_deref() {
+            if want != uid {
+                return Err(precondition_failed(&kind, name, format!("the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated")));
+            }
+        }
+        if let Some(want) = d.precondition_rv.as_deref() {
+            let have = current.rv.to_string();
+            if want != have {
+                return Err(precondition_failed(&kind, name, format!("the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({have}). The object might have been modified")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The server's own write of an existing object (a CRD's conditions, its deletion
+    /// marks, the cleanup of its custom objects): `Some(obj)` is stored exactly as given
+    /// (one MODIFIED event; nothing checked, no managed fields recorded), `None` removes the
+    /// object whatever holds it (one DELETED event with its last state). Both at a new
+    /// version.
+    pub fn server_write(
+        &mut self,
+        tk: &TypeKey,
+        ns: Option<&str>,
+        name: &str,
+        obj: Option<Map<String, Value>>,
+    ) -> Result<Stored, Status> {
+        let namespace = ns.unwrap_or("").to_owned();
+        let key = make_key(&namespace, name);
+        let Some(current) = self.collection(tk).objects.get(&key).cloned() else {
+            return Err(not_found(tk, name));
+        };
+        let (ty, obj) = match obj {
+            Some(o) => (EventType::Modified, o),
+            None => (
+                EventType::Deleted,
+                serde_json::from_str(&current.json).unwrap_or_default(),
+            ),
+        };
+        Ok(self.commit(
+            tk,
+            ty,
+            key,
+            obj,
+            Some(current),
+            namespace,
+            name.to_owned(),
+            false,
+        ))
     }
 
     /// A delete of an object already being deleted. A propagation policy sets the garbage

@@ -201,13 +201,18 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             } else {
                 (body, Vec::new())
             };
-            let crd = learn(t.tk, &body)?;
+            let mut body = body;
+            let crd = learn(t.tk, &mut body)?;
+            if let Some(d) = &crd {
+                super::crd_lifecycle::initial_status(&mut body, d);
+            }
             let mut store = shared.store.lock();
             let w = store.create_with(t.tk, ns, body, &o)?;
+            let answer = Answer::object(&mut store, t.tk, 201, w);
             if let (Some(d), false) = (crd, o.dry_run) {
-                super::crd::serve(&mut store, &d);
+                serve_crd(&mut store, t.tk, &d, &answer);
             }
-            Ok(Answer::object(&mut store, t.tk, 201, w).warned(warnings))
+            Ok(answer.warned(warnings))
         }
         ("PUT", Some(n)) => {
             let o = write_options(req, t.subresource)?;
@@ -219,16 +224,18 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             } else {
                 (body, Vec::new())
             };
+            let mut body = body;
             let crd = match t.subresource {
-                None => learn(t.tk, &body)?,
+                None => learn(t.tk, &mut body)?,
                 Some(_) => None,
             };
             let mut store = shared.store.lock();
             let w = store.update_with(t.tk, ns, n, body, &o)?;
+            let answer = Answer::object(&mut store, t.tk, 200, w);
             if let (Some(d), false) = (crd, o.dry_run) {
-                super::crd::serve(&mut store, &d);
+                serve_crd(&mut store, t.tk, &d, &answer);
             }
-            Ok(Answer::object(&mut store, t.tk, 200, w).warned(warnings))
+            Ok(answer.warned(warnings))
         }
         ("PATCH", Some(n)) => patch_object(req, t, n, shared),
         ("DELETE", Some(n)) if t.subresource.is_none() => delete(req, t, n, shared),
@@ -242,13 +249,34 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
     }
 }
 
-/// What a CustomResourceDefinition written through the API declares, once checked as
-/// kube-apiserver checks it (a 422 otherwise); `None` for writes of anything else.
-fn learn(tk: &TypeKey, body: &Value) -> Result<Option<super::crd::Definition>, Status> {
+/// What a CustomResourceDefinition written through the API declares, once defaulted and
+/// checked as kube-apiserver does it (a 422 otherwise); `None` for writes of anything else.
+pub(crate) fn learn(
+    tk: &TypeKey,
+    body: &mut Value,
+) -> Result<Option<super::crd::Definition>, Status> {
     if super::crd::is_crd(tk) {
+        super::crd_lifecycle::default_spec(body);
         super::crd::admit(body).map(Some)
     } else {
         Ok(None)
+    }
+}
+
+/// Serves what a CRD written through the API declares, and establishes it (see
+/// `crd_lifecycle.rs`). `answer` is the write's answer: the CRD as written.
+pub(crate) fn serve_crd(
+    store: &mut Store,
+    tk: &TypeKey,
+    d: &super::crd::Definition,
+    answer: &Answer,
+) {
+    super::crd::serve(store, d);
+    let name = serde_json::from_str::<Value>(&answer.body)
+        .ok()
+        .and_then(|v| Some(v.pointer("/metadata/name")?.as_str()?.to_owned()));
+    if let Some(name) = name {
+        super::crd_lifecycle::establish(store, tk, &name);
     }
 }
 
@@ -295,15 +323,17 @@ fn patch_object(
         } else {
             (patched, Vec::new())
         };
+        let mut patched = patched;
         let crd = match t.subresource {
-            None => learn(t.tk, &patched)?,
+            None => learn(t.tk, &mut patched)?,
             Some(_) => None,
         };
         let w = store.update_with(t.tk, t.namespace, name, patched, &o)?;
+        let answer = Answer::object(&mut store, t.tk, 200, w);
         if let (Some(d), false) = (crd, o.dry_run) {
-            super::crd::serve(&mut store, &d);
+            serve_crd(&mut store, t.tk, &d, &answer);
         }
-        return Ok(Answer::object(&mut store, t.tk, 200, w).warned(warnings));
+        return Ok(answer.warned(warnings));
     }
 }
 
@@ -482,7 +512,11 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
         warnings = super::webhooks::admit(shared, &attrs, None, Some(&old))?.warnings;
     }
     let mut store = shared.store.lock();
-    let deleted = store.delete_with(t.tk, t.namespace, name, &d)?;
+    let deleted = if super::crd::is_crd(t.tk) {
+        super::crd_lifecycle::delete(&mut store, t.tk, name, &d)?
+    } else {
+        store.delete_with(t.tk, t.namespace, name, &d)?
+    };
     let is_pod = t.tk.group.is_empty() && t.tk.plural == "pods";
     // An object that stays answers 202 when the (deprecated) orphanDependents=false asked
     // for its dependents to go: the real handler's rule, kept for old clients.

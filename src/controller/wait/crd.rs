@@ -44,10 +44,17 @@ fn crds() -> ApiResource {
 /// from another thread, give the client a [`Cancel`](crate::client::Cancel)
 /// ([`Client::with_cancel`]).
 ///
+/// In tests, `testing::ApiServer` (feature `testing`) plays
+/// the real server's part: a CRD written through its API is checked, served, listed by
+/// discovery and given its `NamesAccepted` and `Established` conditions before the write
+/// is answered, so `apply_crd` returns as soon as it has read them back, as below.
+///
 /// ```
 /// use std::time::Duration;
 /// use kube_informer::controller::wait::apply_crd;
+/// use kube_informer::testing::ApiServer;
 /// use kube_informer::Client;
+///
 /// let crd = serde_json::json!({
 ///     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 ///     "metadata": {"name": "gadgets.lab.example.com"},
@@ -55,18 +62,10 @@ fn crds() -> ApiResource {
 ///         "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
 ///         "versions": [{"name": "v1", "served": true, "storage": true,
 ///             "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-/// # let server = kube_informer::testing::ApiServer::builder().custom_resource_definition(&crd).unwrap().start();
-/// # let client = Client::new(server.client_config())?;
-/// # // The test server has no CRD controller: this thread plays it.
-/// # let crds = kube_informer::api::ApiResource::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false);
-/// # let controller = std::thread::spawn(move || {
-/// #     while server.get(&crds, None, "gadgets.lab.example.com").is_err() { std::thread::sleep(Duration::from_millis(10)); }
-/// #     server.patch(&crds, None, "gadgets.lab.example.com", &serde_json::json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}})).unwrap();
-/// #     server
-/// # });
+/// let server = ApiServer::start();
+/// let client = Client::new(server.client_config())?;
 /// let crd = apply_crd(&client, &crd, "my-installer", Duration::from_secs(60))?;
 /// assert_eq!(crd.metadata.name(), "gadgets.lab.example.com");
-/// # drop(controller.join().unwrap());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn apply_crd<C: Serialize>(
