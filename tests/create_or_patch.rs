@@ -358,3 +358,46 @@ fn server_side_apply_sees_fields_dropped_inside_keyed_lists() {
     let again = apply.run(blank, no_env).unwrap();
     assert!(!again.changed(), "{}", again.as_str());
 }
+
+/// The owner deleted and created again under its name (a new uid): the owned object's
+/// controller entry is taken over by the new owner, as controller-runtime's
+/// `SetControllerReference` does, not refused as "already controlled" for ever.
+#[test]
+fn a_recreated_owner_takes_over_its_objects() {
+    let server = ApiServer::start();
+    let client = Client::new(server.client_config()).unwrap();
+    let deploys = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+    let deploy_api: Api<DynamicObject> = Api::namespaced_with(client, "lab", &deploys);
+    let spec = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}});
+    let api = api(&server);
+    let reconcile = |owner: &DynamicObject| {
+        create_or_patch(&api, blank("web-config"), |cm| {
+            cm.metadata
+                .set_controller_reference(OwnerReference::controller(owner, &deploys)?)?;
+            Ok(())
+        })
+    };
+    let first = deploy_api.create(&PostParams::default(), &spec).unwrap();
+    reconcile(&first).unwrap();
+    // The test server has no garbage collector: the ConfigMap outlives its first owner.
+    server.delete(&deploys, Some("lab"), "web").unwrap();
+    let second = deploy_api.create(&PostParams::default(), &spec).unwrap();
+    assert_ne!(first.metadata.uid, second.metadata.uid);
+    let result = reconcile(&second).unwrap();
+    assert!(
+        matches!(result, OperationResult::Updated(_)),
+        "{}",
+        result.as_str()
+    );
+    let stored = server.get(&cms(), Some("lab"), "web-config").unwrap();
+    let refs = stored["metadata"]["ownerReferences"].as_array().unwrap();
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert_eq!(
+        refs[0]["uid"],
+        second.metadata.uid.clone().unwrap().as_str()
+    );
+    assert!(is_controlled_by(
+        &result.object().metadata,
+        &second.metadata
+    ));
+}
