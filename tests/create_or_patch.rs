@@ -296,3 +296,108 @@ fn owner_references_built_from_the_owner_and_one_controller_only() {
     assert_eq!(cm.metadata.owner_references.as_ref().unwrap().len(), 2);
     assert!(is_controlled_by(&cm.metadata, &web.metadata));
 }
+
+/// Fields this manager applied inside a keyed list (an env var of container `app`, a value
+/// inside one) and then dropped from its intent: the apply is sent, and the server removes
+/// them. Read down to the first list only, the intent looked already there (the current
+/// container holds everything the intent's container has).
+#[test]
+fn server_side_apply_sees_fields_dropped_inside_keyed_lists() {
+    let server = ApiServer::start();
+    let pods = ApiResource::new("", "v1", "Pod", "pods", true);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(Client::new(server.client_config()).unwrap(), "lab", &pods);
+    let blank: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}}))
+    .unwrap();
+    let with_env = |env: Value| {
+        move |o: &mut DynamicObject| {
+            edit(o, |v| {
+                v["spec"] = json!({"containers": [{"name": "app", "image": "nginx", "env": env}]});
+            });
+            Ok(())
+        }
+    };
+    let env_of = |o: &DynamicObject| {
+        serde_json::to_value(o).unwrap()["spec"]["containers"][0]["env"].clone()
+    };
+    let apply = CreateOrPatch::new(&api).apply("lab-applier");
+    let both = json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]);
+    apply.run(blank.clone(), with_env(both.clone())).unwrap();
+    let same = apply.run(blank.clone(), with_env(both)).unwrap();
+    assert!(!same.changed(), "{}", same.as_str());
+    // B's value dropped: B stays, its value goes.
+    let valueless = json!([{"name": "A", "value": "1"}, {"name": "B"}]);
+    let dropped = apply
+        .run(blank.clone(), with_env(valueless.clone()))
+        .unwrap();
+    assert!(
+        matches!(dropped, OperationResult::Updated(_)),
+        "{}",
+        dropped.as_str()
+    );
+    assert_eq!(env_of(&api.get("web").unwrap()), valueless);
+    // The whole env of container `app` dropped.
+    let no_env = |o: &mut DynamicObject| {
+        edit(o, |v| {
+            v["spec"] = json!({"containers": [{"name": "app", "image": "nginx"}]});
+        });
+        Ok(())
+    };
+    let dropped = apply.run(blank.clone(), no_env).unwrap();
+    assert!(
+        matches!(dropped, OperationResult::Updated(_)),
+        "{}",
+        dropped.as_str()
+    );
+    let env = env_of(&api.get("web").unwrap());
+    assert!(
+        env.is_null() || env == json!([]),
+        "the env vars are gone: {env}"
+    );
+    let again = apply.run(blank, no_env).unwrap();
+    assert!(!again.changed(), "{}", again.as_str());
+}
+
+/// The owner deleted and created again under its name (a new uid): the owned object's
+/// controller entry is taken over by the new owner, as controller-runtime's
+/// `SetControllerReference` does, not refused as "already controlled" for ever.
+#[test]
+fn a_recreated_owner_takes_over_its_objects() {
+    let server = ApiServer::start();
+    let client = Client::new(server.client_config()).unwrap();
+    let deploys = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+    let deploy_api: Api<DynamicObject> = Api::namespaced_with(client, "lab", &deploys);
+    let spec = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}});
+    let api = api(&server);
+    let reconcile = |owner: &DynamicObject| {
+        create_or_patch(&api, blank("web-config"), |cm| {
+            cm.metadata
+                .set_controller_reference(OwnerReference::controller(owner, &deploys)?)?;
+            Ok(())
+        })
+    };
+    let first = deploy_api.create(&PostParams::default(), &spec).unwrap();
+    reconcile(&first).unwrap();
+    // The test server has no garbage collector: the ConfigMap outlives its first owner.
+    server.delete(&deploys, Some("lab"), "web").unwrap();
+    let second = deploy_api.create(&PostParams::default(), &spec).unwrap();
+    assert_ne!(first.metadata.uid, second.metadata.uid);
+    let result = reconcile(&second).unwrap();
+    assert!(
+        matches!(result, OperationResult::Updated(_)),
+        "{}",
+        result.as_str()
+    );
+    let stored = server.get(&cms(), Some("lab"), "web-config").unwrap();
+    let refs = stored["metadata"]["ownerReferences"].as_array().unwrap();
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert_eq!(
+        refs[0]["uid"],
+        second.metadata.uid.clone().unwrap().as_str()
+    );
+    assert!(is_controlled_by(
+        &result.object().metadata,
+        &second.metadata
+    ));
+}

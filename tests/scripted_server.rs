@@ -689,3 +689,52 @@ fn a_server_restored_behind_us_is_found_by_a_silent_watch() {
 fn a_server_restored_behind_us_is_found_by_a_too_large_watch() {
     restored_behind(false);
 }
+
+/// kube-apiserver's watch cache, when it cannot catch up within 3 s, answers a consistent
+/// list (`streaming`: a streaming list's ERROR event; else the paged list's 504) "too large".
+/// The reflector probes the server's version once and then waits its back-off (here an
+/// hour) before listing again: not the same list again at once, thousands of times.
+fn a_fresh_list_answered_too_large_backs_off(streaming: bool) {
+    let too_large = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: Too large resource version: 7, current: 5","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}"#;
+    let server = Scripted::start(move |_, path| {
+        if path.split(['?', '&']).any(|p| p == "limit=1") {
+            return Reply::Full(200, list_json("5", &[pod_json("a", "5")], None));
+        }
+        if is_watch(path) {
+            if path.contains("sendInitialEvents=true") {
+                return Reply::WatchEnd(vec![event("ERROR", too_large)]);
+            }
+            return Reply::WatchHold(Vec::new());
+        }
+        Reply::Full(504, too_large.to_owned())
+    });
+    let api: Api<DynamicObject> =
+        Api::all_with(Client::new(server.client_config()).unwrap(), &pods());
+    let config = ReflectorConfig::new()
+        .streaming_list(streaming)
+        .backoff(Duration::from_secs(3600), Duration::from_secs(3600));
+    let r = Reflector::start(api, Arc::new(DeltaFifo::new(None)), config).unwrap();
+    let requests = server.wait_for_requests(2);
+    assert_eq!(
+        requests[0].contains("sendInitialEvents=true"),
+        streaming,
+        "{requests:?}"
+    );
+    assert!(requests[1].contains("limit=1"), "the probe: {requests:?}");
+    wait_until("the failure is reported", || r.consecutive_failures() >= 1);
+    // Without the back-off the same list and probe would follow at once, again and again.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(server.requests().len(), 2, "{:?}", server.requests());
+    assert_eq!(r.stats().list_failures, 1);
+    r.stop();
+}
+
+#[test]
+fn a_streaming_list_answered_too_large_backs_off() {
+    a_fresh_list_answered_too_large_backs_off(true);
+}
+
+#[test]
+fn a_consistent_list_answered_too_large_backs_off() {
+    a_fresh_list_answered_too_large_backs_off(false);
+}

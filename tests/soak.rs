@@ -21,7 +21,10 @@
 //!   compaction of the history, every connection dropped, the server down for a while
 //!   (connections refused) and restarted on the same port, a restart with the history kept
 //!   (a new watch cache: watches from older versions get 410, paged lists at them answer the
-//!   old state), a restart after compaction; and, after some quiet periods, **a restore from
+//!   old state), a restart after compaction, a lagging watch cache (every watch and
+//!   streaming list refused as too large, hundreds of times over: the reflector must back
+//!   off between them, no more than one refusal per initial back-off, or the round fails);
+//!   and, after some quiet periods, **a restore from
 //!   a backup** taken a few rounds before (etcd restored: the server's versions and objects
 //!   go back below the informer's; writes pause until the informer is no longer ahead of the
 //!   server, since no client can tell a restore once the server's versions pass its own
@@ -544,6 +547,7 @@ fn run_soak(seed: u64, duration: Duration) {
         let phase_start = (Instant::now(), list_and_watch_requests(&server));
         let phase_end = Instant::now() + Duration::from_millis(rng.range(300, 2_500));
         let mut next_fault = Instant::now() + Duration::from_millis(rng.range(10, 200));
+        let mut storm: Option<Storm> = None;
         while Instant::now() < phase_end.min(deadline) {
             for _ in 0..rng.range(1, 20) {
                 let slot = (
@@ -585,10 +589,16 @@ fn run_soak(seed: u64, duration: Duration) {
                 late_added = true;
                 journal.note("handler 'late' added");
             }
-            if Instant::now() >= next_fault {
+            // After a storm, no other fault in this phase (see `Storm`).
+            if storm.is_none() && Instant::now() >= next_fault {
                 next_fault = Instant::now() + Duration::from_millis(rng.range(10, 250));
-                let name =
-                    inject_random_fault(&server, &mut rng, &mut silence_pending, &mut down_until);
+                let name = inject_random_fault(
+                    &server,
+                    &mut rng,
+                    &mut silence_pending,
+                    &mut down_until,
+                    &mut storm,
+                );
                 *counts.faults.entry(name).or_default() += 1;
                 journal.note(format!("fault: {name}"));
             }
@@ -609,6 +619,19 @@ fn run_soak(seed: u64, duration: Duration) {
             handlers.push(("late", late));
             late_added = true;
             journal.note("handler 'late' added");
+        }
+
+        if let Some(storm) = storm.take() {
+            // The lagging cache lasts a while, however late in the phase it came.
+            let lasts = storm.since + Duration::from_secs(2);
+            std::thread::sleep(lasts.saturating_duration_since(Instant::now()));
+            if let Err(why) = storm.check(&server, backoff_initial) {
+                counts.failures.push(format!(
+                    "seed {seed}, round {round}: {why}\n--- last events ---\n{}",
+                    journal.dump()
+                ));
+                break 'soak;
+            }
         }
 
         // Quiet period: no churn, no new faults; then exact convergence.
@@ -790,15 +813,45 @@ fn slot_name((ns, i): (usize, usize)) -> (&'static str, String) {
     (NAMESPACES[ns], format!("pod-{i:03}"))
 }
 
+/// A watch cache lagging behind etcd: every watch and streaming list refused as "too large
+/// resource version" (504), `injected` times over, from `since`; no other fault follows in
+/// the phase. Each refusal is a failed list or watch, so the reflector waits at least the
+/// initial back-off before the next (at most one relist comes at once: the switch from a
+/// watch at a version to a consistent list). A reflector that streams again at once uses up
+/// hundreds of them in a phase.
+struct Storm {
+    since: Instant,
+    injected: usize,
+}
+
+impl Storm {
+    /// At least `injected` minus every fault still pending were used by the storm's
+    /// requests: no more than one per initial back-off since it began, and two.
+    fn check(&self, server: &ApiServer, backoff_initial: Duration) -> Result<(), String> {
+        let used = self.injected.saturating_sub(server.pending_faults());
+        let elapsed = self.since.elapsed();
+        let bound = (elapsed.as_secs_f64() / backoff_initial.as_secs_f64()) as usize + 2;
+        if used > bound {
+            return Err(format!(
+                "{used} watches and streaming lists refused as too large in {elapsed:?}, \
+                 with an initial back-off of {backoff_initial:?}: at most {bound} (no back-off \
+                 after a failed list)"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Injects one random fault; returns its name for the counts.
 fn inject_random_fault(
     server: &ApiServer,
     rng: &mut Rng,
     silence: &mut bool,
     down_until: &mut Option<Instant>,
+    storm: &mut Option<Storm>,
 ) -> &'static str {
     let any_target = |rng: &mut Rng| rng.pick(&[Target::Any, Target::List, Target::Watch]);
-    match rng.below(16) {
+    match rng.below(17) {
         0 => {
             server.inject(
                 Target::Watch,
@@ -868,6 +921,23 @@ fn inject_random_fault(
                 .restart()
                 .unwrap_or_else(|e| panic!("the test API server cannot restart: {e}"));
             "restart with history kept"
+        }
+        16 if down_until.is_none() => {
+            // Alone: faults still pending (a stall, a watch gone silent) would hold the
+            // reflector elsewhere, and the storm would say nothing.
+            server.clear_faults();
+            *silence = false;
+            let injected = rng.range(300, 1_000) as usize;
+            for _ in 0..injected {
+                server.inject(Target::Watch, Fault::TooLargeResourceVersion);
+            }
+            *storm = Some(Storm {
+                since: Instant::now(),
+                injected,
+            });
+            // The open watch ends, so the next watch and list meet the lagging cache.
+            server.disconnect_all();
+            "streaming list refused as too large, repeatedly"
         }
         13 if down_until.is_none() => {
             // Away for a while (connections refused, changes go on), then back on the same

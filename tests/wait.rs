@@ -384,3 +384,95 @@ fn an_established_crd_that_discovery_does_not_list_is_not_served() {
         other => panic!("expected a timeout, got {other:?}"),
     }
 }
+
+/// An installer allowed to manage CRDs but not to list their objects: the probe's list is
+/// answered 403 by the resource's own handler, which means served (only 404 and transient
+/// answers mean "not yet").
+#[test]
+fn a_forbidden_probe_means_served() {
+    let server = ApiServer::builder()
+        .custom_resource_definition(&gadget_crd())
+        .unwrap()
+        .start();
+    let client = Client::new(server.client_config()).unwrap();
+    // The test server establishes the CRD as it is written; the wait's own list of the CRD
+    // passes, the probe of the new resource answers 403 (an installer allowed to manage
+    // CRDs, not to list their objects).
+    server.inject(Target::List, Fault::Stall(Duration::ZERO));
+    server.inject(Target::List, Fault::status(403));
+    let crd = apply_crd(&client, &gadget_crd(), "lab-installer", PATIENCE).unwrap();
+    assert_eq!(crd.metadata.name(), "gadgets.lab.example.com");
+    assert_eq!(
+        requests_with(&server, &["GET /apis/lab.example.com/v1/gadgets?limit=1"]),
+        1,
+        "{:?}",
+        server.requests()
+    );
+}
+
+/// The caller's own resourceVersion precondition, stale: kube-apiserver answers 409 and the
+/// object stays. That is not "deleted": the 409 is the answer, the object still there.
+/// A uid precondition of the caller's that fails (the object was replaced) is "gone".
+#[test]
+fn delete_with_a_stale_resource_version_precondition_is_not_gone() {
+    let server = ApiServer::start();
+    server
+        .create(
+            &cms(),
+            json!({"metadata": {"name": "kept", "namespace": "lab"}}),
+        )
+        .unwrap();
+    let api = api(&server, &cms());
+    let stale = api
+        .get("kept")
+        .unwrap()
+        .metadata
+        .resource_version()
+        .to_owned();
+    server
+        .patch(
+            &cms(),
+            Some("lab"),
+            "kept",
+            &json!({"data": {"moved": "on"}}),
+        )
+        .unwrap();
+    let params = DeleteParams::default().precondition_resource_version(&stale);
+    let err = delete_and_wait(&api, "kept", &params, PATIENCE).unwrap_err();
+    match &err {
+        WaitError::Api(e) => assert!(e.is_conflict(), "{e}"),
+        other => panic!("expected the 409, got {other:?}"),
+    }
+    assert!(api.get("kept").is_ok(), "the object is still there");
+    // With the current version it goes.
+    let current = api
+        .get("kept")
+        .unwrap()
+        .metadata
+        .resource_version()
+        .to_owned();
+    let params = DeleteParams::default().precondition_resource_version(&current);
+    delete_and_wait(&api, "kept", &params, PATIENCE).unwrap();
+    assert!(api.get("kept").unwrap_err().is_not_found());
+    // The caller's uid names an object replaced under the same name: that one is gone,
+    // and the new one is left alone.
+    let old_uid = server
+        .create(
+            &cms(),
+            json!({"metadata": {"name": "kept", "namespace": "lab"}}),
+        )
+        .unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.delete(&cms(), Some("lab"), "kept").unwrap();
+    server
+        .create(
+            &cms(),
+            json!({"metadata": {"name": "kept", "namespace": "lab"}}),
+        )
+        .unwrap();
+    let params = DeleteParams::default().precondition_uid(&old_uid);
+    delete_and_wait(&api, "kept", &params, PATIENCE).unwrap();
+    assert!(api.get("kept").is_ok(), "the new object is left alone");
+}

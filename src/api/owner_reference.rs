@@ -12,8 +12,11 @@
 //!   with `controller: true` and `blockOwnerDeletion: true` (foreground deletion of the
 //!   owner waits for this object);
 //! - an object has at most one controller: setting a controller reference on an object
-//!   already controlled by another owner (another uid) is refused with
-//!   [`AlreadyOwnedError`], which names that controller;
+//!   already controlled by another object (another API group, kind or name) is refused
+//!   with [`AlreadyOwnedError`], which names that controller; a controller entry for the
+//!   same group, kind and name with another uid (the owner deleted and created again) is
+//!   replaced, as controller-runtime's `referSameObject` decides — else the objects of a
+//!   recreated owner would stay "already controlled" for ever;
 //! - setting a reference replaces the entry that points at the same object (same API group,
 //!   kind and name, whatever the version), so that setting it again changes nothing and a
 //!   recreated owner (new uid) takes its old entry's place;
@@ -131,8 +134,9 @@ impl From<AlreadyOwnedError> for Error {
 /// `SetOwnerReference`):
 ///
 /// - an object has at most one controller: setting a controller reference on an object
-///   already controlled by another owner (another uid) is refused with
-///   [`AlreadyOwnedError`], which names that controller;
+///   already controlled by another object (another API group, kind or name) is refused
+///   with [`AlreadyOwnedError`], which names that controller; the same owner recreated
+///   (same group, kind and name, another uid) takes the entry over;
 /// - setting a reference replaces the entry that points at the same object (same API group,
 ///   kind and name, whatever the version), so that setting it again changes nothing and a
 ///   recreated owner (new uid) takes its old entry's place.
@@ -142,8 +146,9 @@ impl From<AlreadyOwnedError> for Error {
 /// another owner).
 pub trait OwnerReferences: Meta {
     /// Sets `reference` as the controller: refused with [`AlreadyOwnedError`] when another
-    /// owner (another uid) is the controller; otherwise it replaces the entry pointing at
-    /// the same object (group, kind, name), or is added. `controller` is forced to true.
+    /// object (another group, kind or name) is the controller; otherwise it replaces the
+    /// entry pointing at the same object (group, kind, name, whatever its uid: a recreated
+    /// owner takes over), or is added. `controller` is forced to true.
     fn set_controller_reference(
         &mut self,
         reference: OwnerReference,
@@ -199,22 +204,28 @@ fn upsert<R>(list: &mut Vec<R>, new: R, view: impl Fn(&R) -> (&str, &str, &str))
     at
 }
 
+/// Refuses a controller reference when the object's controller is another object (client-go's
+/// `referSameObject`: group, kind and name; the uid is not compared, so a recreated owner
+/// replaces its old entry).
 fn refuse_other_controller<M: Meta>(
     meta: &M,
-    uid: &str,
+    reference: &OwnerReference,
 ) -> std::result::Result<(), AlreadyOwnedError> {
+    let wanted = (&*reference.api_version, &*reference.kind, &*reference.name);
     match meta.controller() {
-        Some(c) if c.uid != uid => Err(AlreadyOwnedError {
-            object: meta.key(),
-            controller: OwnerReference {
-                api_version: c.api_version.into(),
-                kind: c.kind.into(),
-                name: c.name.into(),
-                uid: c.uid.into(),
-                controller: Some(true),
-                block_owner_deletion: Some(c.block_owner_deletion),
-            },
-        }),
+        Some(c) if !same_object((c.api_version, c.kind, c.name), wanted) => {
+            Err(AlreadyOwnedError {
+                object: meta.key(),
+                controller: OwnerReference {
+                    api_version: c.api_version.into(),
+                    kind: c.kind.into(),
+                    name: c.name.into(),
+                    uid: c.uid.into(),
+                    controller: Some(true),
+                    block_owner_deletion: Some(c.block_owner_deletion),
+                },
+            })
+        }
         _ => Ok(()),
     }
 }
@@ -224,7 +235,7 @@ impl OwnerReferences for ObjectMeta {
         &mut self,
         mut reference: OwnerReference,
     ) -> std::result::Result<(), AlreadyOwnedError> {
-        refuse_other_controller(self, &reference.uid)?;
+        refuse_other_controller(self, &reference)?;
         reference.controller = Some(true);
         let list = self.owner_references.get_or_insert_with(Vec::new);
         upsert(list, reference, |r| (&r.api_version, &r.kind, &r.name));
@@ -276,7 +287,7 @@ mod k8s {
             &mut self,
             mut reference: OwnerReference,
         ) -> std::result::Result<(), AlreadyOwnedError> {
-            refuse_other_controller(self, &reference.uid)?;
+            refuse_other_controller(self, &reference)?;
             reference.controller = Some(true);
             let list = self.owner_references.get_or_insert_with(Vec::new);
             upsert(list, convert(reference), view);
@@ -369,6 +380,32 @@ mod tests {
         assert!(meta.remove_owner_reference("u1"));
         assert!(meta.controller().is_none());
         assert!(!meta.remove_owner_reference("u1"));
+    }
+
+    #[test]
+    fn a_recreated_controller_takes_its_old_controller_entry() {
+        let mut meta = ObjectMeta::default();
+        let old = OwnerReference::controller(&owner("web", "u1"), &deployments("v1")).unwrap();
+        meta.set_controller_reference(old).unwrap();
+        let new = OwnerReference::controller(&owner("web", "u9"), &deployments("v1")).unwrap();
+        meta.set_controller_reference(new).unwrap();
+        let list = meta.owner_references.as_ref().unwrap();
+        assert_eq!(list.len(), 1);
+        assert_eq!(&*list[0].uid, "u9");
+        assert!(is_controlled_by_uid(&meta, "u9"));
+        // Another kind or another group under the same name is another object.
+        let other_kind = OwnerReference::controller(
+            &owner("web", "u9"),
+            &ApiResource::new("apps", "v1", "StatefulSet", "statefulsets", true),
+        )
+        .unwrap();
+        assert!(meta.set_controller_reference(other_kind).is_err());
+        let other_group = OwnerReference::controller(
+            &owner("web", "u9"),
+            &ApiResource::new("lab.example.com", "v1", "Deployment", "deployments", true),
+        )
+        .unwrap();
+        assert!(meta.set_controller_reference(other_group).is_err());
     }
 
     #[test]

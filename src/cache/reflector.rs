@@ -24,7 +24,11 @@
 //!   FIFO), or answers 410, "too large", or refuses the parameters (400, 422: a proxy or
 //!   an old aggregated server), a consistent list follows at once (resourceVersion unset).
 //!   A watch the server cannot serve yet ("too large resource version") relists
-//!   consistently too (after the client's own `Retry-After` retries of the 504). A relist
+//!   consistently too (after the client's own `Retry-After` retries of the 504). Only that
+//!   switch, from a list or watch at a version to a consistent list, may come at once: a
+//!   consistent list (paged or streaming) answered "too large" — kube-apiserver's watch
+//!   cache says so when it cannot catch up within 3 s — is a failed list like any 5xx, and
+//!   the next one waits its back-off. A relist
 //!   after a 410 that comes less than two minutes after the previous list first waits on its
 //!   own back-off (0.8 s doubling to 30 s): no sequence of answers makes list → watch → 410
 //!   a loop;
@@ -90,8 +94,9 @@
 //! streaming list cannot contain, or the closing bookmark does not come within a deadline),
 //! the reflector falls back to a paged list and remembers not to try again. Any other
 //! failure (410, 5xx, a dropped connection, an ERROR event with another Status in the
-//! middle of the initial events) says nothing about support: the reflector backs off as
-//! after any failed list and streams again.
+//! middle of the initial events, a 504 "too large resource version" from a lagging watch
+//! cache) says nothing about support: the reflector backs off as after any failed list and
+//! streams again.
 //!
 //! **Stopping returns within a second**, whatever the reflector is doing: every request it
 //! makes carries a [`Cancel`] token, which ends the client-side rate-limit wait, a
@@ -775,10 +780,18 @@ impl<K: Object> Run<K> {
                             // Ahead of the server: a lagging cache, or a server restored
                             // behind us. Either way only a consistent list gets back; the
                             // probe tells which, for the health view and the counters.
-                            match self.server_behind() {
+                            let next = match self.server_behind() {
                                 Some(why) => self.relist_behind(&why),
                                 None => Next::List(ListFrom::Fresh),
+                            };
+                            // Only the switch from a list at a version to a fresh one is
+                            // immediate. A fresh list answered "too large" (a watch cache
+                            // that cannot catch up within its 3 s) would be answered the
+                            // same at once: it waits its back-off like any failed list.
+                            if !at_version && self.shared.stop.sleep(backoff.next_delay()) {
+                                return;
                             }
+                            next
                         } else if at_version && (version_unavailable(&e) || refused(&e)) {
                             Next::List(ListFrom::Fresh)
                         } else {

@@ -77,8 +77,8 @@ impl<K> OperationResult<K> {
 ///   apply configuration holds only the fields its manager cares about: taking the whole
 ///   current object would make it co-own every field of every other writer). The apply is
 ///   sent unless the current object already holds every field of the intent with its value
-///   and the manager owns no field the intent dropped (read from `managedFields`; applying
-///   would remove such a field). No resourceVersion is sent: the server merges by field
+///   and the manager owns no field the intent dropped (read from `managedFields`, down into
+///   keyed lists: an env var of a container; applying would remove such a field). No resourceVersion is sent: the server merges by field
 ///   ownership, so a stale read can only cost an extra, harmless apply, or skip one that
 ///   the next reconcile (after the cache catches up) makes. A field another manager owns
 ///   with another value fails with 409 unless [`force`](Self::force) is set; it is
@@ -406,8 +406,9 @@ pub(crate) fn contains(current: &Value, intent: &Value) -> bool {
 
 /// True when `manager`'s last apply (its `Apply` entry in `managedFields`) owns a field that
 /// `intent` no longer sets: applying would remove it, so the apply is needed. Paths are
-/// compared down to the first list (`k:`, `v:`, `i:` entries: the intent's list as a whole
-/// counts as present).
+/// followed into lists too: an element of a keyed list (`k:{"name":"app"}`: a container, an
+/// env var) must still be in the intent's list, and so must every field owned inside it; a
+/// value of a set (`v:"x"`) must still be in it.
 fn drops_owned_field(current: &Value, manager: &str, intent: &Value) -> bool {
     let Some(entries) = current
         .pointer("/metadata/managedFields")
@@ -428,26 +429,65 @@ fn drops_owned_field(current: &Value, manager: &str, intent: &Value) -> bool {
         .any(|e| owned_missing(&e["fieldsV1"], intent))
 }
 
-/// Whether some `f:` path of a `fieldsV1` set is missing from `intent`.
+/// Whether some path of a `fieldsV1` set is missing from `intent`.
 fn owned_missing(fields: &Value, intent: &Value) -> bool {
     let Value::Object(set) = fields else {
         return false;
     };
     set.iter().any(|(key, sub)| {
-        let Some(member) = key.strip_prefix("f:") else {
-            // `.`, `k:{..}`, `v:..`, `i:..`: a list or the node itself; the intent's
-            // container being there is enough.
+        if let Some(member) = key.strip_prefix("f:") {
+            return match intent {
+                Value::Object(m) => match m.get(member) {
+                    None | Some(Value::Null) => true,
+                    Some(v) => owned_missing(sub, v),
+                },
+                _ => false,
+            };
+        }
+        let Value::Array(items) = intent else {
+            // `.` (the node itself), or a list entry where the intent has no list.
             return false;
         };
-        match intent {
-            Value::Object(m) => match m.get(member) {
-                None | Some(Value::Null) => true,
-                Some(v @ Value::Object(_)) => owned_missing(sub, v),
-                Some(_) => false,
-            },
-            _ => false,
+        if let Some(k) = key.strip_prefix("k:") {
+            // An entry whose key does not parse is the server's business, not a drop.
+            let Ok(Value::Object(want)) = serde_json::from_str::<Value>(k) else {
+                return false;
+            };
+            return match keyed_element(items, &want) {
+                Some(item) => owned_missing(sub, item),
+                None => true,
+            };
         }
+        if let Some(v) = key.strip_prefix("v:") {
+            return serde_json::from_str::<Value>(v).is_ok_and(|v| !items.contains(&v));
+        }
+        // `i:<index>` (atomic lists are owned whole, never by index in an apply's set).
+        false
     })
+}
+
+/// The element of a keyed list whose key fields are `key`: one with every key field equal,
+/// else one with those it has equal (at least one) and the others left out (the server
+/// defaults a missing key field, as a port's `protocol`, before it records the key).
+fn keyed_element<'v>(items: &'v [Value], key: &Map<String, Value>) -> Option<&'v Value> {
+    let matches = |item: &Value, lenient: bool| {
+        let Value::Object(item) = item else {
+            return false;
+        };
+        let mut present = 0;
+        let equal = key.iter().all(|(k, want)| match item.get(k) {
+            Some(got) => {
+                present += 1;
+                got == want
+            }
+            None => lenient,
+        });
+        equal && present > 0
+    };
+    items
+        .iter()
+        .find(|item| matches(item, false))
+        .or_else(|| items.iter().find(|item| matches(item, true)))
 }
 
 #[cfg(test)]
@@ -497,5 +537,46 @@ mod tests {
             &json!({"data": {"a": "1", "b": "2"}})
         ));
         assert!(!drops_owned_field(&current, "nobody", &json!({})));
+    }
+
+    #[test]
+    fn fields_owned_inside_keyed_list_elements_count() {
+        let current = json!({"metadata": {"managedFields": [
+            {"manager": "me", "operation": "Apply", "fieldsV1": {"f:spec": {"f:containers": {
+                "k:{\"name\":\"app\"}": {".": {}, "f:name": {}, "f:image": {},
+                    "f:env": {"k:{\"name\":\"A\"}": {".": {}, "f:name": {}, "f:value": {}},
+                              "k:{\"name\":\"B\"}": {".": {}, "f:name": {}, "f:value": {}}},
+                    "f:ports": {"k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}}},
+                "k:{\"name\":\"side\"}": {".": {}, "f:name": {}}},
+                "f:finalizers": {"v:\"x\"": {}}}}}]}});
+        let container = |env: Value| json!({"name": "app", "image": "nginx", "env": env, "ports": [{"containerPort": 80}]});
+        let all = json!({"spec": {"containers": [
+            container(json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])),
+            {"name": "side"}], "finalizers": ["x"]}});
+        assert!(!drops_owned_field(&current, "me", &all));
+        // An env var dropped from container `app`.
+        let no_b = json!({"spec": {"containers": [
+            container(json!([{"name": "A", "value": "1"}])), {"name": "side"}],
+            "finalizers": ["x"]}});
+        assert!(drops_owned_field(&current, "me", &no_b));
+        // A field dropped inside a kept env var.
+        let b_valueless = json!({"spec": {"containers": [
+            container(json!([{"name": "A", "value": "1"}, {"name": "B"}])), {"name": "side"}],
+            "finalizers": ["x"]}});
+        assert!(drops_owned_field(&current, "me", &b_valueless));
+        // A whole container dropped; a set value dropped.
+        let no_side = json!({"spec": {"containers": [
+            container(json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]))],
+            "finalizers": ["x"]}});
+        assert!(drops_owned_field(&current, "me", &no_side));
+        // An element that cannot be told apart (no key field) is not the owned one.
+        let unnamed = json!({"spec": {"containers": [
+            container(json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])),
+            {"image": "side"}], "finalizers": ["x"]}});
+        assert!(drops_owned_field(&current, "me", &unnamed));
+        let no_x = json!({"spec": {"containers": [
+            container(json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])),
+            {"name": "side"}], "finalizers": []}});
+        assert!(drops_owned_field(&current, "me", &no_x));
     }
 }

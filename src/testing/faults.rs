@@ -45,6 +45,11 @@ pub enum Fault {
     /// event with a Status of this code (410 `Expired`, 504 `Timeout`, else
     /// `InternalError`), then the body ends properly, as kube-apiserver ends a failed watch.
     ErrorEventAfter(usize, u16),
+    /// Refused as "too large resource version", as kube-apiserver's watch cache refuses a
+    /// request it cannot serve within 3 s (it lags behind etcd): a watch (a streaming list
+    /// too) gets one ERROR event, 504 `Timeout` with the cause `ResourceVersionTooLarge`,
+    /// before any event; any other request a 504 with that Status.
+    TooLargeResourceVersion,
     /// Watch: send a line that is not JSON before the first event.
     GarbageLine,
     /// Wait this long before answering.
@@ -88,6 +93,10 @@ impl Faults {
                 || (*t == Target::ListContinue && kind == Target::List && continued)
         })?;
         Some(self.pending.remove(i).1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.pending.len()
     }
 
     pub fn clear(&mut self) {

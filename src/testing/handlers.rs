@@ -229,6 +229,11 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         drop(store);
         fault = None;
     }
+    if matches!(fault, Some(Fault::TooLargeResourceVersion)) && kind != Target::Watch {
+        let current = shared.store.lock().rv;
+        let st = read_versions::too_large(current + 1, current);
+        return outcome(write_status(peer, &st, &[]));
+    }
     if let Some(Fault::Status { code, retry_after }) = fault {
         let st = Status::failure(
             code,
@@ -767,6 +772,13 @@ fn watch<S: Peer>(
                     refused = Some(read_versions::watch_too_old(rv, window_start));
                 }
             }
+        }
+        if matches!(fault, Some(Fault::TooLargeResourceVersion)) {
+            initial.clear();
+            refused = Some(read_versions::too_large(
+                rv.unwrap_or(0).max(current + 1),
+                current,
+            ));
         }
         (cursor, initial, kind, api_version, refused, epoch)
     };

@@ -637,6 +637,11 @@ impl ApiServer {
         self.shared.faults.lock().push(target, fault);
     }
 
+    /// How many injected faults no request has used yet.
+    pub fn pending_faults(&self) -> usize {
+        self.shared.faults.lock().len()
+    }
+
     /// Drops all faults not yet used.
     pub fn clear_faults(&self) {
         self.shared.faults.lock().clear();

@@ -7,7 +7,10 @@
 //! creates its first custom object as soon as the CRD is Established fails now and then.
 //! [`wait_crd_served`] waits for `Established`, then for every served version to be listed
 //! by discovery (`/apis/GROUP/VERSION`) *and* to answer a list (`?limit=1`) with something
-//! other than 404, polling with back-off (jitter, capped at 1 s) until the timeout.
+//! other than 404, polling with back-off (jitter, capped at 1 s) until the timeout. Any
+//! other answer to that list, a 403 included (an installer may manage CRDs without the
+//! right to list their objects), comes from the resource's handler and means served; only
+//! a transient one (429, 5xx, a dropped connection) is asked again.
 //!
 //! [`apply_crd`] installs or updates the definition first, with server-side apply (forced:
 //! an installer owns its CRD's fields, and takes them back from a hand edit).
@@ -116,8 +119,9 @@ pub fn apply_crd<C: Serialize>(
 /// creates its first custom object as soon as the CRD is Established fails now and then.
 /// So after `Established` ([`Wait`] with [`crd_established`](super::conditions::crd_established)),
 /// every served version must be listed by `/apis/GROUP/VERSION` *and* answer a list
-/// (`?limit=1`) with something other than 404, polled with back-off (jitter, capped at 1 s)
-/// until the timeout. To stop it from another thread, give the client a
+/// (`?limit=1`) with something other than 404 (a 403 means served too: the caller may lack
+/// the right to list the objects; a transient answer is asked again), polled with back-off
+/// (jitter, capped at 1 s) until the timeout. To stop it from another thread, give the client a
 /// [`Cancel`](crate::client::Cancel) ([`Client::with_cancel`]).
 pub fn wait_crd_served(
     client: &Client,
@@ -212,7 +216,13 @@ fn not_yet_served(client: &Client, spec: &Value) -> crate::Result<Option<String>
                     "{plural}.{group}/{version} to answer (404 after Established)"
                 )))
             }
-            Err(e) => return Err(e),
+            // A cancel, or an answer that says nothing yet (429, 5xx, a dropped connection).
+            Err(e) if e.is_cancelled() || e.is_transient() => return Err(e),
+            // Any other answer comes from the resource's own handler: served. A 403 is the
+            // usual one: an installer allowed to manage CRDs, not to list their objects.
+            Err(e) => {
+                log::debug!("wait_crd_served: {plural}.{group}/{version} answers ({e}): served")
+            }
         }
     }
     Ok(None)
