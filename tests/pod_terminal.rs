@@ -21,8 +21,12 @@ fn pty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
     rustix::pty::grantpt(&master).unwrap();
     rustix::pty::unlockpt(&master).unwrap();
     let name = rustix::pty::ptsname(&master, Vec::new()).unwrap();
-    let slave = rustix::fs::open(name.as_c_str(), OFlags::RDWR | OFlags::NOCTTY, Mode::empty())
-        .unwrap();
+    let slave = rustix::fs::open(
+        name.as_c_str(),
+        OFlags::RDWR | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .unwrap();
     resize(&master, cols, rows);
     (master, slave)
 }
@@ -41,11 +45,7 @@ fn resize(master: &OwnedFd, cols: u16, rows: u16) {
 fn modes(t: &Termios) -> String {
     format!(
         "{:?} {:?} {:?} {:?} {:?}",
-        t.input_modes,
-        t.output_modes,
-        t.control_modes,
-        t.local_modes,
-        t.special_codes
+        t.input_modes, t.output_modes, t.control_modes, t.local_modes, t.special_codes
     )
 }
 
@@ -80,7 +80,12 @@ fn read_until(rx: &crossbeam_channel::Receiver<Vec<u8>>, seen: &mut Vec<u8>, wan
     while !seen.windows(want.len()).any(|w| w == want) {
         let more = rx
             .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("{:?} never shown; saw {seen:?}", String::from_utf8_lossy(want)));
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{:?} never shown; saw {seen:?}",
+                    String::from_utf8_lossy(want)
+                )
+            });
         seen.extend(more);
     }
 }
@@ -103,7 +108,9 @@ fn tty_session_sends_the_size_then_each_change_and_restores_the_terminal() {
     let rt = server.runtime();
     let (master, slave) = pty(80, 24);
     let before = termios::tcgetattr(&slave).unwrap();
-    assert!(before.local_modes.contains(LocalModes::ICANON | LocalModes::ECHO));
+    assert!(before
+        .local_modes
+        .contains(LocalModes::ICANON | LocalModes::ECHO));
     let term = terminal(&slave);
     let process = client.exec("lab", "web", &shell()).unwrap();
     let session = std::thread::spawn(move || process.run_tty(&term));
@@ -113,7 +120,9 @@ fn tty_session_sends_the_size_then_each_change_and_restores_the_terminal() {
     // The size first, in raw mode already (kubectl sets raw mode, then sends the size).
     wait_for("the first size", || rt.sizes() == [(80, 24)]);
     let raw = termios::tcgetattr(&slave).unwrap();
-    assert!(!raw.local_modes.intersects(LocalModes::ICANON | LocalModes::ECHO | LocalModes::ISIG));
+    assert!(!raw
+        .local_modes
+        .intersects(LocalModes::ICANON | LocalModes::ECHO | LocalModes::ISIG));
 
     // A window change: the new size, sent on the signal.
     resize(&master, 120, 40);

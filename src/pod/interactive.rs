@@ -59,9 +59,15 @@ impl Process {
         #[cfg(unix)]
         {
             use std::os::fd::AsFd;
-            let input = io::stdin().as_fd().try_clone_to_owned().map_err(io_error)?;
+            // No stdin at all (closed by the caller's caller): the session's stdin ends at once.
+            let input = io::stdin().as_fd().try_clone_to_owned().ok();
             let mut out = io::stdout().lock();
-            self.drive_fd(input.as_fd(), &mut out, &mut io::stderr(), None)
+            self.drive_fd(
+                input.as_ref().map(|i| i.as_fd()),
+                &mut out,
+                &mut io::stderr(),
+                None,
+            )
         }
         #[cfg(not(unix))]
         {
@@ -146,7 +152,8 @@ impl Process {
                 "run_tty needs a session opened with a TTY (ExecParams::tty)".into(),
             ));
         };
-        let mut out = std::fs::File::from(terminal.output().try_clone_to_owned().map_err(io_error)?);
+        let mut out =
+            std::fs::File::from(terminal.output().try_clone_to_owned().map_err(io_error)?);
         let raw = terminal.raw_mode().map_err(io_error)?;
         // Listening before the first size is read: a change between the two is not lost.
         let (winch, notify) = UnixStream::pair().map_err(io_error)?;
@@ -163,7 +170,7 @@ impl Process {
         // kubectl sends the size before anything else; a failed send shows in the wait.
         sizes.send_if_changed();
         let result = self.drive_fd(
-            terminal.input(),
+            Some(terminal.input()),
             &mut out,
             &mut io::sink(),
             Some(&mut sizes),
@@ -179,14 +186,20 @@ impl Process {
     #[cfg(unix)]
     fn drive_fd(
         mut self,
-        input: std::os::fd::BorrowedFd<'_>,
+        input: Option<std::os::fd::BorrowedFd<'_>>,
         stdout: &mut dyn Write,
         stderr: &mut (dyn Write + Send),
         sizes: Option<&mut Sizes<'_>>,
     ) -> Result<ExitStatus> {
         use std::os::unix::net::UnixStream;
 
-        let session_in = self.stdin();
+        let mut session_in = self.stdin();
+        let Some(input) = input else {
+            if let Some(mut s) = session_in.take() {
+                let _ = s.close();
+            }
+            return self.copy_out(stdout, stderr);
+        };
         let (wake_rx, wake_tx) = UnixStream::pair().map_err(io_error)?;
         std::thread::scope(|s| {
             let pump = std::thread::Builder::new()
@@ -201,7 +214,11 @@ impl Process {
     }
 
     /// Copies stdout here and stderr on a scoped thread until the session ends, then waits.
-    fn copy_out(mut self, stdout: &mut dyn Write, stderr: &mut (dyn Write + Send)) -> Result<ExitStatus> {
+    fn copy_out(
+        mut self,
+        stdout: &mut dyn Write,
+        stderr: &mut (dyn Write + Send),
+    ) -> Result<ExitStatus> {
         let out = self.stdout();
         let err = self.stderr();
         std::thread::scope(|s| {
