@@ -285,9 +285,15 @@ impl InformerScope {
     }
 }
 
-/// Hands out shared informers, one per resource, and runs them together. Unless told
-/// otherwise ([`FactoryOptions`], [`set_scope`](Self::set_scope)) each informer caches every
-/// object of its resource in the cluster: see the [module docs](self).
+/// Hands out shared informers, one per resource, and runs them together.
+///
+/// **By default, the whole cluster**: every namespace, no selector, as client-go's factory.
+/// Its informer of ConfigMaps caches every ConfigMap in the cluster, and so does a
+/// controller's [`owns`](crate::controller::ControllerBuilder::owns) given that informer
+/// (the memory of all of them, and RBAC to list and watch them cluster-wide). Narrow it for
+/// every resource ([`FactoryOptions::namespace`], [`FactoryOptions::labels`]) or for one
+/// ([`set_scope`](Self::set_scope), with an example), as controller-runtime's cache options
+/// do.
 ///
 /// ```no_run
 /// # use kube_informer::{Client, ClientConfig, api::{ApiResource, DynamicObject}};
