@@ -40,7 +40,8 @@ impl Process {
     /// Wires the session to this program's stdin, stdout and stderr until it ends, and gives
     /// how the command ended (`kubectl exec -i POD -- CMD`; without `-i`, open the session
     /// without stdin and nothing is read). The session's stdin is closed when the program's
-    /// ends, so a command reading to the end (`cat`, `sh -s`, `tar x`) finishes.
+    /// ends, so a command reading to the end (`cat`, `sh -s`, `tar x`) finishes. The
+    /// program's stdout is locked for the session (other threads' prints wait for its end).
     ///
     /// ```
     /// # use kube_informer::testing::{ApiServer, CommandOutput};
