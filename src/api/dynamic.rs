@@ -733,9 +733,7 @@ mod tests {
         assert!(!pod.remove(&["data"]).unwrap());
         assert_eq!(serde_json::to_string(&pod).unwrap(), before);
         // Null left at a path that was there removes it.
-        let old = pod
-            .edit(&["status", "podIP"], |ip| std::mem::take(ip))
-            .unwrap();
+        let old = pod.edit(&["status", "podIP"], std::mem::take).unwrap();
         assert_eq!(old, "10.0.0.7");
         assert_eq!(pod.field("status").unwrap().get(), r#"{"phase":"Running"}"#);
         assert!(pod.remove(&["status"]).unwrap());
