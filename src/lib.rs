@@ -21,6 +21,11 @@
 //!   replicas share the work;
 //! - [`manager`]: several controllers over one factory, with health checks, probes (feature
 //!   `probes`) and metrics (feature `metrics`, module `metrics`);
+//! - [`pod`]: logs (a follow that resumes), eviction and drain; with the `ws` feature, exec
+//!   and attach (wired to the program's stdin, stdout and stderr, or to its terminal, in one
+//!   call), port-forward and cp;
+//! - `serve` and `webhook` (features `probes` / `webhook`): a bounded HTTP(S) server,
+//!   admission and conversion webhooks;
 //! - `testing` (with the `testing` feature, off by default): an API server on 127.0.0.1 for
 //!   tests and demos.
 //!
@@ -132,7 +137,7 @@
 //! assert_eq!(err.status().unwrap().field_manager_conflicts()[0].field, ".data.color");
 //! let applied = api.patch("settings", &PatchParams::apply("tour").force(), &Patch::Apply(&apply))?;
 //! assert_eq!(applied.metadata.label("tier"), Some("web"));
-//! assert_eq!(applied.decode_field::<serde_json::Value>("data").unwrap().unwrap()["color"], "green");
+//! assert_eq!(applied.get::<String>(&["data", "color"])?.as_deref(), Some("green"));
 //!
 //! api.delete("settings", &DeleteParams::default())?;
 //! assert!(api.get("settings").unwrap_err().is_not_found()); // 404

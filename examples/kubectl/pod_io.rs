@@ -7,11 +7,11 @@
 //! ```text
 //! cargo run --features ws --example kubectl -- exec --demo web -- echo hello
 //! echo hi | cargo run --features ws --example kubectl -- exec --demo -i web -- cat
+//! cargo run --features ws --example kubectl -- exec --demo -it web -- cat   # Ctrl-D ends it
 //! cargo run --features ws --example kubectl -- port-forward --demo web :80 --duration 5
 //! cargo run --features ws --example kubectl -- attach --demo -i web
 //! ```
 
-use std::io::{Read, Write};
 use std::time::Duration;
 
 use kube_informer::config::{Config, KubeconfigOptions};
@@ -145,11 +145,34 @@ fn run(a: &Args) -> Result<i32, String> {
             } else {
                 ExecParams::attach()
             };
-            p = p.stdin(a.stdin).tty(a.tty);
+            // kubectl's rules: a TTY only with stdin, and only when stdin is a terminal
+            // (otherwise a warning, and the session goes on without one).
+            let mut tty = a.tty && a.stdin;
+            #[cfg(unix)]
+            let terminal = if tty {
+                kube_informer::pod::Terminal::stdio()
+                    .map_err(|_| {
+                        eprintln!(
+                            "Unable to use a TTY - input is not a terminal or the right kind of file"
+                        );
+                        tty = false;
+                    })
+                    .ok()
+            } else {
+                None
+            };
+            #[cfg(not(unix))]
+            if tty {
+                eprintln!(
+                    "Unable to use a TTY - input is not a terminal or the right kind of file"
+                );
+                tty = false;
+            }
+            p = p.stdin(a.stdin).tty(tty);
             if let Some(c) = &a.container {
                 p = p.container(c.clone());
             }
-            let mut proc = if a.sub == "exec" {
+            let proc = if a.sub == "exec" {
                 if a.rest.len() < 2 {
                     return Err("exec needs a command after the pod (POD -- COMMAND ...)".into());
                 }
@@ -158,38 +181,16 @@ fn run(a: &Args) -> Result<i32, String> {
                 client.attach(&ns, &pod, &p)
             }
             .map_err(|e| e.to_string())?;
-            if let Some(mut stdin) = proc.stdin() {
-                std::thread::Builder::new()
-                    .name("stdin".into())
-                    .spawn(move || {
-                        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut stdin);
-                        let _ = stdin.close();
-                    })
-                    .map_err(|e| e.to_string())?;
-            }
-            let err = proc.stderr().map(|mut e| {
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut e, &mut std::io::stderr());
-                })
-            });
-            if let Some(mut out) = proc.stdout() {
-                let mut buf = [0u8; 8192];
-                let mut stdout = std::io::stdout();
-                while let Ok(n) = out.read(&mut buf) {
-                    if n == 0
-                        || stdout
-                            .write_all(&buf[..n])
-                            .and_then(|_| stdout.flush())
-                            .is_err()
-                    {
-                        break;
-                    }
-                }
-            }
-            if let Some(e) = err {
-                let _ = e.join();
-            }
-            match proc.wait().map_err(|e| e.to_string())? {
+            // `-it`: raw mode, the window's size and its changes, the terminal given back
+            // however the session ends. Otherwise our stdin, stdout and stderr, wired in.
+            #[cfg(unix)]
+            let status = match &terminal {
+                Some(t) => proc.run_tty(t),
+                None => proc.run_with_stdio(),
+            };
+            #[cfg(not(unix))]
+            let status = proc.run_with_stdio();
+            match status.map_err(|e| e.to_string())? {
                 ExitStatus::Success => Ok(0),
                 ExitStatus::Code(c) => Ok(c),
                 ExitStatus::Failure(st) => Err(st.message),

@@ -36,7 +36,17 @@ pub struct DynamicObject {
 }
 
 impl DynamicObject {
-    /// The raw JSON of one top-level field, e.g. `"spec"`.
+    /// The raw JSON of one top-level field, e.g. `"spec"`. Not `apiVersion`, `kind` or
+    /// `metadata`: those are typed (the struct's fields), and this gives `None` for them;
+    /// [`get`](Self::get) reads any of them by path.
+    ///
+    /// ```
+    /// let obj: kube_informer::api::DynamicObject = serde_json::from_str(
+    ///     r#"{"kind":"ConfigMap","metadata":{"name":"a"},"data":{"k": "v"}}"#)?;
+    /// assert_eq!(obj.field("data").map(|d| d.get()), Some(r#"{"k": "v"}"#)); // as it came
+    /// assert!(obj.field("metadata").is_none() && obj.field("kind").is_none());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn field(&self, name: &str) -> Option<&RawJson> {
         self.fields
             .iter()
@@ -44,7 +54,8 @@ impl DynamicObject {
             .map(|(_, v)| v)
     }
 
-    /// Decodes one top-level field into `T`; `Ok(None)` when the field is absent.
+    /// Decodes one top-level raw field into `T`; `Ok(None)` when the field is absent (and
+    /// for `apiVersion`, `kind` and `metadata`, as [`field`](Self::field) says).
     pub fn decode_field<T: DeserializeOwned>(&self, name: &str) -> serde_json::Result<Option<T>> {
         self.field(name)
             .map(|raw| serde_json::from_str(raw.get()))
@@ -54,6 +65,306 @@ impl DynamicObject {
     /// Decodes the whole object into a typed struct.
     pub fn decode<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
         serde_json::from_str(&serde_json::to_string(self)?)
+    }
+}
+
+/// Reading and changing fields by path.
+///
+/// The object stays raw text: a read decodes only the top-level field its path starts in,
+/// and a change re-encodes only that field, and only when its value changed (with
+/// `serde_json`'s key order; `metadata` goes through its typed form, `apiVersion` and `kind`
+/// are strings). A path is a list of keys, so a key may hold dots
+/// and slashes (`["metadata", "labels", "app.kubernetes.io/name"]`); a segment that reaches
+/// an array is an index (`["spec", "containers", "0", "image"]`).
+///
+/// ```
+/// use kube_informer::api::{ApiResource, DynamicObject};
+///
+/// let deploys = ApiResource::new("apps", "v1", "Deployment", "deployments", true);
+/// let mut web = DynamicObject::new("web", &deploys);
+/// web.set(&["spec", "replicas"], 3)?;                                   // by path
+/// web.set(&["metadata", "labels", "app.kubernetes.io/name"], "web")?;
+/// web.edit(&["spec", "template"], |t| t["spec"]["containers"] =         // by closure
+///     serde_json::json!([{"name": "app", "image": "nginx:1.27"}]))?;
+/// assert_eq!(web.get::<i64>(&["spec", "replicas"])?, Some(3));         // typed by serde
+/// assert_eq!(web.get::<String>(&["spec", "template", "spec", "containers", "0", "image"])?,
+///            Some("nginx:1.27".to_owned()));
+/// assert_eq!(web.metadata.labels.as_ref().unwrap().get("app.kubernetes.io/name"), Some("web"));
+/// assert_eq!(web.get::<i64>(&["spec", "paused"])?, None);               // absent
+/// assert!(web.get::<String>(&["spec", "replicas"]).is_err());           // not a string
+/// assert!(web.remove(&["spec", "replicas"])?);
+/// assert_eq!(serde_json::to_string(&web)?, r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","labels":{"app.kubernetes.io/name":"web"}},"spec":{"template":{"spec":{"containers":[{"image":"nginx:1.27","name":"app"}]}}}}"#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl DynamicObject {
+    /// An object of `resource`'s kind named `name` (`apiVersion`, `kind` and
+    /// `metadata.name` set): the starting point of a create, or of
+    /// [`CreateOrPatch::run`](crate::controller::CreateOrPatch::run).
+    pub fn new(name: &str, resource: &super::ApiResource) -> DynamicObject {
+        let mut obj = DynamicObject {
+            api_version: Some(SharedStr::from(resource.api_version().as_str())),
+            kind: Some(SharedStr::from(resource.kind.as_str())),
+            ..Default::default()
+        };
+        obj.metadata.name = Some(name.to_owned());
+        obj
+    }
+
+    /// The value at `path`, decoded into `T`; `Ok(None)` when absent (or `null`).
+    ///
+    /// Errors: [`Error::Decode`](crate::Error::Decode) when the value is not a `T`;
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for an empty path.
+    pub fn get<T: DeserializeOwned>(&self, path: &[&str]) -> crate::Result<Option<T>> {
+        let (first, rest) = split(path)?;
+        let decoded = if rest.is_empty() && !matches!(*first, "apiVersion" | "kind" | "metadata") {
+            // One raw field: straight from its text.
+            match self.field(first) {
+                None => return Ok(None),
+                Some(raw) => serde_json::from_str::<Option<T>>(raw.get()),
+            }
+        } else {
+            let Some(top) = self.top_value(first)? else {
+                return Ok(None);
+            };
+            match walk(&top, rest) {
+                None => return Ok(None),
+                Some(v) => Option::<T>::deserialize(v),
+            }
+        };
+        decoded.map_err(|e| crate::Error::Decode {
+            request: format!("field {}", path.join(".")),
+            message: e.to_string(),
+        })
+    }
+
+    /// Sets the value at `path` to `value` (anything serde serializes), making the objects
+    /// on the way as needed, as `obj["spec"]["replicas"] = json!(3)` does on a
+    /// `serde_json::Value`.
+    ///
+    /// Errors ([`Error::InvalidInput`](crate::Error::InvalidInput)): an empty path, a
+    /// segment under a value that is neither an object nor `null` (a string, a number), an
+    /// array index past its end, a `value` serde cannot write as JSON, or a change that
+    /// leaves `metadata` not an ObjectMeta, `apiVersion` or `kind` not a string.
+    pub fn set(&mut self, path: &[&str], value: impl Serialize) -> crate::Result<()> {
+        let value = serde_json::to_value(value).map_err(invalid)?;
+        self.edit(path, move |slot| *slot = value)
+    }
+
+    /// Runs `change` on the value at `path` (`Value::Null` when absent) and stores what it
+    /// leaves there; `Null` left at the path removes the field. Returns what `change`
+    /// returned. The same errors as [`set`](Self::set).
+    pub fn edit<R>(
+        &mut self,
+        path: &[&str],
+        change: impl FnOnce(&mut serde_json::Value) -> R,
+    ) -> crate::Result<R> {
+        let (first, rest) = split(path)?;
+        let before = self.top_value(first)?;
+        let had_top = before.is_some();
+        let mut top = before.unwrap_or(serde_json::Value::Null);
+        if rest.is_empty() {
+            let out = change(&mut top);
+            self.put_top(first, top)?;
+            return Ok(out);
+        }
+        // How many segments of the path were there before (those made on the way are
+        // taken away again when the change leaves nothing there).
+        let existing = (1..=rest.len())
+            .take_while(|&n| walk(&top, &rest[..n]).is_some())
+            .count();
+        let slot = walk_mut(&mut top, rest, path)?;
+        let out = change(slot);
+        if slot.is_null() {
+            if existing == rest.len() {
+                remove_at(&mut top, rest);
+            } else if existing == 0 && !had_top {
+                top = serde_json::Value::Null;
+            } else {
+                remove_at(&mut top, &rest[..existing + 1]);
+            }
+        }
+        self.put_top(first, top)?;
+        Ok(out)
+    }
+
+    /// Removes the value at `path`; whether there was one. Removing a field that is not
+    /// there is not an error (nor is a path through a string: there is nothing under it).
+    pub fn remove(&mut self, path: &[&str]) -> crate::Result<bool> {
+        let (first, rest) = split(path)?;
+        let Some(mut top) = self.top_value(first)? else {
+            return Ok(false);
+        };
+        let removed = if rest.is_empty() {
+            true
+        } else {
+            remove_at(&mut top, rest)
+        };
+        if removed {
+            let top = if rest.is_empty() {
+                serde_json::Value::Null
+            } else {
+                top
+            };
+            self.put_top(first, top)?;
+        }
+        Ok(removed)
+    }
+
+    /// One top-level member as a `Value` (`None` when absent).
+    fn top_value(&self, name: &str) -> crate::Result<Option<serde_json::Value>> {
+        let text = |s: &Option<SharedStr>| s.as_ref().map(|s| serde_json::Value::from(&**s));
+        Ok(match name {
+            "apiVersion" => text(&self.api_version),
+            "kind" => text(&self.kind),
+            "metadata" => Some(serde_json::to_value(&self.metadata).map_err(invalid)?),
+            _ => match self.field(name) {
+                None => None,
+                Some(raw) => Some(serde_json::from_str(raw.get()).map_err(invalid)?),
+            },
+        })
+    }
+
+    /// Stores one top-level member (`Null`: removed), checked before anything changes.
+    fn put_top(&mut self, name: &str, value: serde_json::Value) -> crate::Result<()> {
+        let text = |v: serde_json::Value| match v {
+            serde_json::Value::Null => Ok(None),
+            serde_json::Value::String(s) => Ok(Some(SharedStr::from(s.as_str()))),
+            other => Err(crate::Error::InvalidInput(format!(
+                "{name} must be a string, not {other}"
+            ))),
+        };
+        match name {
+            "apiVersion" => self.api_version = text(value)?,
+            "kind" => self.kind = text(value)?,
+            "metadata" => {
+                self.metadata = match value {
+                    serde_json::Value::Null => ObjectMeta::default(),
+                    v => serde_json::from_value(v)
+                        .map_err(|e| crate::Error::InvalidInput(format!("metadata: {e}")))?,
+                }
+            }
+            _ => {
+                let at = self.fields.iter().position(|(k, _)| *k == *name);
+                match (value, at) {
+                    (serde_json::Value::Null, Some(i)) => {
+                        self.fields.remove(i);
+                    }
+                    (serde_json::Value::Null, None) => {}
+                    // Equal to what is there: the text that arrived stays as it was.
+                    (v, Some(i))
+                        if serde_json::from_str::<serde_json::Value>(self.fields[i].1.get())
+                            .is_ok_and(|old| old == v) => {}
+                    (v, at) => {
+                        let raw = RawJson::from_checked(&v.to_string());
+                        match at {
+                            Some(i) => self.fields[i].1 = raw,
+                            None => self.fields.push((SharedStr::from(name), raw)),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn invalid(e: serde_json::Error) -> crate::Error {
+    crate::Error::InvalidInput(e.to_string())
+}
+
+fn split<'p>(path: &'p [&'p str]) -> crate::Result<(&'p &'p str, &'p [&'p str])> {
+    path.split_first()
+        .ok_or_else(|| crate::Error::InvalidInput("an empty field path".into()))
+}
+
+/// The value under `v` at `path`, if there is one.
+fn walk<'v>(v: &'v serde_json::Value, path: &[&str]) -> Option<&'v serde_json::Value> {
+    path.iter().try_fold(v, |v, seg| match v {
+        serde_json::Value::Object(m) => m.get(*seg),
+        serde_json::Value::Array(a) => a.get(seg.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
+/// The slot at `path` under `v`, made (as `null`, in new objects) where missing.
+fn walk_mut<'v>(
+    mut v: &'v mut serde_json::Value,
+    path: &[&str],
+    whole: &[&str],
+) -> crate::Result<&'v mut serde_json::Value> {
+    for (depth, seg) in path.iter().enumerate() {
+        if v.is_null() {
+            *v = serde_json::Value::Object(serde_json::Map::new());
+        }
+        let here = || whole[..whole.len() - path.len() + depth].join(".");
+        v = match v {
+            serde_json::Value::Object(m) => m.entry(*seg).or_insert(serde_json::Value::Null),
+            serde_json::Value::Array(a) => {
+                let len = a.len();
+                match seg.parse::<usize>().ok().and_then(|i| a.get_mut(i)) {
+                    Some(slot) => slot,
+                    None => {
+                        return Err(crate::Error::InvalidInput(format!(
+                            "{}: {seg:?} is not an index of this array of {len}",
+                            here()
+                        )))
+                    }
+                }
+            }
+            other => {
+                return Err(crate::Error::InvalidInput(format!(
+                    "{}: {} has no field {seg:?}",
+                    here(),
+                    kind_of(other)
+                )))
+            }
+        };
+    }
+    Ok(v)
+}
+
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Removes the value at `path` (non-empty) under `v`; whether it was there.
+fn remove_at(v: &mut serde_json::Value, path: &[&str]) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut v = v;
+    for seg in parents {
+        v = match v {
+            serde_json::Value::Object(m) => match m.get_mut(*seg) {
+                Some(next) => next,
+                None => return false,
+            },
+            serde_json::Value::Array(a) => {
+                match seg.parse::<usize>().ok().and_then(|i| a.get_mut(i)) {
+                    Some(next) => next,
+                    None => return false,
+                }
+            }
+            _ => return false,
+        };
+    }
+    match v {
+        serde_json::Value::Object(m) => m.remove(*last).is_some(),
+        serde_json::Value::Array(a) => match last.parse::<usize>() {
+            Ok(i) if i < a.len() => {
+                a.remove(i);
+                true
+            }
+            _ => false,
+        },
+        _ => false,
     }
 }
 
@@ -370,6 +681,97 @@ mod tests {
         assert!(
             held(&obj) < 100,
             "the annotation between them is not kept twice"
+        );
+    }
+
+    #[test]
+    fn a_change_by_path_re_encodes_only_its_own_field() {
+        let mut pod = decode(POD);
+        let status_before = Arc::clone(pod.field("status").unwrap().buffer());
+        pod.set(
+            &["spec", "containers", "0", "image"],
+            "registry.example.com/web:2",
+        )
+        .unwrap();
+        pod.set(&["spec", "nodeName"], "node-1").unwrap();
+        // The other raw fields are the very text that arrived, untouched.
+        let status = pod.field("status").unwrap();
+        assert!(Arc::ptr_eq(status.buffer(), &status_before));
+        assert_eq!(
+            pod.get::<String>(&["spec", "containers", "0", "image"])
+                .unwrap()
+                .as_deref(),
+            Some("registry.example.com/web:2")
+        );
+        // Order kept: spec is still where it was, before status.
+        let keys: Vec<&str> = pod.fields.iter().map(|(k, _)| &**k).collect();
+        assert_eq!(keys, ["spec", "status"]);
+        assert_eq!(
+            pod.get::<String>(&["spec", "nodeName"]).unwrap().as_deref(),
+            Some("node-1")
+        );
+        // Metadata through its typed form; keys with dots and slashes are one segment.
+        pod.set(&["metadata", "labels", "app.kubernetes.io/name"], "web")
+            .unwrap();
+        let labels = pod.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels.get("app.kubernetes.io/name"), Some("web"));
+        assert_eq!(labels.get("app"), Some("web"));
+        assert!(pod.metadata.managed_fields.is_some(), "metadata kept whole");
+    }
+
+    #[test]
+    fn an_edit_that_changes_nothing_leaves_the_object_as_it_was() {
+        let mut pod = decode(POD);
+        let before = serde_json::to_string(&pod).unwrap();
+        // A closure that leaves nothing at an absent path makes nothing on the way.
+        pod.edit(&["spec", "template", "spec"], |_| ()).unwrap();
+        pod.edit(&["data"], |_| ()).unwrap();
+        pod.edit(&["status", "conditions"], |_| ()).unwrap();
+        assert_eq!(serde_json::to_string(&pod).unwrap(), before);
+        assert!(!pod.remove(&["spec", "nope", "deeper"]).unwrap());
+        assert!(!pod.remove(&["status", "phase", "deeper"]).unwrap());
+        assert!(!pod.remove(&["data"]).unwrap());
+        assert_eq!(serde_json::to_string(&pod).unwrap(), before);
+        // Null left at a path that was there removes it.
+        let old = pod.edit(&["status", "podIP"], std::mem::take).unwrap();
+        assert_eq!(old, "10.0.0.7");
+        assert_eq!(pod.field("status").unwrap().get(), r#"{"phase":"Running"}"#);
+        assert!(pod.remove(&["status"]).unwrap());
+        assert!(pod.field("status").is_none());
+    }
+
+    #[test]
+    fn impossible_changes_are_refused_and_change_nothing() {
+        let mut pod = decode(POD);
+        let before = serde_json::to_string(&pod).unwrap();
+        let refused = [
+            pod.set(&[], 1),
+            pod.set(&["status", "phase", "x"], 1),
+            pod.set(&["spec", "containers", "7", "image"], "x"),
+            pod.set(&["spec", "containers", "first"], "x"),
+            pod.set(&["kind"], 3),
+            pod.set(&["metadata", "name"], 3),
+            pod.set(&["metadata"], "a string"),
+        ];
+        for r in refused {
+            assert!(matches!(r, Err(crate::Error::InvalidInput(_))), "{r:?}");
+        }
+        assert_eq!(serde_json::to_string(&pod).unwrap(), before);
+        // A value of another type is a decode error naming the path; absent is None.
+        let e = pod.get::<i64>(&["status", "phase"]).unwrap_err();
+        assert!(e.to_string().contains("status.phase"), "{e}");
+        assert_eq!(pod.get::<i64>(&["status", "nope"]).unwrap(), None);
+        assert_eq!(pod.get::<i64>(&["spec", "containers", "9"]).unwrap(), None);
+        assert_eq!(
+            pod.get::<String>(&["kind"]).unwrap().as_deref(),
+            Some("Pod")
+        );
+        // Under the typed parts too.
+        pod.set(&["kind"], "Other").unwrap();
+        pod.set(&["apiVersion"], serde_json::Value::Null).unwrap();
+        assert_eq!(
+            (pod.kind.as_deref(), pod.api_version.as_deref()),
+            (Some("Other"), None)
         );
     }
 

@@ -47,7 +47,9 @@
 //! gives exactly what serde_json gives.
 //!
 //! Two types need no declaration. [`DynamicObject`] keeps typed metadata and the rest as raw
-//! JSON text, decoded when asked. [`PartialObjectMetadata`] holds kind, apiVersion and
+//! JSON text, decoded when asked; its fields are read and changed by path
+//! ([`DynamicObject::get`], [`set`](DynamicObject::set), [`edit`](DynamicObject::edit)),
+//! which decodes and re-encodes only the top-level field the path is in. [`PartialObjectMetadata`] holds kind, apiVersion and
 //! metadata only: `factory.metadata_informer(&api_resource)` caches it for any resource
 //! (built-in or custom) with the same listers and indexes. Its lists and watches ask the
 //! server for the metadata form

@@ -1,6 +1,15 @@
 //! `SharedInformerFactory`: one informer per resource, shared by every part of a program
 //! that asks for it, started and stopped together.
 //!
+//! **By default, the whole cluster.** A factory made with [`SharedInformerFactory::new`]
+//! lists and watches every namespace with no selector, as client-go's does: its informer of
+//! ConfigMaps caches every ConfigMap in the cluster, and so does a controller's
+//! [`owns`](crate::controller::ControllerBuilder::owns) given that informer (the memory of
+//! all of them, and RBAC to list and watch them cluster-wide). Narrow it for every resource
+//! ([`FactoryOptions::namespace`], [`FactoryOptions::labels`]) or for one
+//! ([`SharedInformerFactory::set_scope`], shown there), as controller-runtime's cache
+//! options do.
+//!
 //! **Per-resource scope.** The factory's options (namespace, selectors, stripping
 //! `managedFields`) are defaults; an [`InformerScope`] set for one resource overrides them for
 //! that resource's informers: all Pods of one label beside all ConfigMaps of two namespaces,
@@ -278,6 +287,14 @@ impl InformerScope {
 
 /// Hands out shared informers, one per resource, and runs them together.
 ///
+/// **By default, the whole cluster**: every namespace, no selector, as client-go's factory.
+/// Its informer of ConfigMaps caches every ConfigMap in the cluster, and so does a
+/// controller's [`owns`](crate::controller::ControllerBuilder::owns) given that informer
+/// (the memory of all of them, and RBAC to list and watch them cluster-wide). Narrow it for
+/// every resource ([`FactoryOptions::namespace`], [`FactoryOptions::labels`]) or for one
+/// ([`set_scope`](Self::set_scope), with an example), as controller-runtime's cache options
+/// do.
+///
 /// ```no_run
 /// # use kube_informer::{Client, ClientConfig, api::{ApiResource, DynamicObject}};
 /// use kube_informer::cache::SharedInformerFactory;
@@ -471,6 +488,38 @@ impl SharedInformerFactory {
     /// error says so when one of `resource` exists already (a shared informer does not
     /// change its scope under those who use it; [`remove_informer`](Self::remove_informer)
     /// it first).
+    ///
+    /// The usual case: a controller [`owns`](crate::controller::ControllerBuilder::owns)
+    /// ConfigMaps it labels, and should not cache every ConfigMap in the cluster.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kube_informer::{Client, api::ApiResource};
+    /// use kube_informer::cache::{InformerScope, SharedInformerFactory};
+    /// let server = kube_informer::testing::ApiServer::start();
+    /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    /// server.create(&cms, serde_json::json!({"metadata": {"name": "web-config", "namespace": "lab",
+    ///     "labels": {"app.kubernetes.io/managed-by": "web-config"}}})).unwrap();
+    /// server.create(&cms, serde_json::json!({"metadata": {"name": "other", "namespace": "shop"}})).unwrap();
+    ///
+    /// // By default: every ConfigMap of every namespace.
+    /// let everything = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// let all = everything.dynamic_informer(&cms);
+    /// everything.start()?;
+    /// assert!(everything.wait_for_cache_sync(Duration::from_secs(30)).all_synced());
+    /// assert_eq!(all.store().len(), 2);
+    ///
+    /// // Scoped: only those the controller labels.
+    /// let factory = SharedInformerFactory::new(Client::new(server.client_config())?);
+    /// factory.set_scope(&cms, InformerScope::new()
+    ///     .label_selector("app.kubernetes.io/managed-by=web-config"))?;
+    /// let owned = factory.dynamic_informer(&cms);
+    /// factory.start()?;
+    /// assert!(factory.wait_for_cache_sync(Duration::from_secs(30)).all_synced());
+    /// assert_eq!(owned.store().len(), 1);
+    /// # everything.shutdown(); factory.shutdown();
+    /// # Ok::<(), kube_informer::Error>(())
+    /// ```
     pub fn set_scope(&self, resource: &ApiResource, scope: InformerScope) -> Result<()> {
         let informers = self.informers.lock();
         if let Some((name, _)) = informers

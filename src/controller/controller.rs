@@ -350,6 +350,14 @@ impl<K: Object, E: std::fmt::Display + 'static> ControllerBuilder<K, E> {
     /// listed twice): the controller registers a handler on it, starts it if needed, waits
     /// for it to sync before the workers start, and removes the handler on stop.
     ///
+    /// The informer caches what it is scoped to, owned or not: from a factory with default
+    /// options that is **every object of that resource in the cluster** (`owns` of
+    /// ConfigMaps caches every ConfigMap). Scope it before asking for it, e.g. to a label
+    /// your reconcile sets on what it creates:
+    /// `factory.set_scope(&configmaps, InformerScope::new().label_selector("app.kubernetes.io/managed-by=my-controller"))?`
+    /// (see [`SharedInformerFactory::set_scope`](crate::cache::SharedInformerFactory::set_scope)),
+    /// or the whole factory to a namespace ([`FactoryOptions`](crate::cache::FactoryOptions)).
+    ///
     /// ```
     /// use std::time::Duration;
     /// use kube_informer::api::{ApiResource, DynamicObject};

@@ -99,17 +99,13 @@ impl<K> OperationResult<K> {
 /// # let server = kube_informer::testing::ApiServer::start();
 /// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
 /// let api: Api<DynamicObject> = Api::namespaced_with(Client::new(server.client_config())?, "lab", &cms);
-/// let blank: DynamicObject = serde_json::from_value(serde_json::json!({
-///     "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}))?;
-/// // Sets data.color; the object is created the first time.
-/// let set_color = |cm: &mut DynamicObject| {
-///     let mut v = serde_json::to_value(&*cm).expect("an object serializes");
-///     v["data"]["color"] = "blue".into();
-///     *cm = serde_json::from_value(v).expect("still an object");
-///     Ok(())
-/// };
+/// let blank = DynamicObject::new("settings", &cms);
+/// // Sets data.color (fields by path: see DynamicObject::set, get and edit); the object is
+/// // created the first time.
+/// let set_color = |cm: &mut DynamicObject| cm.set(&["data", "color"], "blue");
 /// let first = CreateOrPatch::new(&api).run(blank.clone(), set_color)?;
 /// assert!(matches!(first, OperationResult::Created(_)));
+/// assert_eq!(first.object().get::<String>(&["data", "color"])?.as_deref(), Some("blue"));
 /// // The second time there is nothing to write.
 /// let second = CreateOrPatch::new(&api).run(blank, set_color)?;
 /// assert!(matches!(second, OperationResult::Unchanged(_)));

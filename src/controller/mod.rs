@@ -49,14 +49,16 @@
 //! #     &serde_json::json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}}))?;
 //! let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
 //! let api: Api<DynamicObject> = Api::namespaced_with(client, "lab", &cms);
-//! let blank: DynamicObject = serde_json::from_value(serde_json::json!({
-//!     "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config"}}))?;
+//! let blank = DynamicObject::new("web-config", &cms);
 //! // `web` is the Deployment being reconciled.
 //! let written = CreateOrPatch::new(&api).field_manager("web-operator").run(blank, |cm| {
 //!     cm.metadata.set_controller_reference(OwnerReference::controller(&web, &deploys)?)?;
-//!     Ok(())
+//!     // Fields by path (DynamicObject::get, set, edit): data.replicas follows the Deployment.
+//!     let replicas = web.get::<i64>(&["spec", "replicas"])?.unwrap_or(1);
+//!     cm.set(&["data", "replicas"], replicas.to_string())
 //! })?;
 //! println!("web-config {}", written.as_str()); // created, then unchanged on every later reconcile
+//! assert_eq!(written.object().get::<String>(&["data", "replicas"])?.as_deref(), Some("1"));
 //! wait::Wait::new(&api, "web-config", Duration::from_secs(30)).until(wait::conditions::exists())?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -81,6 +83,10 @@
 //! Both take a shared informer you pass in (from the factory the rest of the program uses:
 //! nothing is listed twice); the controller starts it if needed, waits for it to sync before
 //! its workers start, and removes its handler on stop (the informer keeps running).
+//! That informer caches whatever it is scoped to, not only what the controller owns: from a
+//! factory with default options, **every object of the resource in the cluster**. Scope it
+//! first, to a label the reconcile sets or to a namespace
+//! ([`SharedInformerFactory::set_scope`](crate::cache::SharedInformerFactory::set_scope)).
 //!
 //! Limits: the owner's `uid` and `apiVersion` version are not compared (see above); a
 //! trigger's handler gets its informer's default resync period, so a resync of the owned

@@ -33,6 +33,9 @@ and [`Client::port_forward`](crate::Client::port_forward), over WebSocket on the
 own connection settings. `exec` says what a caller loses when a server offers only
 `v4.channel.k8s.io`, `portforward` why the plain WebSocket protocol and not kubectl's
 SPDY tunnel, `process` how the streams are buffered and how every wait is bounded.
+`interactive` wires a session to the program's own streams in one call
+([`Process::run_with_stdio`], `kubectl exec -i`) or, on Unix, to a [`Terminal`] in raw mode
+that follows the window's size ([`Process::run_tty`], `kubectl exec -it`).
 On exec: [`Client::copy_from_pod`](crate::Client::copy_from_pod) and
 [`Client::copy_to_pod`](crate::Client::copy_to_pod) (`kubectl cp`, with the container's
 `tar`; `copy` says what extraction refuses), over the crate's own streaming [`tar`]
@@ -45,6 +48,9 @@ reader and writer."
 client's own connection settings. `exec` says what a caller loses when a server offers only
 `v4.channel.k8s.io`, `portforward` why the plain WebSocket protocol and not kubectl's
 SPDY tunnel, `process` how the streams are buffered and how every wait is bounded.
+`interactive` wires a session to the program's own streams in one call
+(`Process::run_with_stdio`, `kubectl exec -i`) or, on Unix, to a `Terminal` in raw mode
+that follows the window's size (`Process::run_tty`, `kubectl exec -it`).
 On exec: `Client::copy_from_pod` and `Client::copy_to_pod` (`kubectl cp`, with the
 container's `tar`; `copy` says what extraction refuses), over the crate's own streaming `tar`
 reader and writer."
@@ -72,11 +78,15 @@ pub mod copy;
 #[cfg(feature = "ws")]
 pub mod exec;
 #[cfg(feature = "ws")]
+pub mod interactive;
+#[cfg(feature = "ws")]
 pub mod portforward;
 #[cfg(feature = "ws")]
 pub mod process;
 #[cfg(feature = "ws")]
 pub mod tar;
+#[cfg(all(feature = "ws", unix))]
+pub mod terminal;
 #[cfg(feature = "ws")]
 pub(crate) mod websocket;
 
@@ -90,3 +100,5 @@ pub use exec::{ExecOutput, ExecParams};
 pub use portforward::{ForwardError, ForwardedPort, PortForwarder, PortMapping};
 #[cfg(feature = "ws")]
 pub use process::{Canceller, Output, Process, Resizer, Stdin, PIPE_CAPACITY};
+#[cfg(all(feature = "ws", unix))]
+pub use terminal::{RawMode, Terminal};

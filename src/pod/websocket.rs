@@ -53,7 +53,14 @@ pub(crate) struct ReadSide {
 
 impl Read for ReadSide {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.read.read(buf)
+        loop {
+            match self.read.read(buf) {
+                // A signal handler ran on this thread (a terminal's SIGWINCH, say): a socket
+                // read with a timeout is not restarted by the kernel, so it is here.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
     }
 }
 

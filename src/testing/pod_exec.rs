@@ -344,8 +344,20 @@ impl Session<'_> {
                 while let Some(m) = self.next() {
                     match m {
                         Received::Binary(b) => match b.split_first() {
+                            // A TTY's Ctrl-D ends it, as a shell's read sees the end.
+                            Some((0, data)) if tty && data.contains(&4) => {
+                                let at = data.iter().position(|&b| b == 4).unwrap_or(0);
+                                self.send(1, &data[..at]);
+                                self.status(json!({"status":"Success"}));
+                                return;
+                            }
                             Some((0, data)) => {
                                 self.send(1, data);
+                            }
+                            Some((4, size)) => {
+                                if let Some(size) = terminal_size(size) {
+                                    self.shared.runtime.record_size(size);
+                                }
                             }
                             Some((255, [0])) => {
                                 self.status(json!({"status":"Success"}));
@@ -370,9 +382,9 @@ impl Session<'_> {
                     Some((0, data)) => input.stdin.extend_from_slice(data),
                     Some((255, [0])) => stdin_open = false,
                     Some((4, size)) => {
-                        if let Ok(v) = serde_json::from_slice::<Value>(size) {
-                            let d = |k: &str| v[k].as_u64().unwrap_or(0) as u16;
-                            input.sizes.push((d("Width"), d("Height")));
+                        if let Some(size) = terminal_size(size) {
+                            self.shared.runtime.record_size(size);
+                            input.sizes.push(size);
                         }
                     }
                     _ => {}
@@ -453,4 +465,11 @@ impl Session<'_> {
         self.writer.close();
         let _ = target.shutdown(Shutdown::Both);
     }
+}
+
+/// A resize message's `{"Width":w,"Height":h}`.
+fn terminal_size(json: &[u8]) -> Option<(u16, u16)> {
+    let v = serde_json::from_slice::<Value>(json).ok()?;
+    let d = |k: &str| v[k].as_u64().unwrap_or(0) as u16;
+    Some((d("Width"), d("Height")))
 }

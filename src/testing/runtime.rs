@@ -63,6 +63,8 @@ struct State {
     /// Sessions to cut after some stdout: `(how many more, after how many bytes)`.
     cuts: (usize, usize),
     sessions: usize,
+    /// Every terminal size any session was sent, in order.
+    sizes: Vec<(u16, u16)>,
 }
 
 /// See the [module docs](self).
@@ -107,7 +109,8 @@ impl Runtime {
     }
 
     /// Registers `name` as an interactive echo (`cat`): each stdin message comes straight
-    /// back on stdout; it exits 0 when stdin ends.
+    /// back on stdout; it exits 0 when stdin ends, or, with a TTY, at a Ctrl-D (EOT) typed
+    /// in (what a shell at its prompt does).
     pub fn echo(&self, name: &str) {
         self.state
             .lock()
@@ -155,6 +158,16 @@ impl Runtime {
     /// their stdout: the WebSocket closes with no exit status (a connection lost mid-copy).
     pub fn cut_streams(&self, n: usize, after_bytes: usize) {
         self.state.lock().cuts = (n, after_bytes);
+    }
+
+    /// Every terminal size (resize message) any exec session was sent so far,
+    /// `(width, height)`, in the order they came.
+    pub fn sizes(&self) -> Vec<(u16, u16)> {
+        self.state.lock().sizes.clone()
+    }
+
+    pub(crate) fn record_size(&self, size: (u16, u16)) {
+        self.state.lock().sizes.push(size);
     }
 
     /// How many exec, attach and port-forward sessions were upgraded so far.

@@ -3,9 +3,31 @@
 //! A custom resource's CRD carries an OpenAPI v3 schema that kube-apiserver validates and
 //! prunes every object with. Written by hand in YAML it drifts from the Rust types the
 //! controller decodes; [`CrdBuilder`] writes it from them instead, through the
-//! [`JsonSchema`](schemars::JsonSchema) derive of [schemars](https://docs.rs/schemars) (the
-//! schema crate kube-rs uses; re-exported here as [`schemars`] so that a program's derive and
-//! this crate agree on its version).
+//! [`JsonSchema`](schemars::JsonSchema) derive of [schemars](https://docs.rs/schemars) 1.x
+//! (the schema crate kube-rs uses).
+//!
+//! **Which schemars.** Depend on `schemars = "1"` yourself, as the examples do: its default
+//! `derive` feature gives `#[derive(JsonSchema)]`, and cargo builds one schemars for both
+//! requirements, so your derive and [`CrdBuilder`] agree. (A `schemars = "0.8"` would be
+//! another crate, whose `JsonSchema` `CrdBuilder` does not take: a compile error.) This
+//! crate enables schemars without `derive` and re-exports it as [`schemars`]: the very
+//! crate `CrdBuilder` uses, to name its types without a dependency of your own. The derive
+//! works through the re-export only when something in the build turns `derive` on (your
+//! own dependency does) and the type says where schemars is, since the derive's code names
+//! `schemars::` (tested below):
+//!
+//! ```
+//! use kube_informer::api::crd::{schemars, CrdBuilder};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! #[schemars(crate = "kube_informer::api::crd::schemars")]
+//! struct GadgetSpec {
+//!     size: i32,
+//! }
+//! let crd = CrdBuilder::new::<GadgetSpec>("lab.example.com", "v1", "Gadget").build()?;
+//! assert_eq!(crd["spec"]["names"]["plural"], "gadgets");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! kube-apiserver refuses a schema that is not *structural*, and schemars writes plain JSON
 //! Schema, so the schema of each type is rewritten (see `structural.rs`): no `$ref` (every
