@@ -62,6 +62,8 @@ mod remote;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use extract::extract_archive;
+
 use super::channels::ExitStatus;
 use super::tar::TarError;
 use crate::client::Client;
@@ -209,6 +211,15 @@ pub enum CopyError {
         /// Its target.
         target: String,
     },
+    /// A hard link whose target is not a regular file already extracted inside the
+    /// destination (a symlink, a directory, nothing, the link itself): linking it could
+    /// give a name inside the destination to something that points outside.
+    HardLinkTarget {
+        /// The link's name.
+        entry: String,
+        /// Its target, as archived.
+        target: String,
+    },
     /// An archived name below a symlink: writing it would follow the link.
     ThroughSymlink {
         /// The name.
@@ -276,6 +287,10 @@ impl std::fmt::Display for CopyError {
             CopyError::SymlinkEscape { entry, target } => write!(
                 f,
                 "copy: refusing symlink {entry:?} -> {target:?}: its target is outside the destination"
+            ),
+            CopyError::HardLinkTarget { entry, target } => write!(
+                f,
+                "copy: refusing hard link {entry:?} -> {target:?}: its target is not a regular file inside the destination"
             ),
             CopyError::ThroughSymlink { entry, symlink } => write!(
                 f,
