@@ -763,3 +763,34 @@ fn nothing_is_written_linked_or_followed_outside_the_destination_whatever_the_ar
         assert!(checked.is_ok(), "seed {seed}: {bytes:?}");
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_destination_the_user_named_as_a_symlink_is_followed_and_files_are_created_anew() {
+    let root = tempfile::tempdir().unwrap();
+    fs::create_dir(root.path().join("real")).unwrap();
+    std::os::unix::fs::symlink("real", root.path().join("out")).unwrap();
+    let (_s, c) = hostile(crafted(|w| {
+        w.append_dir("x", 0o755, 0).unwrap();
+        w.append_file("x/f", 0o644, 0, 3, &b"one"[..]).unwrap();
+        w.append_hard_link("x/g", "x/f", 0).unwrap();
+        // Written again: a new file, never through the other name.
+        w.append_file("x/g", 0o644, 0, 3, &b"two"[..]).unwrap();
+    }));
+    let report = c
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/x",
+            root.path().join("out"),
+            &CopyOptions::new(),
+        )
+        .unwrap();
+    assert_eq!((report.files, report.hard_links), (2, 1));
+    assert!(fs::symlink_metadata(root.path().join("out"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(fs::read(root.path().join("real/f")).unwrap(), b"one");
+    assert_eq!(fs::read(root.path().join("real/g")).unwrap(), b"two");
+}
