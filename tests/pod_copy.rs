@@ -556,3 +556,241 @@ fn the_container_is_named_as_kubectl_c() {
         .unwrap();
     assert_eq!(fs::read(local.path().join("f")).unwrap(), b"x");
 }
+
+/// What `root` holds, every level, without following symlinks: (path, what, content).
+fn snapshot(root: &Path) -> Vec<(String, String)> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
+        let mut names: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        for p in names {
+            let m = fs::symlink_metadata(&p).unwrap();
+            let rel = p.strip_prefix(root).unwrap().display().to_string();
+            if m.file_type().is_symlink() {
+                out.push((rel, format!("-> {:?}", fs::read_link(&p).unwrap())));
+            } else if m.is_dir() {
+                out.push((rel, "dir".into()));
+                walk(&p, root, out);
+            } else {
+                out.push((rel, format!("{:?}", fs::read(&p).unwrap())));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// A root with `out` (not there yet: the copy creates it) between two siblings, `home`
+/// (holding `.ssh/authorized_keys`) and `side`.
+fn siblings() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    fs::create_dir_all(root.path().join("home/.ssh")).unwrap();
+    fs::write(root.path().join("home/.ssh/authorized_keys"), b"mine\n").unwrap();
+    fs::create_dir(root.path().join("side")).unwrap();
+    root
+}
+
+/// Nothing outside `root/out` differs from `before`, and `out`, if there, is a directory
+/// or a file, never a symlink.
+fn nothing_outside(root: &Path, before: &[(String, String)]) {
+    let after: Vec<_> = snapshot(root)
+        .into_iter()
+        .filter(|(p, _)| p != "out" && !p.starts_with("out/"))
+        .collect();
+    assert_eq!(after, before, "something changed outside the destination");
+    if let Ok(m) = fs::symlink_metadata(root.join("out")) {
+        assert!(
+            !m.file_type().is_symlink(),
+            "the destination became a symlink"
+        );
+    }
+}
+
+#[test]
+fn the_copied_path_itself_as_a_symlink_never_redirects_the_destination() {
+    for (remote, root_name) in [("/x", "x"), ("/", "."), ("/", "./"), ("/", "")] {
+        for target in [".", "side", "home/.ssh", "out"] {
+            let below = |n: &str| {
+                if root_name.is_empty() || root_name.starts_with('.') {
+                    n.to_owned()
+                } else {
+                    format!("{root_name}/{n}")
+                }
+            };
+            let archive = crafted(|w| {
+                w.append_symlink(root_name, target, 0).unwrap();
+                w.append_file(&below("evil"), 0o644, 0, 1, &b"!"[..])
+                    .unwrap();
+                w.append_file(&below("authorized_keys"), 0o644, 0, 5, &b"evil\n"[..])
+                    .unwrap();
+            });
+            for skip in [false, true] {
+                let root = siblings();
+                let before = snapshot(root.path());
+                let (_s, c) = hostile(archive.clone());
+                let o = CopyOptions::new().skip_escaping_symlinks(skip);
+                let got = c.copy_from_pod("lab", "web", remote, root.path().join("out"), &o);
+                nothing_outside(root.path(), &before);
+                let case = format!("{remote} {root_name:?} -> {target:?}, skip {skip}");
+                match got {
+                    Err(e) => {
+                        assert!(!skip, "{case}: {e}");
+                        assert!(matches!(&e, CopyError::SymlinkEscape { .. }), "{case}: {e}");
+                    }
+                    Ok(report) => {
+                        assert!(skip, "{case}: {report:?}");
+                        assert_eq!(report.symlinks, 0, "{case}");
+                        assert!(
+                            report.skipped[0].contains("outside the destination"),
+                            "{case}: {:?}",
+                            report.skipped
+                        );
+                        assert_eq!(fs::read(root.path().join("out/evil")).unwrap(), b"!");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hard_links_only_to_regular_files_inside() {
+    let root = siblings();
+    let before = snapshot(root.path());
+    let dest = root.path().join("out");
+    let copy = |archive: Vec<u8>, o: &CopyOptions| {
+        let (_s, c) = hostile(archive);
+        c.copy_from_pod("lab", "web", "/x", &dest, o)
+    };
+    // A symlink that stays inside (`x/a/l` -> `../outside` is `out/outside`), linked one
+    // level higher, would point to `root/outside`; with more `..`, anywhere.
+    for skip in [false, true] {
+        let _ = fs::remove_dir_all(&dest);
+        let o = CopyOptions::new().skip_escaping_symlinks(skip);
+        let e = copy(
+            crafted(|w| {
+                w.append_dir("x", 0o755, 0).unwrap();
+                w.append_dir("x/a", 0o755, 0).unwrap();
+                w.append_dir("x/a/b", 0o755, 0).unwrap();
+                w.append_symlink("x/a/b/l", "../../home/.ssh", 0).unwrap();
+                w.append_hard_link("x/h", "x/a/b/l", 0).unwrap();
+                w.append_file("x/h/authorized_keys", 0o644, 0, 5, &b"evil\n"[..])
+                    .unwrap();
+            }),
+            &o,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, CopyError::HardLinkTarget { entry, target } if entry == "x/h" && target == "x/a/b/l"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(fs::symlink_metadata(dest.join("h")).is_err());
+        nothing_outside(root.path(), &before);
+    }
+    // To a directory, to nothing, to the destination (a file) itself.
+    for (target, first_dir) in [("x/a", true), ("x/nothing", true), ("x", false)] {
+        let _ = fs::remove_dir_all(&dest);
+        let _ = fs::remove_file(&dest);
+        let e = copy(
+            crafted(|w| {
+                if first_dir {
+                    w.append_dir("x", 0o755, 0).unwrap();
+                    w.append_dir("x/a", 0o755, 0).unwrap();
+                } else {
+                    w.append_file("x", 0o644, 0, 1, &b"1"[..]).unwrap();
+                }
+                w.append_hard_link("x", target, 0).unwrap();
+            }),
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, CopyError::HardLinkTarget { .. }),
+            "{target}: {e}"
+        );
+        nothing_outside(root.path(), &before);
+    }
+    // To a regular file: the same file under two names.
+    let _ = fs::remove_file(&dest);
+    let report = copy(
+        crafted(|w| {
+            w.append_dir("x", 0o755, 0).unwrap();
+            w.append_file("x/f", 0o644, 0, 3, &b"one"[..]).unwrap();
+            w.append_dir("x/d", 0o755, 0).unwrap();
+            w.append_hard_link("x/d/g", "x/f", 0).unwrap();
+        }),
+        &CopyOptions::new(),
+    )
+    .unwrap();
+    assert_eq!((report.files, report.hard_links), (1, 1));
+    assert_eq!(fs::read(dest.join("d/g")).unwrap(), b"one");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (f, g) = (
+            fs::metadata(dest.join("f")).unwrap(),
+            fs::metadata(dest.join("d/g")).unwrap(),
+        );
+        assert_eq!((f.dev(), f.ino()), (g.dev(), g.ino()));
+    }
+    nothing_outside(root.path(), &before);
+}
+
+#[cfg(unix)]
+#[path = "../fuzz/model/extract_model.rs"]
+mod extract_model;
+
+/// The `tar_extract` fuzz target's model ("nothing outside") over seeded archives: names
+/// and links made of `.`, `..`, empty names and the siblings' names, into a destination
+/// absent, empty, full or a file. More: `cargo fuzz run -s none tar_extract` in `fuzz/`.
+#[cfg(unix)]
+#[test]
+fn nothing_is_written_linked_or_followed_outside_the_destination_whatever_the_archive() {
+    let scratch = tempfile::tempdir().unwrap();
+    let seeds: u32 = std::env::var("EXTRACT_MODEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    for seed in 0..seeds {
+        let mut bytes = pattern(8 + (seed as usize % 120), seed.wrapping_mul(2654435761));
+        bytes[0] &= !1; // entries built by the writer, not raw bytes
+        let case = extract_model::Case::from_bytes(&bytes);
+        let checked = std::panic::catch_unwind(|| case.check(scratch.path()));
+        assert!(checked.is_ok(), "seed {seed}: {bytes:?}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_destination_the_user_named_as_a_symlink_is_followed_and_files_are_created_anew() {
+    let root = tempfile::tempdir().unwrap();
+    fs::create_dir(root.path().join("real")).unwrap();
+    std::os::unix::fs::symlink("real", root.path().join("out")).unwrap();
+    let (_s, c) = hostile(crafted(|w| {
+        w.append_dir("x", 0o755, 0).unwrap();
+        w.append_file("x/f", 0o644, 0, 3, &b"one"[..]).unwrap();
+        w.append_hard_link("x/g", "x/f", 0).unwrap();
+        // Written again: a new file, never through the other name.
+        w.append_file("x/g", 0o644, 0, 3, &b"two"[..]).unwrap();
+    }));
+    let report = c
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/x",
+            root.path().join("out"),
+            &CopyOptions::new(),
+        )
+        .unwrap();
+    assert_eq!((report.files, report.hard_links), (2, 1));
+    assert!(fs::symlink_metadata(root.path().join("out"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(fs::read(root.path().join("real/f")).unwrap(), b"one");
+    assert_eq!(fs::read(root.path().join("real/g")).unwrap(), b"two");
+}

@@ -5,12 +5,64 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::paths::{base, relative_components, target_inside};
-use super::{CopyError, CopyReport};
+use super::paths::{archive_prefix, base, relative_components, target_inside};
+use super::{CopyError, CopyOptions, CopyReport};
 use crate::pod::tar::{Entry, EntryKind, TarReader};
 
 /// Entries listed in [`CopyReport::skipped`] before only a count is kept.
 const MAX_SKIPPED_LISTED: usize = 100;
+
+/// Extracts a tar stream under `local` exactly as [`Client::copy_from_pod`] extracts the
+/// container's `tar cf - <remote>`: every name must start with `remote` (its leading `/`
+/// dropped), what follows lands under `local`, and nothing is created, written, linked or
+/// followed outside `local` (see the [module docs](super) for what is refused). For an
+/// archive that came some other way (a saved `kubectl exec ... tar cf -`, a test).
+///
+/// ```
+/// use kube_informer::pod::copy::{extract_archive, CopyOptions};
+/// use kube_informer::pod::tar::TarWriter;
+///
+/// let mut w = TarWriter::new(Vec::new());
+/// w.append_dir("srv/site", 0o755, 0)?;
+/// w.append_file("srv/site/index.html", 0o644, 0, 3, &b"hi\n"[..])?;
+/// w.append_symlink("srv/site/escape", "../../etc/passwd", 0)?;
+/// w.finish()?;
+/// let archive = w.into_inner();
+///
+/// let local = tempfile::tempdir()?;
+/// let site = local.path().join("site");
+/// let options = CopyOptions::new().skip_escaping_symlinks(true);
+/// let report = extract_archive(&archive[..], "/srv/site", &site, &options)?;
+/// assert_eq!((report.files, report.symlinks, report.skipped.len()), (1, 0, 1));
+/// assert_eq!(std::fs::read(site.join("index.html"))?, b"hi\n");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// [`Client::copy_from_pod`]: crate::Client::copy_from_pod
+pub fn extract_archive(
+    archive: impl Read,
+    remote: &str,
+    local: impl AsRef<Path>,
+    options: &CopyOptions,
+) -> Result<CopyReport, CopyError> {
+    let local = local.as_ref();
+    if local.as_os_str().is_empty() {
+        return Err(CopyError::InvalidPath("filepath can not be empty".into()));
+    }
+    let prefix = archive_prefix(remote);
+    let mut report = CopyReport::default();
+    let mut tar = TarReader::new(archive);
+    Extractor {
+        dest: local,
+        prefix: &prefix,
+        skip_escaping_symlinks: options.skip_escaping_symlinks,
+        report: &mut report,
+        skipped_unlisted: 0,
+    }
+    .run(&mut tar)?;
+    report.archive_bytes = tar.offset();
+    Ok(report)
+}
 
 pub(crate) struct Extractor<'a> {
     pub dest: &'a Path,
@@ -19,6 +71,14 @@ pub(crate) struct Extractor<'a> {
     pub skip_escaping_symlinks: bool,
     pub report: &'a mut CopyReport,
     pub skipped_unlisted: u64,
+}
+
+/// Where an entry lands.
+struct Place<'n> {
+    path: PathBuf,
+    /// The directory it lands in, as components below the destination; `None` when it is
+    /// the destination itself (whose directory is outside).
+    dir: Option<Vec<&'n str>>,
 }
 
 fn local<'p>(path: &'p Path, action: &'static str) -> impl FnOnce(io::Error) -> CopyError + 'p {
@@ -32,9 +92,12 @@ fn local<'p>(path: &'p Path, action: &'static str) -> impl FnOnce(io::Error) -> 
 impl Extractor<'_> {
     /// Extracts every entry until the end-of-archive marker.
     pub fn run<R: Read>(&mut self, tar: &mut TarReader<R>) -> Result<(), CopyError> {
+        // The destination as the user named it may be a symlink (followed: it is theirs);
+        // one the copy creates is a directory or a file, never a symlink.
+        let named = fs::symlink_metadata(self.dest).is_ok();
         let mut buf = vec![0u8; 64 * 1024];
         while let Some(entry) = tar.next_entry().map_err(CopyError::Archive)? {
-            self.entry(tar, &entry, &mut buf)?;
+            self.entry(tar, &entry, named, &mut buf)?;
         }
         if self.skipped_unlisted > 0 {
             self.report
@@ -79,23 +142,46 @@ impl Extractor<'_> {
 
     /// Where components land: under the destination, or the destination itself for the
     /// copied path (a file into an existing directory: under its own name there).
-    fn local_path(&self, comps: &[&str], kind: EntryKind) -> PathBuf {
+    fn place<'n>(&self, comps: Vec<&'n str>, kind: EntryKind) -> Place<'n> {
         if comps.is_empty() {
             if kind != EntryKind::Directory && !self.prefix.is_empty() && self.dest.is_dir() {
-                return self.dest.join(base(self.prefix));
+                return Place {
+                    path: self.dest.join(base(self.prefix)),
+                    dir: Some(Vec::new()),
+                };
             }
-            return self.dest.to_owned();
+            return Place {
+                path: self.dest.to_owned(),
+                dir: None,
+            };
         }
-        let mut p = self.dest.to_owned();
-        p.extend(comps);
-        p
+        let mut path = self.dest.to_owned();
+        path.extend(&comps);
+        let mut dir = comps;
+        dir.pop();
+        Place {
+            path,
+            dir: Some(dir),
+        }
     }
 
-    /// Refuses a path whose directories below the destination include a symlink.
-    fn no_symlink_on_the_way(&self, entry: &str, parents: &[&str]) -> Result<(), CopyError> {
+    /// Refuses a path whose directories below the destination include a symlink (and the
+    /// destination itself, unless the user named an existing one).
+    fn no_symlink_on_the_way(
+        &self,
+        entry: &str,
+        dir: &[&str],
+        named: bool,
+    ) -> Result<(), CopyError> {
         let mut p = self.dest.to_owned();
-        for c in parents {
+        let mut below = dir.iter();
+        if named {
+            let Some(c) = below.next() else {
+                return Ok(());
+            };
             p.push(c);
+        }
+        loop {
             match fs::symlink_metadata(&p) {
                 Ok(m) if m.file_type().is_symlink() => {
                     return Err(CopyError::ThroughSymlink {
@@ -107,20 +193,51 @@ impl Extractor<'_> {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
                 Err(e) => return Err(local(&p, "reading")(e)),
             }
+            match below.next() {
+                Some(c) => p.push(c),
+                None => return Ok(()),
+            }
         }
-        Ok(())
+    }
+
+    /// A hard link's target: a regular file already extracted inside the destination,
+    /// reached through directories only, and not the link itself.
+    fn hard_link_target(
+        &self,
+        entry: &Entry,
+        path: &Path,
+        named: bool,
+    ) -> Result<PathBuf, CopyError> {
+        let to = self.place(self.components(&entry.link)?, EntryKind::File);
+        let refused = || CopyError::HardLinkTarget {
+            entry: entry.path.clone(),
+            target: entry.link.clone(),
+        };
+        match &to.dir {
+            Some(dir) => self.no_symlink_on_the_way(&entry.link, dir, named)?,
+            // The destination itself: a file the copy made (a link to a file the user
+            // named may be a link to anywhere).
+            None if named => return Err(refused()),
+            None => {}
+        }
+        let regular = fs::symlink_metadata(&to.path).is_ok_and(|m| m.file_type().is_file());
+        if !regular || to.path == path {
+            return Err(refused());
+        }
+        Ok(to.path)
     }
 
     fn entry<R: Read>(
         &mut self,
         tar: &mut TarReader<R>,
         entry: &Entry,
+        named: bool,
         buf: &mut [u8],
     ) -> Result<(), CopyError> {
-        let comps = self.components(&entry.path)?;
-        let parents = &comps[..comps.len().saturating_sub(1)];
-        self.no_symlink_on_the_way(&entry.path, parents)?;
-        let path = self.local_path(&comps, entry.kind);
+        let Place { path, dir } = self.place(self.components(&entry.path)?, entry.kind);
+        if let Some(dir) = &dir {
+            self.no_symlink_on_the_way(&entry.path, dir, named)?;
+        }
         if let EntryKind::Other(t) = entry.kind {
             self.skip(format!(
                 "{}: not a file, directory or link (tar type {:?}), not copied",
@@ -129,7 +246,13 @@ impl Extractor<'_> {
             ));
             return Ok(());
         }
-        if entry.kind == EntryKind::Symlink && !target_inside(parents, &entry.link) {
+        // A symlink is checked against the directory it is created in; the destination's
+        // own is outside, so the copied path itself is never a symlink.
+        let escapes = entry.kind == EntryKind::Symlink
+            && !dir
+                .as_deref()
+                .is_some_and(|d| target_inside(d, &entry.link));
+        if escapes {
             if self.skip_escaping_symlinks {
                 self.skip(format!(
                     "{}: symlink to {:?}, outside the destination, not copied",
@@ -143,19 +266,26 @@ impl Extractor<'_> {
                 target: entry.link.clone(),
             });
         }
+        let link_to = match entry.kind {
+            EntryKind::HardLink => Some(self.hard_link_target(entry, &path, named)?),
+            _ => None,
+        };
         if let Some(parent) = path.parent() {
             if !parent.as_os_str().is_empty() {
                 fs::create_dir_all(parent).map_err(local(parent, "creating"))?;
             }
         }
         // What is in the way is replaced, never followed nor written through: a symlink or a
-        // file (maybe a hard link to another) is removed first.
-        let existing = fs::symlink_metadata(&path).ok();
-        let is_link = existing
-            .as_ref()
-            .is_some_and(|m| m.file_type().is_symlink());
+        // file (maybe a hard link to another) is removed first. Only the destination the
+        // user named is followed, when it is a directory.
+        let existing = if dir.is_none() && named {
+            fs::metadata(&path).or_else(|_| fs::symlink_metadata(&path))
+        } else {
+            fs::symlink_metadata(&path)
+        }
+        .ok();
         let is_dir = existing.as_ref().is_some_and(|m| m.is_dir());
-        if is_link || (existing.is_some() && !is_dir) {
+        if existing.is_some() && !is_dir {
             fs::remove_file(&path).map_err(local(&path, "replacing"))?;
         }
         match entry.kind {
@@ -165,7 +295,7 @@ impl Extractor<'_> {
                 self.report.directories += 1;
             }
             EntryKind::File => {
-                let mut f = fs::File::create(&path).map_err(local(&path, "creating"))?;
+                let mut f = create_new(&path)?;
                 loop {
                     let n = tar.read_data(buf).map_err(CopyError::Archive)?;
                     if n == 0 {
@@ -179,8 +309,7 @@ impl Extractor<'_> {
                     f.set_modified(t)
                         .map_err(local(&path, "setting the time of"))?;
                 }
-                drop(f);
-                set_mode(&path, entry.mode)?;
+                set_file_mode(&f, &path, entry.mode)?;
                 self.report.files += 1;
             }
             EntryKind::Symlink => {
@@ -188,16 +317,38 @@ impl Extractor<'_> {
                 self.report.symlinks += 1;
             }
             EntryKind::HardLink => {
-                let to = self.components(&entry.link)?;
-                self.no_symlink_on_the_way(&entry.link, &to[..to.len().saturating_sub(1)])?;
-                let to_path = self.local_path(&to, EntryKind::File);
-                fs::hard_link(&to_path, &path).map_err(local(&path, "linking"))?;
-                self.report.hard_links += 1;
+                if let Some(to) = link_to {
+                    fs::hard_link(&to, &path).map_err(local(&path, "linking"))?;
+                    self.report.hard_links += 1;
+                }
             }
             EntryKind::Other(_) => {}
         }
         Ok(())
     }
+}
+
+/// A file that did not exist (what was in the way was removed): never opened through a
+/// symlink or into another name's data.
+fn create_new(path: &Path) -> Result<fs::File, CopyError> {
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(local(path, "creating"))
+}
+
+/// A file's permission bits, set on the open file (never through a name).
+fn set_file_mode(f: &fs::File, path: &Path, mode: u32) -> Result<(), CopyError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(fs::Permissions::from_mode(mode & 0o777))
+            .map_err(local(path, "setting the mode of"))?;
+    }
+    #[cfg(not(unix))]
+    let _ = (f, path, mode);
+    Ok(())
 }
 
 /// The permission bits, never set-user-ID, set-group-ID or sticky.

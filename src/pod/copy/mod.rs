@@ -17,14 +17,25 @@
 //!   tree is archived as it is read into the stdin of `tar -xmf - -C <dir>`.
 //!
 //! **Extraction is confined to the destination.** The archive comes from a container,
-//! which may be hostile: a name with a `..` component or an absolute name
-//! ([`CopyError::PathEscape`]), a symlink whose target leaves the destination
-//! ([`CopyError::SymlinkEscape`], or skipped and listed in [`CopyReport::skipped`] with
-//! [`CopyOptions::skip_escaping_symlinks`]), and a name that would be written through a
-//! symlink ([`CopyError::ThroughSymlink`]: a real `tar` never archives anything below a
-//! symlink, so this is a crafted archive, or a destination that already holds a symlink
-//! there) all fail the copy before anything is written for that entry. kubectl skips names outside the destination with a warning and never
-//! creates symlinks; these are refused instead, and symlinks that stay inside are kept.
+//! which may be hostile: nothing it holds is created, written, linked or followed outside
+//! the destination, whatever the order of its entries. Before anything is created for an
+//! entry, every directory on its way below the destination is looked at without following
+//! symlinks, and so is the destination itself when the copy creates it (a destination the
+//! user named that is a symlink is theirs, and followed). Refused, failing the copy:
+//! a name with a `..` component or an absolute name ([`CopyError::PathEscape`]); a symlink
+//! whose target leaves the destination ([`CopyError::SymlinkEscape`], or skipped and listed
+//! in [`CopyReport::skipped`] with [`CopyOptions::skip_escaping_symlinks`]) — the copied
+//! path itself as a symlink always does, since it would become the destination and its
+//! target is read from the destination's parent; a name below a symlink
+//! ([`CopyError::ThroughSymlink`]: a real `tar` never archives anything below a symlink, so
+//! this is a crafted archive, or a destination that already holds a symlink there); a hard
+//! link to anything but a regular file already extracted inside ([`CopyError::HardLinkTarget`]:
+//! a hard link to a symlink would re-read its target from another directory). A symlink's
+//! target is judged lexically: some `..` first, no more than the link's directory is deep,
+//! then names only, each of which, if a link, obeys the same rule. What is in the way of an
+//! entry (a file, a symlink) is removed and the file created anew, never written through.
+//! kubectl skips names outside the destination with a warning and never creates symlinks;
+//! these are refused instead, and symlinks that stay inside are kept.
 //! Devices and FIFOs are skipped and listed. Files get their mode's permission bits (never
 //! set-user-ID, set-group-ID or sticky) and their modification time; directories their
 //! mode, always with the owner's `rwx` (so that their contents can be written), and not
@@ -61,6 +72,8 @@ mod remote;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+pub use extract::extract_archive;
 
 use super::channels::ExitStatus;
 use super::tar::TarError;
@@ -209,6 +222,15 @@ pub enum CopyError {
         /// Its target.
         target: String,
     },
+    /// A hard link whose target is not a regular file already extracted inside the
+    /// destination (a symlink, a directory, nothing, the link itself): linking it could
+    /// give a name inside the destination to something that points outside.
+    HardLinkTarget {
+        /// The link's name.
+        entry: String,
+        /// Its target, as archived.
+        target: String,
+    },
     /// An archived name below a symlink: writing it would follow the link.
     ThroughSymlink {
         /// The name.
@@ -276,6 +298,10 @@ impl std::fmt::Display for CopyError {
             CopyError::SymlinkEscape { entry, target } => write!(
                 f,
                 "copy: refusing symlink {entry:?} -> {target:?}: its target is outside the destination"
+            ),
+            CopyError::HardLinkTarget { entry, target } => write!(
+                f,
+                "copy: refusing hard link {entry:?} -> {target:?}: its target is not a regular file inside the destination"
             ),
             CopyError::ThroughSymlink { entry, symlink } => write!(
                 f,

@@ -61,7 +61,8 @@ pub(crate) fn archive_prefix(remote: &str) -> String {
 }
 
 /// The components of an archived name below the prefix: `None` when one is `..` or the
-/// name is absolute (it would leave the destination).
+/// name is absolute (it would leave the destination). On Windows, where `\` separates
+/// too and `:` names a drive or a stream, a component holding either is refused as well.
 pub(crate) fn relative_components(rest: &str) -> Option<Vec<&str>> {
     if rest.starts_with('/') {
         return None;
@@ -71,6 +72,7 @@ pub(crate) fn relative_components(rest: &str) -> Option<Vec<&str>> {
         match c {
             "" | "." => {}
             ".." => return None,
+            c if cfg!(windows) && c.contains(['\\', ':']) => return None,
             c => out.push(c),
         }
     }
@@ -120,6 +122,8 @@ mod tests {
         assert_eq!(relative_components("/a/./b"), None);
         assert_eq!(relative_components("a/./b/"), Some(vec!["a", "b"]));
         assert_eq!(relative_components("a/../b"), None);
+        let backslashed = relative_components("a\\..\\..\\b");
+        assert_eq!(backslashed.is_none(), cfg!(windows));
         assert!(target_inside(&["a", "b"], "../c"));
         assert!(target_inside(&["a"], "../c"));
         assert!(!target_inside(&["a"], "../../c"));

@@ -57,6 +57,12 @@ impl<W: Write> TarWriter<W> {
         self.header(path, b'2', 0o777, mtime, 0, target)
     }
 
+    /// A hard link at `path` to the earlier entry named `target` (an archived name, as
+    /// tar writes one for a file's second name; the library's own copies never do).
+    pub fn append_hard_link(&mut self, path: &str, target: &str, mtime: i64) -> io::Result<()> {
+        self.header(path, b'1', 0o644, mtime, 0, target)
+    }
+
     /// A regular file of exactly `size` bytes read from `data`. A reader that ends early
     /// is an error (`UnexpectedEof`: the file shrank while archived) and leaves the archive
     /// unusable; bytes past `size` are not read (the file grew: what was there when it was
