@@ -427,3 +427,83 @@ fn a_listener_whose_accept_keeps_failing_reports_and_stops() {
     assert_eq!(roundtrip(first, "still here"), "STILL HERE");
     f.stop();
 }
+
+/// A raw server for one pod: `GET` of the pod answers it Running; a port-forward upgrade is
+/// answered with the pod's error `error_text` on channel 1, then a close.
+fn raw_pod_server(error_text: &'static [u8]) -> String {
+    use std::io::BufRead;
+    fn frame(payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![0x82, payload.len() as u8];
+        f.extend_from_slice(payload);
+        f
+    }
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(c) = c else { return };
+            std::thread::spawn(move || {
+                let mut r = std::io::BufReader::new(c);
+                loop {
+                    let (mut first, mut key) = (String::new(), String::new());
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if first.is_empty() {
+                            first = line.clone();
+                        }
+                        if let Some(k) = line.strip_prefix("Sec-WebSocket-Key: ") {
+                            key = k.trim().to_owned();
+                        }
+                    }
+                    let s = r.get_mut();
+                    if !first.contains("/portforward") {
+                        let body = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"lab"},"status":{"phase":"Running"}}"#;
+                        let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+                        continue;
+                    }
+                    use base64::Engine as _;
+                    let mut input = key.into_bytes();
+                    input.extend_from_slice(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+                    let d = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &input);
+                    let accept = base64::engine::general_purpose::STANDARD.encode(d.as_ref());
+                    let mut out = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n").into_bytes();
+                    out.extend(frame(&[0, 80, 0]));
+                    out.extend(frame(&[1, 80, 0]));
+                    let mut error = vec![1];
+                    error.extend_from_slice(error_text);
+                    out.extend(frame(&error));
+                    out.extend([0x88, 2, 0x03, 0xe8]);
+                    let _ = s.write_all(&out);
+                    let mut sink = [0u8; 1024];
+                    while matches!(r.get_mut().read(&mut sink), Ok(n) if n > 0) {}
+                    return;
+                }
+            });
+        }
+    });
+    url
+}
+
+/// What the pod says is logged and handed on, but none of its control characters: a
+/// hostile kubelet cannot forge a log line or drive the terminal kubectl's log goes to.
+#[test]
+fn the_pods_error_text_cannot_forge_log_lines() {
+    let c = Client::new(kube_informer::ClientConfig::new(raw_pod_server(
+        b"connect: connection refused\nE0101 00:00:00 forged line \x1b[2J",
+    )))
+    .unwrap();
+    let f = c
+        .port_forward("lab", "p", &[":80".parse().unwrap()])
+        .unwrap();
+    let _s = TcpStream::connect(f.ports()[0].local).unwrap();
+    let e = f.errors().recv_timeout(common::PATIENCE).unwrap();
+    assert!(e.message.contains("forged line"), "{:?}", e.message);
+    assert!(!e.message.chars().any(char::is_control), "{:?}", e.message);
+    f.stop();
+}

@@ -504,7 +504,13 @@ fn forward(
     duplex.shutdown();
     let _ = uploader.join();
     if !error_text.is_empty() {
-        return Err(String::from_utf8_lossy(&error_text).into_owned());
+        // The pod's words, logged and handed on: no control character of theirs forges a
+        // log line or moves a terminal's cursor.
+        let text = String::from_utf8_lossy(&error_text)
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        return Err(text);
     }
     result.map(|_| ())
 }
