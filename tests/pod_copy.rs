@@ -794,3 +794,76 @@ fn a_destination_the_user_named_as_a_symlink_is_followed_and_files_are_created_a
     assert_eq!(fs::read(root.path().join("real/f")).unwrap(), b"one");
     assert_eq!(fs::read(root.path().join("real/g")).unwrap(), b"two");
 }
+
+/// Issue 38: an upload to a `tar -x` that prints nothing is not cut by the client's request
+/// timeout (it bounds the upgrade only) nor by the idle timeout while the bytes move; here
+/// the server stops taking them for longer than the request timeout, then takes the rest.
+#[test]
+fn a_slow_upload_is_not_cut_by_the_request_timeout() {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+
+    const SIZE: usize = 16 << 20;
+    const PAUSE_AFTER: usize = 256 * 1024;
+    let server = ApiServer::start();
+    server.create_pod("lab", "web", &["app"]).unwrap();
+    let files = ContainerFiles::new();
+    files.create_dir("/srv", 0o755);
+    files.serve(server.runtime());
+    // A relay that, on a connection that has sent PAUSE_AFTER bytes towards the server,
+    // stops reading for a while (a busy node or disk), then goes on at full speed.
+    let upstream = server.addr();
+    let relay = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut cfg = server.client_config();
+    cfg.server = format!("http://{}", relay.local_addr().unwrap());
+    cfg.request_timeout = Duration::from_secs(2);
+    std::thread::spawn(move || {
+        for c in relay.incoming() {
+            let Ok(mut c) = c else { return };
+            std::thread::spawn(move || {
+                let Ok(mut up) = TcpStream::connect(upstream) else {
+                    return;
+                };
+                let (mut c2, mut up2) = (c.try_clone().unwrap(), up.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut up2, &mut c2);
+                    let _ = c2.shutdown(std::net::Shutdown::Both);
+                });
+                let (mut sent, mut paused) = (0usize, false);
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = match c.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if up.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    sent += n;
+                    if sent >= PAUSE_AFTER && !paused {
+                        paused = true;
+                        // Well past the request timeout, well short of the idle timeout.
+                        std::thread::sleep(Duration::from_secs(5));
+                    }
+                }
+                let _ = up.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    let client = Client::new(cfg).unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let data = pattern(SIZE, 38);
+    fs::write(local.path().join("big.bin"), &data).unwrap();
+    let options = CopyOptions::new().idle_timeout(Duration::from_secs(15));
+    client
+        .copy_to_pod(
+            "lab",
+            "web",
+            local.path().join("big.bin"),
+            "/srv/big.bin",
+            &options,
+        )
+        .unwrap();
+    assert!(files.read_file("/srv/big.bin").unwrap() == data);
+}

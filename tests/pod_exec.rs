@@ -530,3 +530,99 @@ fn the_clients_token_ends_sessions_and_stalled_handshakes() {
     let err = opening.join().unwrap().unwrap_err();
     assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
 }
+
+/// Issue 38: a command that prints nothing while its stdin streams in (`tar -x` during an
+/// upload) is not idle: the idle timeout counts only time when neither direction moves, and
+/// the client's request timeout bounds the upgrade only.
+#[test]
+fn stdin_that_keeps_moving_is_not_idle_while_the_command_prints_nothing() {
+    const IDLE: Duration = Duration::from_secs(1);
+    let server = ApiServer::start();
+    server.create_pod("lab", "p", &[]).unwrap();
+    server.runtime().command(&["sink"], |i| CommandOutput {
+        stdout: format!("{}\n", i.stdin.len()).into_bytes(),
+        ..Default::default()
+    });
+    let mut cfg = server.client_config();
+    cfg.request_timeout = IDLE;
+    let c = Client::new(cfg).unwrap();
+    let mut p = c
+        .exec(
+            "lab",
+            "p",
+            &ExecParams::new(["sink"]).stdin(true).idle_timeout(IDLE),
+        )
+        .unwrap();
+    let mut stdin = p.stdin().unwrap();
+    let mut stdout = p.stdout().unwrap();
+    // The server says nothing for three idle timeouts while stdin moves all along.
+    let started = std::time::Instant::now();
+    let mut sent = 0usize;
+    while started.elapsed() < 3 * IDLE {
+        stdin.write_all(&[b'x'; 100]).unwrap();
+        sent += 100;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stdin.close().unwrap();
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).unwrap();
+    assert_eq!(out, format!("{sent}\n"));
+    assert!(p.wait().unwrap().success());
+}
+
+/// One connection: answers the upgrade, then neither reads nor writes until the test ends.
+fn deaf_server(hold: std::sync::mpsc::Receiver<()>) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        let mut r = BufReader::new(s);
+        let mut key = String::new();
+        loop {
+            let mut line = String::new();
+            if r.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
+                break;
+            }
+            if let Some(k) = line.strip_prefix("Sec-WebSocket-Key: ") {
+                key = k.trim().to_owned();
+            }
+        }
+        let mut s = r.into_inner();
+        let _ = s.write_all(&upgraded(&key, "v5.channel.k8s.io", &[]));
+        let _ = hold.recv_timeout(common::PATIENCE);
+    });
+    url
+}
+
+/// The other side of the rule: a server that neither sends nor takes stdin is idle, and a
+/// stdin write blocked on it fails at the idle timeout (the request timeout, which bounds
+/// the upgrade only, is far longer here).
+#[test]
+fn a_server_that_neither_reads_nor_sends_ends_a_blocked_stdin_write() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut cfg = kube_informer::ClientConfig::new(deaf_server(rx));
+    cfg.request_timeout = 4 * common::PATIENCE;
+    let c = Client::new(cfg).unwrap();
+    let mut p = c
+        .exec(
+            "lab",
+            "p",
+            &ExecParams::new(["x"])
+                .stdin(true)
+                .idle_timeout(Duration::from_millis(500)),
+        )
+        .unwrap();
+    let mut stdin = p.stdin().unwrap();
+    let writer = std::thread::spawn(move || {
+        // Far more than the socket buffers hold: the write blocks until the session ends.
+        let chunk = vec![b'x'; 32 * 1024];
+        for _ in 0..(1 << 14) {
+            stdin.write_all(&chunk)?;
+        }
+        Ok::<(), std::io::Error>(())
+    });
+    let e = p.wait().unwrap_err();
+    assert!(e.to_string().contains("idle timeout"), "{e}");
+    assert!(writer.join().unwrap().is_err());
+    let _ = tx.send(());
+}

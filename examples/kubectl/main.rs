@@ -26,14 +26,21 @@ mod pod_io;
 use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::Client;
 
-const USAGE: &str = "usage: kubectl (get|logs|drain|exec|attach|port-forward|cp) [flags] ...; kubectl COMMAND -h for its flags";
+const USAGE: &str = "usage: kubectl [-n NS] [--context C] [--kubeconfig F] [--demo] (get|logs|drain|exec|attach|port-forward|cp) [flags] ...; kubectl COMMAND -h for its flags";
 
 fn main() {
     // `RUST_LOG=info` (or `debug`, or `kube_informer=debug`) shows the library's log lines on
     // stderr; without it, errors only.
     env_logger::init();
-    let mut argv = std::env::args().skip(1);
-    match argv.next().as_deref() {
+    let (command, rest) = match split_global_flags(std::env::args().skip(1).collect()) {
+        Ok(split) => split,
+        Err(e) => {
+            eprintln!("error: {e}\n{USAGE}");
+            std::process::exit(1);
+        }
+    };
+    let argv = rest.into_iter();
+    match command.as_deref() {
         Some("get") => get::main(argv),
         Some("logs") => std::process::exit(logs::main(argv.collect())),
         Some("drain") => std::process::exit(drain::main(argv.collect())),
@@ -58,6 +65,53 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// The global flags taken before the subcommand, as kubectl takes them (`kubectl -n NS logs
+/// POD`, `kubectl --context c get po`): `-n`/`--namespace`, `--kubeconfig`, `--context` (each
+/// as `-n NS`, `-nNS`, `-n=NS`, `--namespace NS` or `--namespace=NS`) and `--demo`. Returns
+/// the subcommand (`None` when there is none) and its arguments: the global flags first, in
+/// the separate form every subcommand's parser reads, then what followed the subcommand.
+pub fn split_global_flags(argv: Vec<String>) -> Result<(Option<String>, Vec<String>), String> {
+    let mut global = Vec::new();
+    let mut it = argv.into_iter();
+    while let Some(arg) = it.next() {
+        if !arg.starts_with('-') || arg == "-" {
+            global.extend(it);
+            return Ok((Some(arg), global));
+        }
+        if matches!(arg.as_str(), "-h" | "--help") {
+            // `kubectl -h`: the usage, whatever follows.
+            return Ok((Some(arg), Vec::new()));
+        }
+        if arg == "--demo" {
+            global.push(arg);
+            continue;
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
+            None if arg.starts_with("-n") && arg.len() > 2 && !arg.starts_with("--") => {
+                ("-n".to_owned(), Some(arg[2..].to_owned()))
+            }
+            None => (arg.clone(), None),
+        };
+        let long = match name.as_str() {
+            "-n" | "--namespace" => "--namespace",
+            "--kubeconfig" => "--kubeconfig",
+            "--context" => "--context",
+            _ => return Err(format!("unknown flag: {arg}")),
+        };
+        let value = match inline {
+            Some(v) => v,
+            None => it
+                .next()
+                .ok_or_else(|| format!("flag needs an argument: {name}"))?,
+        };
+        // `-n` rather than `--namespace`: the form every subcommand reads.
+        global.push(if long == "--namespace" { "-n" } else { long }.to_owned());
+        global.push(value);
+    }
+    Ok((None, global))
 }
 
 /// kubectl's `--kubeconfig`, `--context` and `--namespace`, as kubeconfig options.
@@ -210,6 +264,64 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    fn split(args: &[&str]) -> Result<(Option<String>, Vec<String>), String> {
+        split_global_flags(args.iter().map(|a| a.to_string()).collect())
+    }
+
+    fn owned(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn global_flags_may_come_before_the_subcommand() {
+        let logs = Some("logs".to_owned());
+        assert_eq!(
+            split(&["-n", "ns", "logs", "pod"]).unwrap(),
+            (logs.clone(), owned(&["-n", "ns", "pod"]))
+        );
+        for form in [
+            &["-nns"][..],
+            &["-n=ns"],
+            &["--namespace", "ns"],
+            &["--namespace=ns"],
+        ] {
+            let mut args = form.to_vec();
+            args.extend(["logs", "pod"]);
+            assert_eq!(
+                split(&args).unwrap(),
+                (logs.clone(), owned(&["-n", "ns", "pod"])),
+                "{form:?}"
+            );
+        }
+        assert_eq!(
+            split(&["--context", "c", "--kubeconfig=/k", "--demo", "get", "po"]).unwrap(),
+            (
+                Some("get".to_owned()),
+                owned(&["--context", "c", "--kubeconfig", "/k", "--demo", "po"])
+            )
+        );
+        // A value that looks like a subcommand is the flag's.
+        assert_eq!(
+            split(&["-n", "logs", "logs", "p"]).unwrap(),
+            (logs.clone(), owned(&["-n", "logs", "p"]))
+        );
+        // Everything after the subcommand is left as it is, `--` and all.
+        assert_eq!(
+            split(&["exec", "p", "--", "-n", "x"]).unwrap(),
+            (Some("exec".to_owned()), owned(&["p", "--", "-n", "x"]))
+        );
+        assert_eq!(split(&[]).unwrap(), (None, vec![]));
+        assert_eq!(split(&["-n", "ns"]).unwrap(), (None, owned(&["-n", "ns"])));
+        assert!(split(&["-n"]).unwrap_err().contains("needs an argument"));
+        assert!(split(&["--user", "u", "get"])
+            .unwrap_err()
+            .contains("unknown flag: --user"));
+        assert_eq!(
+            split(&["-h", "get"]).unwrap(),
+            (Some("-h".to_owned()), vec![])
+        );
+    }
 
     #[test]
     fn durations_read_like_go() {

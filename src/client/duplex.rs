@@ -9,6 +9,11 @@
 //! blocked by a full send buffer never stops the reader from draining the other direction.
 //! [`Duplex::shutdown`] ends both from any thread (cancel, stop).
 //!
+//! Every socket read or write that moves a byte, either way, is noted
+//! ([`Duplex::quiet_for`]): an exec session's idle timeout counts only the time when neither
+//! direction moves, so a long upload to a command that prints nothing (`tar -x`) is not
+//! idle, and a session whose peer neither sends nor drains is.
+//!
 //! The bytes usually travel on the TCP connection itself; through an `https://` proxy they
 //! travel in the tunnel inside the TLS session with the proxy, itself a `Duplex` (a
 //! [`Carrier::Tunnel`]): the server's TLS then runs inside the proxy's, and shutting the TCP
@@ -16,9 +21,9 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -89,6 +94,40 @@ struct Shared {
     /// Where the writes go, and the buffer TLS records are written into before it; its lock
     /// orders the writes.
     write: Mutex<(Box<dyn Write + Send>, Vec<u8>)>,
+    /// When the duplex was made, and the last time a byte moved either way (nanoseconds
+    /// after `born`).
+    born: Instant,
+    moved: AtomicU64,
+}
+
+impl Shared {
+    /// Notes that bytes moved now.
+    fn mark(&self) {
+        let at = u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.moved.fetch_max(at, Ordering::Relaxed);
+    }
+
+    /// Writes all of `data` to `sock`, noting each write that moves bytes (a slow reader on
+    /// the other side still counts as moving, write by write).
+    fn write_all(&self, sock: &mut (dyn Write + Send), mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            match sock.write(data) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "the connection took no more bytes",
+                    ))
+                }
+                Ok(n) => {
+                    self.mark();
+                    data = &data[n..];
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Ends a connection from any thread: blocked reads and writes return at once.
@@ -130,6 +169,8 @@ impl Duplex {
                 Mutex::new(c)
             }),
             sock,
+            born: Instant::now(),
+            moved: AtomicU64::new(0),
         });
         let read = ReadHalf {
             shared: Arc::clone(&shared),
@@ -175,6 +216,13 @@ impl Duplex {
     pub fn set_read_timeout(&self, d: Option<Duration>) -> io::Result<()> {
         self.0.sock.set_read_timeout(d)
     }
+
+    /// How long since a byte last moved either way (read from the socket, or written to
+    /// it); since the split when none has.
+    pub fn quiet_for(&self) -> Duration {
+        let moved = Duration::from_nanos(self.0.moved.load(Ordering::Relaxed));
+        self.0.born.elapsed().saturating_sub(moved)
+    }
 }
 
 /// The read half: one reader at a time.
@@ -208,7 +256,11 @@ impl Read for ReadHalf {
                 return Ok(n);
             }
             let Some(tls) = &self.shared.tls else {
-                return self.sock.read(buf);
+                let n = self.sock.read(buf)?;
+                if n > 0 {
+                    self.shared.mark();
+                }
+                return Ok(n);
             };
             // Whatever rustls decrypted already (the handshake's leftovers, or the rest of
             // the last read) goes straight into the caller's buffer; then what is left of
@@ -245,13 +297,14 @@ impl Read for ReadHalf {
                             c.write_tls(out)?;
                         }
                     }
-                    sock.write_all(out)?;
+                    self.shared.write_all(sock.as_mut(), out)?;
                 }
             }
             let n = self.sock.read(&mut self.raw)?;
             if n == 0 {
                 return Ok(0);
             }
+            self.shared.mark();
             (self.raw_at, self.raw_len) = (0, n);
         }
     }
@@ -266,7 +319,7 @@ impl Write for WriteHalf {
         let mut w = self.0.write.lock();
         let (sock, out) = &mut *w;
         match &self.0.tls {
-            None => sock.write_all(data)?,
+            None => self.0.write_all(sock.as_mut(), data)?,
             Some(tls) => {
                 out.clear();
                 {
@@ -276,7 +329,7 @@ impl Write for WriteHalf {
                         c.write_tls(out)?;
                     }
                 }
-                sock.write_all(out)?;
+                self.0.write_all(sock.as_mut(), out)?;
                 // A large message's records are not kept between writes.
                 if out.capacity() > 1 << 20 {
                     *out = Vec::new();

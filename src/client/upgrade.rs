@@ -7,7 +7,8 @@
 //! prefix), `tls-server-name` (SNI and verification name, the TCP connection to the URL's
 //! host), the CA, `insecure-skip-tls-verify`, the client certificate (an exec plugin's
 //! current one included), the proxy (`proxy-url`, else `HTTPS_PROXY`/`NO_PROXY` by the same
-//! rules), the connect and request timeouts, the user agent. Credentials and `Impersonate-*`
+//! rules), the connect and request timeouts (the request timeout bounds the handshake
+//! only: an upgraded session has no deadline of its own), the user agent. Credentials and `Impersonate-*`
 //! headers come from the same function as every other request's
 //! ([`Client::credential_headers`]), a 401 refreshes a refreshable credential once, and the
 //! upgrade takes a token from the client's rate limiter like any request.
@@ -212,7 +213,12 @@ impl Client {
                 }));
             }
             let (carrier, conn) = duplex_parts;
+            // The request timeout bounds the upgrade only, as kubectl's: after it, a session
+            // waits as long as its data takes (an upload to a silent `tar -x`, a quiet
+            // forwarded connection). What ends it is the session's own idle timeout, a
+            // cancel or a stop.
             let _ = carrier.tcp().set_read_timeout(None);
+            let _ = carrier.tcp().set_write_timeout(None);
             let (duplex, read, write) =
                 Duplex::split_carrier(carrier, conn, Vec::new()).map_err(transport)?;
             if let Some(token) = settings.cancel {

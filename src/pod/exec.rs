@@ -89,7 +89,8 @@ impl ExecParams {
         self
     }
 
-    /// Ends the session with an error when the server sends nothing for this long (default:
+    /// Ends the session with an error when nothing moves either way for this long (no byte
+    /// from the server, none of stdin taken by it; default:
     /// no bound, as an interactive shell may be silent for hours; [`Canceller`](super::Canceller)
     /// stops it any time).
     pub fn idle_timeout(mut self, d: Duration) -> Self {

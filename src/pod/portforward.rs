@@ -19,8 +19,21 @@
 //!
 //! One accept thread per port (`ki/pf<port>/acc`), two per live connection (`.../dn`, the
 //! pod to the local client, and `.../up`). [`PortForwarder::stop`] closes the listeners and
-//! every connection and joins all of them. A connection the pod refuses (nothing listens on
-//! the port) is reported on [`PortForwarder::errors`] and closed; the forwarder goes on.
+//! every connection, ends the WebSocket handshakes still under way, and joins all of them.
+//!
+//! # What is reported, and what kubectl would say
+//!
+//! - A pod that is not `Running` is refused before anything listens, in kubectl's words
+//!   (`unable to forward port because pod is not running. Current status=Pending`); a pod
+//!   that does not exist is the server's `404`.
+//! - A connection the pod refuses (nothing listens on the port) is closed, reported on
+//!   [`PortForwarder::errors`] with the pod's words and logged at error level as kubectl
+//!   prints it (`an error occurred forwarding 8080 -> 80: error forwarding port 80 to pod
+//!   ...: connect: connection refused`); the forwarder goes on.
+//! - A listener whose `accept` keeps failing (out of file descriptors) is retried a few
+//!   times with a growing pause (never a busy loop), then closed, as kubectl closes it:
+//!   `error accepting connection on port 8080: ...` on [`PortForwarder::errors`] and in the
+//!   log. The other ports go on.
 //!
 //! # The data path
 //!
@@ -43,6 +56,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
@@ -51,7 +65,7 @@ use super::channels;
 use super::exec::pod_path;
 use super::websocket::{DataFrame, Received};
 use crate::client::duplex::Duplex;
-use crate::client::Client;
+use crate::client::{Cancel, Client};
 use crate::error::{Error, Result};
 use crate::thread_name::thread_name;
 
@@ -60,6 +74,16 @@ const MAX_CHUNK: usize = super::websocket::MAX_SEND;
 
 /// How many connection errors wait in [`PortForwarder::errors`]; later ones are logged only.
 const MAX_QUEUED_ERRORS: usize = 256;
+
+/// A listener whose `accept` keeps failing (out of file descriptors) is retried after these
+/// pauses, then closed.
+const ACCEPT_RETRIES: [Duration; 5] = [
+    Duration::from_millis(10),
+    Duration::from_millis(20),
+    Duration::from_millis(40),
+    Duration::from_millis(80),
+    Duration::from_millis(160),
+];
 
 /// `LOCAL:REMOTE`, `:REMOTE` (a free local port) or `PORT` (the same both sides).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,21 +125,30 @@ pub struct ForwardedPort {
     pub remote: u16,
 }
 
-/// A forwarded connection that failed; the forwarder goes on.
+/// A forwarded connection that failed (the forwarder goes on), or a listener that stopped.
 #[derive(Clone, Debug)]
 pub struct ForwardError {
     /// The pod's port.
     pub remote: u16,
-    /// The local client whose connection it was.
+    /// The local client whose connection it was; the unspecified address `0.0.0.0:0` when
+    /// the listener itself failed.
     pub peer: SocketAddr,
-    /// What went wrong: the pod's words (`... connect: connection refused`) or ours.
+    /// What went wrong: the pod's words (`error forwarding port 80 to pod ...: ... connect:
+    /// connection refused`) or ours; for a listener that stopped, `error accepting
+    /// connection on port 8080: ...`.
     pub message: String,
 }
 
 struct Shared {
+    /// The caller's client with [`stop_token`](Self::stop_token) as its token.
     client: Client,
     path: String,
     stop: AtomicBool,
+    /// Cancelled by the stop (and by the caller's own token, when its client has one): ends
+    /// upgrades still in their handshake, upgraded connections and back-off pauses.
+    stop_token: Cancel,
+    /// The hook on the caller's token that cancels `stop_token`; unregistered on drop.
+    _linked: Option<Box<dyn std::any::Any + Send + Sync>>,
     /// Live connections: the local socket and, once upgraded, the WebSocket's connection.
     live: Mutex<HashMap<u64, (TcpStream, Option<Duplex>)>>,
     next: AtomicU64,
@@ -180,11 +213,22 @@ impl Client {
                 "port-forward needs at least one port".into(),
             ));
         }
+        let path = pod_path(namespace, pod, "portforward");
+        ensure_running(self, &path)?;
         let (tx, rx) = crossbeam_channel::bounded(MAX_QUEUED_ERRORS);
+        let stop_token = Cancel::new();
+        let linked = self.cancel_token().and_then(|caller| {
+            let ours = stop_token.clone();
+            caller
+                .on_cancel(move || ours.cancel())
+                .map(|a| Box::new(a) as Box<dyn std::any::Any + Send + Sync>)
+        });
         let shared = Arc::new(Shared {
-            client: self.clone(),
-            path: pod_path(namespace, pod, "portforward"),
+            client: self.with_cancel(stop_token.clone()),
+            path,
             stop: AtomicBool::new(false),
+            stop_token,
+            _linked: linked,
             live: Mutex::new(HashMap::new()),
             next: AtomicU64::new(0),
             threads: Mutex::new(Vec::new()),
@@ -209,7 +253,7 @@ impl Client {
             let s = Arc::clone(&shared);
             let handle = std::thread::Builder::new()
                 .name(thread_name(&format!("pf{remote}"), "acc"))
-                .spawn(move || accept_loop(&s, listener, remote))
+                .spawn(move || accept_loop(&s, listener, local, remote))
                 .map_err(|e| Error::Io {
                     request: "port-forward".into(),
                     source: e,
@@ -245,6 +289,9 @@ impl PortForwarder {
 
     fn shutdown(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        // Ends handshakes under way (a connection not yet upgraded has no socket of ours
+        // to shut), upgraded connections and the accept threads' back-off pauses.
+        self.shared.stop_token.cancel();
         for p in &self.ports {
             // Wakes the accept thread, which then sees the stop.
             let wake = match p.local.ip() {
@@ -282,41 +329,95 @@ impl Drop for PortForwarder {
     }
 }
 
-fn accept_loop(s: &Arc<Shared>, listener: TcpListener, remote: u16) {
-    for conn in listener.incoming() {
+/// Whether a failed `accept` is about one connection only (the client went away before it
+/// was taken, a signal), so that the next `accept` can go ahead at once, as Go's does.
+fn passing(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, Interrupted, WouldBlock};
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
+    )
+}
+
+/// Reports a failure on [`PortForwarder::errors`] while there is room (the caller logs it).
+fn report(s: &Shared, remote: u16, peer: SocketAddr, message: String) {
+    let _ = s.errors.try_send(ForwardError {
+        remote,
+        peer,
+        message,
+    });
+}
+
+fn accept_loop(s: &Arc<Shared>, listener: TcpListener, local: SocketAddr, remote: u16) {
+    let mut failures = 0usize;
+    loop {
+        let accepted = listener.accept();
         if s.stop.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(local) = conn else { continue };
-        let _ = local.set_nodelay(true);
-        let id = s.next.fetch_add(1, Ordering::Relaxed);
-        let Ok(clone) = local.try_clone() else {
-            continue;
-        };
-        s.live.lock().insert(id, (clone, None));
-        let s2 = Arc::clone(s);
-        let spawned = std::thread::Builder::new()
-            .name(thread_name(&format!("pf{remote}"), "dn"))
-            .spawn(move || {
-                let peer = local
-                    .peer_addr()
-                    .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-                if let Err(message) = forward(&s2, id, local, remote) {
-                    if !s2.stop.load(Ordering::SeqCst) {
-                        log::warn!("port-forward {peer} -> {remote}: {message}");
-                        let _ = s2.errors.try_send(ForwardError {
-                            remote,
-                            peer,
-                            message,
-                        });
+        let local_conn = match accepted {
+            Ok((conn, _)) => {
+                failures = 0;
+                conn
+            }
+            Err(e) if passing(&e) => continue,
+            Err(e) => {
+                // A failure of the listener itself (out of file descriptors, out of
+                // memory): never a busy loop. A short back-off lets a passing shortage
+                // clear; one that lasts closes this listener, as kubectl does, and says so.
+                if let Some(&pause) = ACCEPT_RETRIES.get(failures) {
+                    failures += 1;
+                    if s.stop_token.sleep(pause) {
+                        return;
                     }
+                    continue;
                 }
-                s2.live.lock().remove(&id);
-            });
-        let mut threads = s.threads.lock();
-        threads.retain(|h| !h.is_finished());
-        if let Ok(h) = spawned {
-            threads.push(h);
+                let message = format!("error accepting connection on port {}: {e}", local.port());
+                log::error!("port-forward: {message}; no longer listening on {local}");
+                report(s, remote, SocketAddr::from(([0, 0, 0, 0], 0)), message);
+                return;
+            }
+        };
+        spawn_connection(s, local_conn, local, remote);
+    }
+}
+
+/// Starts the thread that forwards one accepted connection.
+fn spawn_connection(s: &Arc<Shared>, local: TcpStream, listening: SocketAddr, remote: u16) {
+    let _ = local.set_nodelay(true);
+    let id = s.next.fetch_add(1, Ordering::Relaxed);
+    let Ok(clone) = local.try_clone() else {
+        return;
+    };
+    s.live.lock().insert(id, (clone, None));
+    let s2 = Arc::clone(s);
+    let spawned = std::thread::Builder::new()
+        .name(thread_name(&format!("pf{remote}"), "dn"))
+        .spawn(move || {
+            let peer = local
+                .peer_addr()
+                .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+            if let Err(message) = forward(&s2, id, local, remote) {
+                if !s2.stop.load(Ordering::SeqCst) {
+                    // kubectl's words: "an error occurred forwarding 8080 -> 80: ...".
+                    log::error!(
+                        "an error occurred forwarding {} -> {remote}: {message}",
+                        listening.port()
+                    );
+                    report(&s2, remote, peer, message);
+                }
+            }
+            s2.live.lock().remove(&id);
+        });
+    let mut threads = s.threads.lock();
+    threads.retain(|h| !h.is_finished());
+    match spawned {
+        Ok(h) => threads.push(h),
+        // Not a thread to be had: this connection is closed, the listener goes on.
+        Err(_) => {
+            if let Some((sock, _)) = s.live.lock().remove(&id) {
+                let _ = sock.shutdown(Shutdown::Both);
+            }
         }
     }
 }
@@ -366,10 +467,11 @@ fn forward(
     // Bytes of the port prefix still to skip on channels 0 and 1.
     let mut skip = [2usize, 2usize];
     let mut error_text = Vec::new();
+    // Ok(true): the server ended it (its close, already answered by the reader).
     let result = loop {
         let message = match reader.read() {
             Ok(Received::Binary(m)) => m,
-            Ok(Received::Closed(_)) => break Ok(()),
+            Ok(Received::Closed(_)) => break Ok(true),
             Ok(Received::Text) => break Err("a text message from the server".to_owned()),
             Err(e) => break Err(format!("the connection to the pod failed: {e}")),
         };
@@ -385,20 +487,59 @@ fn forward(
         payload = &payload[cut..];
         if channel == 0 {
             if local_out.write_all(payload).is_err() {
-                break Ok(());
+                break Ok(false);
             }
         } else if error_text.len() < 4096 {
             error_text.extend_from_slice(&payload[..payload.len().min(4096)]);
         }
     };
     let _ = local_out.shutdown(Shutdown::Both);
-    writer.close();
+    if result == Ok(false) {
+        // The local client went: our close for the server (an uploader still blocked on a
+        // server that takes nothing holds the writer until the forwarder stops).
+        writer.close();
+    }
+    // The server's close is answered already, and after a failure there is no one to
+    // tell: the socket is shut at once, which also ends an uploader blocked on it.
     duplex.shutdown();
     let _ = uploader.join();
     if !error_text.is_empty() {
-        return Err(String::from_utf8_lossy(&error_text).into_owned());
+        // The pod's words, logged and handed on: no control character of theirs forges a
+        // log line or moves a terminal's cursor.
+        let text = String::from_utf8_lossy(&error_text)
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        return Err(text);
     }
-    result
+    result.map(|_| ())
+}
+
+/// kubectl's check before it listens: the pod exists (its `404` as is) and is `Running`.
+/// Without it every forwarded connection of a pod that is pending, or has completed, would
+/// get an empty answer.
+fn ensure_running(client: &Client, portforward_path: &str) -> Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Pod {
+        #[serde(default)]
+        status: Option<PodStatus>,
+    }
+    #[derive(serde::Deserialize)]
+    struct PodStatus {
+        #[serde(default)]
+        phase: Option<String>,
+    }
+    let path = portforward_path
+        .strip_suffix("/portforward")
+        .unwrap_or(portforward_path);
+    let got: Pod = client.request_json(ureq::http::Method::GET, path, None)?;
+    let phase = got.status.and_then(|s| s.phase).unwrap_or_default();
+    if phase == "Running" {
+        return Ok(());
+    }
+    Err(Error::InvalidInput(format!(
+        "unable to forward port because pod is not running. Current status={phase}"
+    )))
 }
 
 #[cfg(test)]

@@ -10,9 +10,12 @@
 //!
 //! Every wait is bounded or stoppable: [`Canceller::cancel`] (from any thread) shuts the
 //! connection down and ends the session with [`Error::Cancelled`]; an idle timeout
-//! ([`ExecParams::idle_timeout`](super::ExecParams::idle_timeout)) ends it when the server
-//! sends nothing for that long; a stdin write to a server that stops reading fails after the
-//! client's request timeout.
+//! ([`ExecParams::idle_timeout`](super::ExecParams::idle_timeout)) ends it when *neither
+//! direction* moves for that long: no byte from the server and no byte of stdin taken by
+//! it. A long upload to a command that prints nothing (`tar -x` during `kubectl cp`) is
+//! therefore not idle, and a server that neither sends nor reads is (a stdin write blocked
+//! on it then fails). The client's request timeout bounds the upgrade only, as kubectl's:
+//! kubectl has no limit at all on an established session.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -313,11 +316,12 @@ impl Process {
             request: up.request,
         });
         let c = Arc::clone(&control);
+        let idle = streams.idle_timeout;
         let mut reader = up.reader;
         let handle = std::thread::Builder::new()
             .name(crate::thread_name::thread_name(&streams.subject, "rd"))
             .spawn(move || {
-                let result = read_session(&mut reader, &c);
+                let result = read_session(&mut reader, &c, idle);
                 c.stop.store(true, Ordering::SeqCst);
                 let error = match &result {
                     Err(e) if !c.is_cancelled() => Some((io::ErrorKind::Other, e.to_string())),
@@ -417,8 +421,18 @@ impl Drop for Process {
     }
 }
 
-/// The reader thread: messages into the pipes until the status and the close.
-fn read_session(reader: &mut WsReader, c: &Control) -> Result<ExitStatus> {
+/// `1.5 s`, `120 s`, `250 ms`: an idle timeout as a person reads it.
+fn seconds(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}
+
+/// The reader thread: messages into the pipes until the status and the close. `idle`: the
+/// session's idle timeout (the socket's read timeout was set to it).
+fn read_session(reader: &mut WsReader, c: &Control, idle: Option<Duration>) -> Result<ExitStatus> {
     let io_err = |e: io::Error| Error::Io {
         request: c.request.clone(),
         source: e,
@@ -449,20 +463,32 @@ fn read_session(reader: &mut WsReader, c: &Control) -> Result<ExitStatus> {
                 log::debug!("{}: after the status: {e}", c.request);
                 return Ok(status.unwrap_or(ExitStatus::Success));
             }
-            Err(e) => {
-                let e = if matches!(
+            Err(e)
+                if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) {
-                    io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the server sent nothing within the idle timeout",
-                    )
-                } else {
-                    e
+                ) =>
+            {
+                let Some(idle) = idle else {
+                    return Err(io_err(e));
                 };
-                return Err(io_err(e));
+                // The read's own bound ran out; the session is idle only if nothing went
+                // the other way either (stdin still draining into the server).
+                let quiet = c.duplex.quiet_for();
+                if quiet < idle {
+                    let rest = (idle - quiet).max(Duration::from_millis(1));
+                    let _ = c.duplex.set_read_timeout(Some(rest));
+                    continue;
+                }
+                return Err(io_err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "nothing moved either way for {} (the idle timeout)",
+                        seconds(idle)
+                    ),
+                )));
             }
+            Err(e) => return Err(io_err(e)),
         };
         match channels::decode_server_frame(c.protocol, &message).map_err(|e| bad(e.0))? {
             ServerFrame::Stdout(b) => {
