@@ -14,16 +14,18 @@
 
 use std::time::Duration;
 
-use kube_informer::config::{Config, KubeconfigOptions};
 use kube_informer::pod::{ExecParams, ExitStatus, PortMapping};
 use kube_informer::testing::{ApiServer, CommandOutput, Runtime};
 use kube_informer::Client;
 
+use crate::Common;
+
 #[derive(Default)]
 struct Args {
     sub: String,
-    demo: bool,
-    namespace: Option<String>,
+    /// `-n`, `--kubeconfig`, `--context`, `--demo`: shared with the other subcommands (and
+    /// taken before the subcommand too, see `split_global_flags`).
+    common: Common,
     container: Option<String>,
     stdin: bool,
     tty: bool,
@@ -39,8 +41,6 @@ fn parse(sub: &str, argv: Vec<String>) -> Result<Args, String> {
     let mut it = argv.into_iter();
     while let Some(x) = it.next() {
         match x.as_str() {
-            "--demo" => a.demo = true,
-            "-n" | "--namespace" => a.namespace = Some(it.next().ok_or("-n needs a value")?),
             "-c" | "--container" => a.container = Some(it.next().ok_or("-c needs a value")?),
             "-i" | "--stdin" => a.stdin = true,
             "-t" | "--tty" => a.tty = true,
@@ -53,7 +53,19 @@ fn parse(sub: &str, argv: Vec<String>) -> Result<Args, String> {
                 )
             }
             "--" => a.rest.extend(it.by_ref()),
-            f if f.starts_with('-') && f.len() > 1 => return Err(format!("unknown flag {f}")),
+            f if f.starts_with('-') && f.len() > 1 => {
+                let (flag, mut inline) = match f.split_once('=') {
+                    Some((flag, v)) if flag.starts_with("--") => (flag, Some(v.to_owned())),
+                    _ => (f, None),
+                };
+                let mut value = |name: &str| match inline.take() {
+                    Some(v) => Ok(v),
+                    None => it.next().ok_or_else(|| format!("{name} needs a value")),
+                };
+                if !a.common.take(flag, &mut value)? {
+                    return Err(format!("unknown flag {f}"));
+                }
+            }
             _ => a.rest.push(x),
         }
     }
@@ -100,38 +112,17 @@ fn demo() -> ApiServer {
 }
 
 fn run(a: &Args) -> Result<i32, String> {
-    let mut options = KubeconfigOptions::new();
-    if let Some(v) = &a.namespace {
-        options = options.namespace(v);
-    }
-    let loaded = if a.demo {
-        None
-    } else {
-        Config::infer_if_configured(&options).map_err(|e| e.to_string())?
-    };
     let mut _server = None;
-    let (client, default_ns) = match loaded {
-        Some(c) => {
-            let client = c.client().map_err(|e| e.to_string())?;
-            let ns = client.default_namespace().to_owned();
-            (client, ns)
-        }
+    let (client, ns) = match a.common.connect("kubectl")? {
+        Some(connected) => connected,
         None => {
-            eprintln!(
-                "kubectl: {}; running against the embedded test API server (demo)",
-                if a.demo {
-                    "--demo given"
-                } else {
-                    "no cluster configured"
-                }
-            );
             let s = demo();
             let c = Client::new(s.client_config()).map_err(|e| e.to_string())?;
             _server = Some(s);
-            (c, "demo".to_owned())
+            let ns = a.common.namespace.clone().unwrap_or_else(|| "demo".to_owned());
+            (c, ns)
         }
     };
-    let ns = a.namespace.clone().unwrap_or(default_ns);
     let pod = a
         .rest
         .first()
