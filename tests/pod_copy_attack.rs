@@ -493,7 +493,8 @@ fn mutated_archives_never_panic_nor_leave_the_destination() {
 #[test]
 fn a_symlink_through_a_symlink_already_in_the_destination_is_an_escape() {
     // (the user's links in `out`, the archive's links: name, target, whether inside)
-    let cases: &[(&[(&str, &str)], &[(&str, &str, bool)])] = &[
+    type Links<'a> = &'a [(&'a str, &'a str, bool)];
+    let cases: &[(&[(&str, &str)], Links)] = &[
         (&[("cache", "../home")], &[("x/l", "cache/.ssh", false)]),
         (&[("cache", "../home")], &[("x/l", "cache", false)]),
         (&[("abs", "/")], &[("x/d/l", "../abs/etc", false)]),

@@ -43,7 +43,7 @@
 //! mode, always with the owner's `rwx` (so that their contents can be written), and not
 //! their time; a destination the user named that is already a directory keeps its own
 //! (a container's `0777` would make `~` or `.` world-writable). On Windows a name that is
-//! a device (`NUL`, `COM1`, `con.txt`, ...) is refused as a way out, as are `\\` and `:`.
+//! a device (`NUL`, `COM1`, `con.txt`, ...) is refused as a way out, as are `\` and `:`.
 //!
 //! On a server that offers only `v4.channel.k8s.io` (before kube-apiserver 1.30) stdin
 //! cannot be closed (see [`exec`](super::exec)): a copy into a container then ends when
