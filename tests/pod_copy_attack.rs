@@ -524,6 +524,8 @@ fn a_symlink_through_a_symlink_already_in_the_destination_is_an_escape() {
                 ("x/n", "m", true),
             ],
         ),
+        // Through a file (nowhere, not out), in an existing `out` holding `keep`.
+        (&[], &[("x/l", "keep/a/b", true)]),
         // A loop, and a chain longer than the kernel follows.
         (&[("p", "q"), ("q", "p")], &[("x/l", "p", false)]),
         (

@@ -271,7 +271,16 @@ impl Extractor<'_> {
                             at = self.resolve(at, to.to_str()?, budget)?;
                         }
                         Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => return Some(at),
+                        // Nothing there (or a file on the way): it leads nowhere yet, and
+                        // what the archive creates there later is judged then.
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                            ) =>
+                        {
+                            return Some(at)
+                        }
                         Err(_) => return None,
                     }
                 }
