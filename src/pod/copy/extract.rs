@@ -354,7 +354,7 @@ impl Extractor<'_> {
             EntryKind::Directory => {
                 fs::create_dir_all(&path).map_err(local(&path, "creating"))?;
                 // A destination the user named keeps its mode: a container's 0777 would
-                // make `~` or `.` world-writable (kubectl leaves it as well).
+                // make `~` or `.` world-writable.
                 if !(dir.is_none() && named && is_dir) {
                     set_mode(&path, entry.mode | 0o700)?;
                 }
