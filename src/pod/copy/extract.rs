@@ -12,6 +12,9 @@ use crate::pod::tar::{Entry, EntryKind, TarReader};
 /// Entries listed in [`CopyReport::skipped`] before only a count is kept.
 const MAX_SKIPPED_LISTED: usize = 100;
 
+/// Symlinks looked through to judge where a new symlink leads (Linux's `MAXSYMLINKS`).
+const MAX_LINKS: u32 = 40;
+
 /// Extracts a tar stream under `local` exactly as [`Client::copy_from_pod`] extracts the
 /// container's `tar cf - <remote>`: every name must start with `remote` (its leading `/`
 /// dropped), what follows lands under `local`, and nothing is created, written, linked or
@@ -227,6 +230,65 @@ impl Extractor<'_> {
         Ok(to.path)
     }
 
+    /// Whether a symlink in the directory `dir` (components below the destination, real
+    /// directories) to `target` resolves inside, looking through the symlinks its names
+    /// meet: one the copy made stays inside by these rules, but one already in an existing
+    /// destination may point anywhere (`cache -> /var/cache`), and a new link through it
+    /// would too. Through at most [`MAX_LINKS`] symlinks (the kernel's limit too).
+    fn resolves_inside(&self, dir: &[&str], target: &str) -> bool {
+        let mut budget = MAX_LINKS;
+        let start = dir.iter().map(|c| (*c).to_owned()).collect();
+        self.resolve(start, target, &mut budget).is_some()
+    }
+
+    /// Where `target` leads from the directory `at` (resolved components below the
+    /// destination): `None` when it leaves the destination, has a `..` after a name (as
+    /// `target_inside`), is absolute, or needs more symlinks than `budget`. It stops at
+    /// the first name that is not there (what the archive creates later is judged then).
+    fn resolve(&self, mut at: Vec<String>, target: &str, budget: &mut u32) -> Option<Vec<String>> {
+        if target.starts_with('/') || target.is_empty() {
+            return None;
+        }
+        let mut named = false;
+        for c in target.split('/') {
+            match c {
+                "" | "." => {}
+                ".." if named => return None,
+                ".." => {
+                    at.pop()?;
+                }
+                c if cfg!(windows) && c.contains(['\\', ':']) => return None,
+                c => {
+                    named = true;
+                    at.push(c.to_owned());
+                    let mut p = self.dest.to_owned();
+                    p.extend(&at);
+                    match fs::symlink_metadata(&p) {
+                        Ok(m) if m.file_type().is_symlink() => {
+                            *budget = budget.checked_sub(1)?;
+                            let to = fs::read_link(&p).ok()?;
+                            at.pop();
+                            at = self.resolve(at, to.to_str()?, budget)?;
+                        }
+                        Ok(_) => {}
+                        // Nothing there (or a file on the way): it leads nowhere yet, and
+                        // what the archive creates there later is judged then.
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                            ) =>
+                        {
+                            return Some(at)
+                        }
+                        Err(_) => return None,
+                    }
+                }
+            }
+        }
+        Some(at)
+    }
+
     fn entry<R: Read>(
         &mut self,
         tar: &mut TarReader<R>,
@@ -249,9 +311,9 @@ impl Extractor<'_> {
         // A symlink is checked against the directory it is created in; the destination's
         // own is outside, so the copied path itself is never a symlink.
         let escapes = entry.kind == EntryKind::Symlink
-            && !dir
-                .as_deref()
-                .is_some_and(|d| target_inside(d, &entry.link));
+            && !dir.as_deref().is_some_and(|d| {
+                target_inside(d, &entry.link) && self.resolves_inside(d, &entry.link)
+            });
         if escapes {
             if self.skip_escaping_symlinks {
                 self.skip(format!(
@@ -291,7 +353,11 @@ impl Extractor<'_> {
         match entry.kind {
             EntryKind::Directory => {
                 fs::create_dir_all(&path).map_err(local(&path, "creating"))?;
-                set_mode(&path, entry.mode | 0o700)?;
+                // A destination the user named keeps its mode: a container's 0777 would
+                // make `~` or `.` world-writable.
+                if !(dir.is_none() && named && is_dir) {
+                    set_mode(&path, entry.mode | 0o700)?;
+                }
                 self.report.directories += 1;
             }
             EntryKind::File => {
@@ -304,8 +370,12 @@ impl Extractor<'_> {
                     f.write_all(&buf[..n]).map_err(local(&path, "writing"))?;
                     self.report.bytes += n as u64;
                 }
-                if let Ok(secs) = u64::try_from(entry.mtime) {
-                    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+                // `checked_add`: past what `SystemTime` holds (on Windows, year 30828) the
+                // time is not kept rather than a panic.
+                let t = u64::try_from(entry.mtime).ok().and_then(|secs| {
+                    std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(secs))
+                });
+                if let Some(t) = t {
                     f.set_modified(t)
                         .map_err(local(&path, "setting the time of"))?;
                 }

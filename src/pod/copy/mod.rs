@@ -32,14 +32,18 @@
 //! link to anything but a regular file already extracted inside ([`CopyError::HardLinkTarget`]:
 //! a hard link to a symlink would re-read its target from another directory). A symlink's
 //! target is judged lexically: some `..` first, no more than the link's directory is deep,
-//! then names only, each of which, if a link, obeys the same rule. What is in the way of an
+//! then names only, each of which, if a link, obeys the same rule — the links it meets
+//! are looked at too (at most 40), as one the user already had in an existing destination
+//! (`cache -> /var/cache`) may point anywhere. What is in the way of an
 //! entry (a file, a symlink) is removed and the file created anew, never written through.
 //! kubectl skips names outside the destination with a warning and never creates symlinks;
 //! these are refused instead, and symlinks that stay inside are kept.
 //! Devices and FIFOs are skipped and listed. Files get their mode's permission bits (never
 //! set-user-ID, set-group-ID or sticky) and their modification time; directories their
 //! mode, always with the owner's `rwx` (so that their contents can be written), and not
-//! their time.
+//! their time; a destination the user named that is already a directory keeps its own
+//! (a container's `0777` would make `~` or `.` world-writable). On Windows a name that is
+//! a device (`NUL`, `COM1`, `con.txt`, ...) is refused as a way out, as are `\` and `:`.
 //!
 //! On a server that offers only `v4.channel.k8s.io` (before kube-apiserver 1.30) stdin
 //! cannot be closed (see [`exec`](super::exec)): a copy into a container then ends when

@@ -62,7 +62,9 @@ pub(crate) fn archive_prefix(remote: &str) -> String {
 
 /// The components of an archived name below the prefix: `None` when one is `..` or the
 /// name is absolute (it would leave the destination). On Windows, where `\` separates
-/// too and `:` names a drive or a stream, a component holding either is refused as well.
+/// too and `:` names a drive or a stream, a component holding either is refused as well,
+/// and so is a device name (`NUL`, `COM1`, `con.txt`: opening it opens the device, in
+/// any directory, not a file under the destination).
 pub(crate) fn relative_components(rest: &str) -> Option<Vec<&str>> {
     if rest.starts_with('/') {
         return None;
@@ -72,11 +74,44 @@ pub(crate) fn relative_components(rest: &str) -> Option<Vec<&str>> {
         match c {
             "" | "." => {}
             ".." => return None,
-            c if cfg!(windows) && c.contains(['\\', ':']) => return None,
+            c if cfg!(windows) && (c.contains(['\\', ':']) || windows_device(c)) => return None,
             c => out.push(c),
         }
     }
     Some(out)
+}
+
+/// Whether Windows takes a name as a device (Go's `isReservedName`): `CON`, `PRN`, `AUX`,
+/// `NUL`, `COM0`-`COM9`, `LPT0`-`LPT9` (and with `¹²³`), `CONIN$`, `CONOUT$`, whatever
+/// the case and whatever follows a `.`, with trailing spaces ignored.
+pub(crate) fn windows_device(name: &str) -> bool {
+    let base = name
+        .split(['.', ':'])
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(' ');
+    let upper = base.to_ascii_uppercase();
+    match upper.as_str() {
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$" => true,
+        u if u.starts_with("COM") || u.starts_with("LPT") => {
+            matches!(
+                &u[3..],
+                "0" | "1"
+                    | "2"
+                    | "3"
+                    | "4"
+                    | "5"
+                    | "6"
+                    | "7"
+                    | "8"
+                    | "9"
+                    | "\u{b9}"
+                    | "\u{b2}"
+                    | "\u{b3}"
+            )
+        }
+        _ => false,
+    }
 }
 
 /// Whether a symlink in the directory `parent` (components below the destination) with
@@ -131,5 +166,20 @@ mod tests {
         assert!(!target_inside(&["a"], "x/../../../y"));
         assert!(!target_inside(&["a", "b"], "x/../y"));
         assert!(target_inside(&["a", "b"], "../../y/z"));
+        for device in [
+            "NUL",
+            "con",
+            "Aux.txt",
+            "com1",
+            "LPT9.tar.gz",
+            "COM\u{b9}",
+            "nul  ",
+            "CONOUT$",
+        ] {
+            assert!(windows_device(device), "{device}");
+        }
+        for name in ["nully", "COM", "COM10", "LPT", "x.NUL", "console", ""] {
+            assert!(!windows_device(name), "{name}");
+        }
     }
 }
