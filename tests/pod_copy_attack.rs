@@ -582,3 +582,30 @@ fn an_existing_destination_keeps_its_mode() {
     attack(root.path(), "/x", &archive, false).unwrap();
     assert_eq!(fs::metadata(&out).unwrap().mode() & 0o777, 0o700);
 }
+
+/// A container's world-writable modes go through the umask, as kubectl's and a non-root
+/// `tar -x`'s: under `022` a `0666` file is `0644` and a `0777` directory `0755`, so nobody
+/// else can write into what was copied (the test binary keeps the usual `022`: checked).
+#[test]
+fn world_writable_modes_go_through_the_umask() {
+    let root = tempfile::tempdir().unwrap();
+    let probe = root.path().join("probe");
+    fs::create_dir(&probe).unwrap();
+    let umask = !fs::metadata(&probe).unwrap().mode() & 0o777;
+    let mut w = TarWriter::new(Vec::new());
+    w.append_dir("x", 0o777, 0).unwrap();
+    w.append_dir("x/d", 0o777, 0).unwrap();
+    w.append_file("x/d/f", 0o666, 0, 2, &b"hi"[..]).unwrap();
+    w.append_file("x/run", 0o4777, 0, 2, &b"#!"[..]).unwrap();
+    w.finish().unwrap();
+    let out = root.path().join("out");
+    extract_archive(&w.into_inner()[..], "x", &out, &CopyOptions::new()).unwrap();
+    let mode = |p: &str| fs::metadata(out.join(p)).unwrap().mode() & 0o7777;
+    assert_eq!(mode(""), 0o777 & !umask);
+    assert_eq!(mode("d"), 0o777 & !umask);
+    assert_eq!(mode("d/f"), 0o666 & !umask);
+    assert_eq!(mode("run"), 0o777 & !umask, "never set-user-ID");
+    if umask == 0o022 {
+        assert_eq!((mode("d"), mode("d/f")), (0o755, 0o644));
+    }
+}

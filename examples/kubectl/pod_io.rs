@@ -119,7 +119,11 @@ fn run(a: &Args) -> Result<i32, String> {
             let s = demo();
             let c = Client::new(s.client_config()).map_err(|e| e.to_string())?;
             _server = Some(s);
-            let ns = a.common.namespace.clone().unwrap_or_else(|| "demo".to_owned());
+            let ns = a
+                .common
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "demo".to_owned());
             (c, ns)
         }
     };

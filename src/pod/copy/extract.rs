@@ -352,16 +352,17 @@ impl Extractor<'_> {
         }
         match entry.kind {
             EntryKind::Directory => {
-                fs::create_dir_all(&path).map_err(local(&path, "creating"))?;
-                // A destination the user named keeps its mode: a container's 0777 would
-                // make `~` or `.` world-writable.
-                if !(dir.is_none() && named && is_dir) {
-                    set_mode(&path, entry.mode | 0o700)?;
+                // A directory that is already there (the destination the user named, or one
+                // an earlier entry made) keeps its mode: a container's 0777 would make `~`
+                // or `.` world-writable. A new one takes the archive's mode as `mkdir`
+                // does, through the process's umask (owner access always kept).
+                if !is_dir {
+                    create_dir(&path, entry.mode | 0o700)?;
                 }
                 self.report.directories += 1;
             }
             EntryKind::File => {
-                let mut f = create_new(&path)?;
+                let mut f = create_new(&path, entry.mode)?;
                 loop {
                     let n = tar.read_data(buf).map_err(CopyError::Archive)?;
                     if n == 0 {
@@ -379,7 +380,6 @@ impl Extractor<'_> {
                     f.set_modified(t)
                         .map_err(local(&path, "setting the time of"))?;
                 }
-                set_file_mode(&f, &path, entry.mode)?;
                 self.report.files += 1;
             }
             EntryKind::Symlink => {
@@ -399,39 +399,29 @@ impl Extractor<'_> {
 }
 
 /// A file that did not exist (what was in the way was removed): never opened through a
-/// symlink or into another name's data.
-fn create_new(path: &Path) -> Result<fs::File, CopyError> {
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(local(path, "creating"))
+/// symlink or into another name's data. Its permission bits are the archive's through the
+/// process's umask, as kubectl and a non-root `tar -x` create files (a container's `0666`
+/// is not left writable by others under the usual `022`); never set-user-ID, set-group-ID
+/// or sticky.
+fn create_new(path: &Path, mode: u32) -> Result<fs::File, CopyError> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode & 0o777);
+    #[cfg(not(unix))]
+    let _ = mode;
+    options.open(path).map_err(local(path, "creating"))
 }
 
-/// A file's permission bits, set on the open file (never through a name).
-fn set_file_mode(f: &fs::File, path: &Path, mode: u32) -> Result<(), CopyError> {
+/// A new directory (its parents made already), with the archive's permission bits through
+/// the process's umask, as `mkdir` makes it.
+fn create_dir(path: &Path, mode: u32) -> Result<(), CopyError> {
+    let mut builder = fs::DirBuilder::new();
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(fs::Permissions::from_mode(mode & 0o777))
-            .map_err(local(path, "setting the mode of"))?;
-    }
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, mode & 0o777);
     #[cfg(not(unix))]
-    let _ = (f, path, mode);
-    Ok(())
-}
-
-/// The permission bits, never set-user-ID, set-group-ID or sticky.
-fn set_mode(path: &Path, mode: u32) -> Result<(), CopyError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(path, fs::Permissions::from_mode(mode & 0o777))
-            .map_err(local(path, "setting the mode of"))?;
-    }
-    #[cfg(not(unix))]
-    let _ = (path, mode);
-    Ok(())
+    let _ = mode;
+    builder.create(path).map_err(local(path, "creating"))
 }
 
 fn symlink(target: &str, path: &Path) -> Result<(), CopyError> {

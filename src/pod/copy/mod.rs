@@ -38,11 +38,13 @@
 //! entry (a file, a symlink) is removed and the file created anew, never written through.
 //! kubectl skips names outside the destination with a warning and never creates symlinks;
 //! these are refused instead, and symlinks that stay inside are kept.
-//! Devices and FIFOs are skipped and listed. Files get their mode's permission bits (never
-//! set-user-ID, set-group-ID or sticky) and their modification time; directories their
-//! mode, always with the owner's `rwx` (so that their contents can be written), and not
-//! their time; a destination the user named that is already a directory keeps its own
-//! (a container's `0777` would make `~` or `.` world-writable). On Windows a name that is
+//! Devices and FIFOs are skipped and listed. Files are created with their mode's permission
+//! bits through the process's umask, as kubectl and a non-root `tar -x` create them (never
+//! set-user-ID, set-group-ID or sticky; a container's `0666` is `0644` under the usual
+//! `022`), and keep their modification time. New directories take their mode the same way,
+//! always with the owner's `rwx` (so that their contents can be written), and not their
+//! time; a directory that is already there, the destination the user named included, keeps
+//! its own (a container's `0777` would make `~` or `.` world-writable). On Windows a name that is
 //! a device (`NUL`, `COM1`, `con.txt`, ...) is refused as a way out, as are `\` and `:`.
 //!
 //! On a server that offers only `v4.channel.k8s.io` (before kube-apiserver 1.30) stdin
