@@ -271,6 +271,7 @@ mod apply;
 pub mod container_files;
 mod conversion;
 pub(crate) mod crd;
+mod crd_defaults;
 mod crd_lifecycle;
 mod defaults;
 mod discovery;

@@ -190,8 +190,11 @@ impl Collection {
         }
     }
 
-    /// `{"kind":K,"apiVersion":V,` + the rest of `json`: an object as events carry it.
+    /// `{"kind":K,"apiVersion":V,` + the rest of `json`: an object as events carry it (a
+    /// custom resource's defaulted as a read from etcd is: see `crd_defaults.rs`).
     pub fn with_type_meta(&self, json: &str) -> String {
+        let defaulted = self.defaulted(json);
+        let json = defaulted.as_deref().unwrap_or(json);
         let rest = json.strip_prefix('{').unwrap_or(json);
         let mut s = String::with_capacity(json.len() + 64);
         s.push_str("{\"kind\":");
@@ -203,6 +206,11 @@ impl Collection {
         }
         s.push_str(rest);
         s
+    }
+
+    /// A stored custom resource as a read decodes it, when its schema's defaults change it.
+    pub fn defaulted(&self, json: &str) -> Option<String> {
+        super::crd_defaults::on_read(self.info.schema.as_ref()?, json)
     }
 
     /// Events after `rv`, or `Err(oldest available)` when some are gone.
@@ -639,6 +647,7 @@ impl Store {
         let warnings = self.check_fields(tk, &mut obj, o)?;
         if !o.fixture {
             super::resources::status_on_create(tk, &self.collection(tk).info, &mut obj);
+            self.default_custom(tk, &mut obj);
         }
         let has_generation = self.collection(tk).info.generation;
         let meta = metadata_of(&mut obj);
@@ -812,8 +821,11 @@ impl Store {
             let info = &self.collection(tk).info;
             (info.generation, info.subresources.status)
         };
-        let old: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
+        let mut old: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
         if !o.fixture {
+            // Both as decoding shows them: the stored object defaulted on read, the new one
+            // pruned and defaulted (see `crd_defaults.rs`).
+            self.default_custom(tk, &mut old);
             if o.subresource.as_deref() == Some("status") {
                 obj = status_write(tk, &old, obj);
             } else if has_status {
@@ -822,6 +834,7 @@ impl Store {
                     None => obj.remove("status"),
                 };
             }
+            self.default_custom(tk, &mut obj);
         }
         let old_meta = old.get("metadata").and_then(Value::as_object);
         let meta = metadata_of(&mut obj);
@@ -1308,6 +1321,14 @@ impl Store {
         });
         let old = old_defaulted.as_ref().or(old);
         super::managed_fields::record_update_map(old, obj, &w);
+    }
+
+    /// Fills in a custom resource's schema defaults (and drops its non-nullable nulls), as
+    /// decoding does; see `crd_defaults.rs`.
+    fn default_custom(&mut self, tk: &TypeKey, obj: &mut Map<String, Value>) {
+        if let Some(schema) = &self.collection(tk).info.schema {
+            super::crd_defaults::apply(schema, obj);
+        }
     }
 
     /// The 422 for `errors` of an object of `tk` named `name`.
