@@ -521,3 +521,87 @@ fn message_lists_sort_by_cause() {
         "md-gen-##### in $NS"
     );
 }
+
+/// The first event of a watch over a raw connection.
+fn first_watch_event(addr: SocketAddr, path: &str) -> Value {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect for a watch");
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nUser-Agent: {USER_AGENT}\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert!(line.contains(" 200 "), "watch answered {line:?}");
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        if line.trim().is_empty() {
+            break;
+        }
+    }
+    let mut pending = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        let n = usize::from_str_radix(line.trim(), 16).expect("a chunk size");
+        assert!(n > 0, "the watch ended without an event");
+        let mut chunk = vec![0; n + 2];
+        r.read_exact(&mut chunk).unwrap();
+        pending.extend_from_slice(&chunk[..n]);
+        if let Some(i) = pending.iter().position(|b| *b == b'\n') {
+            return serde_json::from_slice(&pending[..i]).expect("an event is JSON");
+        }
+    }
+}
+
+/// A default added to a CRD shows in the watch events of objects stored before it (from the
+/// present and replayed from an older resourceVersion), as decoding from etcd defaults them,
+/// while the stored object keeps its resourceVersion.
+#[test]
+fn defaults_added_later_show_on_watch() {
+    let m = matrix();
+    let (_server, addr) = setup(&m);
+    let gizmos = format!("/apis/matrix.capture.example.com/v1/namespaces/{NS}/gizmos");
+    let list_rv = body_json(&get(addr, &gizmos))["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = send(
+        addr,
+        "POST",
+        &gizmos,
+        Some("application/json"),
+        json!({"apiVersion": "matrix.capture.example.com/v1", "kind": "Gizmo",
+            "metadata": {"name": "old"}, "spec": {"size": 1}})
+        .to_string()
+        .into_bytes(),
+    );
+    assert_eq!(r.code, 201);
+    let created_rv = rv_of(&body_json(&r)).unwrap().to_owned();
+    let r = send(
+        addr,
+        "PATCH",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.matrix.capture.example.com",
+        Some("application/json-patch+json"),
+        json!([{"op": "add",
+            "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/level",
+            "value": {"type": "integer", "default": 7}}])
+        .to_string()
+        .into_bytes(),
+    );
+    assert_eq!(r.code, 200, "{}", String::from_utf8_lossy(&r.body));
+    let one = format!("{gizmos}/old");
+    assert!(eventually(|| body_json(&get(addr, &one))
+        .pointer("/spec/level")
+        .is_some()));
+    assert_eq!(rv_of(&body_json(&get(addr, &one))), Some(created_rv.as_str()));
+    for query in ["watch=1", &format!("watch=1&resourceVersion={list_rv}")] {
+        let e = first_watch_event(addr, &format!("{gizmos}?{query}"));
+        assert_eq!(e["type"], "ADDED", "{query}: {e}");
+        assert_eq!(e["object"]["spec"], json!({"size": 1, "level": 7}), "{query}");
+        assert_eq!(e["object"]["metadata"]["resourceVersion"], created_rv.as_str());
+    }
+}
