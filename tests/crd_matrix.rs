@@ -597,11 +597,117 @@ fn defaults_added_later_show_on_watch() {
     assert!(eventually(|| body_json(&get(addr, &one))
         .pointer("/spec/level")
         .is_some()));
-    assert_eq!(rv_of(&body_json(&get(addr, &one))), Some(created_rv.as_str()));
+    assert_eq!(
+        rv_of(&body_json(&get(addr, &one))),
+        Some(created_rv.as_str())
+    );
     for query in ["watch=1", &format!("watch=1&resourceVersion={list_rv}")] {
         let e = first_watch_event(addr, &format!("{gizmos}?{query}"));
         assert_eq!(e["type"], "ADDED", "{query}: {e}");
-        assert_eq!(e["object"]["spec"], json!({"size": 1, "level": 7}), "{query}");
-        assert_eq!(e["object"]["metadata"]["resourceVersion"], created_rv.as_str());
+        assert_eq!(
+            e["object"]["spec"],
+            json!({"size": 1, "level": 7}),
+            "{query}"
+        );
+        assert_eq!(
+            e["object"]["metadata"]["resourceVersion"],
+            created_rv.as_str()
+        );
     }
+}
+
+/// Admission webhooks see a custom resource defaulted (kube-apiserver defaults while
+/// decoding, before admission), and what a mutating webhook removes is defaulted again.
+#[test]
+fn webhooks_see_defaulted_custom_resources() {
+    use kube_informer::serve::{Router, Server, TlsFiles};
+    use kube_informer::testing::{CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM};
+    use kube_informer::webhook::{AdmissionHook, Verdict};
+    use std::sync::{Arc, Mutex};
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen_by_hook = Arc::clone(&seen);
+    let router = Router::new()
+        .route(
+            "/validate",
+            AdmissionHook::validating(move |req| {
+                let spec = req.object.as_ref().map(|o| o["spec"].clone());
+                seen_by_hook
+                    .lock()
+                    .unwrap()
+                    .push(spec.unwrap_or(Value::Null));
+                Verdict::allow()
+            }),
+        )
+        .route(
+            "/mutate",
+            AdmissionHook::mutating(|_req, obj: &mut Value| {
+                if let Some(spec) = obj["spec"].as_object_mut() {
+                    spec.remove("mode");
+                }
+                Verdict::allow()
+            }),
+        );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tls.crt"), SERVER_CERT_PEM).unwrap();
+    std::fs::write(dir.path().join("tls.key"), SERVER_KEY_PEM).unwrap();
+    let hooks = Server::builder("hooks")
+        .tls(TlsFiles::new(dir.path()))
+        .bind("127.0.0.1:0", router)
+        .unwrap();
+    let m = matrix();
+    let (_server, addr) = setup(&m);
+    for (plural, path) in [
+        ("mutatingwebhookconfigurations", "/mutate"),
+        ("validatingwebhookconfigurations", "/validate"),
+    ] {
+        let kind = if plural.starts_with("mutating") {
+            "MutatingWebhookConfiguration"
+        } else {
+            "ValidatingWebhookConfiguration"
+        };
+        let config = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "widgets"},
+            "webhooks": [{"name": "widgets.example.com",
+                "clientConfig": {"url": format!("https://{}{path}", hooks.addr()),
+                    "caBundle": base64::Engine::encode(
+                        &base64::engine::general_purpose::STANDARD, CA_PEM)},
+                "rules": [{"operations": ["CREATE"], "apiGroups": ["matrix.capture.example.com"],
+                    "apiVersions": ["v1"], "resources": ["widgets"], "scope": "Namespaced"}],
+                "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                "failurePolicy": "Fail", "timeoutSeconds": 10}]});
+        let r = send(
+            addr,
+            "POST",
+            &format!("/apis/admissionregistration.k8s.io/v1/{plural}"),
+            Some("application/json"),
+            config.to_string().into_bytes(),
+        );
+        assert_eq!(r.code, 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let r = send(
+        addr,
+        "POST",
+        &format!("/apis/matrix.capture.example.com/v1/namespaces/{NS}/widgets"),
+        Some("application/json"),
+        json!({"apiVersion": "matrix.capture.example.com/v1", "kind": "Widget",
+            "metadata": {"name": "hooked"}, "spec": {"size": 5, "mode": null}})
+        .to_string()
+        .into_bytes(),
+    );
+    assert_eq!(r.code, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        body_json(&r)["spec"]["mode"],
+        "auto",
+        "defaulted after the mutation"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["size"], 5);
+    assert_eq!(seen[0]["color"], "blue", "the webhook saw {}", seen[0]);
+    assert_eq!(
+        seen[0]["resources"],
+        json!({"cpu": "100m", "memory": "64Mi"})
+    );
+    hooks.stop();
 }

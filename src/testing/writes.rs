@@ -355,13 +355,17 @@ fn admit(
     old: Option<Value>,
     dry_run: bool,
 ) -> Result<(Value, Vec<String>), Status> {
-    // The object as kube-apiserver hands it to admission: its kind, version and namespace.
+    // The object as kube-apiserver hands it to admission: its kind, version and namespace,
+    // and a custom resource's defaults (decoding filled them in; see `crd_defaults.rs`).
     if let Some(m) = object.as_object_mut() {
-        let (kind, api_version) = {
+        let (kind, api_version, schema) = {
             let mut store = shared.store.lock();
             let c = store.collection(t.tk);
-            (c.kind.clone(), c.api_version.clone())
+            (c.kind.clone(), c.api_version.clone(), c.info.schema.clone())
         };
+        if let Some(schema) = &schema {
+            super::crd_defaults::apply(schema, m);
+        }
         m.entry("kind").or_insert_with(|| kind.into());
         m.entry("apiVersion").or_insert_with(|| api_version.into());
         if let (Some(ns), Some(meta)) = (
