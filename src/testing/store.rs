@@ -85,6 +85,9 @@ pub(crate) struct WriteOptions {
     /// A Rust-side write ([`ApiServer::create`](super::ApiServer::create), ...): sets the
     /// whole object as given (status included, unknown fields kept), like a test fixture.
     pub fixture: bool,
+    /// Fields the request body named twice (see `duplicate_fields.rs`): reported as the
+    /// unknown fields are, before them.
+    pub duplicate_fields: Vec<String>,
 }
 
 impl WriteOptions {
@@ -1357,6 +1360,7 @@ impl Store {
         let mut errors = validation::object_meta(info.builtin, meta, write);
         if let Some(schema) = &info.schema {
             errors.extend(super::schema::validate(schema, obj));
+            errors.extend(super::crd_embedded::validate(schema, obj));
         }
         if errors.is_empty() {
             return Ok(());
@@ -1378,12 +1382,14 @@ impl Store {
         let c = self.collection(tk);
         let strict = o.field_validation == FieldValidation::Strict;
         let unknown = c.info.unknown_fields(obj, !strict);
-        if unknown.is_empty() {
+        if unknown.is_empty() && o.duplicate_fields.is_empty() {
             return Ok(Vec::new());
         }
-        let listed: Vec<String> = unknown
+        let listed: Vec<String> = o
+            .duplicate_fields
             .iter()
-            .map(|f| format!("unknown field \"{f}\""))
+            .map(|f| format!("duplicate field \"{f}\""))
+            .chain(unknown.iter().map(|f| format!("unknown field \"{f}\"")))
             .collect();
         match o.field_validation {
             FieldValidation::Strict => Err(bad_request(format!(
