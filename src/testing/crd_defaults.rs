@@ -43,8 +43,8 @@ pub(crate) fn has_defaults(schema: &Value) -> bool {
 /// Drops the non-nullable nulls without a default, then defaults: what decoding a custom
 /// object of the schema `schema` does after pruning.
 pub(crate) fn apply(schema: &Value, obj: &mut Map<String, Value>) {
-    prune_nulls_in(schema, obj);
-    default_in(schema, obj);
+    prune_nulls_in(schema, obj, true);
+    default_in(schema, obj, true);
 }
 
 /// The stored object `json` as a read shows it: defaulted, as compact JSON; `None` when the
@@ -84,10 +84,16 @@ fn defaultable_null(v: &Value, schema: &Value) -> bool {
     v.is_null() && !nullable(schema) && schema.get("default").is_some()
 }
 
-fn prune_nulls_in(schema: &Value, m: &mut Map<String, Value>) {
-    m.retain(|k, v| !droppable_null(v, field_schema(schema, k)));
+/// At the root, the type and object metadata are the server's, not the schema's: a CRD
+/// cannot default them (kube-apiserver refuses such a schema).
+fn is_type_or_metadata(root: bool, k: &str) -> bool {
+    root && matches!(k, "apiVersion" | "kind" | "metadata")
+}
+
+fn prune_nulls_in(schema: &Value, m: &mut Map<String, Value>, root: bool) {
+    m.retain(|k, v| is_type_or_metadata(root, k) || !droppable_null(v, field_schema(schema, k)));
     for (k, v) in m.iter_mut() {
-        if let Some(s) = field_schema(schema, k) {
+        if let Some(s) = field_schema(schema, k).filter(|_| !is_type_or_metadata(root, k)) {
             prune_nulls(s, v);
         }
     }
@@ -95,7 +101,7 @@ fn prune_nulls_in(schema: &Value, m: &mut Map<String, Value>) {
 
 fn prune_nulls(schema: &Value, v: &mut Value) {
     match v {
-        Value::Object(m) => prune_nulls_in(schema, m),
+        Value::Object(m) => prune_nulls_in(schema, m, false),
         Value::Array(items) => {
             if let Some(s) = schema.get("items") {
                 for item in items {
@@ -107,10 +113,10 @@ fn prune_nulls(schema: &Value, v: &mut Value) {
     }
 }
 
-fn default_in(schema: &Value, m: &mut Map<String, Value>) {
+fn default_in(schema: &Value, m: &mut Map<String, Value>, root: bool) {
     if let Some(Value::Object(props)) = schema.get("properties") {
         for (k, s) in props {
-            let Some(d) = s.get("default") else {
+            let Some(d) = s.get("default").filter(|_| !is_type_or_metadata(root, k)) else {
                 continue;
             };
             match m.get(k) {
@@ -127,6 +133,9 @@ fn default_in(schema: &Value, m: &mut Map<String, Value>) {
         _ => None,
     };
     for (k, v) in m.iter_mut() {
+        if is_type_or_metadata(root, k) {
+            continue;
+        }
         if let Some(s) = declared.and_then(|p| p.get(k)) {
             default_value(s, v);
         } else if let Some(s) = additional {
@@ -140,7 +149,7 @@ fn default_in(schema: &Value, m: &mut Map<String, Value>) {
 
 fn default_value(schema: &Value, v: &mut Value) {
     match v {
-        Value::Object(m) => default_in(schema, m),
+        Value::Object(m) => default_in(schema, m, false),
         Value::Array(items) => {
             if let Some(s) = schema.get("items") {
                 for item in items {
@@ -223,6 +232,20 @@ mod tests {
             serde_json::from_str::<Value>(&read).unwrap()["spec"]["size"],
             1
         );
+    }
+
+    #[test]
+    fn the_root_metadata_is_never_defaulted() {
+        let s = json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "default": {"name": "x"},
+                "properties": {"name": {"type": "string", "default": "y"}}},
+            "kind": {"type": "string", "default": "K"}}});
+        let mut m = json!({"metadata": {}}).as_object().unwrap().clone();
+        apply(&s, &mut m);
+        assert_eq!(Value::Object(m), json!({"metadata": {}}));
+        let mut m = json!({"metadata": null}).as_object().unwrap().clone();
+        apply(&s, &mut m);
+        assert_eq!(Value::Object(m), json!({"metadata": null}));
     }
 
     #[test]

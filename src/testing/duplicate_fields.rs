@@ -7,6 +7,8 @@
 //! under `Ignore` nothing. serde_json keeps the last value silently, so the body is scanned
 //! again here, for its duplicates only.
 
+use std::collections::HashSet;
+
 /// The duplicated fields of the JSON document `body` as paths (`spec.size`,
 /// `spec.ports[0].name`), in the order of the body. A body that is not JSON has none (its
 /// parse fails elsewhere).
@@ -15,6 +17,7 @@ pub(crate) fn duplicate_fields(body: &[u8]) -> Vec<String> {
         b: body,
         i: 0,
         found: Vec::new(),
+        reported: HashSet::new(),
     };
     if s.value("", 0).is_none() {
         return Vec::new();
@@ -29,6 +32,8 @@ struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
     found: Vec<String>,
+    /// What `found` holds: sets keep a body of many fields linear.
+    reported: HashSet<String>,
 }
 
 impl Scanner<'_> {
@@ -83,7 +88,7 @@ impl Scanner<'_> {
 
     fn object(&mut self, path: &str, depth: usize) -> Option<()> {
         self.i += 1;
-        let mut seen: Vec<String> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         if self.peek()? == b'}' {
             self.i += 1;
             return Some(());
@@ -102,12 +107,8 @@ impl Scanner<'_> {
             } else {
                 format!("{path}.{key}")
             };
-            if seen.contains(&key) {
-                if !self.found.contains(&child) {
-                    self.found.push(child.clone());
-                }
-            } else {
-                seen.push(key);
+            if !seen.insert(key) && self.reported.insert(child.clone()) {
+                self.found.push(child.clone());
             }
             self.value(&child, depth + 1)?;
             match self.peek()? {
@@ -175,5 +176,25 @@ mod tests {
             let _ = duplicate_fields(b.as_bytes());
         }
         assert!(duplicate_fields(b"{\"a\":1,\"a\"").is_empty());
+    }
+
+    /// Many fields, many duplicates: sets keep the scan linear (lists made it quadratic).
+    #[test]
+    fn large_bodies_are_scanned_in_linear_time() {
+        let mut body = String::from("{");
+        for i in 0..200_000 {
+            body.push_str(&format!("\"k{i}\":1,"));
+        }
+        body.push_str("\"items\":[");
+        for i in 0..200_000 {
+            body.push_str(&format!(
+                "{}{{\"a\":1,\"a\":2}}",
+                if i > 0 { "," } else { "" }
+            ));
+        }
+        body.push_str("]}");
+        let found = duplicate_fields(body.as_bytes());
+        assert_eq!(found.len(), 200_000);
+        assert_eq!(found[7], "items[7].a");
     }
 }
