@@ -130,6 +130,14 @@
 //!   `enum`, `required`). The CRD comes from
 //!   [`ApiServerBuilder::custom_resource_definition`], which also declares its scope and
 //!   subresources.
+//! - Custom resources are pruned as kube-apiserver prunes them (`crd-matrix.json`, group
+//!   `pruning`): a field named twice keeps its last value and is warned of
+//!   (`duplicate field "spec.size"`) or, under `Strict`, listed first in the 400
+//!   (`duplicate_fields.rs`, every resource); `Strict` on a JSON or merge patch of a custom
+//!   resource is a 422 on the field `patch` quoting the patched object; an
+//!   `x-kubernetes-embedded-resource` keeps its `apiVersion`, `kind` and `metadata` (that
+//!   metadata pruned to `ObjectMeta`'s fields, warned last), requires the first two and does
+//!   not validate the third (`crd_embedded.rs`).
 //! - **Defaults** of a custom resource's schema (`crd_defaults.rs`), as kube-apiserver fills
 //!   them in while decoding: on create, update, both patches, apply, `/status` writes and
 //!   dry runs, before admission webhooks and again after them; in nested objects, array

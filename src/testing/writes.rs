@@ -343,9 +343,11 @@ fn patch_object(
     }
 }
 
-/// `fieldValidation=Strict` on a JSON or merge patch: unknown fields of the patched object
-/// are kube-apiserver's 422 on the field `patch`, quoting the patched object (a create or
-/// update answers 400 instead; see `Store::check_fields`).
+/// `fieldValidation=Strict` on a JSON or merge patch of a custom resource: unknown fields of
+/// the patched object are kube-apiserver's 422 on the field `patch`, quoting the patched
+/// object (a create or update answers 400 instead; see `Store::check_fields`). Built-ins keep
+/// the 400: the capture covers custom resources only, and a quoted Secret would carry its
+/// data into the message.
 fn strict_patch(
     store: &mut Store,
     tk: &TypeKey,
@@ -355,7 +357,7 @@ fn strict_patch(
     let Some(m) = patched.as_object() else {
         return Ok(());
     };
-    if o.field_validation != FieldValidation::Strict {
+    if o.field_validation != FieldValidation::Strict || store.collection(tk).info.builtin {
         return Ok(());
     }
     let unknown = store
