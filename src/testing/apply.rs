@@ -529,13 +529,19 @@ fn unknown_fields(
     let api_version = s("/apiVersion");
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let mut message = format!(
-        "failed to create typed patch object ({}/{}; {group}/{version}, Kind={}): errors:",
+        "failed to create typed patch object ({}/{}; {group}/{version}, Kind={}):",
         s("/metadata/namespace"),
         s("/metadata/name"),
         s("/kind"),
     );
-    for e in &errors {
-        message.push_str(&format!("\n  .{e}: field not declared in schema"));
+    // One error is given as it is; several as a list (structured-merge-diff's wording).
+    if let [e] = errors.as_slice() {
+        message.push_str(&format!(" .{e}: field not declared in schema"));
+    } else {
+        message.push_str(" errors:");
+        for e in &errors {
+            message.push_str(&format!("\n  .{e}: field not declared in schema"));
+        }
     }
     Err(Status::failure(500, "", message))
 }
@@ -704,6 +710,9 @@ mod tests {
         .unwrap_err();
         assert_eq!(st.code, 500);
         assert_eq!(st.message, "failed to create typed patch object (/cm-apply-strict; /v1, Kind=ConfigMap): errors:\n  .metadata.bogusMeta: field not declared in schema\n  .spec: field not declared in schema");
+        let one = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-one\nspec: 1\n";
+        let st = apply(None, one.as_bytes(), &req(Some("alice"), false, "cm-one")).unwrap_err();
+        assert_eq!(st.message, "failed to create typed patch object (/cm-one; /v1, Kind=ConfigMap): .spec: field not declared in schema");
         for bad in ["[1, 2]", "a: [", "just text"] {
             let st = apply(None, bad.as_bytes(), &req(Some("alice"), false, "x")).unwrap_err();
             assert_eq!(st.code, 400, "{bad}");

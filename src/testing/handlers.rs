@@ -584,6 +584,9 @@ struct EventSink<'a, S: Peer> {
     pending: Vec<u8>,
     /// Metadata only: each object is cut to its `metadata` (`kind`/`apiVersion` say so).
     metadata_only: bool,
+    /// A custom resource's schema with defaults: each object is defaulted as a read from
+    /// etcd is (see `crd_defaults.rs`).
+    defaults: Option<Value>,
 }
 
 /// A write fails: the client is gone or the fault cut the line.
@@ -620,6 +623,13 @@ impl<S: Peer> EventSink<'_, S> {
         let cut;
         let json = if self.metadata_only {
             cut = metadata::metadata_only(json);
+            &cut
+        } else if let Some(d) = self
+            .defaults
+            .as_ref()
+            .and_then(|s| super::crd_defaults::on_read(s, json))
+        {
+            cut = d;
             &cut
         } else {
             json
@@ -737,7 +747,7 @@ fn watch<S: Peer>(
         |o: &StoredObject| ns.as_deref().is_none_or(|n| o.namespace == n) && filter.matches(o);
 
     // Where the watch starts, and the synthetic ADDED events it opens with.
-    let (mut cursor, initial, kind, api_version, refused, epoch) = {
+    let (mut cursor, initial, kind, api_version, refused, epoch, defaults) = {
         let mut store = shared.store.lock();
         let current = store.rv;
         // A removal of the resource (its CRD deleted) after this ends the watch.
@@ -780,7 +790,15 @@ fn watch<S: Peer>(
                 current,
             ));
         }
-        (cursor, initial, kind, api_version, refused, epoch)
+        let defaults = match form {
+            metadata::Form::Full => c
+                .info
+                .schema
+                .clone()
+                .filter(super::crd_defaults::has_defaults),
+            metadata::Form::Metadata { .. } => None,
+        };
+        (cursor, initial, kind, api_version, refused, epoch, defaults)
     };
     let out = match ChunkedWriter::start(peer, 200) {
         Ok(o) => o,
@@ -810,6 +828,7 @@ fn watch<S: Peer>(
         ended_by_error: false,
         pending: Vec::new(),
         metadata_only: matches!(form, metadata::Form::Metadata { .. }),
+        defaults,
     };
     let result = (|| -> Result<(), Dropped> {
         if initial_events && !shared.streaming_list_supported.load(Ordering::SeqCst) {

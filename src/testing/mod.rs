@@ -130,6 +130,21 @@
 //!   `enum`, `required`). The CRD comes from
 //!   [`ApiServerBuilder::custom_resource_definition`], which also declares its scope and
 //!   subresources.
+//! - Custom resources are pruned as kube-apiserver prunes them (`crd-matrix.json`, group
+//!   `pruning`): a field named twice keeps its last value and is warned of
+//!   (`duplicate field "spec.size"`) or, under `Strict`, listed first in the 400
+//!   (`duplicate_fields.rs`, every resource); `Strict` on a JSON or merge patch of a custom
+//!   resource is a 422 on the field `patch` quoting the patched object; an
+//!   `x-kubernetes-embedded-resource` keeps its `apiVersion`, `kind` and `metadata` (that
+//!   metadata pruned to `ObjectMeta`'s fields, warned last), requires the first two and does
+//!   not validate the third (`crd_embedded.rs`).
+//! - **Defaults** of a custom resource's schema (`crd_defaults.rs`), as kube-apiserver fills
+//!   them in while decoding: on create, update, both patches, apply, `/status` writes and
+//!   dry runs, before admission webhooks and again after them; in nested objects, array
+//!   items and map values, below an object default too; `null` kept on a `nullable` field,
+//!   defaulted (or, without a default, dropped) on another; and on GET, LIST and WATCH of
+//!   objects stored before their CRD gained a default (stored as they are until their next
+//!   write). `tests/crd_matrix.rs` replays kube-apiserver's answers (`crd-matrix.json`).
 //! - Options: `dryRun=All` answers as if written and changes nothing (a create answers 201
 //!   with a uid and creationTimestamp but no resourceVersion; no watch event);
 //!   `generateName` (prefix + 5 characters of the API server's alphabet, drawn again on a
@@ -189,6 +204,11 @@
 //!   selector does not match its template is accepted. Schema keywords `pattern`, `format`,
 //!   CEL rules and `oneOf`/`anyOf` are not checked. How often an update reports a bad
 //!   label (four causes) is taken from the capture of an apply.
+//! - Custom resource defaults: a CRD whose defaults do not validate against its own schema
+//!   is accepted (kube-apiserver refuses it); validating webhooks see an object as the
+//!   mutating webhooks left it, not defaulted again in between; reads default but do not
+//!   prune (a field a later schema no longer declares shows until the next write); Rust-side
+//!   writes are stored as given (their reads show the defaults).
 //! - No built-in admission: nothing of what admission plugins add (a pod's service account,
 //!   tolerations, priority) and no quota or policy checks (admission webhooks are called:
 //!   see *Webhooks*).
@@ -271,9 +291,12 @@ mod apply;
 pub mod container_files;
 mod conversion;
 pub(crate) mod crd;
+mod crd_defaults;
+mod crd_embedded;
 mod crd_lifecycle;
 mod defaults;
 mod discovery;
+mod duplicate_fields;
 mod events;
 mod eviction;
 mod faults;

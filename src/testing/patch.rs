@@ -175,9 +175,11 @@ pub(crate) fn apply_patch(
         writer: writer(tk, builtin, o, field_manager.unwrap_or("")),
     };
     let current = store.get(tk, ns, name).ok();
-    let live: Option<Value> = current
-        .as_ref()
-        .and_then(|c| serde_json::from_str(&c.json).ok());
+    // The live object as a read decodes it: defaulted (see `crd_defaults.rs`).
+    let live: Option<Value> = current.as_ref().and_then(|c| {
+        let defaulted = store.collection(tk).defaulted(&c.json);
+        serde_json::from_str(defaulted.as_deref().unwrap_or(&c.json)).ok()
+    });
     let applied = apply::apply(live.as_ref(), &req.body, &areq)?;
     // The apply computed the managed fields itself: the store takes them as they are.
     let (obj, created) = match applied {

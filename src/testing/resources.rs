@@ -262,6 +262,13 @@ impl ResourceInfo {
         if let Some(schema) = &self.schema {
             unknown.extend(super::schema::unknown_fields(schema, obj, drop));
             unknown.sort();
+            // Embedded resources' metadata is pruned after the rest, as the real server does.
+            unknown.extend(super::crd_embedded::unknown_metadata(
+                schema,
+                obj,
+                drop,
+                OBJECT_META,
+            ));
             return unknown;
         }
         let fields = self.fields.as_deref().unwrap_or_default();

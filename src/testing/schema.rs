@@ -71,8 +71,14 @@ fn prune_value(schema: &Value, v: &mut Value, path: &str, unknown: &mut Vec<Stri
             if preserves_unknown(schema) && schema.get("properties").is_none() {
                 return;
             }
+            // An embedded resource keeps its own `apiVersion`, `kind` and `metadata` (see
+            // `crd_embedded.rs`).
+            let embedded = schema["x-kubernetes-embedded-resource"] == true;
             let keys: Vec<String> = m.keys().cloned().collect();
             for k in keys {
+                if embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
                 let child = format!("{path}.{k}");
                 match field_schema(schema, &k) {
                     Some(s) => {

@@ -85,6 +85,9 @@ pub(crate) struct WriteOptions {
     /// A Rust-side write ([`ApiServer::create`](super::ApiServer::create), ...): sets the
     /// whole object as given (status included, unknown fields kept), like a test fixture.
     pub fixture: bool,
+    /// Fields the request body named twice (see `duplicate_fields.rs`): reported as the
+    /// unknown fields are, before them.
+    pub duplicate_fields: Vec<String>,
 }
 
 impl WriteOptions {
@@ -190,8 +193,11 @@ impl Collection {
         }
     }
 
-    /// `{"kind":K,"apiVersion":V,` + the rest of `json`: an object as events carry it.
+    /// `{"kind":K,"apiVersion":V,` + the rest of `json`: an object as events carry it (a
+    /// custom resource's defaulted as a read from etcd is: see `crd_defaults.rs`).
     pub fn with_type_meta(&self, json: &str) -> String {
+        let defaulted = self.defaulted(json);
+        let json = defaulted.as_deref().unwrap_or(json);
         let rest = json.strip_prefix('{').unwrap_or(json);
         let mut s = String::with_capacity(json.len() + 64);
         s.push_str("{\"kind\":");
@@ -203,6 +209,11 @@ impl Collection {
         }
         s.push_str(rest);
         s
+    }
+
+    /// A stored custom resource as a read decodes it, when its schema's defaults change it.
+    pub fn defaulted(&self, json: &str) -> Option<String> {
+        super::crd_defaults::on_read(self.info.schema.as_ref()?, json)
     }
 
     /// Events after `rv`, or `Err(oldest available)` when some are gone.
@@ -639,6 +650,7 @@ impl Store {
         let warnings = self.check_fields(tk, &mut obj, o)?;
         if !o.fixture {
             super::resources::status_on_create(tk, &self.collection(tk).info, &mut obj);
+            self.default_custom(tk, &mut obj);
         }
         let has_generation = self.collection(tk).info.generation;
         let meta = metadata_of(&mut obj);
@@ -812,8 +824,11 @@ impl Store {
             let info = &self.collection(tk).info;
             (info.generation, info.subresources.status)
         };
-        let old: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
+        let mut old: Map<String, Value> = serde_json::from_str(&current.json).unwrap_or_default();
         if !o.fixture {
+            // Both as decoding shows them: the stored object defaulted on read, the new one
+            // pruned and defaulted (see `crd_defaults.rs`).
+            self.default_custom(tk, &mut old);
             if o.subresource.as_deref() == Some("status") {
                 obj = status_write(tk, &old, obj);
             } else if has_status {
@@ -822,6 +837,7 @@ impl Store {
                     None => obj.remove("status"),
                 };
             }
+            self.default_custom(tk, &mut obj);
         }
         let old_meta = old.get("metadata").and_then(Value::as_object);
         let meta = metadata_of(&mut obj);
@@ -1310,6 +1326,14 @@ impl Store {
         super::managed_fields::record_update_map(old, obj, &w);
     }
 
+    /// Fills in a custom resource's schema defaults (and drops its non-nullable nulls), as
+    /// decoding does; see `crd_defaults.rs`.
+    fn default_custom(&mut self, tk: &TypeKey, obj: &mut Map<String, Value>) {
+        if let Some(schema) = &self.collection(tk).info.schema {
+            super::crd_defaults::apply(schema, obj);
+        }
+    }
+
     /// The 422 for `errors` of an object of `tk` named `name`.
     fn invalid(&mut self, tk: &TypeKey, name: &str, errors: &[FieldError]) -> Status {
         let kind = self.collection(tk).kind.clone();
@@ -1336,6 +1360,7 @@ impl Store {
         let mut errors = validation::object_meta(info.builtin, meta, write);
         if let Some(schema) = &info.schema {
             errors.extend(super::schema::validate(schema, obj));
+            errors.extend(super::crd_embedded::validate(schema, obj));
         }
         if errors.is_empty() {
             return Ok(());
@@ -1357,12 +1382,14 @@ impl Store {
         let c = self.collection(tk);
         let strict = o.field_validation == FieldValidation::Strict;
         let unknown = c.info.unknown_fields(obj, !strict);
-        if unknown.is_empty() {
+        if unknown.is_empty() && o.duplicate_fields.is_empty() {
             return Ok(Vec::new());
         }
-        let listed: Vec<String> = unknown
+        let listed: Vec<String> = o
+            .duplicate_fields
             .iter()
-            .map(|f| format!("unknown field \"{f}\""))
+            .map(|f| format!("duplicate field \"{f}\""))
+            .chain(unknown.iter().map(|f| format!("unknown field \"{f}\"")))
             .collect();
         match o.field_validation {
             FieldValidation::Strict => Err(bad_request(format!(
