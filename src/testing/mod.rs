@@ -277,6 +277,7 @@ mod discovery;
 mod events;
 mod eviction;
 mod faults;
+mod formats;
 mod handlers;
 mod http;
 pub(crate) mod json_patch;
