@@ -11,8 +11,9 @@
 //!
 //! Checked: `date-time` (and `datetime`), `date`, `byte`, `email`, `uuid`, `uuid3`, `uuid4`,
 //! `uuid5`, `ipv4`, `ipv6`, `cidr`, `mac`, `hostname`, `hexcolor`, `rgbcolor`, `ssn`,
-//! `password` (anything). Accepted unchecked: `uri`, `isbn`, `isbn10`, `isbn13`,
-//! `creditcard`, `bsonobjectid`, `duration`, and every format kube-apiserver ignores.
+//! `bsonobjectid`, `isbn`, `isbn10`, `isbn13`, `password` (anything). Accepted unchecked
+//! although kube-apiserver checks them: `uri`, `creditcard`, `duration`. Every other format
+//! is ignored, as kube-apiserver ignores it.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -35,6 +36,12 @@ pub(crate) fn check(format: &str, s: &str) -> Option<bool> {
         "hexcolor" => is_hex_color(s),
         "rgbcolor" => is_rgb_color(s),
         "ssn" => is_ssn(s),
+        "bsonobjectid" => s.len() == 24 && s.bytes().all(|c| c.is_ascii_hexdigit()),
+        "isbn" => is_isbn10(s) || is_isbn13(s),
+        "isbn10" => is_isbn10(s),
+        "isbn13" => is_isbn13(s),
+        // Checked by kube-apiserver, not (yet) here: accepted as they are.
+        "uri" | "creditcard" | "duration" => true,
         "password" => true,
         _ => return None,
     })
@@ -289,6 +296,46 @@ fn is_rgb_color(s: &str) -> bool {
         })
 }
 
+/// An ISBN without its spaces and dashes.
+fn isbn_digits(s: &str) -> Vec<u8> {
+    s.bytes().filter(|c| *c != b' ' && *c != b'-').collect()
+}
+
+/// govalidator's `IsISBN10`: nine digits and a digit or `X`, the weighted sum a multiple
+/// of 11.
+fn is_isbn10(s: &str) -> bool {
+    let d = isbn_digits(s);
+    if d.len() != 10 || !d[..9].iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    let last = match d[9] {
+        b'X' => 10,
+        c if c.is_ascii_digit() => u32::from(c - b'0'),
+        _ => return false,
+    };
+    let sum: u32 = d[..9]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i as u32 + 1) * u32::from(c - b'0'))
+        .sum::<u32>()
+        + 10 * last;
+    sum % 11 == 0
+}
+
+/// govalidator's `IsISBN13`: 13 digits, weights 1 and 3, the last digit the check digit.
+fn is_isbn13(s: &str) -> bool {
+    let d = isbn_digits(s);
+    if d.len() != 13 || !d.iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    let sum: u32 = d[..12]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| if i % 2 == 0 { 1 } else { 3 } * u32::from(c - b'0'))
+        .sum();
+    u32::from(d[12] - b'0') == (10 - sum % 10) % 10
+}
+
 /// govalidator's `IsSSN`: 11 characters, `ddd-dd-dddd` (or spaces for the dashes).
 fn is_ssn(s: &str) -> bool {
     let b = s.as_bytes();
@@ -392,6 +439,60 @@ mod tests {
     }
 
     #[test]
+    fn hostile_strings_never_panic() {
+        let odd = [
+            "",
+            "é",
+            "éééééééééé",
+            "2024-01-02Té",
+            "2024-01-02T03:04:05é",
+            "é024-01-02",
+            "<",
+            ">",
+            "<>",
+            "\"",
+            "@",
+            "[",
+            "a@[",
+            "::",
+            ":::",
+            "1.2.3.4/",
+            "/",
+            "é:é:é:é:é:é",
+            "0000.0000.000é",
+            "rgb(",
+            "#",
+            "T",
+            "tttt",
+            "2024-01-02T03:04:05.",
+        ];
+        let formats = [
+            "date-time",
+            "date",
+            "byte",
+            "email",
+            "uuid",
+            "uuid4",
+            "ipv4",
+            "ipv6",
+            "cidr",
+            "mac",
+            "hostname",
+            "hexcolor",
+            "rgbcolor",
+            "ssn",
+            "isbn",
+            "bsonobjectid",
+        ];
+        for f in formats {
+            for s in odd {
+                let _ = check(f, s);
+                let _ = check(f, &s.repeat(40));
+            }
+        }
+    }
+
+    #[test]
     fn addresses() {
         assert!(ok("ipv4", "10.0.0.1"));
         assert!(ok("ipv4", "010.000.000.001"));
@@ -420,7 +521,12 @@ mod tests {
         assert!(!ok("email", "nope"));
         assert!(!ok("email", "a@@b"));
         assert!(!ok("email", ".a@b"));
-        assert!(check("uri", "x").is_none());
+        assert!(ok("isbn10", "0-306-40615-2") && ok("isbn10", "080442957X"));
+        assert!(!ok("isbn10", "0-306-40615-3"));
+        assert!(ok("isbn13", "978-0-306-40615-7") && !ok("isbn13", "978-0-306-40615-8"));
+        assert!(ok("isbn", "9780306406157") && !ok("isbn", "123"));
+        assert!(ok("bsonobjectid", "507f1f77bcf86cd799439011") && !ok("bsonobjectid", "507f"));
+        assert!(check("colour", "x").is_none());
         assert!(check("int32", "x").is_none());
     }
 }

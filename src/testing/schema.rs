@@ -7,11 +7,28 @@
 //! both for the schemas given with
 //! [`ApiServerBuilder::custom_resource_definition`](super::ApiServerBuilder::custom_resource_definition).
 //!
+//! Validation follows kube-openapi's validator, which kube-apiserver runs on custom
+//! resources, check by check: for each value, the type, the combinators, the string checks
+//! (the first failing of `maxLength`, `minLength`, `pattern`), the `format`, the number
+//! checks, the items, the `enum`, then the object's fields and `required`. Its messages
+//! and causes are reproduced word for word (`spec.step in body should be a multiple of 5`,
+//! `Required value`, `supported values: "1", "2", "3"`), and so are its quirks: a problem
+//! it cannot pin to a field (a number out of its format's range, a failed combinator) has
+//! field `<nil>`; `oneOf` and `anyOf` matching no branch add the problems of the branch
+//! that matched most (the first on a tie), `allOf` those of every branch, `not` none; the
+//! same problem found twice is reported once. Decoding first drops a `null` the schema does
+//! not allow (`nullable`) and stores a whole float (`5.0`) as an integer.
+//!
 //! Supported: `properties`, `additionalProperties`, `items`,
-//! `x-kubernetes-preserve-unknown-fields`, `type`, `minimum`/`maximum` (and their
-//! `exclusive*` flags), `minLength`/`maxLength`, `minItems`/`maxItems`, `enum` and
-//! `required`. Not supported (accepted without a check): `pattern`, `format`,
-//! `x-kubernetes-validations` (CEL), `oneOf`/`anyOf`/`allOf`/`not`, defaults.
+//! `x-kubernetes-preserve-unknown-fields`, `type`, `nullable`, `x-kubernetes-int-or-string`,
+//! `minimum`/`maximum` (and their `exclusive*` flags), `multipleOf`,
+//! `minLength`/`maxLength`, `pattern` (Go's RE2 syntax, with its ASCII `\d`, `\w`, `\s`,
+//! `\b`), `format` (see `formats.rs`: int32/int64 ranges and every string format but those
+//! listed there as unchecked), `minItems`/`maxItems`, `minProperties`/`maxProperties`,
+//! `enum` (Go's comparison), `required`, `oneOf`/`anyOf`/`allOf`/`not`. Not supported here
+//! (accepted without a check): `x-kubernetes-validations` (CEL), list types and map types
+//! (set and list-map duplicates), `x-kubernetes-embedded-resource`'s required fields;
+//! defaults are applied elsewhere.
 
 use serde_json::{Map, Value};
 
@@ -557,13 +574,109 @@ fn pattern_matches(pattern: &str, s: &str) -> bool {
         cache.clear();
     }
     let rx = cache.entry(pattern.to_owned()).or_insert_with(|| {
-        regex::RegexBuilder::new(pattern)
+        regex::RegexBuilder::new(&go_pattern(pattern))
             .size_limit(1 << 22)
             .build()
             .ok()
     });
     // A pattern that does not compile matches nothing (kube-apiserver refuses it in the CRD).
     rx.as_ref().is_some_and(|rx| rx.is_match(s))
+}
+
+/// A Go (RE2) pattern in the `regex` crate's syntax. The two agree but for a few points,
+/// rewritten here: Go's `\d`, `\w`, `\s` and `\b` are ASCII-only (the crate's are Unicode),
+/// Go reads `&&`, `--`, `~~` and `[` inside a class literally (the crate's set operations and
+/// nested classes), and Go has `\Q...\E` literals.
+fn go_pattern(p: &str) -> String {
+    const DIGIT: &str = "0-9";
+    const WORD: &str = "0-9A-Za-z_";
+    const SPACE: &str = "\\t\\n\\f\\r ";
+    let mut out = String::with_capacity(p.len() + 8);
+    let mut chars = p.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(n) = chars.next() else {
+                    out.push('\\');
+                    break;
+                };
+                let (set, negated) = match n {
+                    'd' => (DIGIT, false),
+                    'D' => (DIGIT, true),
+                    'w' => (WORD, false),
+                    'W' => (WORD, true),
+                    's' => (SPACE, false),
+                    'S' => (SPACE, true),
+                    'b' | 'B' if !in_class => {
+                        out.push_str(if n == 'b' { "(?-u:\\b)" } else { "(?-u:\\B)" });
+                        continue;
+                    }
+                    'Q' => {
+                        let mut lit = String::new();
+                        while let Some(x) = chars.next() {
+                            if x == '\\' && chars.peek() == Some(&'E') {
+                                chars.next();
+                                break;
+                            }
+                            lit.push(x);
+                        }
+                        if in_class {
+                            for x in lit.chars() {
+                                out.push_str(&regex::escape(&x.to_string()));
+                            }
+                        } else {
+                            out.push_str(&regex::escape(&lit));
+                        }
+                        continue;
+                    }
+                    _ => {
+                        out.push('\\');
+                        out.push(n);
+                        continue;
+                    }
+                };
+                match (in_class, negated) {
+                    (true, false) => out.push_str(set),
+                    (_, true) => out.push_str(&format!("[^{set}]")),
+                    (false, false) => out.push_str(&format!("[{set}]")),
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push('[');
+                if chars.peek() == Some(&'^') {
+                    chars.next();
+                    out.push('^');
+                }
+                if chars.peek() == Some(&']') {
+                    chars.next();
+                    out.push_str("\\]");
+                }
+            }
+            '[' if chars.peek() == Some(&':') => {
+                // A POSIX class, `[:alpha:]`: the same in both.
+                out.push('[');
+                for x in chars.by_ref() {
+                    out.push(x);
+                    if x == ']' {
+                        break;
+                    }
+                }
+            }
+            '[' | '&' | '~' if in_class => {
+                out.push('\\');
+                out.push(c);
+            }
+            '-' if in_class && chars.peek() == Some(&'-') => out.push_str("\\-"),
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `maxLength`, `minLength` and `pattern`, stopping at the first that fails.
@@ -924,6 +1037,180 @@ mod tests {
             Value::Object(o),
             json!({"apiVersion": "g/v1", "kind": "Gadget", "metadata": {"name": "a"},
                 "spec": {"size": 1, "labels": {"x": "y"}, "free": {"any": {"thing": 1}}}})
+        );
+    }
+
+    fn problems(schema: Value, v: Value) -> Vec<(String, String)> {
+        let s = json!({"type": "object", "properties": {"x": schema}});
+        validate(&s, &obj(json!({ "x": v })))
+            .into_iter()
+            .map(|e| (e.field, e.text))
+            .collect()
+    }
+
+    fn p(field: &str, text: &str) -> (String, String) {
+        (field.to_owned(), text.to_owned())
+    }
+
+    #[test]
+    fn go_numbers_and_quotes() {
+        assert_eq!(go_float(1e6), "1e+06");
+        assert_eq!(go_float(123456.0), "123456");
+        assert_eq!(go_float(1234567.0), "1.234567e+06");
+        assert_eq!(go_float(0.0001), "0.0001");
+        assert_eq!(go_float(0.00001), "1e-05");
+        assert_eq!(go_float(-2.5), "-2.5");
+        assert_eq!(go_float(0.3), "0.3");
+        assert_eq!(go_quote("a\"b\n\u{1}é"), "\"a\\\"b\\n\\x01é\"");
+    }
+
+    #[test]
+    fn patterns_are_go_re2() {
+        let m = |p: &str, s: &str| pattern_matches(p, s);
+        assert!(m("^[a-z][a-z0-9-]*$", "ok-1"));
+        assert!(!m("^[a-z][a-z0-9-]*$", "Bad_Name"));
+        // Go's \d, \w, \s and \b are ASCII.
+        assert!(m(r"^\d+$", "123") && !m(r"^\d+$", "١٢٣"));
+        assert!(m(r"^\w+$", "a_1") && !m(r"^\w+$", "é"));
+        assert!(m(r"^\D$", "é") && m(r"^[\D]$", "é") && !m(r"^[^\d]$", "5"));
+        assert!(!m(r"^\s$", "\u{a0}") && m(r"^\S$", "\u{a0}"));
+        assert!(!m(r"\bé", " é") && m(r"\ba", "éa") && m(r"a\b", "aé"));
+        // Unicode classes, POSIX classes, case folding.
+        assert!(m(r"^\p{Greek}+$", "αβγ") && m("^[[:alpha:]]+$", "abc"));
+        assert!(m("(?i)^abc$", "ABC"));
+        // Go reads these literally inside a class.
+        assert!(m("^[a&&b]$", "&") && m("^[~~]$", "~") && m("^[[]$", "["));
+        assert!(m(r"^\Q[.]\E$", "[.]") && !m(r"^\Q[.]\E$", "x"));
+        // $ is the end of the text, not before a final newline.
+        assert!(!m("^a$", "a\n"));
+        // A pattern Go cannot compile matches nothing; a huge one neither hangs nor panics.
+        assert!(!m("(", "("));
+        assert!(!m("(a{1000}){1000}", "a"));
+    }
+
+    #[test]
+    fn numbers_as_kube_openapi_checks_them() {
+        let int32 = json!({"type": "integer", "format": "int32"});
+        assert!(problems(int32.clone(), json!(2147483647)).is_empty());
+        assert!(problems(int32.clone(), json!(-2147483648)).is_empty());
+        assert!(problems(int32.clone(), json!(5.0)).is_empty());
+        assert_eq!(
+            problems(int32, json!(2147483648u64)),
+            [p(
+                "<nil>",
+                "Invalid value: \"\": Checked value must be of type integer with format int32 in x"
+            )]
+        );
+        assert_eq!(
+            problems(json!({"type": "integer"}), json!(1e20)),
+            [
+                p("x", "Invalid value: \"number\": x in body must be of type integer: \"number\""),
+                p("<nil>", "Invalid value: \"\": Checked value must be of type integer (default format) in x"),
+            ]
+        );
+        assert_eq!(
+            problems(json!({"type": "integer", "multipleOf": 0.5}), json!(3)),
+            [p("<nil>", "Invalid value: \"\": MultipleOf value must be of type integer (default format) in x")]
+        );
+        assert_eq!(
+            problems(
+                json!({"type": "number", "exclusiveMinimum": true, "minimum": 1e6}),
+                json!(1e6)
+            ),
+            [p(
+                "x",
+                "Invalid value: 1e+06: x in body should be greater than 1e+06"
+            )]
+        );
+        assert_eq!(
+            problems(json!({"type": "number", "maximum": 1.5}), json!(2)),
+            [p(
+                "x",
+                "Invalid value: 2: x in body should be less than or equal to 1"
+            )]
+        );
+        assert!(problems(json!({"type": "number", "multipleOf": 0.1}), json!(0.3)).is_empty());
+        assert_eq!(
+            problems(
+                json!({"type": "array", "minItems": 2, "items": {"type": "string"}}),
+                json!(["a"])
+            ),
+            [p(
+                "x",
+                "Invalid value: 1: x in body should have at least 2 items"
+            )]
+        );
+        assert_eq!(
+            problems(json!({"type": "number", "enum": [1.5, 2]}), json!(3)),
+            [p(
+                "x",
+                "Unsupported value: 3: supported values: \"1.5\", \"2\""
+            )]
+        );
+    }
+
+    #[test]
+    fn nulls_and_types() {
+        let item = json!({"type": "array", "items": {"type": "string"}});
+        assert_eq!(
+            problems(item, json!(["a", null])),
+            [p(
+                "x[1]",
+                "Invalid value: \"null\": x[1] in body must be of type string: \"null\""
+            )]
+        );
+        let nullable = json!({"type": "array", "items": {"type": "string", "nullable": true}});
+        assert!(problems(nullable, json!(["a", null])).is_empty());
+        assert_eq!(
+            problems(json!({"type": "string", "format": "date"}), json!(true)),
+            [p(
+                "x",
+                "Invalid value: \"\": x in body must be of type date: \"\""
+            )]
+        );
+        // An unknown format is not checked; a known unchecked one neither.
+        assert!(problems(json!({"type": "string", "format": "colour"}), json!("z")).is_empty());
+        assert!(problems(json!({"type": "string", "format": "uri"}), json!("z")).is_empty());
+    }
+
+    #[test]
+    fn combinators_report_as_kube_openapi() {
+        // allOf where no branch holds says so.
+        assert_eq!(
+            problems(json!({"type": "integer", "allOf": [{"minimum": 5}, {"maximum": 1}]}), json!(3)),
+            [
+                p("x", "Invalid value: 3: x in body should be greater than or equal to 5"),
+                p("x", "Invalid value: 3: x in body should be less than or equal to 1"),
+                p("<nil>", "Invalid value: \"\": \"x\" must validate all the schemas (allOf). None validated"),
+            ]
+        );
+        // oneOf with none valid reports the branch that matched most, not the first.
+        assert_eq!(
+            problems(json!({"oneOf": [{"type": "string"}, {"type": "integer", "minimum": 5}]}), json!(3)),
+            [
+                p("<nil>", "Invalid value: \"\": \"x\" must validate one and only one schema (oneOf). Found none valid"),
+                p("x", "Invalid value: 3: x in body should be greater than or equal to 5"),
+            ]
+        );
+        // anyOf with a branch valid adds nothing; `not` with its branch failing adds nothing.
+        assert!(problems(
+            json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+            json!(3)
+        )
+        .is_empty());
+        assert!(problems(
+            json!({"type": "string", "not": {"pattern": "^a"}}),
+            json!("b")
+        )
+        .is_empty());
+        // The same problem found twice is reported once.
+        assert_eq!(
+            problems(
+                json!({"type": "integer", "minimum": 5, "allOf": [{"minimum": 5}]}),
+                json!(1)
+            )
+            .len(),
+            2
         );
     }
 
