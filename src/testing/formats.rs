@@ -353,12 +353,12 @@ fn is_email(s: &str) -> bool {
     let addr = match (s.find('<'), s.ends_with('>')) {
         (Some(i), true) => {
             let name = s[..i].trim();
-            if !name.is_empty()
-                && !(name.starts_with('"') && name.ends_with('"') && name.len() >= 2)
-                && !name
-                    .split_whitespace()
-                    .all(|w| dot_atom(w) || w.chars().all(atext))
-            {
+            let quoted = name.len() >= 2 && name.starts_with('"') && name.ends_with('"');
+            let words = name
+                .split_whitespace()
+                .all(|w| dot_atom(w) || w.chars().all(atext));
+            let name_ok = name.is_empty() || quoted || words;
+            if !name_ok {
                 return false;
             }
             &s[i + 1..s.len() - 1]

@@ -435,18 +435,18 @@ fn type_check(tys: &[&str], format: &str, v: &Value, path: &str) -> Outcome {
         && num(v).is_some_and(|n| is_json_integer(n.as_f64()));
     let int_float = sch == "integer" && tys.contains(&"number");
     let stringish = matches!(v, Value::String(_) | Value::Array(_));
-    if !stringish
-        && !format.is_empty()
-        && !(tys.contains(&sch) || fmt == format || float_int || int_float)
-    {
+    let has_format = !format.is_empty();
+    let fits = tys.contains(&sch) || float_int || int_float;
+    if !stringish && has_format && !(fits || fmt == format) {
         out.add(type_error(path, format, fmt));
         return out;
     }
-    if !(tys.contains(&"number") || tys.contains(&"integer")) && !format.is_empty() && stringish {
+    let numeric = tys.contains(&"number") || tys.contains(&"integer");
+    if stringish && has_format && !numeric {
         out.matches = 1;
         return out;
     }
-    if !(tys.contains(&sch) || float_int || int_float) {
+    if !fits {
         let given = Value::from(sch);
         out.add(FieldError::type_invalid(
             path,
