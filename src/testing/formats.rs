@@ -1,26 +1,31 @@
 //! The string `format`s kube-apiserver checks in a custom resource's values.
 //!
-//! A CRD may name any `format`; kube-apiserver keeps only those of its supported list and
-//! checks a string against them with kube-openapi's `strfmt` registry (a failure is a
-//! `FieldValueTypeInvalid`: `spec.when in body must be of type date-time: "yesterday"`).
-//! A format the server does not check is accepted as it is. The rules here are those of
-//! the Go checks (written anew, not copied): `date` is Go's `2006-01-02` layout with real
+//! A CRD may name any `format`; kube-apiserver checks a string against it when kube-openapi's
+//! `strfmt` registry knows the name (a failure is a `FieldValueTypeInvalid`:
+//! `spec.when in body must be of type date-time: "yesterday"`) and ignores it otherwise
+//! (`int32` and `int64` are number formats, checked as ranges in `schema.rs`). The rules
+//! here are those of the Go checks (written anew, not copied): `date` is Go's `2006-01-02`
+//! layout with real
 //! month lengths, `date-time` is that date, a `T`, then `hh:mm:ss`, an optional fraction and
 //! a `Z` or an offset, `ipv4` accepts leading zeros (`ParseIPSloppy`) and any address written
 //! with a dot, `byte` is padded standard base64, and so on.
 //!
 //! Checked: `date-time` (and `datetime`), `date`, `byte`, `email`, `uuid`, `uuid3`, `uuid4`,
 //! `uuid5`, `ipv4`, `ipv6`, `cidr`, `mac`, `hostname`, `hexcolor`, `rgbcolor`, `ssn`,
-//! `bsonobjectid`, `isbn`, `isbn10`, `isbn13`, `password` (anything). Accepted unchecked
+//! `bsonobjectid`, `isbn`, `isbn10`, `isbn13`, `k8s-short-name` (a DNS-1123 label),
+//! `k8s-long-name` (a DNS-1123 subdomain), `password` (anything); a name's dashes do not
+//! count (`date-time` is `datetime`, as in Go's registry). Accepted unchecked
 //! although kube-apiserver checks them: `uri`, `creditcard`, `duration`. Every other format
 //! is ignored, as kube-apiserver ignores it.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-/// Whether `s` is a valid `format`; `None` when the test server does not check that format.
+/// Whether `s` is a valid `format`; `None` when the registry does not know that format (the
+/// format check does not apply to the value at all).
 pub(crate) fn check(format: &str, s: &str) -> Option<bool> {
-    Some(match format {
-        "date-time" | "datetime" => is_date_time(s),
+    // The registry ignores dashes in names: `date-time` is `datetime`.
+    Some(match format.replace('-', "").as_str() {
+        "datetime" => is_date_time(s),
         "date" => is_date(s),
         "byte" => is_base64(s),
         "email" => is_email(s),
@@ -37,6 +42,8 @@ pub(crate) fn check(format: &str, s: &str) -> Option<bool> {
         "rgbcolor" => is_rgb_color(s),
         "ssn" => is_ssn(s),
         "bsonobjectid" => s.len() == 24 && s.bytes().all(|c| c.is_ascii_hexdigit()),
+        "k8sshortname" => s.len() <= 63 && is_dns_label(s),
+        "k8slongname" => s.len() <= 253 && s.split('.').all(is_dns_label),
         "isbn" => is_isbn10(s) || is_isbn13(s),
         "isbn10" => is_isbn10(s),
         "isbn13" => is_isbn13(s),
@@ -296,6 +303,13 @@ fn is_rgb_color(s: &str) -> bool {
         })
 }
 
+/// A DNS-1123 label's form (its length apart): lower-case letters, digits and inner dashes.
+fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !b.is_empty() && ok(&b[0]) && ok(&b[b.len() - 1]) && b.iter().all(|c| ok(c) || *c == b'-')
+}
+
 /// An ISBN without its spaces and dashes.
 fn isbn_digits(s: &str) -> Vec<u8> {
     s.bytes().filter(|c| *c != b' ' && *c != b'-').collect()
@@ -527,6 +541,10 @@ mod tests {
         assert!(ok("isbn", "9780306406157") && !ok("isbn", "123"));
         assert!(ok("bsonobjectid", "507f1f77bcf86cd799439011") && !ok("bsonobjectid", "507f"));
         assert!(check("colour", "x").is_none());
+        assert!(ok("k8s-short-name", "a-1") && !ok("k8s-short-name", "a.b"));
+        assert!(!ok("k8s-short-name", &"a".repeat(64)) && !ok("k8s-short-name", "-a"));
+        assert!(ok("k8s-long-name", "a.b-c.d") && !ok("k8s-long-name", "a..b"));
+        assert!(!ok("k8s-long-name", "A.b") && ok("ip-v4", "1.2.3.4"));
         assert!(check("int32", "x").is_none());
     }
 }
