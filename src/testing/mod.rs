@@ -300,6 +300,7 @@ mod duplicate_fields;
 mod events;
 mod eviction;
 mod faults;
+mod formats;
 mod handlers;
 mod http;
 pub(crate) mod json_patch;
