@@ -26,16 +26,6 @@ const GROUP: &str = "crddel.capture.example.com";
 const NAME: &str = "gizmos.crddel.capture.example.com";
 const NS: &str = "cap-crddel";
 
-fn crds() -> ApiResource {
-    ApiResource::new(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-}
-
 fn gizmos() -> ApiResource {
     ApiResource::new(GROUP, "v1", "Gizmo", "gizmos", true)
 }
@@ -78,7 +68,7 @@ fn env() -> Env {
         .start();
     let client = Client::new(server.client_config()).unwrap();
     Env {
-        crds: Api::all_with(client.clone(), &crds()),
+        crds: Api::all_with(client.clone(), &common::crds()),
         gizmos: Api::namespaced_with(client.clone(), NS, &gizmos()),
         client,
         server,

@@ -18,12 +18,10 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use common::capture::{self, Request, Response};
+use common::capture::{body_json, send_json, Response, USER_AGENT};
 use common::PATIENCE;
 use kube_informer::testing::ApiServer;
 use serde_json::{json, Map, Value};
-
-const USER_AGENT: &str = "kube-informer-semantics/1";
 
 /// The namespace of every group (a fresh server each).
 const NS: &str = "cap-crdm-replay";
@@ -36,29 +34,6 @@ const FLOOR: usize = 112;
 
 fn matrix() -> Value {
     serde_json::from_slice(&common::fixture("crd-matrix.json")).expect("crd-matrix.json is JSON")
-}
-
-fn send(addr: SocketAddr, method: &str, target: &str, ct: Option<&str>, body: Vec<u8>) -> Response {
-    let mut headers = vec![
-        ("Accept".to_owned(), "application/json".to_owned()),
-        ("User-Agent".to_owned(), USER_AGENT.to_owned()),
-    ];
-    if let Some(ct) = ct {
-        headers.push(("Content-Type".to_owned(), ct.to_owned()));
-    }
-    capture::send(
-        addr,
-        &Request {
-            method: method.into(),
-            target: target.into(),
-            headers,
-            body,
-        },
-    )
-}
-
-fn body_json(r: &Response) -> Value {
-    serde_json::from_slice(&r.body).unwrap_or(Value::Null)
 }
 
 fn rv_of(o: &Value) -> Option<&str> {
@@ -276,7 +251,7 @@ fn fill(v: &Value, before: Option<&Value>) -> Value {
 }
 
 fn get(addr: SocketAddr, path: &str) -> Response {
-    send(addr, "GET", path, None, Vec::new())
+    send_json(addr, "GET", path, None, Vec::new())
 }
 
 /// Waits (bounded) until `cond` holds; false if it never did.
@@ -296,7 +271,7 @@ fn setup(m: &Value) -> (ApiServer, SocketAddr) {
     let server = ApiServer::builder().start();
     let addr = server.addr();
     for crd in m["crds"].as_array().unwrap() {
-        let r = send(
+        let r = send_json(
             addr,
             "POST",
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -305,7 +280,7 @@ fn setup(m: &Value) -> (ApiServer, SocketAddr) {
         );
         assert_eq!(r.code, 201, "CRD: {}", String::from_utf8_lossy(&r.body));
     }
-    let r = send(
+    let r = send_json(
         addr,
         "POST",
         "/api/v1/namespaces",
@@ -355,7 +330,7 @@ fn run(addr: SocketAddr, step: &Value) -> [(&'static str, Value); 3] {
     if let Some(q) = step["query"].as_str().filter(|q| !q.is_empty()) {
         path = format!("{path}?{q}");
     }
-    let r = send(
+    let r = send_json(
         addr,
         step["method"].as_str().unwrap(),
         &path,
@@ -569,7 +544,7 @@ fn defaults_added_later_show_on_watch() {
         .as_str()
         .unwrap()
         .to_owned();
-    let r = send(
+    let r = send_json(
         addr,
         "POST",
         &gizmos,
@@ -581,7 +556,7 @@ fn defaults_added_later_show_on_watch() {
     );
     assert_eq!(r.code, 201);
     let created_rv = rv_of(&body_json(&r)).unwrap().to_owned();
-    let r = send(
+    let r = send_json(
         addr,
         "PATCH",
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.matrix.capture.example.com",
@@ -676,7 +651,7 @@ fn webhooks_see_defaulted_custom_resources() {
                     "apiVersions": ["v1"], "resources": ["widgets"], "scope": "Namespaced"}],
                 "admissionReviewVersions": ["v1"], "sideEffects": "None",
                 "failurePolicy": "Fail", "timeoutSeconds": 10}]});
-        let r = send(
+        let r = send_json(
             addr,
             "POST",
             &format!("/apis/admissionregistration.k8s.io/v1/{plural}"),
@@ -685,7 +660,7 @@ fn webhooks_see_defaulted_custom_resources() {
         );
         assert_eq!(r.code, 201, "{}", String::from_utf8_lossy(&r.body));
     }
-    let r = send(
+    let r = send_json(
         addr,
         "POST",
         &format!("/apis/matrix.capture.example.com/v1/namespaces/{NS}/widgets"),
@@ -752,7 +727,7 @@ fn hostile_patterns_and_values_are_answered() {
         for (j, v) in odd.iter().enumerate() {
             let body = json!({"apiVersion": "matrix.capture.example.com/v1", "kind": "Check",
                 "metadata": {"name": format!("h-{i}-{j}")}, "spec": {*f: v}});
-            let r = send(
+            let r = send_json(
                 addr,
                 "POST",
                 &path,
@@ -776,7 +751,7 @@ fn hostile_patterns_and_values_are_answered() {
     // A value of the wrong type under the nested combinators is refused, not looped on.
     let body = json!({"apiVersion": "matrix.capture.example.com/v1", "kind": "Check",
         "metadata": {"name": "deep-bool"}, "spec": {"deep": true}});
-    let r = send(
+    let r = send_json(
         addr,
         "POST",
         &path,
@@ -784,5 +759,5 @@ fn hostile_patterns_and_values_are_answered() {
         serde_json::to_vec(&body).unwrap(),
     );
     assert_eq!(r.code, 422, "{}", String::from_utf8_lossy(&r.body));
-    assert_eq!(send(addr, "GET", &path, None, Vec::new()).code, 200);
+    assert_eq!(send_json(addr, "GET", &path, None, Vec::new()).code, 200);
 }

@@ -10,7 +10,7 @@
 mod common;
 
 use kube_informer::api::crd::{CrdBuilder, PrinterColumn};
-use kube_informer::api::{ApiResource, DynamicObject, Status};
+use kube_informer::api::{DynamicObject, Status};
 use kube_informer::testing::ApiServer;
 use kube_informer::{Api, Client, Patch, PatchParams, PostParams};
 use schemars::JsonSchema;
@@ -37,16 +37,6 @@ struct WidgetStatus {
     ready: bool,
 }
 
-fn crds() -> ApiResource {
-    ApiResource::new(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-}
-
 fn generated() -> CrdBuilder {
     CrdBuilder::new::<WidgetSpec>("lab.example.com", "v1", "Widget")
         .short_names(["wdg"])
@@ -62,7 +52,7 @@ fn widget(name: &str, spec: Value) -> Value {
 fn setup() -> (ApiServer, Api<DynamicObject>, Api<DynamicObject>) {
     let server = ApiServer::start();
     let client = Client::new(server.client_config()).unwrap();
-    let crd_api = Api::all_with(client.clone(), &crds());
+    let crd_api = Api::all_with(client.clone(), &common::crds());
     let widgets = Api::namespaced_with(client, "lab", &common::widgets());
     (server, crd_api, widgets)
 }

@@ -111,16 +111,6 @@ fn configmaps() -> ApiResource {
     ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
 }
 
-fn crds() -> ApiResource {
-    ApiResource::new(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-}
-
 /// A namespace of the test's own, deleted on drop (also when the test panics).
 struct TestNamespace {
     name: String,
@@ -428,7 +418,7 @@ fn custom_resource_via_dynamic_object(env: &Env) {
     let suffix = random_suffix();
     let group = format!("e2e-{suffix}.kube-informer.test");
     let crd_name = format!("widgets.{group}");
-    let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &crds());
+    let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &common::crds());
     crd_api
         .create(&PostParams::default(), &json!({
             "apiVersion": "apiextensions.k8s.io/v1",
@@ -454,7 +444,7 @@ fn custom_resource_via_dynamic_object(env: &Env) {
         // What the API server's CRD controller does.
         server
             .patch(
-                &crds(),
+                &common::crds(),
                 None,
                 &crd_name,
                 &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}}),

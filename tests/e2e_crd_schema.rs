@@ -88,16 +88,6 @@ struct GadgetStatus {
     ready: Option<bool>,
 }
 
-fn crds() -> ApiResource {
-    ApiResource::new(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-}
-
 /// The CRD, deleted on drop (also when the test panics).
 struct CrdGuard {
     name: String,
@@ -133,7 +123,7 @@ fn generated_crd_is_accepted_and_served(client: &Client, fake: bool) {
         .scale_subresource(".spec.replicas", ".status.replicas", None)
         .printer_column(PrinterColumn::new("Replicas", "integer", ".spec.replicas"));
     let crd = builder.build().expect("a structural CRD");
-    let crd_api: Api<DynamicObject> = Api::all_with(client.clone(), &crds());
+    let crd_api: Api<DynamicObject> = Api::all_with(client.clone(), &common::crds());
     crd_api
         .create(&PostParams::default(), &crd)
         .unwrap_or_else(|e| panic!("creating CRD {}: {e}", builder.name()));

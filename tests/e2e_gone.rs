@@ -40,16 +40,6 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn crds() -> ApiResource {
-    ApiResource::new(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-}
-
 /// A real cluster, or the test server playing one.
 struct Env {
     client: Client,
@@ -150,7 +140,7 @@ fn a_deleted_crd_is_gone_and_its_informer_comes_back(env: &Env) {
     let crd = TestCrd {
         name: format!("gizmos.{group}"),
         group,
-        api: Api::all_with(env.client.clone(), &crds()),
+        api: Api::all_with(env.client.clone(), &common::crds()),
     };
     crd.create(env);
     let gizmos = crd.resource();

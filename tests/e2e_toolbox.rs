@@ -64,16 +64,6 @@ fn random_suffix() -> String {
     format!("{:08x}", common::random_u64() as u32)
 }
 
-fn crds() -> ApiResource {
-    ApiResource::new(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-}
-
 fn gadget_crd(group: &str) -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -130,7 +120,7 @@ fn test_namespace(env: &Env) -> Guard {
 fn a_crd_applied_is_served(env: &Env, group: &str) {
     let crd = gadget_crd(group);
     let name = format!("gadgets.{group}");
-    let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &crds());
+    let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &common::crds());
     let _guard = Guard {
         what: format!("CRD {name}"),
         api: crd_api.clone(),
@@ -140,9 +130,9 @@ fn a_crd_applied_is_served(env: &Env, group: &str) {
         if let Some(server) = &env.fake {
             // What the API server's CRD controller does.
             s.spawn(|| {
-                common::wait_until("the CRD to exist", || server.get(&crds(), None, &name).is_ok());
+                common::wait_until("the CRD to exist", || server.get(&common::crds(), None, &name).is_ok());
                 server
-                    .patch(&crds(), None, &name,
+                    .patch(&common::crds(), None, &name,
                         &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}}))
                     .unwrap();
             });

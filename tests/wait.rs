@@ -30,16 +30,6 @@ fn jobs() -> ApiResource {
     ApiResource::new("batch", "v1", "Job", "jobs", true)
 }
 
-fn crds() -> ApiResource {
-    ApiResource::new(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-}
-
 fn api(server: &ApiServer, ar: &ApiResource) -> Api<DynamicObject> {
     Api::namespaced_with(Client::new(server.client_config()).unwrap(), "lab", ar)
 }
@@ -356,10 +346,10 @@ fn an_established_crd_that_discovery_does_not_list_is_not_served() {
     // test server, nor listed by its discovery; it is marked Established by hand.
     let server = ApiServer::start();
     let client = Client::new(server.client_config()).unwrap();
-    server.create(&crds(), gadget_crd()).unwrap();
+    server.create(&common::crds(), gadget_crd()).unwrap();
     server
         .patch(
-            &crds(),
+            &common::crds(),
             None,
             "gadgets.lab.example.com",
             &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}}),

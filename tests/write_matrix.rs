@@ -20,12 +20,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::mpsc;
 
-use common::capture::{self, Request, Response};
+use common::capture::{body_json, send_json, Response, USER_AGENT};
 use common::PATIENCE;
 use kube_informer::testing::ApiServer;
 use serde_json::{json, Map, Value};
-
-const USER_AGENT: &str = "kube-informer-semantics/1";
 
 /// `(group, step id, field, why)`: the differences the test server keeps on purpose.
 const EXCEPTIONS: &[(&str, &str, &str, &str)] = &[];
@@ -40,30 +38,6 @@ fn server(m: &Value) -> ApiServer {
         .custom_resource_definition(&m["crd"])
         .expect("the matrix's CRD is accepted")
         .start()
-}
-
-/// Sends one request: JSON accepted, the capture's User-Agent.
-fn send(addr: SocketAddr, method: &str, target: &str, ct: Option<&str>, body: Vec<u8>) -> Response {
-    let mut headers = vec![
-        ("Accept".to_owned(), "application/json".to_owned()),
-        ("User-Agent".to_owned(), USER_AGENT.to_owned()),
-    ];
-    if let Some(ct) = ct {
-        headers.push(("Content-Type".to_owned(), ct.to_owned()));
-    }
-    capture::send(
-        addr,
-        &Request {
-            method: method.into(),
-            target: target.into(),
-            headers,
-            body,
-        },
-    )
-}
-
-fn body_json(r: &Response) -> Value {
-    serde_json::from_slice(&r.body).unwrap_or(Value::Null)
 }
 
 /// A watch over a raw connection: its events, one JSON value each, arrive on the channel.
@@ -193,7 +167,7 @@ impl Replay<'_> {
     }
 
     fn get(&self, target: &str) -> Response {
-        send(self.addr, "GET", target, None, Vec::new())
+        send_json(self.addr, "GET", target, None, Vec::new())
     }
 
     /// The summary of an answer or of a GET, per the README's rules.
@@ -345,7 +319,7 @@ impl Replay<'_> {
         for (res, rx) in &self.watches {
             let path = self.subst(self.m["resources"][res]["path"].as_str().unwrap());
             let patch = json!({"metadata": {"annotations": {annotation: n.to_string()}}});
-            let r = send(
+            let r = send_json(
                 self.addr,
                 "PATCH",
                 &format!("{path}/{sentinel}"),
@@ -411,7 +385,7 @@ impl Replay<'_> {
         if let Some(q) = step["query"].as_str().filter(|q| !q.is_empty()) {
             path = format!("{path}?{q}");
         }
-        let r = send(
+        let r = send_json(
             self.addr,
             step["method"].as_str().unwrap(),
             &path,
@@ -488,7 +462,7 @@ fn replay(group: &str) {
     let server = server(&m);
     let addr = server.addr();
     let ns = format!("lab-wsem-{group}");
-    let r = send(
+    let r = send_json(
         addr,
         "POST",
         "/api/v1/namespaces",
@@ -515,7 +489,7 @@ fn replay(group: &str) {
         let res = res.as_str().unwrap();
         let path = replay.subst(m["resources"][res]["path"].as_str().unwrap());
         let obj = &m["sentinel"]["objects"][res];
-        let r = send(
+        let r = send_json(
             addr,
             "POST",
             &path,

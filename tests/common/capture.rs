@@ -195,6 +195,42 @@ pub fn send(addr: SocketAddr, req: &Request) -> Response {
     }
 }
 
+/// The User-Agent of the semantics tables' captures (`semantics/README.md`): the manager of
+/// a write sent without `fieldManager`.
+pub const USER_AGENT: &str = "kube-informer-semantics/1";
+
+/// Sends one request as the semantics tables' captures did: JSON accepted, their
+/// [`USER_AGENT`], `ct` as the Content-Type when there is a body.
+pub fn send_json(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    ct: Option<&str>,
+    body: Vec<u8>,
+) -> Response {
+    let mut headers = vec![
+        ("Accept".to_owned(), "application/json".to_owned()),
+        ("User-Agent".to_owned(), USER_AGENT.to_owned()),
+    ];
+    if let Some(ct) = ct {
+        headers.push(("Content-Type".to_owned(), ct.to_owned()));
+    }
+    send(
+        addr,
+        &Request {
+            method: method.into(),
+            target: target.into(),
+            headers,
+            body,
+        },
+    )
+}
+
+/// An answer's body as JSON; `null` when it is not JSON.
+pub fn body_json(r: &Response) -> Value {
+    serde_json::from_slice(&r.body).unwrap_or(Value::Null)
+}
+
 /// Sends the captured request `NAME.request` to `server`.
 pub fn replay(server: &ApiServer, name: &str) -> Response {
     send(server.addr(), &request(name))

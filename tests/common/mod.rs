@@ -348,3 +348,14 @@ pub fn real_cluster() -> Option<kube_informer::config::Config> {
         Err(e) => panic!("KUBE_E2E=1 but the kubeconfig cannot be loaded: {e}"),
     }
 }
+
+/// `apiextensions.k8s.io/v1` CustomResourceDefinitions.
+pub fn crds() -> ApiResource {
+    ApiResource::new(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    )
+}
