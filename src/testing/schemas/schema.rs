@@ -5,7 +5,7 @@
 //! `unknown field "spec.bogus"` warning each, or a 400 under `fieldValidation=Strict`) and
 //! then validates what is left (422 `Invalid`, one cause per problem). The test server does
 //! both for the schemas given with
-//! [`ApiServerBuilder::custom_resource_definition`](super::ApiServerBuilder::custom_resource_definition).
+//! [`ApiServerBuilder::custom_resource_definition`](crate::testing::ApiServerBuilder::custom_resource_definition).
 //!
 //! Validation follows kube-openapi's validator, which kube-apiserver runs on custom
 //! resources, check by check: for each value, the type, the combinators, the string checks

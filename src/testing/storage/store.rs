@@ -82,7 +82,7 @@ pub(crate) struct WriteOptions {
     /// The `managedFields` a server-side apply computed: stored as they are, and no `Update`
     /// entry is recorded.
     pub managed_fields: Option<Value>,
-    /// A Rust-side write ([`ApiServer::create`](super::ApiServer::create), ...): sets the
+    /// A Rust-side write ([`ApiServer::create`](crate::testing::ApiServer::create), ...): sets the
     /// whole object as given (status included, unknown fields kept), like a test fixture.
     pub fixture: bool,
     /// Fields the request body named twice (see `duplicate_fields.rs`): reported as the
@@ -120,7 +120,7 @@ pub(crate) struct DeleteOptions {
     /// `orphanDependents` (deprecated, still honoured for the answer's code: `false` on an
     /// object that stays answers 202 Accepted).
     pub orphan_dependents: Option<bool>,
-    /// A Rust-side delete ([`ApiServer::delete`](super::ApiServer::delete)): an object no
+    /// A Rust-side delete ([`ApiServer::delete`](crate::testing::ApiServer::delete)): an object no
     /// finalizer holds goes with one DELETED event, pods too (no marking first).
     pub fixture: bool,
 }
