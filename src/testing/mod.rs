@@ -294,6 +294,7 @@ pub(crate) mod crd;
 mod crd_defaults;
 mod crd_embedded;
 mod crd_lifecycle;
+mod crd_status;
 mod defaults;
 mod discovery;
 mod duplicate_fields;
@@ -306,6 +307,7 @@ mod http;
 pub(crate) mod json_patch;
 mod managed_fields;
 mod metadata;
+mod object_meta;
 mod patch;
 #[cfg(feature = "ws")]
 mod pod_exec;
