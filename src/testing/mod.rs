@@ -295,6 +295,7 @@ mod crd_defaults;
 mod crd_embedded;
 mod crd_lifecycle;
 mod crd_status;
+mod crd_version;
 mod defaults;
 mod discovery;
 mod duplicate_fields;

@@ -239,7 +239,7 @@ pub(crate) fn finalizers(list: Option<&Value>) -> Vec<FieldError> {
 /// The warnings of finalizers a write adds (those in `new` not in `old`), sorted: one for
 /// each that has no domain (no `/`) and is not one of Kubernetes' own.
 pub(crate) fn finalizer_warnings(new: Option<&Value>, old: Option<&Value>) -> Vec<String> {
-    let before = strings(old);
+    let before: std::collections::HashSet<&str> = strings(old).into_iter().collect();
     let mut added: Vec<&str> = strings(new)
         .into_iter()
         .filter(|f| !before.contains(f))
@@ -292,6 +292,29 @@ fn go_owner(r: &Value) -> String {
     )
 }
 
+/// How many "only one controller" errors one list gets at most (Go reports one per extra
+/// controller; past a few, the rest say nothing new).
+const MAX_CONTROLLER_ERRORS: usize = 4;
+/// How much of a quoted ownerReferences list is shown at most.
+const MAX_RENDERED: usize = 64 * 1024;
+
+/// Go's `%#v` of an ownerReferences list, cut (with `...`) past [`MAX_RENDERED`] bytes.
+fn go_owners(refs: &[Value]) -> String {
+    let mut s = String::from("[]v1.OwnerReference{");
+    for (i, r) in refs.iter().enumerate() {
+        if s.len() > MAX_RENDERED {
+            s.push_str("...");
+            break;
+        }
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push_str(&go_owner(r));
+    }
+    s.push('}');
+    s
+}
+
 /// The problems of `metadata.ownerReferences`: each needs an apiVersion with a version, a
 /// kind, a name and a uid, no Event may own anything, and at most one is the controller.
 pub(crate) fn owner_references(list: Option<&Value>) -> Vec<FieldError> {
@@ -301,6 +324,11 @@ pub(crate) fn owner_references(list: Option<&Value>) -> Vec<FieldError> {
     };
     let mut out = Vec::new();
     let mut first_controller: Option<String> = None;
+    // Each further controller's error quotes the whole list (as Go's does): rendered once,
+    // bounded, and reported for a few controllers only, so a hostile list of thousands of
+    // controllers costs a bounded answer.
+    let mut rendered: Option<String> = None;
+    let mut reported = 0;
     for r in refs {
         let (group, version) = group_version(text(r, "apiVersion"));
         let kind = text(r, "kind");
@@ -333,16 +361,17 @@ pub(crate) fn owner_references(list: Option<&Value>) -> Vec<FieldError> {
         if r.get("controller").and_then(Value::as_bool) == Some(true) {
             let this = format!("{kind}/{}", text(r, "name"));
             match &first_controller {
+                Some(_) if reported >= MAX_CONTROLLER_ERRORS => {}
                 Some(first) => {
-                    let all: Vec<String> = refs.iter().map(go_owner).collect();
+                    let all = rendered.get_or_insert_with(|| go_owners(refs));
                     out.push(FieldError {
                         reason: "FieldValueInvalid",
                         field: field.to_owned(),
                         text: format!(
-                            "Invalid value: []v1.OwnerReference{{{}}}: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}",
-                            all.join(", ")
+                            "Invalid value: {all}: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"
                         ),
                     });
+                    reported += 1;
                 }
                 None => first_controller = Some(this),
             }
@@ -416,6 +445,26 @@ mod tests {
             ]
         );
         assert!(owner_references(Some(&json!(["x"]))).len() == 4);
+    }
+
+    #[test]
+    fn many_controllers_cost_a_bounded_answer() {
+        let refs: Vec<Value> = (0..20_000)
+            .map(|i| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": format!("c{i}"),
+                "uid": format!("u{i}"), "controller": true}))
+            .collect();
+        let e = owner_references(Some(&Value::from(refs)));
+        assert_eq!(e.len(), MAX_CONTROLLER_ERRORS);
+        assert!(e.iter().all(|e| e.text.len() < 2 * MAX_RENDERED), "bounded");
+        assert!(e[0].text.contains("...}"));
+    }
+
+    #[test]
+    fn many_finalizers_are_linear() {
+        let list: Vec<Value> = (0..200_000).map(|i| format!("f{i}").into()).collect();
+        let list = Value::from(list);
+        assert_eq!(finalizer_warnings(Some(&list), None).len(), 200_000);
+        assert!(finalizer_warnings(Some(&list), Some(&list)).is_empty());
     }
 
     #[test]

@@ -86,10 +86,12 @@ pub(crate) fn invalid(
     name: &str,
     errors: &[FieldError],
 ) -> Status {
+    // A hostile body can hold a million bad labels: a set keeps this linear.
+    let mut seen = std::collections::HashSet::new();
     let mut distinct: Vec<String> = Vec::new();
     for e in errors {
         let m = e.message();
-        if !distinct.contains(&m) {
+        if seen.insert(m.clone()) {
             distinct.push(m);
         }
     }
