@@ -125,7 +125,10 @@ fn a_long_generate_name_keeps_58_characters_before_the_suffix() {
     let prefix = "g".repeat(70);
     let r = create(addr, json!({"generateName": prefix}));
     assert_eq!(r.code, 201, "{}", text(&r));
-    let name = body_json(&r)["metadata"]["name"].as_str().unwrap().to_owned();
+    let name = body_json(&r)["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(name.len(), 63, "{name}");
     assert!(name.starts_with(&"g".repeat(58)), "{name}");
     assert_eq!(body_json(&r)["metadata"]["generateName"], json!(prefix));
@@ -330,7 +333,9 @@ fn the_body_must_name_the_resources_kind_and_version_on_update_too() {
     );
     assert_eq!(
         body_json(&r)["message"],
-        format!("Gadget.{GROUP} \"k\" is invalid: kind: Invalid value: \"Gadget\": must be Sprocket")
+        format!(
+            "Gadget.{GROUP} \"k\" is invalid: kind: Invalid value: \"Gadget\": must be Sprocket"
+        )
     );
     obj["kind"] = json!("Sprocket");
     obj["apiVersion"] = json!("other.example.com/v1");
@@ -455,7 +460,10 @@ fn a_status_write_validates_the_status_with_fields_under_it() {
     assert_eq!(r.code, 200, "{}", text(&r));
     assert_eq!(body_json(&r)["status"], json!({"readyReplicas": 2}));
     assert_eq!(body_json(&r)["spec"]["replicas"], 1);
-    assert_eq!(warnings(&r), ["299 - \"unknown field \\\"status.bogus\\\"\""]);
+    assert_eq!(
+        warnings(&r),
+        ["299 - \"unknown field \\\"status.bogus\\\"\""]
+    );
 }
 
 #[test]
@@ -465,10 +473,7 @@ fn a_strict_status_patch_with_an_unknown_field_is_refused_on_field_patch() {
     let r = send_json(
         addr,
         "PATCH",
-        &format!(
-            "{}/s/status?fieldValidation=Strict",
-            collection("rules")
-        ),
+        &format!("{}/s/status?fieldValidation=Strict", collection("rules")),
         Some("application/merge-patch+json"),
         json!({"status": {"readyReplicas": 1, "bogus": 1}})
             .to_string()
@@ -478,7 +483,8 @@ fn a_strict_status_patch_with_an_unknown_field_is_refused_on_field_patch() {
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0].1, "patch");
     assert!(
-        c[0].2.ends_with("strict decoding error: unknown field \"status.bogus\""),
+        c[0].2
+            .ends_with("strict decoding error: unknown field \"status.bogus\""),
         "{c:?}"
     );
 }

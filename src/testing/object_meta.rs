@@ -103,8 +103,7 @@ fn label_token(s: &str) -> bool {
     let alnum = |c: char| c.is_ascii_alphanumeric();
     s.starts_with(alnum)
         && s.ends_with(alnum)
-        && s.chars()
-            .all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
+        && s.chars().all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
 }
 
 /// `IsQualifiedName`: `[prefix/]name`, the prefix a subdomain, the name a token of at most
@@ -450,8 +449,10 @@ mod tests {
     #[test]
     fn many_controllers_cost_a_bounded_answer() {
         let refs: Vec<Value> = (0..20_000)
-            .map(|i| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": format!("c{i}"),
-                "uid": format!("u{i}"), "controller": true}))
+            .map(|i| {
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "name": format!("c{i}"),
+                "uid": format!("u{i}"), "controller": true})
+            })
             .collect();
         let e = owner_references(Some(&Value::from(refs)));
         assert_eq!(e.len(), MAX_CONTROLLER_ERRORS);

@@ -697,7 +697,14 @@ impl Store {
         if !o.fixture {
             let mut named = metadata_of(&mut obj).clone();
             named.insert("name".into(), name.clone().into());
-            self.validate(tk, &obj, &named, Write::Create, &name, foreign_kind.as_deref())?;
+            self.validate(
+                tk,
+                &obj,
+                &named,
+                Write::Create,
+                &name,
+                foreign_kind.as_deref(),
+            )?;
             warnings.extend(super::object_meta::finalizer_warnings(
                 named.get("finalizers"),
                 None,
@@ -911,7 +918,14 @@ impl Store {
             if o.subresource.as_deref() == Some("status") {
                 self.validate_status(tk, &obj, &old, name, foreign_kind.as_deref())?;
             } else {
-                self.validate(tk, &obj, &meta, Write::Update, name, foreign_kind.as_deref())?;
+                self.validate(
+                    tk,
+                    &obj,
+                    &meta,
+                    Write::Update,
+                    name,
+                    foreign_kind.as_deref(),
+                )?;
             }
             warnings.extend(super::object_meta::finalizer_warnings(
                 meta.get("finalizers"),

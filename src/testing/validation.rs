@@ -154,7 +154,10 @@ pub(crate) fn object_meta(
     use super::object_meta as om;
     let mut errors = Vec::new();
     if write == Write::Create {
-        let prefix = meta.get("generateName").and_then(Value::as_str).unwrap_or("");
+        let prefix = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         if !prefix.is_empty() {
             for m in om::name_errors(prefix, true) {
                 errors.push(FieldError::invalid(

@@ -182,7 +182,12 @@ fn json_body(req: &Request) -> Result<Value, Status> {
 
 /// A custom resource's body in another version of its group: refused with the warnings
 /// of its decoding (see `crd_version.rs`).
-fn other_version(t: &Address<'_>, shared: &Shared, body: &Value, o: &WriteOptions) -> Option<Answer> {
+fn other_version(
+    t: &Address<'_>,
+    shared: &Shared,
+    body: &Value,
+    o: &WriteOptions,
+) -> Option<Answer> {
     let kind = {
         let mut store = shared.store.lock();
         let c = store.collection(t.tk);
