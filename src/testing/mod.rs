@@ -123,11 +123,15 @@
 //!   what `/status` does not take, a main-resource write of only `status` when the status
 //!   subresource exists, a `/scale` write of the current replicas) answers 200 with the
 //!   object at its SAME resourceVersion and sends no watch event (Rust-side writes too).
-//! - **Validation** (422 `Invalid`, a cause per problem; see `validation.rs`): names (a
-//!   DNS-1123 subdomain for built-ins, a path segment for custom resources; name or
-//!   generateName required), label keys and values, a `/scale` write's replicas (>= 0), and
-//!   a custom resource against its CRD's schema (`schema.rs`: types, bounds, lengths,
-//!   `enum`, `required`). The CRD comes from
+//! - **Validation** (422 `Invalid`, a cause per problem; see `validation.rs` and
+//!   `object_meta.rs`): names (a DNS-1123 subdomain of at most 253 characters; name or
+//!   generateName required, a generateName checked too), label keys and values, annotation
+//!   keys and total size, finalizers (qualified names; one without a domain is warned of),
+//!   owner references (apiVersion, kind, name, uid; one controller), a custom resource's body
+//!   `kind` (422) and `apiVersion` (400, `crd_version.rs`), a `/scale` write's replicas
+//!   (>= 0), and a custom resource against its CRD's schema (`schema.rs`: types, bounds,
+//!   lengths, `enum`, `required`; a `/status` write against the `status` schema, its fields
+//!   named relative to `status`: `crd_status.rs`). The CRD comes from
 //!   [`ApiServerBuilder::custom_resource_definition`], which also declares its scope and
 //!   subresources.
 //! - Custom resources are pruned as kube-apiserver prunes them (`crd-matrix.json`, group
@@ -147,8 +151,8 @@
 //!   write). `tests/crd_matrix.rs` replays kube-apiserver's answers (`crd-matrix.json`).
 //! - Options: `dryRun=All` answers as if written and changes nothing (a create answers 201
 //!   with a uid and creationTimestamp but no resourceVersion; no watch event);
-//!   `generateName` (prefix + 5 characters of the API server's alphabet, drawn again on a
-//!   clash); `fieldValidation` `Strict` (400 listing every unknown field), `Warn` (the
+//!   `generateName` (the prefix cut to 58 bytes + 5 characters of the API server's
+//!   alphabet, drawn again on a clash); `fieldValidation` `Strict` (400 listing every unknown field), `Warn` (the
 //!   default: the fields are dropped and each gets a `Warning: 299 - "unknown field \"f\""`
 //!   response header) or `Ignore` (dropped silently); a custom resource with a schema is
 //!   pruned below the top level too (`unknown field "spec.bogus"`), and an apply carrying

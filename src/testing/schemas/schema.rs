@@ -388,6 +388,14 @@ pub(crate) fn validate(schema: &Value, obj: &Map<String, Value>) -> Vec<FieldErr
     out.errors
 }
 
+/// The problems of one value against its own schema, named relative to that value (as
+/// kube-apiserver's validator of a `/status` write, which is rooted at `status`, names them).
+pub(crate) fn validate_value(schema: &Value, v: &Value) -> Vec<FieldError> {
+    let mut out = Outcome::default();
+    out.merge(schema_validate(schema, v, ""));
+    out.errors
+}
+
 /// kube-openapi's `SchemaValidator.Validate`: the checks that apply to the value's kind, in
 /// its order (type, combinators, string, format, number, array, enum, object).
 fn schema_validate(schema: &Value, v: &Value, path: &str) -> Outcome {

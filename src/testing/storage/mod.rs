@@ -15,6 +15,9 @@ pub(super) mod resources;
 pub(super) mod store;
 
 // What the store takes from the other rooms (its files name them `super::<module>`).
-use super::schemas::{crd_defaults, crd_embedded, crd_lifecycle, defaults, schema, validation};
+use super::schemas::{
+    crd_defaults, crd_embedded, crd_lifecycle, crd_status, defaults, object_meta, schema,
+    validation,
+};
 use super::serving::discovery;
 use super::writing::{managed_fields, patch};

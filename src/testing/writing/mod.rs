@@ -8,6 +8,7 @@
 //! and change together when the captures of a write change.
 
 pub(super) mod apply;
+pub(super) mod crd_version;
 pub(crate) mod json_patch;
 pub(super) mod managed_fields;
 pub(super) mod patch;
@@ -18,5 +19,5 @@ pub(super) mod writes;
 // What the writes take from the other rooms (their files name them `super::<module>`).
 use super::admission::webhooks;
 use super::schemas::{crd, crd_defaults, crd_lifecycle, duplicate_fields, validation};
-use super::serving::{http, server};
+use super::serving::{handlers, http, server};
 use super::storage::{events, resources, store};
