@@ -287,10 +287,12 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
+mod cel;
 #[cfg(feature = "ws")]
 pub mod container_files;
 mod conversion;
 pub(crate) mod crd;
+mod crd_cel;
 mod crd_defaults;
 mod crd_embedded;
 mod crd_lifecycle;

@@ -593,7 +593,7 @@ fn pattern_matches(pattern: &str, s: &str) -> bool {
 /// rewritten here: Go's `\d`, `\w`, `\s` and `\b` are ASCII-only (the crate's are Unicode),
 /// Go reads `&&`, `--`, `~~` and `[` inside a class literally (the crate's set operations and
 /// nested classes), and Go has `\Q...\E` literals.
-fn go_pattern(p: &str) -> String {
+pub(crate) fn go_pattern(p: &str) -> String {
     const DIGIT: &str = "0-9";
     const WORD: &str = "0-9A-Za-z_";
     const SPACE: &str = "\\t\\n\\f\\r ";

@@ -691,7 +691,7 @@ impl Store {
         if !o.fixture {
             let mut named = metadata_of(&mut obj).clone();
             named.insert("name".into(), name.clone().into());
-            self.validate(tk, &obj, &named, Write::Create, &name)?;
+            self.validate(tk, &obj, None, &named, Write::Create, &name)?;
         }
         let key = make_key(&namespace, &name);
         if self.collection(tk).objects.contains_key(&key) {
@@ -898,7 +898,7 @@ impl Store {
         }
         if !o.fixture {
             let meta = metadata_of(&mut obj).clone();
-            self.validate(tk, &obj, &meta, Write::Update, name)?;
+            self.validate(tk, &obj, Some(&old), &meta, Write::Update, name)?;
         }
         self.record_managed_fields(tk, Some(&old), &mut obj, o);
         if finishes_deletion {
@@ -1347,11 +1347,13 @@ impl Store {
     }
 
     /// Validates an HTTP write's object: its metadata `meta` (see `validation`) and, for a
-    /// custom resource with a schema, its values (see `schema`).
+    /// custom resource with a schema, its values (see `schema`) and its CEL rules (see
+    /// `crd_cel`; `old` is the stored object of an update).
     fn validate(
         &mut self,
         tk: &TypeKey,
         obj: &Map<String, Value>,
+        old: Option<&Map<String, Value>>,
         meta: &Map<String, Value>,
         write: Write,
         name: &str,
@@ -1361,6 +1363,7 @@ impl Store {
         if let Some(schema) = &info.schema {
             errors.extend(super::schema::validate(schema, obj));
             errors.extend(super::crd_embedded::validate(schema, obj));
+            errors.extend(super::crd_cel::validate(schema, obj, old, &errors));
         }
         if errors.is_empty() {
             return Ok(());
