@@ -106,91 +106,25 @@ fn unescape(name: &str) -> String {
     out
 }
 
-/// Evaluates `e`.
+/// Evaluates `e`. Each kind of node is evaluated in its own function, so that this one,
+/// the frame repeated at every level of a deep tree, stays small (debug builds give a
+/// function the stack of all its arms).
 pub(crate) fn eval(e: &Expr, env: &mut Env) -> R {
     env.charge(1)?;
     match e {
         Expr::Lit(v) => Ok(v.clone()),
-        Expr::Ident(n) => match env.lookup(n) {
-            Some(v) => Ok(v.clone()),
-            None => match n.as_str() {
-                "int" | "uint" | "double" | "string" | "bytes" | "bool" | "list" | "map"
-                | "null_type" | "type" => Ok(Val::Type(type_ident(n))),
-                _ => err(format!("no such attribute(s): {n}")),
-            },
-        },
-        Expr::Select(target, field, optional) => {
-            if let Expr::Ident(ns) = target.as_ref() {
-                if ns == "optional" && env.lookup("optional").is_none() {
-                    return err(format!("undeclared reference to 'optional.{field}'"));
-                }
-            }
-            let t = eval(target, env)?;
-            select(&t, field, *optional)
-        }
-        Expr::Index(target, index, optional) => {
-            let t = eval(target, env)?;
-            let i = eval(index, env)?;
-            index_val(&t, &i, *optional)
-        }
-        Expr::Has(target, field) => {
-            let t = eval(target, env)?;
-            match &t {
-                Val::Map(_) => Ok(Val::Bool(t.map_get(&Val::str(unescape(field))).is_some())),
-                Val::Opt(None) => Ok(Val::Bool(false)),
-                _ => no_overload("has", &[&t]),
-            }
-        }
-        Expr::List(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for i in items {
-                out.push(eval(i, env)?);
-            }
-            Ok(Val::List(Rc::new(out)))
-        }
-        Expr::Map(entries) => {
-            let mut out: Vec<(Val, Val)> = Vec::with_capacity(entries.len());
-            for (k, v) in entries {
-                let k = eval(k, env)?;
-                if !matches!(k, Val::Str(_) | Val::Int(_) | Val::Uint(_) | Val::Bool(_)) {
-                    return err(format!("unsupported key type: {}", k.type_name()));
-                }
-                let v = eval(v, env)?;
-                if out.iter().any(|(x, _)| x.equals(&k)) {
-                    return err(format!(
-                        "Failed with repeated key: {}",
-                        super::library::display(&k)
-                    ));
-                }
-                out.push((k, v));
-            }
-            Ok(Val::Map(Rc::new(out)))
-        }
-        Expr::Not(x) => match eval(x, env)? {
-            Val::Bool(b) => Ok(Val::Bool(!b)),
-            v => no_overload("logical_not", &[&v]),
-        },
-        Expr::Neg(x) => match eval(x, env)? {
-            Val::Int(i) => i
-                .checked_neg()
-                .map(Val::Int)
-                .ok_or(Error("integer overflow".into())),
-            Val::Double(d) => Ok(Val::Double(-d)),
-            Val::Duration(d) => Ok(Val::Duration(-d)),
-            v => no_overload("negate", &[&v]),
-        },
+        Expr::Ident(n) => ident(n, env),
+        Expr::Select(target, field, optional) => select_expr(target, field, *optional, env),
+        Expr::Index(target, index, optional) => index_expr(target, index, *optional, env),
+        Expr::Has(target, field) => has(target, field, env),
+        Expr::List(items) => list(items, env),
+        Expr::Map(entries) => map(entries, env),
+        Expr::Not(x) => not(x, env),
+        Expr::Neg(x) => neg(x, env),
         Expr::And(a, b) => logic(env, a, b, false),
         Expr::Or(a, b) => logic(env, a, b, true),
-        Expr::Cond(c, t, f) => match eval(c, env)? {
-            Val::Bool(true) => eval(t, env),
-            Val::Bool(false) => eval(f, env),
-            v => no_overload("_?_:_", &[&v]),
-        },
-        Expr::Binary(op, a, b) => {
-            let x = eval(a, env)?;
-            let y = eval(b, env)?;
-            super::ops::binary(op, &x, &y, env)
-        }
+        Expr::Cond(c, t, f) => cond(c, t, f, env),
+        Expr::Binary(op, a, b) => binary(op, a, b, env),
         Expr::Comp {
             kind,
             range,
@@ -198,34 +132,145 @@ pub(crate) fn eval(e: &Expr, env: &mut Env) -> R {
             filter,
             body,
         } => comprehension(env, *kind, range, vars, filter.as_deref(), body),
-        Expr::Call(target, name, args) => {
-            let t = match target {
-                Some(t) => {
-                    if let Expr::Ident(ns) = t.as_ref() {
-                        if env.lookup(ns).is_none()
-                            && matches!(
-                                ns.as_str(),
-                                "optional" | "sets" | "lists" | "math" | "strings" | "base64"
-                            )
-                        {
-                            let mut vals = Vec::with_capacity(args.len());
-                            for a in args {
-                                vals.push(eval(a, env)?);
-                            }
-                            return super::library::call(env, None, &format!("{ns}.{name}"), &vals);
-                        }
-                    }
-                    Some(eval(t, env)?)
-                }
-                None => None,
-            };
-            let mut vals = Vec::with_capacity(args.len());
-            for a in args {
-                vals.push(eval(a, env)?);
-            }
-            super::library::call(env, t.as_ref(), name, &vals)
+        Expr::Call(target, name, args) => call(target.as_deref(), name, args, env),
+    }
+}
+
+#[inline(never)]
+fn ident(n: &str, env: &mut Env) -> R {
+    match env.lookup(n) {
+        Some(v) => Ok(v.clone()),
+        None => match n {
+            "int" | "uint" | "double" | "string" | "bytes" | "bool" | "list" | "map"
+            | "null_type" | "type" => Ok(Val::Type(type_ident(n))),
+            _ => err(format!("no such attribute(s): {n}")),
+        },
+    }
+}
+
+#[inline(never)]
+fn select_expr(target: &Expr, field: &str, optional: bool, env: &mut Env) -> R {
+    if let Expr::Ident(ns) = target {
+        if ns == "optional" && env.lookup("optional").is_none() {
+            return err(format!("undeclared reference to 'optional.{field}'"));
         }
     }
+    let t = eval(target, env)?;
+    select(&t, field, optional)
+}
+
+#[inline(never)]
+fn index_expr(target: &Expr, index: &Expr, optional: bool, env: &mut Env) -> R {
+    let t = eval(target, env)?;
+    let i = eval(index, env)?;
+    index_val(&t, &i, optional)
+}
+
+#[inline(never)]
+fn has(target: &Expr, field: &str, env: &mut Env) -> R {
+    let t = eval(target, env)?;
+    match &t {
+        Val::Map(_) => Ok(Val::Bool(t.map_get(&Val::str(unescape(field))).is_some())),
+        Val::Opt(None) => Ok(Val::Bool(false)),
+        _ => no_overload("has", &[&t]),
+    }
+}
+
+#[inline(never)]
+fn list(items: &[Expr], env: &mut Env) -> R {
+    let mut out = Vec::with_capacity(items.len());
+    for i in items {
+        out.push(eval(i, env)?);
+    }
+    Ok(Val::List(Rc::new(out)))
+}
+
+#[inline(never)]
+fn map(entries: &[(Expr, Expr)], env: &mut Env) -> R {
+    let mut out: Vec<(Val, Val)> = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        let k = eval(k, env)?;
+        if !matches!(k, Val::Str(_) | Val::Int(_) | Val::Uint(_) | Val::Bool(_)) {
+            return err(format!("unsupported key type: {}", k.type_name()));
+        }
+        let v = eval(v, env)?;
+        if out.iter().any(|(x, _)| x.equals(&k)) {
+            return err(format!(
+                "Failed with repeated key: {}",
+                super::library::display(&k)
+            ));
+        }
+        env.charge(out.len() as u64 / 10)?;
+        out.push((k, v));
+    }
+    Ok(Val::Map(Rc::new(out)))
+}
+
+#[inline(never)]
+fn not(x: &Expr, env: &mut Env) -> R {
+    match eval(x, env)? {
+        Val::Bool(b) => Ok(Val::Bool(!b)),
+        v => no_overload("logical_not", &[&v]),
+    }
+}
+
+#[inline(never)]
+fn neg(x: &Expr, env: &mut Env) -> R {
+    match eval(x, env)? {
+        Val::Int(i) => i
+            .checked_neg()
+            .map(Val::Int)
+            .ok_or(Error("integer overflow".into())),
+        Val::Double(d) => Ok(Val::Double(-d)),
+        Val::Duration(d) => Ok(Val::Duration(-d)),
+        v => no_overload("negate", &[&v]),
+    }
+}
+
+#[inline(never)]
+fn cond(c: &Expr, t: &Expr, f: &Expr, env: &mut Env) -> R {
+    match eval(c, env)? {
+        Val::Bool(true) => eval(t, env),
+        Val::Bool(false) => eval(f, env),
+        v => no_overload("_?_:_", &[&v]),
+    }
+}
+
+#[inline(never)]
+fn binary(op: &str, a: &Expr, b: &Expr, env: &mut Env) -> R {
+    let x = eval(a, env)?;
+    let y = eval(b, env)?;
+    super::ops::binary(op, &x, &y, env)
+}
+
+#[inline(never)]
+fn call(target: Option<&Expr>, name: &str, args: &[Expr], env: &mut Env) -> R {
+    let t = match target {
+        Some(t) => {
+            if let Expr::Ident(ns) = t {
+                let namespaced = matches!(
+                    ns.as_str(),
+                    "optional" | "sets" | "lists" | "math" | "strings" | "base64"
+                );
+                if namespaced && env.lookup(ns).is_none() {
+                    let vals = eval_all(args, env)?;
+                    return super::library::call(env, None, &format!("{ns}.{name}"), &vals);
+                }
+            }
+            Some(eval(t, env)?)
+        }
+        None => None,
+    };
+    let vals = eval_all(args, env)?;
+    super::library::call(env, t.as_ref(), name, &vals)
+}
+
+fn eval_all(args: &[Expr], env: &mut Env) -> Result<Vec<Val>, Error> {
+    let mut vals = Vec::with_capacity(args.len());
+    for a in args {
+        vals.push(eval(a, env)?);
+    }
+    Ok(vals)
 }
 
 fn type_ident(n: &str) -> &'static str {
@@ -244,6 +289,7 @@ fn type_ident(n: &str) -> &'static str {
 }
 
 /// `a && b` (`or` false) or `a || b` (`or` true), commutative over errors.
+#[inline(never)]
 fn logic(env: &mut Env, a: &Expr, b: &Expr, or: bool) -> R {
     let x = eval(a, env);
     if let Ok(Val::Bool(v)) = x {

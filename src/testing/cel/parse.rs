@@ -11,8 +11,12 @@ use std::rc::Rc;
 
 use super::value::Val;
 
-/// cel-go's default limit on nested expressions (its parser's recursion limit).
+/// cel-go's default limit on the depth of an expression's tree.
 pub(crate) const MAX_DEPTH: usize = 250;
+/// Our limit on the parser's own recursion (two levels per parenthesis, bracket, brace
+/// or call): 48 nested groups, far beyond real rules, and within a debug build's
+/// 2 MiB thread stack (cel-go allows deeper, on Go's growable stacks).
+const MAX_NESTING: usize = 96;
 /// cel-go's default limit on a source's size, in code points.
 const MAX_SOURCE: usize = 100_000;
 
@@ -354,6 +358,9 @@ pub(crate) fn parse(src: &str) -> Result<Expr, String> {
     if p.peek() != &Tok::End {
         return Err(format!("Syntax error: unexpected {}", p.peek_text()));
     }
+    if deeper_than(&e, MAX_DEPTH) {
+        return Err(format!("max recursion depth exceeded ({MAX_DEPTH})"));
+    }
     Ok(e)
 }
 
@@ -391,7 +398,16 @@ impl Parser {
 
     fn enter(&mut self) -> Result<(), String> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        if self.depth > MAX_NESTING {
+            return Err(format!("max recursion depth exceeded ({MAX_DEPTH})"));
+        }
+        Ok(())
+    }
+
+    /// One more link of a left-nested chain (`a + b + c`, `a.b.c`): each nests the tree one
+    /// level deeper, so the `k`th link counts as `k` levels.
+    fn link(&self, k: usize) -> Result<(), String> {
+        if self.depth + k > MAX_DEPTH {
             return Err(format!("max recursion depth exceeded ({MAX_DEPTH})"));
         }
         Ok(())
@@ -413,26 +429,27 @@ impl Parser {
     }
 
     fn or(&mut self) -> Result<Expr, String> {
-        let mut l = self.and()?;
+        let mut terms = vec![self.and()?];
         while self.eat("||") {
-            let r = self.and()?;
-            l = Expr::Or(Box::new(l), Box::new(r));
+            terms.push(self.and()?);
         }
-        Ok(l)
+        Ok(balanced(terms, &|a, b| Expr::Or(Box::new(a), Box::new(b))))
     }
 
     fn and(&mut self) -> Result<Expr, String> {
-        let mut l = self.relation()?;
+        let mut terms = vec![self.relation()?];
         while self.eat("&&") {
-            let r = self.relation()?;
-            l = Expr::And(Box::new(l), Box::new(r));
+            terms.push(self.relation()?);
         }
-        Ok(l)
+        Ok(balanced(terms, &|a, b| Expr::And(Box::new(a), Box::new(b))))
     }
 
     fn relation(&mut self) -> Result<Expr, String> {
         let mut l = self.addition()?;
+        let mut k = 0;
         loop {
+            k += 1;
+            self.link(k)?;
             let op = match self.peek() {
                 Tok::Op(o @ ("<" | "<=" | ">" | ">=" | "==" | "!=")) => *o,
                 Tok::Ident(s) if s == "in" => "in",
@@ -446,7 +463,10 @@ impl Parser {
 
     fn addition(&mut self) -> Result<Expr, String> {
         let mut l = self.multiplication()?;
+        let mut k = 0;
         loop {
+            k += 1;
+            self.link(k)?;
             let op = match self.peek() {
                 Tok::Op(o @ ("+" | "-")) => *o,
                 _ => return Ok(l),
@@ -459,7 +479,10 @@ impl Parser {
 
     fn multiplication(&mut self) -> Result<Expr, String> {
         let mut l = self.unary()?;
+        let mut k = 0;
         loop {
+            k += 1;
+            self.link(k)?;
             let op = match self.peek() {
                 Tok::Op(o @ ("*" | "/" | "%")) => *o,
                 _ => return Ok(l),
@@ -470,30 +493,40 @@ impl Parser {
         }
     }
 
+    /// `!`s and `-`s before a member, applied innermost first (a loop, not recursion: a
+    /// long run of them is a deep tree, refused by the depth check, not a deep stack).
     fn unary(&mut self) -> Result<Expr, String> {
-        self.enter()?;
-        let e = if self.eat("!") {
-            Expr::Not(Box::new(self.unary()?))
-        } else if self.eat("-") {
-            match self.peek().clone() {
-                Tok::Int(v) => {
+        let mut ops = Vec::new();
+        while let Tok::Op(o @ ("!" | "-")) = self.peek() {
+            ops.push(*o);
+            self.pos += 1;
+        }
+        let mut e = if ops.last() == Some(&"-") {
+            // A negative literal is one constant (`-9223372036854775808` is valid).
+            let lit = match self.peek().clone() {
+                Tok::Int(v) => Some(Val::Int(-v)),
+                Tok::Double(v) if v.is_nan() => Some(Val::Int(i64::MIN)),
+                Tok::Double(v) => Some(Val::Double(-v)),
+                _ => None,
+            };
+            match lit {
+                Some(v) => {
                     self.pos += 1;
-                    self.member_tail(Expr::Lit(Val::Int(-v)))?
+                    ops.pop();
+                    self.member_tail(Expr::Lit(v))?
                 }
-                Tok::Double(v) if v.is_nan() => {
-                    self.pos += 1;
-                    self.member_tail(Expr::Lit(Val::Int(i64::MIN)))?
-                }
-                Tok::Double(v) => {
-                    self.pos += 1;
-                    self.member_tail(Expr::Lit(Val::Double(-v)))?
-                }
-                _ => Expr::Neg(Box::new(self.unary()?)),
+                None => self.member()?,
             }
         } else {
             self.member()?
         };
-        self.depth -= 1;
+        for op in ops.into_iter().rev() {
+            e = if op == "!" {
+                Expr::Not(Box::new(e))
+            } else {
+                Expr::Neg(Box::new(e))
+            };
+        }
         Ok(e)
     }
 
@@ -503,12 +536,10 @@ impl Parser {
     }
 
     fn member_tail(&mut self, mut e: Expr) -> Result<Expr, String> {
-        let mut chain = 0;
+        let mut k = 0;
         loop {
-            chain += 1;
-            if self.depth + chain / 4 > MAX_DEPTH {
-                return Err(format!("max recursion depth exceeded ({MAX_DEPTH})"));
-            }
+            k += 1;
+            self.link(k)?;
             if self.eat(".") || {
                 let opt = matches!(self.peek(), Tok::Op(".?"));
                 if opt {
@@ -631,8 +662,11 @@ impl Parser {
         }
         let mut args = self.args(")")?;
         if name == "has" {
-            return match (args.len(), args.pop()) {
-                (1, Some(Expr::Select(target, field, false))) => Ok(Expr::Has(target, field)),
+            return match (args.len(), args.first_mut()) {
+                (1, Some(Expr::Select(target, field, false))) => {
+                    let t = std::mem::replace(&mut **target, Expr::Lit(Val::Null));
+                    Ok(Expr::Has(Box::new(t), field.clone()))
+                }
                 _ => Err("invalid argument to has() macro".into()),
             };
         }
@@ -640,9 +674,124 @@ impl Parser {
     }
 }
 
-fn var_name(e: Expr) -> Result<String, String> {
+/// `a && b && c && d` as `(a && b) && (c && d)`, as cel-go's parser balances them: the
+/// same value (both operators are associative, errors included) at a logarithmic depth.
+fn balanced(mut terms: Vec<Expr>, join: &dyn Fn(Expr, Expr) -> Expr) -> Expr {
+    if terms.len() == 1 {
+        return terms.pop().unwrap_or(Expr::Lit(Val::Null));
+    }
+    let right = terms.split_off(terms.len() / 2);
+    join(balanced(terms, join), balanced(right, join))
+}
+
+/// The depth of `e`'s tree, found without recursion (a hostile tree may be deeper than the
+/// stack allows), stopping past `limit`.
+fn deeper_than(e: &Expr, limit: usize) -> bool {
+    let mut stack = vec![(e, 1usize)];
+    while let Some((e, d)) = stack.pop() {
+        if d > limit {
+            return true;
+        }
+        for_each_child(e, &mut |c| stack.push((c, d + 1)));
+    }
+    false
+}
+
+fn for_each_child<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
     match e {
-        Expr::Ident(n) => Ok(n),
+        Expr::Lit(_) | Expr::Ident(_) => {}
+        Expr::Select(t, _, _) | Expr::Has(t, _) | Expr::Not(t) | Expr::Neg(t) => f(t),
+        Expr::Index(a, b, _) | Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+            f(a);
+            f(b);
+        }
+        Expr::Call(t, _, args) => {
+            if let Some(t) = t {
+                f(t);
+            }
+            args.iter().for_each(f);
+        }
+        Expr::List(l) => l.iter().for_each(f),
+        Expr::Map(es) => es.iter().for_each(|(k, v)| {
+            f(k);
+            f(v);
+        }),
+        Expr::Cond(a, b, c) => {
+            f(a);
+            f(b);
+            f(c);
+        }
+        Expr::Comp {
+            range,
+            filter,
+            body,
+            ..
+        } => {
+            f(range);
+            if let Some(x) = filter {
+                f(x);
+            }
+            f(body);
+        }
+    }
+}
+
+impl Drop for Expr {
+    /// Without recursion: a tree refused for its depth must still be dropped.
+    fn drop(&mut self) {
+        let mut stack: Vec<Expr> = Vec::new();
+        take_children(self, &mut stack);
+        while let Some(mut e) = stack.pop() {
+            take_children(&mut e, &mut stack);
+        }
+    }
+}
+
+fn take_children(e: &mut Expr, out: &mut Vec<Expr>) {
+    let mut take = |b: &mut Box<Expr>| out.push(std::mem::replace(&mut **b, Expr::Lit(Val::Null)));
+    match e {
+        Expr::Lit(_) | Expr::Ident(_) => {}
+        Expr::Select(t, _, _) | Expr::Has(t, _) | Expr::Not(t) | Expr::Neg(t) => take(t),
+        Expr::Index(a, b, _) | Expr::Binary(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+            take(a);
+            take(b);
+        }
+        Expr::Call(t, _, args) => {
+            if let Some(t) = t {
+                take(t);
+            }
+            out.append(args);
+        }
+        Expr::List(l) => out.append(l),
+        Expr::Map(es) => {
+            for (k, v) in es.drain(..) {
+                out.push(k);
+                out.push(v);
+            }
+        }
+        Expr::Cond(a, b, c) => {
+            take(a);
+            take(b);
+            take(c);
+        }
+        Expr::Comp {
+            range,
+            filter,
+            body,
+            ..
+        } => {
+            take(range);
+            if let Some(x) = filter {
+                take(x);
+            }
+            take(body);
+        }
+    }
+}
+
+fn var_name(e: Expr) -> Result<String, String> {
+    match &e {
+        Expr::Ident(n) => Ok(n.clone()),
         _ => Err("argument must be a simple name".into()),
     }
 }
