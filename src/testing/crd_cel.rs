@@ -68,12 +68,20 @@ fn has_rules(schema: &Value) -> bool {
     }
 }
 
-/// The rule failures of the custom object `obj` (the whole object: rules on the root see
-/// `apiVersion`, `kind` and `metadata.name`/`generateName`) against `schema`; `old` is the
-/// stored object on an update. `schema_errors` are those found before: a type error among
+/// What rules on the root see besides the object's fields: its `apiVersion`, `kind` and
+/// `metadata` (of which only `name` and `generateName`, the name as generated).
+pub(crate) struct Root<'a> {
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub meta: &'a Map<String, Value>,
+}
+
+/// The rule failures of the custom object `obj` against `schema`; `old` is the stored
+/// object on an update. `schema_errors` are those found before: a type error among
 /// them skips the rules (with a cause that says so), as on the real server.
 pub(crate) fn validate(
     schema: &Value,
+    root_info: Root<'_>,
     obj: &Map<String, Value>,
     old: Option<&Map<String, Value>>,
     schema_errors: &[FieldError],
@@ -84,20 +92,22 @@ pub(crate) fn validate(
     if blocks_rules(schema_errors) {
         return vec![not_checked()];
     }
-    let root = |m: &Map<String, Value>| {
+    let root = |m: &Map<String, Value>, meta: Option<&Map<String, Value>>| {
         let mut r = m.clone();
-        if let Some(Value::Object(meta)) = m.get("metadata") {
-            let kept: Map<String, Value> = meta
-                .iter()
-                .filter(|(k, _)| matches!(k.as_str(), "name" | "generateName"))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            r.insert("metadata".into(), Value::Object(kept));
-        }
+        r.insert("apiVersion".into(), root_info.api_version.into());
+        r.insert("kind".into(), root_info.kind.into());
+        let meta = meta.or_else(|| m.get("metadata").and_then(Value::as_object));
+        let kept: Map<String, Value> = meta
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| matches!(k.as_str(), "name" | "generateName"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        r.insert("metadata".into(), Value::Object(kept));
         Value::Object(r)
     };
-    let new = root(obj);
-    let old = old.map(root);
+    let new = root(obj, Some(root_info.meta));
+    let old = old.map(|o| root(o, None));
     let mut w = Walk {
         errors: Vec::new(),
         left: OBJECT_BUDGET,
@@ -329,6 +339,126 @@ impl Walk {
             }
             _ => None,
         }
+    }
+}
+
+/// The problems kube-apiserver finds in a CRD's rules when the CRD is written, as far as
+/// they are cheap to find without a type checker: a rule or `messageExpression` that does
+/// not parse, a `reason` it does not know, a `fieldPath` that names no field, a message
+/// with a line break. (Type errors and cost estimates are not checked: such a rule fails
+/// when it runs.) `path` is the schema's own (`spec.versions[0].schema.openAPIV3Schema`).
+pub(crate) fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut stack = vec![(schema, path.to_owned())];
+    while let Some((s, p)) = stack.pop() {
+        let Some(m) = s.as_object() else { continue };
+        if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
+            for (i, rule) in rules.iter().enumerate() {
+                check_rule(
+                    s,
+                    rule,
+                    &format!("{p}.x-kubernetes-validations[{i}]"),
+                    &mut errors,
+                );
+            }
+        }
+        if let Some(props) = m.get("properties").and_then(Value::as_object) {
+            for (k, v) in props {
+                stack.push((v, format!("{p}.properties[{k}]")));
+            }
+        }
+        for k in ["items", "additionalProperties", "not"] {
+            if let Some(v) = m.get(k).filter(|v| v.is_object()) {
+                stack.push((v, format!("{p}.{k}")));
+            }
+        }
+        for k in ["allOf", "anyOf", "oneOf"] {
+            for (i, v) in m
+                .get(k)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                stack.push((v, format!("{p}.{k}[{i}]")));
+            }
+        }
+    }
+    errors.sort_by(|a, b| a.field.cmp(&b.field));
+    errors
+}
+
+fn check_rule(schema: &Value, rule: &Value, at: &str, errors: &mut Vec<FieldError>) {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_owned();
+    let src = text(rule.get("rule"));
+    let invalid = |field: String, shown: &str, detail: String| FieldError {
+        reason: "FieldValueInvalid",
+        field,
+        text: format!(
+            "Invalid value: {}: {detail}",
+            super::schema::go_value(&Value::from(shown))
+        ),
+    };
+    if src.trim().is_empty() {
+        errors.push(FieldError::required(
+            &format!("{at}.rule"),
+            "rule is not specified",
+        ));
+    } else if let Err(e) = cel::compile(&src) {
+        errors.push(invalid(
+            format!("{at}.rule"),
+            &src,
+            format!("compilation failed: ERROR: <input>: {e}"),
+        ));
+    }
+    let message = text(rule.get("message"));
+    if message.contains('\n') {
+        errors.push(invalid(
+            format!("{at}.message"),
+            &message,
+            "message must not contain line breaks".into(),
+        ));
+    }
+    let expr = text(rule.get("messageExpression"));
+    if !expr.is_empty() {
+        if let Err(e) = cel::compile(&expr) {
+            errors.push(invalid(
+                format!("{at}.messageExpression"),
+                &expr,
+                format!("messageExpression compilation failed: ERROR: <input>: {e}"),
+            ));
+        }
+    }
+    if let Some(r) = rule.get("reason").and_then(Value::as_str) {
+        const REASONS: [&str; 4] = [
+            "FieldValueInvalid",
+            "FieldValueForbidden",
+            "FieldValueRequired",
+            "FieldValueDuplicate",
+        ];
+        if !REASONS.contains(&r) {
+            let supported = REASONS
+                .iter()
+                .map(|r| format!("\"{r}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            errors.push(FieldError {
+                reason: "FieldValueNotSupported",
+                field: format!("{at}.reason"),
+                text: format!(
+                    "Unsupported value: {}: supported values: {supported}",
+                    super::schema::go_value(&Value::from(r))
+                ),
+            });
+        }
+    }
+    let fp = text(rule.get("fieldPath"));
+    if !fp.is_empty() && field_path(schema, "", &fp).is_none() {
+        errors.push(invalid(
+            format!("{at}.fieldPath"),
+            &fp,
+            "fieldPath must be a valid path".into(),
+        ));
     }
 }
 

@@ -1358,12 +1358,19 @@ impl Store {
         write: Write,
         name: &str,
     ) -> Result<(), Status> {
-        let info = &self.collection(tk).info;
+        let c = self.collection(tk);
+        let info = &c.info;
         let mut errors = validation::object_meta(info.builtin, meta, write);
         if let Some(schema) = &info.schema {
             errors.extend(super::schema::validate(schema, obj));
             errors.extend(super::crd_embedded::validate(schema, obj));
-            errors.extend(super::crd_cel::validate(schema, obj, old, &errors));
+            let api_version = format!("{}/{}", tk.group, tk.version);
+            let root = super::crd_cel::Root {
+                api_version: &api_version,
+                kind: &c.kind,
+                meta,
+            };
+            errors.extend(super::crd_cel::validate(schema, root, obj, old, &errors));
         }
         if errors.is_empty() {
             return Ok(());
