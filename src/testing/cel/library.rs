@@ -84,16 +84,33 @@ pub(crate) fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A compiled RE2 pattern, kept for the next call on this thread (a rule calling
+/// `matches` once per item of a long list compiles it once).
 fn regex(pattern: &str) -> Result<regex::Regex, Error> {
-    regex::RegexBuilder::new(&super::super::schema::go_pattern(pattern))
-        .size_limit(1 << 22)
-        .build()
-        .map_err(|e| {
-            Error(format!(
-                "invalid regular expression: {}",
-                e.to_string().lines().last().unwrap_or("")
-            ))
-        })
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    type Cache = HashMap<String, Result<regex::Regex, String>>;
+    thread_local! {
+        static CACHE: RefCell<Cache> = RefCell::new(HashMap::new());
+    }
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() > 64 {
+            c.clear();
+        }
+        c.entry(pattern.to_owned())
+            .or_insert_with(|| {
+                regex::RegexBuilder::new(&super::super::schema::go_pattern(pattern))
+                    .size_limit(1 << 22)
+                    .build()
+                    .map_err(|e| {
+                        let last = e.to_string().lines().last().unwrap_or("").to_owned();
+                        format!("invalid regular expression: {last}")
+                    })
+            })
+            .clone()
+            .map_err(Error)
+    })
 }
 
 fn chars(s: &str) -> Vec<char> {
@@ -149,18 +166,14 @@ fn global(env: &mut Env, name: &str, args: &[Val]) -> R {
         ("bool", [Str(s)]) => match s.as_ref() {
             "1" | "t" | "true" | "TRUE" | "True" => Ok(Bool(true)),
             "0" | "f" | "false" | "FALSE" | "False" => Ok(Bool(false)),
-            _ => err(format!("type conversion error from 'string' to 'bool'")),
+            _ => err("type conversion error from 'string' to 'bool'".to_owned()),
         },
         ("duration", [Str(s)]) => time::parse_duration(s).map(Duration).ok_or_else(|| {
-            Error(format!(
-                "type conversion error from 'string' to 'google.protobuf.Duration'"
-            ))
+            Error("type conversion error from 'string' to 'google.protobuf.Duration'".to_owned())
         }),
         ("duration", [Duration(d)]) => Ok(Duration(*d)),
         ("timestamp", [Str(s)]) => time::parse_timestamp(s).map(Timestamp).ok_or_else(|| {
-            Error(format!(
-                "type conversion error from 'string' to 'google.protobuf.Timestamp'"
-            ))
+            Error("type conversion error from 'string' to 'google.protobuf.Timestamp'".to_owned())
         }),
         ("timestamp", [Int(i)]) => time::in_range(i128::from(*i) * 1_000_000_000)
             .map(Timestamp)
@@ -231,7 +244,7 @@ fn to_int(v: &Val) -> R {
         Val::Str(s) => s
             .parse()
             .map(Val::Int)
-            .map_err(|_| Error(format!("type conversion error from 'string' to 'int'"))),
+            .map_err(|_| Error("type conversion error from 'string' to 'int'".to_owned())),
         Val::Timestamp(t) => Ok(Val::Int(t.div_euclid(1_000_000_000) as i64)),
         Val::Duration(d) => Ok(Val::Int((d / 1_000_000_000) as i64)),
         _ => no_overload("int", &[v]),
@@ -253,7 +266,7 @@ fn to_uint(v: &Val) -> R {
         Val::Str(s) => s
             .parse()
             .map(Val::Uint)
-            .map_err(|_| Error(format!("type conversion error from 'string' to 'uint'"))),
+            .map_err(|_| Error("type conversion error from 'string' to 'uint'".to_owned())),
         _ => no_overload("uint", &[v]),
     }
 }
@@ -266,7 +279,7 @@ fn to_double(v: &Val) -> R {
         Val::Str(s) => s
             .parse()
             .map(Val::Double)
-            .map_err(|_| Error(format!("type conversion error from 'string' to 'double'"))),
+            .map_err(|_| Error("type conversion error from 'string' to 'double'".to_owned())),
         _ => no_overload("double", &[v]),
     }
 }
