@@ -206,7 +206,7 @@
 //! - Custom resource CEL rules (`x-kubernetes-validations`, see `crd_cel.rs`) run on an
 //!   interpreter of our own (`cel/`) without static type checking: a mistyped rule is
 //!   refused when it runs (`no such overload`), not when its CRD is written; its cost units
-//!   are its own; the `format`, `url`, `quantity`, `ip`/`cidr` and `semver` libraries are
+//!   are its own; the `format`, `url`, `ip`/`cidr` and `semver` libraries are
 //!   not implemented.
 //! - Custom resource defaults: a CRD whose defaults do not validate against its own schema
 //!   is accepted (kube-apiserver refuses it); validating webhooks see an object as the

@@ -14,8 +14,10 @@
 //! - optionals: `optional.of`, `optional.none`, `optional.ofNonZeroValue`, `hasValue`,
 //!   `value`, `orValue`, `or`.
 //!
+//! - Kubernetes quantity: `quantity`, `isQuantity` and the methods of `quantity.rs`.
+//!
 //! Not implemented (a rule calling them gets `no such overload`): `format`, `url`,
-//! `quantity`, `ip`/`cidr`, `semver`, `isURL`, `authz`, `math.*`, `base64.*`, the
+//! `ip`/`cidr`, `semver`, `isURL`, `authz`, `math.*`, `base64.*`, the
 //! `format.*` named formats, time zones in the getters, `sortBy`, `transformList`/`Map`.
 
 use std::rc::Rc;
@@ -205,6 +207,10 @@ fn global(env: &mut Env, name: &str, args: &[Val]) -> R {
             Ok(List(Rc::new((0..*n).map(Int).collect())))
         }
         ("strings.quote", [Str(s)]) => Ok(Val::str(quote(s))),
+        ("quantity", [Str(s)]) => super::quantity::parse(s)
+            .map(super::quantity::val)
+            .ok_or_else(|| Error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".into())),
+        ("isQuantity", [Str(s)]) => Ok(Bool(super::quantity::parse(s).is_some())),
         _ => no_overload(name, &a),
     }
 }
@@ -325,6 +331,12 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
     use Val::*;
     let mut all: Vec<&Val> = vec![t];
     all.extend(args.iter());
+    if let Some(q) = super::quantity::of(t) {
+        if let Some(r) = super::quantity::method(q, name, args) {
+            return r;
+        }
+        return no_overload(name, &all);
+    }
     match (t, name, args) {
         (_, "size", []) => size_of(t),
         (Str(s), "contains", [Str(x)]) => Ok(Bool(s.contains(x.as_ref()))),

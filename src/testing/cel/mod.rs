@@ -20,6 +20,7 @@ mod eval;
 mod library;
 mod ops;
 mod parse;
+mod quantity;
 mod time;
 mod value;
 

@@ -313,3 +313,26 @@ fn deepest_accepted_rules_fit_a_small_stack() {
         .unwrap();
     handle.join().unwrap();
 }
+
+#[test]
+fn quantities() {
+    yes("quantity('1Gi').isGreaterThan(quantity('1G')) && quantity('1G').isLessThan(quantity('1Gi'))");
+    yes("quantity('500m').compareTo(quantity('0.5')) == 0 && quantity('1.5k').asInteger() == 1500");
+    yes("quantity('1e3').asInteger() == 1000 && quantity('1E').asInteger() == 1000000000000000000");
+    yes("quantity('1Ki').add(1).asInteger() == 1025 && quantity('1').sub(quantity('2')).sign() == -1");
+    yes("!quantity('1m').isInteger() && quantity('100m').asApproximateFloat() == 0.1");
+    yes("isQuantity('10Mi') && !isQuantity('10 Mi') && !isQuantity('1Xi') && !isQuantity('') && !isQuantity('.')");
+    yes("quantity('1Ei').isGreaterThan(quantity('1E')) && quantity('-1n').sign() == -1");
+    fails(
+        "quantity('1m').asInteger() == 0",
+        "cannot convert value to integer",
+    );
+    fails(
+        "quantity('8Ei').asInteger() == 0",
+        "cannot convert value to integer",
+    );
+    fails("quantity('abc') == quantity('1')", "quantities must match");
+    fails("quantity('1').isLessThan(1)", "no such overload");
+    // Precision finer than a nano-unit, or beyond i128, is not a quantity here.
+    yes("!isQuantity('0.0000000001') && !isQuantity('999999999999999999999999999999999Ei')");
+}
