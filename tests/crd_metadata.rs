@@ -433,6 +433,13 @@ fn a_status_write_validates_the_status_with_fields_under_it() {
     assert_eq!(
         c,
         [
+            // The Rule kind has CEL rules, and a type error keeps them from running: the
+            // status strategy then adds this cause, as it does for the main resource.
+            (
+                "FieldValueInvalid".to_owned(),
+                "<nil>".to_owned(),
+                "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".to_owned()
+            ),
             (
                 "FieldValueInvalid".to_owned(),
                 "status.readyReplicas".to_owned(),

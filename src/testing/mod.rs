@@ -205,9 +205,13 @@
 //! - The built-in types are not modelled: only the defaults of `defaults.rs` (containers,
 //!   pod specs, Deployments) are filled in, and a built-in object's own fields are not
 //!   validated (only its metadata and, through `/scale`, its replicas): a Deployment whose
-//!   selector does not match its template is accepted. Schema keywords `pattern`, `format`,
-//!   CEL rules and `oneOf`/`anyOf` are not checked. How often an update reports a bad
+//!   selector does not match its template is accepted. How often an update reports a bad
 //!   label (four causes) is taken from the capture of an apply.
+//! - Custom resource CEL rules (`x-kubernetes-validations`, see `schemas/crd_cel.rs`) run on an
+//!   interpreter of our own (`schemas/cel/`) without static type checking: a mistyped rule is
+//!   refused when it runs (`no such overload`), not when its CRD is written; its cost units
+//!   are its own; the `format`, `url`, `ip`/`cidr` and `semver` libraries are
+//!   not implemented.
 //! - Custom resource defaults: a CRD whose defaults do not validate against its own schema
 //!   is accepted (kube-apiserver refuses it); validating webhooks see an object as the
 //!   mutating webhooks left it, not defaulted again in between; reads default but do not

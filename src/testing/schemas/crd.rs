@@ -181,7 +181,10 @@ pub(crate) fn admit(crd: &Value) -> Result<Definition, Status> {
     for (i, v) in versions.iter().enumerate() {
         let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
         match v.pointer("/schema/openAPIV3Schema") {
-            Some(schema) => errors.extend(super::structural::check(schema, &path)),
+            Some(schema) => {
+                errors.extend(super::structural::check(schema, &path));
+                errors.extend(super::crd_cel::check_rules(schema, &path));
+            }
             None => errors.push(FieldError::required(&path, "schemas are required")),
         }
     }

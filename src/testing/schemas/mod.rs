@@ -9,7 +9,9 @@
 //! They live together because they are the rules of an object's shape, applied by the
 //! writes ([`writing`](super::writing)) and reads ([`storage`](super::storage)) alike.
 
+mod cel;
 pub(crate) mod crd;
+pub(super) mod crd_cel;
 pub(super) mod crd_defaults;
 pub(super) mod crd_embedded;
 pub(super) mod crd_lifecycle;

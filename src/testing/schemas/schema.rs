@@ -26,7 +26,7 @@
 //! `\b`), `format` (see `formats.rs`: int32/int64 ranges and every string format but those
 //! listed there as unchecked), `minItems`/`maxItems`, `minProperties`/`maxProperties`,
 //! `enum` (Go's comparison), `required`, `oneOf`/`anyOf`/`allOf`/`not`. Not supported here
-//! (accepted without a check): `x-kubernetes-validations` (CEL), list types and map types
+//! (accepted without a check): `x-kubernetes-validations` (CEL: see `crd_cel.rs`), list types and map types
 //! (set and list-map duplicates), `x-kubernetes-embedded-resource`'s required fields;
 //! defaults are applied elsewhere.
 
@@ -601,7 +601,7 @@ fn pattern_matches(pattern: &str, s: &str) -> bool {
 /// rewritten here: Go's `\d`, `\w`, `\s` and `\b` are ASCII-only (the crate's are Unicode),
 /// Go reads `&&`, `--`, `~~` and `[` inside a class literally (the crate's set operations and
 /// nested classes), and Go has `\Q...\E` literals.
-fn go_pattern(p: &str) -> String {
+pub(crate) fn go_pattern(p: &str) -> String {
     const DIGIT: &str = "0-9";
     const WORD: &str = "0-9A-Za-z_";
     const SPACE: &str = "\\t\\n\\f\\r ";

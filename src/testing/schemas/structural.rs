@@ -16,7 +16,8 @@
 //! - `$ref`, `uniqueItems: true`, `items` as a list, `properties` beside
 //!   `additionalProperties`, and `x-kubernetes-preserve-unknown-fields: false` are refused.
 //!
-//! Not checked: defaults against the schema, CEL rules, `pattern` syntax, formats.
+//! Not checked: defaults against the schema, `pattern` syntax, formats. CEL rules are
+//! checked in `crd_cel.rs` (`check_rules`).
 
 use serde_json::{Map, Value};
 

@@ -700,6 +700,7 @@ impl Store {
             self.validate(
                 tk,
                 &obj,
+                None,
                 &named,
                 Write::Create,
                 &name,
@@ -921,6 +922,7 @@ impl Store {
                 self.validate(
                     tk,
                     &obj,
+                    Some(&old),
                     &meta,
                     Write::Update,
                     name,
@@ -1379,13 +1381,15 @@ impl Store {
     }
 
     /// Validates an HTTP write's object: its metadata `meta` (see `validation`) and, for a
-    /// custom resource with a schema, its values (see `schema`).
+    /// custom resource with a schema, its values (see `schema`) and its CEL rules (see
+    /// `crd_cel`; `old` is the stored object of an update).
     /// `foreign_kind`: the body's `kind` when it is not the custom resource's (reported
     /// first, and the 422 names that kind, as kube-apiserver's does).
     fn validate(
         &mut self,
         tk: &TypeKey,
         obj: &Map<String, Value>,
+        old: Option<&Map<String, Value>>,
         meta: &Map<String, Value>,
         write: Write,
         name: &str,
@@ -1398,6 +1402,13 @@ impl Store {
         if let Some(schema) = &info.schema {
             errors.extend(super::schema::validate(schema, obj));
             errors.extend(super::crd_embedded::validate(schema, obj));
+            let api_version = format!("{}/{}", tk.group, tk.version);
+            let root = super::crd_cel::Root {
+                api_version: &api_version,
+                kind: &c.kind,
+                meta,
+            };
+            errors.extend(super::crd_cel::validate(schema, root, obj, old, &errors));
         }
         self.refuse(tk, name, foreign_kind, &errors)
     }
@@ -1426,6 +1437,21 @@ impl Store {
         if let Some(schema) = &info.schema {
             errors.extend(super::crd_status::validate(schema, new, old));
             errors.extend(super::crd_embedded::validate(schema, new));
+            // As the status strategy does: every rule of the whole object, ratcheted against
+            // the stored one (so `spec`, reset to the stored spec, passes unchanged).
+            let api_version = format!("{}/{}", tk.group, tk.version);
+            let root = super::crd_cel::Root {
+                api_version: &api_version,
+                kind: &c.kind,
+                meta: &meta,
+            };
+            errors.extend(super::crd_cel::validate(
+                schema,
+                root,
+                new,
+                Some(old),
+                &errors,
+            ));
         }
         self.refuse(tk, name, foreign_kind, &errors)
     }

@@ -1,0 +1,338 @@
+//! The interpreter on values beyond the matrix: CEL's boundaries as cel-go has them.
+
+use super::*;
+
+fn run(src: &str) -> Result<Val, String> {
+    compile(src)?.eval(Vec::new(), PER_CALL_LIMIT).result
+}
+
+fn yes(src: &str) {
+    match run(src) {
+        Ok(Val::Bool(true)) => {}
+        other => panic!("{src}: {other:?}"),
+    }
+}
+
+fn fails(src: &str, text: &str) {
+    match run(src) {
+        Err(e) => assert!(e.contains(text), "{src}: {e}"),
+        other => panic!("{src}: {other:?}"),
+    }
+}
+
+#[test]
+fn arithmetic() {
+    yes("1 + 2 * 3 == 7");
+    yes("-9223372036854775808 < 0");
+    fails("9223372036854775807 + 1 > 0", "integer overflow");
+    fails("-9223372036854775808 - 1 < 0", "integer overflow");
+    fails("-9223372036854775808 / -1 < 0", "integer overflow");
+    fails("1 / 0 == 0", "division by zero");
+    fails("1 % 0 == 0", "modulus by zero");
+    fails("0u - 1u == 0u", "unsigned integer overflow");
+    yes("7 / 2 == 3 && -7 / 2 == -3 && -7 % 2 == -1");
+    yes("1.0 / 0.0 > 1e308");
+}
+
+#[test]
+fn equality_is_heterogeneous() {
+    yes("1 == 1.0 && 1u == 1 && 1.0 == 1u");
+    yes("!(1 == 'a') && 'a' != 1");
+    yes("[1, 2] == [1.0, 2u] && [1] != [1, 2]");
+    yes("{'a': 1, 'b': 2} == {'b': 2, 'a': 1}");
+    yes("{'a': [1]} != {'a': [2]}");
+    yes("null == null && null != 0");
+    yes("b'abc' == bytes('abc') && b'\\xff' != b'\\xfe'");
+    yes("9223372036854775807 < 9223372036854775808u");
+    yes("-1 < 0u && 2.5 > 2 && 2.0 >= 2u");
+    yes("!(0.0/0.0 == 0.0/0.0)");
+}
+
+#[test]
+fn logic_absorbs_errors() {
+    yes("true || 1/0 == 0");
+    yes("1/0 == 0 || true");
+    yes("!(false && 1/0 == 0) && !(1/0 == 0 && false)");
+    fails("1/0 == 0 || false", "division by zero");
+    fails("{'a': 1}.b == 1", "no such key: b");
+    yes("[1, 0].exists(x, 1 / x == 1)");
+    yes("![0, 2].all(x, 1 / x == 1)");
+    fails("[0, 1].all(x, 1 / x == 1)", "division by zero");
+    fails("[0].all(x, 1 / x == 1)", "division by zero");
+    yes("true ? true : 1/0 == 0");
+}
+
+#[test]
+fn macros() {
+    yes("[1, 2, 3].all(x, x > 0) && ![1, 2, 3].all(x, x > 1)");
+    yes("[1, 2, 3].exists(x, x == 2) && ![].exists(x, x == 2) && [].all(x, false)");
+    yes("[1, 2, 3].exists_one(x, x > 2) && ![1, 2, 3].exists_one(x, x > 1)");
+    yes("[1, 2, 3].map(x, x * 2) == [2, 4, 6]");
+    yes("[1, 2, 3].map(x, x > 1, x * 10) == [20, 30]");
+    yes("[1, 2, 3].filter(x, x != 2) == [1, 3]");
+    yes("{'a': 1, 'b': 2}.all(k, k in ['a', 'b'])");
+    yes("{'a': 1, 'b': 2}.exists(k, v, k == 'b' && v == 2)");
+    yes("['x', 'y'].all(i, v, i < 2 && v != '')");
+    yes("has({'a': 1}.a) && !has({'a': 1}.b)");
+    yes("{'a': {'b': 1}}.a.b == 1");
+    assert!(compile("has(x)").is_err());
+    assert!(compile("[1].all(1, true)").is_err());
+}
+
+#[test]
+fn strings() {
+    yes("'héllo'.size() == 5 && size('héllo') == 5 && size(b'h\\xc3\\xa9') == 3");
+    yes("'abc'.charAt(1) == 'b' && 'abc'.charAt(3) == ''");
+    fails("'abc'.charAt(4) == ''", "index out of range: 4");
+    yes("'héllo wörld'.indexOf('ö') == 7 && 'aaa'.lastIndexOf('a') == 2");
+    yes("'abc'.indexOf('') == 0 && 'abc'.lastIndexOf('') == 3 && 'abc'.indexOf('d') == -1");
+    yes("'abcabc'.indexOf('b', 2) == 4 && 'abcabc'.lastIndexOf('b', 3) == 1");
+    fails("'abc'.indexOf('a', 4) == 0", "index out of range: 4");
+    yes("'AbÇ'.lowerAscii() == 'abÇ' && 'abç'.upperAscii() == 'ABç'");
+    yes("'a-b-c'.replace('-', '+') == 'a+b+c' && 'a-b-c'.replace('-', '', 1) == 'ab-c'");
+    yes("'a,b,,c'.split(',') == ['a', 'b', '', 'c'] && 'a,b,c'.split(',', 2) == ['a', 'b,c']");
+    yes("'abc'.split('') == ['a', 'b', 'c'] && 'abc'.split(',', 0) == []");
+    yes("'héllo'.substring(1, 3) == 'él' && 'hello'.substring(5) == ''");
+    fails("'hello'.substring(3, 2) == ''", "invalid substring range");
+    fails("'hello'.substring(6) == ''", "index out of range: 6");
+    yes("'  a b \\t'.trim() == 'a b' && ['a', 'b'].join('-') == 'a-b' && [].join() == ''");
+    yes("'abc'.reverse() == 'cba' && strings.quote('a\"b') == '\"a\\\\\"b\"'");
+    yes("'x' + 'y' == 'xy' && 'abc'.startsWith('ab') && 'abc'.endsWith('bc') && 'abc'.contains('b')");
+    yes(r#"r'\d' == '\\d' && '''a
+b''' == 'a\nb' && "\u00e9" == 'é' && '\x41\101' == 'AA'"#);
+}
+
+#[test]
+fn regexes_are_re2() {
+    yes("'ab-12'.matches('^[a-z]+-[0-9]+$') && !'ABC'.matches('^[a-z]+$')");
+    yes("matches('abc', 'b')");
+    // Go's \\d is ASCII only.
+    yes("!'٣'.matches('^\\\\d$')");
+    yes("'abc 123 def'.find('[0-9]+') == '123' && 'abc'.find('[0-9]') == ''");
+    yes("'a1b2c3'.findAll('[0-9]') == ['1', '2', '3'] && 'a1b2c3'.findAll('[0-9]', 2) == ['1', '2']");
+    fails("'a'.matches('(')", "invalid regular expression");
+    fails("'a'.matches('(a)\\\\1')", "invalid regular expression");
+}
+
+#[test]
+fn lists() {
+    yes("[1, 2, 2, 3].isSorted() && ![2, 1].isSorted() && [].isSorted() && ['a', 'b'].isSorted()");
+    yes("[1, 2, 3].sum() == 6 && [].sum() == 0 && [1.5, 2.5].sum() == 4.0");
+    fails("[9223372036854775807, 1].sum() == 0", "integer overflow");
+    yes("[3, 1, 2].min() == 1 && [3, 1, 2].max() == 3 && ['b', 'a'].min() == 'a'");
+    fails("[].min() == 0", "min called on empty list");
+    yes("[1, 2, 1].indexOf(1) == 0 && [1, 2, 1].lastIndexOf(1) == 2 && [1].indexOf(5) == -1");
+    yes("[1, 2, 3, 4].slice(1, 3) == [2, 3] && [[1], [2, 3], 4].flatten() == [1, 2, 3, 4]");
+    yes("[1, 2, 1, 1.0].distinct() == [1, 2] && [3, 1, 2].sort() == [1, 2, 3] && [1, 2].reverse() == [2, 1]");
+    yes(
+        "lists.range(3) == [0, 1, 2] && [1, 2] + [3] == [1, 2, 3] && 2 in [1, 2] && !(5 in [1, 2])",
+    );
+    yes("sets.contains([1, 2, 3], [3, 1]) && sets.equivalent([1, 2], [2, 1, 1]) && sets.intersects([1], [1, 2])");
+    yes("'a' in {'a': 1} && !('b' in {'a': 1})");
+    fails("[1, 2][2] == 0", "index out of bounds: 2");
+    fails("[1, 2][-1] == 0", "index out of bounds: -1");
+}
+
+#[test]
+fn conversions_and_types() {
+    yes("int('42') == 42 && int(3.9) == 3 && int(-3.9) == -3 && uint(3) == 3u");
+    fails("int(1e19) == 0", "integer overflow");
+    fails("uint(-1) == 0u", "unsigned integer overflow");
+    fails("int('x') == 0", "type conversion error");
+    yes("string(1) == '1' && string(1.5) == '1.5' && string(true) == 'true' && double('2.5') == 2.5");
+    yes("type(1) == int && type('a') == string && type([]) == list && type({}) == map");
+    yes("dyn(1) == 1");
+    fails("'a' + 1 == 'a1'", "no such overload");
+    fails("'abc'.startsWith(1)", "no such overload");
+}
+
+#[test]
+fn optionals() {
+    yes("optional.of(1).hasValue() && !optional.none().hasValue() && optional.of(1).value() == 1");
+    yes("optional.none().orValue(5) == 5 && optional.ofNonZeroValue('').orValue('d') == 'd'");
+    yes("{'a': 1}.?a.orValue(0) == 1 && {'a': 1}.?b.orValue(0) == 0 && [1][?3].orValue(7) == 7");
+    yes("optional.none().or(optional.of(2)).value() == 2");
+    fails(
+        "optional.none().value() == 1",
+        "optional.none() dereference",
+    );
+}
+
+#[test]
+fn timestamps_and_durations() {
+    yes("timestamp('2024-03-01T00:00:00+01:00') < timestamp('2024-02-29T23:30:00Z')");
+    yes("timestamp('2024-02-29T12:00:00Z').getFullYear() == 2024 && timestamp('2024-02-29T12:00:00Z').getMonth() == 1");
+    yes("timestamp('2024-02-29T12:30:00Z').getDayOfMonth() == 28 && timestamp('2024-02-29T12:30:00Z').getDate() == 29");
+    yes("timestamp('1970-01-01T00:00:00Z').getDayOfWeek() == 4 && timestamp('2024-12-31T00:00:00Z').getDayOfYear() == 365");
+    yes("duration('1h30m') == duration('90m') && duration('1.5s') > duration('1s') && duration('-1s') < duration('0')");
+    yes("timestamp('2024-01-01T00:00:00Z') + duration('24h') == timestamp('2024-01-02T00:00:00Z')");
+    yes("timestamp('2024-01-02T00:00:00Z') - timestamp('2024-01-01T00:00:00Z') == duration('86400s')");
+    yes("string(timestamp('2024-01-01T00:00:00.5Z')) == '2024-01-01T00:00:00.5Z' && string(duration('1m')) == '60s'");
+    yes("duration('2h').getMinutes() == 120");
+    fails(
+        "timestamp('2024-02-30T00:00:00Z') == timestamp('2024-01-01T00:00:00Z')",
+        "type conversion error",
+    );
+    fails(
+        "timestamp('9999-12-31T23:59:59Z') + duration('1s') > timestamp('2024-01-01T00:00:00Z')",
+        "overflow",
+    );
+    fails("duration('1y') > duration('1s')", "type conversion error");
+}
+
+#[test]
+fn escaped_field_names() {
+    let obj = serde_json::json!({"x-y": 1, "a.b": 2, "if": 3, "a__b": 4});
+    let p = compile("self.x__dash__y == 1 && self.a__dot__b == 2 && self.__if__ == 3 && self.a__underscores__b == 4").unwrap();
+    let out = p.eval(vec![("self".into(), from_json(&obj, None))], PER_CALL_LIMIT);
+    assert!(
+        matches!(out.result, Ok(Val::Bool(true))),
+        "{:?}",
+        out.result
+    );
+}
+
+#[test]
+fn schema_types() {
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "n": {"type": "number"}, "i": {"type": "integer"},
+        "t": {"type": "string", "format": "date-time"}, "d": {"type": "string", "format": "duration"},
+        "b": {"type": "string", "format": "byte"}, "ios": {"x-kubernetes-int-or-string": true}}});
+    let obj = serde_json::json!({"n": 5, "i": 5, "t": "2024-01-01T00:00:00Z", "d": "1m", "b": "aGk=", "ios": "50%"});
+    let p = compile("type(self.n) == double && type(self.i) == int && self.t.getFullYear() == 2024 && self.d == duration('60s') && self.b == b'hi' && self.ios == '50%'").unwrap();
+    let out = p.eval(
+        vec![("self".into(), from_json(&obj, Some(&schema)))],
+        PER_CALL_LIMIT,
+    );
+    assert!(
+        matches!(out.result, Ok(Val::Bool(true))),
+        "{:?}",
+        out.result
+    );
+}
+
+#[test]
+fn hostile_rules_are_bounded() {
+    // Nesting beyond the parser's depth is refused, not a stack overflow.
+    for deep in [
+        "(".repeat(100_000) + "1" + &")".repeat(100_000),
+        "!".repeat(100_000) + "true",
+        "-".repeat(100_000) + "1",
+        "[".repeat(100_000),
+        "a".to_owned() + &".b".repeat(100_000),
+        "1".to_owned() + &" + 1".repeat(30_000),
+        "x".to_owned() + &"[0]".repeat(100_000),
+        "f(".repeat(100_000),
+        "{".repeat(100_000),
+        "true ? ".repeat(100_000),
+    ] {
+        let _ = compile(&deep).map(|p| p.eval(Vec::new(), PER_CALL_LIMIT));
+    }
+    assert!(compile(&("(".repeat(50) + "1" + &")".repeat(50))).is_err());
+    // Exponential work and size stop at the cost limit.
+    fails(
+        "lists.range(1000).all(a, lists.range(1000).all(b, lists.range(1000).all(c, true)))",
+        COST_EXCEEDED,
+    );
+    fails("lists.range(100000000).size() > 0", COST_EXCEEDED);
+    let mut doubling = "'ab'".to_owned();
+    for _ in 0..25 {
+        doubling = format!("[{doubling}].map(s, s + s)[0]");
+    }
+    fails(&format!("{doubling}.size() > 0"), COST_EXCEEDED);
+    let twenty = "'aaaaaaaaaaaaaaaaaaaa'";
+    fails(
+        &format!(
+            "'x'{}.size() > 0",
+            format!(".replace('', {twenty})").repeat(8)
+        ),
+        COST_EXCEEDED,
+    );
+    // Garbage never panics.
+    for junk in [
+        "",
+        ")",
+        "'",
+        "'''",
+        "1..2",
+        "a.",
+        "a[",
+        "{1:}",
+        "0x",
+        "1e",
+        "\\",
+        "b'\\u0041'",
+        "'\\xzz'",
+        "r",
+        "1u2",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "a.?",
+        "[?1]",
+    ] {
+        let _ = compile(junk).map(|p| p.eval(Vec::new(), PER_CALL_LIMIT));
+    }
+    yes("-9223372036854775808 == -9223372036854775807 - 1");
+}
+
+#[test]
+fn deepest_accepted_rules_fit_a_small_stack() {
+    // The test server's threads have 2 MiB; half of it is enough for the deepest rule the
+    // parser accepts, of any shape.
+    let shapes: Vec<String> = vec![
+        "(".repeat(47) + "1" + &")".repeat(47) + " == 1",
+        "!".repeat(240) + "true",
+        "1".to_owned() + &" + 1".repeat(240) + " > 0",
+        "{'a': ".repeat(47) + "1" + &"}".repeat(47) + " != {}",
+        "[".repeat(47) + &"]".repeat(47) + " != []",
+        "[1].all(x, ".repeat(47) + "true" + &")".repeat(47),
+        "true".to_owned() + &" && true".repeat(10_000),
+        "false".to_owned() + &" || false".repeat(9_000) + " || true",
+    ];
+    let handle = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            for s in &shapes {
+                let p = compile(s).unwrap_or_else(|e| panic!("{}: {e}", &s[..40]));
+                let out = p.eval(Vec::new(), PER_CALL_LIMIT);
+                assert!(
+                    matches!(out.result, Ok(Val::Bool(true))),
+                    "{}: {:?}",
+                    &s[..40],
+                    out.result
+                );
+            }
+            // Deeper ones are refused, and dropped, without recursion.
+            for s in [
+                "1".to_owned() + &" + 1".repeat(24_000),
+                "a".to_owned() + &".b".repeat(40_000),
+            ] {
+                assert!(compile(&s).unwrap_err().contains("max recursion depth"));
+            }
+        })
+        .unwrap();
+    handle.join().unwrap();
+}
+
+#[test]
+fn quantities() {
+    yes("quantity('1Gi').isGreaterThan(quantity('1G')) && quantity('1G').isLessThan(quantity('1Gi'))");
+    yes("quantity('500m').compareTo(quantity('0.5')) == 0 && quantity('1.5k').asInteger() == 1500");
+    yes("quantity('1e3').asInteger() == 1000 && quantity('1E').asInteger() == 1000000000000000000");
+    yes("quantity('1Ki').add(1).asInteger() == 1025 && quantity('1').sub(quantity('2')).sign() == -1");
+    yes("!quantity('1m').isInteger() && quantity('100m').asApproximateFloat() == 0.1");
+    yes("isQuantity('10Mi') && !isQuantity('10 Mi') && !isQuantity('1Xi') && !isQuantity('') && !isQuantity('.')");
+    yes("quantity('1Ei').isGreaterThan(quantity('1E')) && quantity('-1n').sign() == -1");
+    fails(
+        "quantity('1m').asInteger() == 0",
+        "cannot convert value to integer",
+    );
+    fails(
+        "quantity('8Ei').asInteger() == 0",
+        "cannot convert value to integer",
+    );
+    fails("quantity('abc') == quantity('1')", "quantities must match");
+    fails("quantity('1').isLessThan(1)", "no such overload");
+    // Precision finer than a nano-unit, or beyond i128, is not a quantity here.
+    yes("!isQuantity('0.0000000001') && !isQuantity('999999999999999999999999999999999Ei')");
+}
