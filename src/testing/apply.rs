@@ -34,8 +34,7 @@
 use serde_json::{Map, Value};
 
 use super::managed_fields::{
-    diff, element_key, entries_of, list_kind, store_entries, Entry, FieldSet, ListKind, Schema,
-    Writer,
+    diff, element_key, entries_of, store_entries, Entry, FieldSet, ListKind, Node, Schema, Writer,
 };
 use crate::api::{Status, StatusCause, StatusDetails};
 
@@ -123,7 +122,7 @@ pub(crate) fn apply(
             m.remove("status");
         }
     }
-    let applied_set = config_set(w.schema, &config);
+    let applied_set = config_set(&w.schema, &config);
     let mut entries = live.map(entries_of).unwrap_or_default();
     let previous = entries
         .iter()
@@ -134,7 +133,7 @@ pub(crate) fn apply(
         // The store takes `kind` and `apiVersion` out (naming the resource's kind).
         None => config.clone(),
         Some(live) => {
-            let mut merged = merge(w.schema, "", live, &config);
+            let mut merged = merge(w.schema.root(), live, &config);
             // What this manager owned before and no longer mentions goes, unless shared.
             let mut dropped = previous.clone();
             dropped.subtract(&applied_set);
@@ -151,7 +150,7 @@ pub(crate) fn apply(
         }
     };
     if let Some(live) = live {
-        let d = diff(w.schema, Some(live), &result);
+        let d = diff(&w.schema, Some(live), &result);
         let mut conflicts: Vec<Conflict> = Vec::new();
         for e in &entries {
             if e.same_manager(manager, "Apply", &w.subresource) {
@@ -334,20 +333,20 @@ pub(crate) fn conflict_status(mut conflicts: Vec<Conflict>) -> Status {
     st
 }
 
-/// The fields an apply body sets: its leaves, each element of its keyed lists, never the
-/// server's metadata.
-pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
-    fn walk(schema: Schema, name: &str, v: &Value, path: &mut Vec<String>, set: &mut FieldSet) {
+/// The fields an apply body sets: its leaves, each element of its keyed lists and sets,
+/// atomic maps and lists as a whole, never the server's metadata.
+pub(crate) fn config_set(schema: &Schema, config: &Value) -> FieldSet {
+    fn walk(node: Node<'_>, v: &Value, path: &mut Vec<String>, set: &mut FieldSet) {
         match v {
-            Value::Object(m) if !m.is_empty() && !atomic(schema, name, m) => {
+            Value::Object(m) if !m.is_empty() && !node.atomic_map(m) => {
                 for (k, c) in m {
                     path.push(format!("f:{k}"));
-                    walk(schema, k, c, path, set);
+                    walk(node.field(k), c, path, set);
                     path.pop();
                 }
             }
             Value::Array(l) if !l.is_empty() => {
-                let kind = list_kind(schema, name, l);
+                let kind = node.list_kind(l);
                 if kind == ListKind::Atomic {
                     set.insert(path);
                     return;
@@ -361,7 +360,7 @@ pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
                     if let (ListKind::Map(_), Value::Object(m)) = (&kind, item) {
                         for (f, c) in m {
                             path.push(format!("f:{f}"));
-                            walk(schema, f, c, path, set);
+                            walk(node.items().field(f), c, path, set);
                             path.pop();
                         }
                     }
@@ -375,12 +374,14 @@ pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
     let Some(m) = config.as_object() else {
         return set;
     };
+    let root = schema.root();
     let mut path = Vec::new();
     for (k, v) in m {
         match k.as_str() {
             "apiVersion" | "kind" => {}
             "metadata" => {
                 if let Value::Object(meta) = v {
+                    let node = root.field("metadata");
                     for (mk, mv) in meta {
                         if matches!(
                             mk.as_str(),
@@ -399,14 +400,14 @@ pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
                         }
                         path.push("f:metadata".into());
                         path.push(format!("f:{mk}"));
-                        walk(schema, mk, mv, &mut path, &mut set);
+                        walk(node.field(mk), mv, &mut path, &mut set);
                         path.clear();
                     }
                 }
             }
             _ => {
                 path.push(format!("f:{k}"));
-                walk(schema, k, v, &mut path, &mut set);
+                walk(root.field(k), v, &mut path, &mut set);
                 path.clear();
             }
         }
@@ -414,22 +415,15 @@ pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
     set
 }
 
-fn atomic(schema: Schema, name: &str, m: &Map<String, Value>) -> bool {
-    schema.builtin
-        && (matches!(name, "involvedObject" | "regarding" | "related")
-            || (name == "selector"
-                && (m.contains_key("matchLabels") || m.contains_key("matchExpressions"))))
-}
-
-/// Merges an apply body into the live object: maps field by field, keyed lists element by
-/// element, sets by value, everything else replaced.
-fn merge(schema: Schema, name: &str, live: &Value, config: &Value) -> Value {
+/// Merges an apply body into the live object: maps field by field (atomic ones replaced),
+/// keyed lists element by element, sets by value, everything else replaced.
+fn merge(node: Node<'_>, live: &Value, config: &Value) -> Value {
     match (live, config) {
-        (Value::Object(l), Value::Object(c)) if !atomic(schema, name, c) => {
+        (Value::Object(l), Value::Object(c)) if !node.atomic_map(c) => {
             let mut out = l.clone();
             for (k, cv) in c {
                 let merged = match l.get(k) {
-                    Some(lv) => merge(schema, k, lv, cv),
+                    Some(lv) => merge(node.field(k), lv, cv),
                     None => cv.clone(),
                 };
                 out.insert(k.clone(), merged);
@@ -438,7 +432,7 @@ fn merge(schema: Schema, name: &str, live: &Value, config: &Value) -> Value {
         }
         (Value::Array(l), Value::Array(c)) => {
             let all: Vec<Value> = l.iter().chain(c.iter()).cloned().collect();
-            let kind = list_kind(schema, name, &all);
+            let kind = node.list_kind(&all);
             if kind == ListKind::Atomic {
                 return config.clone();
             }
@@ -449,7 +443,7 @@ fn merge(schema: Schema, name: &str, live: &Value, config: &Value) -> Value {
                     .iter_mut()
                     .find(|x| key.is_some() && element_key(&kind, x) == key)
                 {
-                    Some(existing) => *existing = merge(schema, "", existing, item),
+                    Some(existing) => *existing = merge(node.items(), existing, item),
                     None => out.push(item.clone()),
                 }
             }
@@ -551,7 +545,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const CORE: Schema = Schema { builtin: true };
 
     /// ConfigMap's fields, for the tests.
     fn configmap_unknown(m: &Map<String, Value>) -> Vec<String> {
@@ -584,7 +577,7 @@ mod tests {
                 manager: manager.unwrap_or("").into(),
                 subresource: String::new(),
                 api_version: "v1".into(),
-                schema: CORE,
+                schema: Schema::builtin(true),
                 time: "2026-11-23T05:00:00Z".into(),
             },
         }
@@ -729,7 +722,7 @@ mod tests {
         let mut r = req(Some("widget-controller"), true, "w");
         r.unknown_fields = &|_| Vec::new();
         r.writer.subresource = "status".into();
-        r.writer.schema = Schema { builtin: false };
+        r.writer.schema = Schema::builtin(false);
         let body = "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: blue\nstatus:\n  ready: true\n";
         let Applied::Update(out) = apply(Some(&live), body.as_bytes(), &r).unwrap() else {
             panic!()

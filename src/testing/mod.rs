@@ -304,6 +304,7 @@ mod formats;
 mod handlers;
 mod http;
 pub(crate) mod json_patch;
+mod list_types;
 mod managed_fields;
 mod metadata;
 mod patch;

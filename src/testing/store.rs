@@ -691,7 +691,7 @@ impl Store {
         if !o.fixture {
             let mut named = metadata_of(&mut obj).clone();
             named.insert("name".into(), name.clone().into());
-            self.validate(tk, &obj, &named, Write::Create, &name)?;
+            self.validate(tk, &obj, None, &named, Write::Create, &name)?;
         }
         let key = make_key(&namespace, &name);
         if self.collection(tk).objects.contains_key(&key) {
@@ -898,7 +898,7 @@ impl Store {
         }
         if !o.fixture {
             let meta = metadata_of(&mut obj).clone();
-            self.validate(tk, &obj, &meta, Write::Update, name)?;
+            self.validate(tk, &obj, Some(&old), &meta, Write::Update, name)?;
         }
         self.record_managed_fields(tk, Some(&old), &mut obj, o);
         if finishes_deletion {
@@ -1314,7 +1314,8 @@ impl Store {
         let Some(manager) = o.field_manager.as_deref() else {
             return;
         };
-        let w = super::patch::writer(tk, builtin, o, manager);
+        let mut w = super::patch::writer(tk, builtin, o, manager);
+        w.schema.crd = self.collection(tk).info.schema.clone().map(Arc::new);
         // An object stored by a Rust-side write may lack the defaults: compared as if it had
         // them, so filling them in is nobody's change.
         let old_defaulted = old.filter(|_| builtin).map(|m| {
@@ -1347,11 +1348,13 @@ impl Store {
     }
 
     /// Validates an HTTP write's object: its metadata `meta` (see `validation`) and, for a
-    /// custom resource with a schema, its values (see `schema`).
+    /// custom resource with a schema, its values (see `schema`) and list types (see
+    /// `list_types`: ratcheted against `old`, the object before an update).
     fn validate(
         &mut self,
         tk: &TypeKey,
         obj: &Map<String, Value>,
+        old: Option<&Map<String, Value>>,
         meta: &Map<String, Value>,
         write: Write,
         name: &str,
@@ -1361,6 +1364,7 @@ impl Store {
         if let Some(schema) = &info.schema {
             errors.extend(super::schema::validate(schema, obj));
             errors.extend(super::crd_embedded::validate(schema, obj));
+            errors.extend(super::list_types::validate_update(schema, obj, old));
         }
         if errors.is_empty() {
             return Ok(());
