@@ -138,11 +138,36 @@ pub(crate) fn apply(
             let mut dropped = previous.clone();
             dropped.subtract(&applied_set);
             for path in dropped.paths() {
+                // A list item stays only when someone else owns the item itself (owning a
+                // field inside it is not enough: structured-merge-diff's rule); a field,
+                // when someone owns it or anything inside it.
+                let item = path
+                    .last()
+                    .is_some_and(|p| p.starts_with("k:") || p.starts_with("v:"));
                 let shared = entries.iter().any(|e| {
                     !e.same_manager(manager, "Apply", &w.subresource)
-                        && owns_at_or_below(&e.fields, &path)
+                        && if item {
+                            e.fields.contains(&path)
+                        } else {
+                            owns_at_or_below(&e.fields, &path)
+                        }
                 });
                 if !shared {
+                    remove_path(&mut merged, &path);
+                }
+            }
+            // A field a custom resource's schema declares, that held what this manager
+            // owned before, goes as a whole once no one owns anything in it
+            // (structured-merge-diff prunes named fields so: no `set: []` left behind).
+            let owned_below = |path: &[String]| {
+                owns_at_or_below(&applied_set, path)
+                    || entries.iter().any(|e| {
+                        !e.same_manager(manager, "Apply", &w.subresource)
+                            && owns_at_or_below(&e.fields, path)
+                    })
+            };
+            for path in declared_containers(w.schema.root(), &previous) {
+                if !owned_below(&path) {
                     remove_path(&mut merged, &path);
                 }
             }
@@ -342,6 +367,10 @@ pub(crate) fn config_set(schema: &Schema, config: &Value) -> FieldSet {
                 for (k, c) in m {
                     path.push(format!("f:{k}"));
                     walk(node.field(k), c, path, set);
+                    // A key of a custom resource's free-form map is owned itself too.
+                    if node.is_custom() && !node.declares(k) {
+                        set.insert(path);
+                    }
                     path.pop();
                 }
             }
@@ -451,6 +480,37 @@ fn merge(node: Node<'_>, live: &Value, config: &Value) -> Value {
         }
         _ => config.clone(),
     }
+}
+
+/// The paths of `set` and of every field above them that the schema declares (a CRD's
+/// `properties`: structured-merge-diff's "named fields"), deepest first.
+fn declared_containers(root: Node<'_>, set: &FieldSet) -> Vec<Vec<String>> {
+    fn walk(
+        node: Node<'_>,
+        set: &FieldSet,
+        path: &mut Vec<String>,
+        out: &mut Vec<Vec<String>>,
+    ) {
+        for (k, child) in &set.children {
+            let next = if let Some(f) = k.strip_prefix("f:") {
+                if node.declares(f) {
+                    path.push(k.clone());
+                    walk(node.field(f), child, path, out);
+                    out.push(path.clone());
+                    path.pop();
+                }
+                continue;
+            } else {
+                node.items()
+            };
+            path.push(k.clone());
+            walk(next, child, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, set, &mut Vec::new(), &mut out);
+    out
 }
 
 /// Whether `set` owns `path` or anything below it.

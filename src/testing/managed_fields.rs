@@ -172,8 +172,9 @@ impl FieldSet {
 pub(crate) enum ListKind {
     /// Replaced and owned as a whole.
     Atomic,
-    /// Elements keyed by these fields.
-    Map(Vec<String>),
+    /// Elements keyed by these fields, each with the default its schema gives it (a key
+    /// an element leaves out takes its default; without one it is left out of the key).
+    Map(Vec<(String, Option<Value>)>),
     /// Elements are scalars, each owned on its own.
     Set,
 }
@@ -242,6 +243,23 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// Whether the custom resource's schema declares the field `name` here (in
+    /// `properties`: a "named" field, not a key of a free-form map). Always false for a
+    /// built-in resource, whose shape the server only knows by field name.
+    pub fn declares(self, name: &str) -> bool {
+        !self.builtin
+            && !(self.root && matches!(name, "metadata" | "apiVersion" | "kind"))
+            && self
+                .schema
+                .and_then(|s| s.get("properties"))
+                .is_some_and(|p| p.get(name).is_some())
+    }
+
+    /// Whether this is a place in a custom resource (outside its `metadata`).
+    pub fn is_custom(self) -> bool {
+        !self.builtin
+    }
+
     /// The node of the items of the list here.
     pub fn items(self) -> Node<'a> {
         Node {
@@ -265,12 +283,21 @@ impl<'a> Node<'a> {
             Some("set") if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
                 ListKind::Set
             }
-            Some("map") if items.iter().all(Value::is_object) => ListKind::Map(
-                s.get("x-kubernetes-list-map-keys")
-                    .and_then(Value::as_array)
-                    .map(|l| l.iter().filter_map(Value::as_str).map(String::from).collect())
-                    .unwrap_or_default(),
-            ),
+            Some("map") if items.iter().all(Value::is_object) => {
+                let props = s.pointer("/items/properties");
+                ListKind::Map(
+                    s.get("x-kubernetes-list-map-keys")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(|k| {
+                            let default = props.and_then(|p| p.get(k)?.get("default")).cloned();
+                            (k.to_owned(), default)
+                        })
+                        .collect(),
+                )
+            }
             _ => ListKind::Atomic,
         }
     }
@@ -319,7 +346,7 @@ fn builtin_list_kind(name: &str, items: &[Value]) -> ListKind {
         _ => return ListKind::Atomic,
     };
     if items.iter().all(Value::is_object) {
-        ListKind::Map(keyed.iter().map(|k| (*k).to_owned()).collect())
+        ListKind::Map(keyed.iter().map(|k| ((*k).to_owned(), None)).collect())
     } else {
         ListKind::Atomic
     }
@@ -347,8 +374,8 @@ pub(crate) fn element_key(kind: &ListKind, item: &Value) -> Option<String> {
         ListKind::Set => Some(format!("v:{item}")),
         ListKind::Map(keys) => {
             let mut k = Map::new();
-            for f in keys.iter() {
-                if let Some(v) = item.get(f) {
+            for (f, default) in keys.iter() {
+                if let Some(v) = item.get(f).or(default.as_ref()) {
                     k.insert(f.clone(), v.clone());
                 }
             }
