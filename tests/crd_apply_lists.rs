@@ -177,10 +177,20 @@ fn three_managers_merge_sets_map_lists_and_granular_maps() {
 #[test]
 fn a_set_shrinks_to_what_is_still_owned() {
     let (_server, addr) = server();
-    applied(addr, "r2", "alice", json!({"zones": ["x", "y", "z"], "owner": "alice"}));
+    applied(
+        addr,
+        "r2",
+        "alice",
+        json!({"zones": ["x", "y", "z"], "owner": "alice"}),
+    );
     applied(addr, "r2", "bob", json!({"zones": ["y"]}));
     // alice stops applying y (still bob's) and z (only hers).
-    let obj = applied(addr, "r2", "alice", json!({"zones": ["x"], "owner": "alice"}));
+    let obj = applied(
+        addr,
+        "r2",
+        "alice",
+        json!({"zones": ["x"], "owner": "alice"}),
+    );
     assert_eq!(obj["spec"]["zones"], json!(["x", "y"]));
     // bob lets go of y: no one owns it, it goes.
     let obj = applied(addr, "r2", "bob", json!({"owner": "alice"}));
@@ -196,7 +206,12 @@ fn a_set_shrinks_to_what_is_still_owned() {
     // Map-list items dropped by their applier go, even one an updater owns a field of (only
     // owning the item itself keeps it); the list stays, empty, as the updater owned
     // something in it, and the updater's entry goes with its field.
-    applied(addr, "r2", "alice", json!({"owner": "alice", "ports": [{"port": 1}, {"port": 2}]}));
+    applied(
+        addr,
+        "r2",
+        "alice",
+        json!({"owner": "alice", "ports": [{"port": 1}, {"port": 2}]}),
+    );
     let r = send_json(
         addr,
         "PATCH",
@@ -216,10 +231,23 @@ fn a_set_shrinks_to_what_is_still_owned() {
                "bob/Apply": {"f:spec": {"f:owner": {}}}})
     );
     // A map list's item whose key field another applier owns with it stays.
-    applied(addr, "r2", "alice", json!({"owner": "alice", "ports": [{"port": 3, "name": "a"}]}));
-    applied(addr, "r2", "bob", json!({"owner": "alice", "ports": [{"port": 3}]}));
+    applied(
+        addr,
+        "r2",
+        "alice",
+        json!({"owner": "alice", "ports": [{"port": 3, "name": "a"}]}),
+    );
+    applied(
+        addr,
+        "r2",
+        "bob",
+        json!({"owner": "alice", "ports": [{"port": 3}]}),
+    );
     let obj = applied(addr, "r2", "alice", json!({"owner": "alice"}));
-    assert_eq!(obj["spec"]["ports"], json!([{"port": 3, "protocol": "TCP"}]));
+    assert_eq!(
+        obj["spec"]["ports"],
+        json!([{"port": 3, "protocol": "TCP"}])
+    );
 }
 
 #[test]

@@ -13,13 +13,20 @@
 //!   applier takes the field over and the other manager loses it. Setting the same value
 //!   shares the field.
 //! - a field the applier owned and no longer mentions is removed from the object, unless
-//!   another manager owns it too;
+//!   another manager owns it (or, for a field, anything inside it) too; a list item stays
+//!   only when another manager owns the item itself (owning a field inside it is not
+//!   enough), and a field a custom resource's schema declares goes as a whole once no one
+//!   owns anything in it (structured-merge-diff's prune: no `tags: []` left behind);
 //! - `fieldManager` is required (422), the body's name must be the URL's (400, checked AFTER
 //!   conflicts, as captured), and unknown fields of the kinds the server knows give the
 //!   captured HTTP 500 (kube-apiserver's bug, with or without `fieldValidation=Strict`).
-//! - keyed lists are merged element by element: the live elements in their order (merged
-//!   with the body's), then the body's new ones in its order (structured-merge-diff's rule);
-//!   an empty map or list in the body is owned as a whole;
+//! - keyed lists and sets are merged element by element: the live elements in their order
+//!   (merged with the body's), then the body's new ones in its order (structured-merge-diff's
+//!   rule); atomic lists and maps (a custom resource's `x-kubernetes-list-type: atomic` or
+//!   none, `x-kubernetes-map-type: atomic`) are replaced and owned as a whole, so another
+//!   manager's different value is a conflict on the whole field (`.spec.tags`); an empty
+//!   map or list in the body is owned as a whole, and so is a key of a custom resource's
+//!   free-form map (`additionalProperties`) with the fields inside it;
 //! - an apply through `/status` applies only `status` and records `subresource: status`;
 //!   an apply to the main resource of a resource that serves `/status` ignores `status`.
 //!
@@ -466,13 +473,21 @@ fn merge(node: Node<'_>, live: &Value, config: &Value) -> Value {
                 return config.clone();
             }
             let mut out: Vec<Value> = l.clone();
+            // Where each live key is (its first item), so that a long list merges in one pass.
+            let mut at: std::collections::HashMap<String, usize> =
+                std::collections::HashMap::with_capacity(out.len() + c.len());
+            for (i, x) in out.iter().enumerate() {
+                if let Some(k) = element_key(&kind, x) {
+                    at.entry(k).or_insert(i);
+                }
+            }
             for item in c {
-                let key = element_key(&kind, item);
-                match out
-                    .iter_mut()
-                    .find(|x| key.is_some() && element_key(&kind, x) == key)
-                {
-                    Some(existing) => *existing = merge(node.items(), existing, item),
+                match element_key(&kind, item).map(|k| (at.get(&k).copied(), k)) {
+                    Some((Some(i), _)) => out[i] = merge(node.items(), &out[i], item),
+                    Some((None, k)) => {
+                        at.insert(k, out.len());
+                        out.push(item.clone());
+                    }
                     None => out.push(item.clone()),
                 }
             }
@@ -485,12 +500,7 @@ fn merge(node: Node<'_>, live: &Value, config: &Value) -> Value {
 /// The paths of `set` and of every field above them that the schema declares (a CRD's
 /// `properties`: structured-merge-diff's "named fields"), deepest first.
 fn declared_containers(root: Node<'_>, set: &FieldSet) -> Vec<Vec<String>> {
-    fn walk(
-        node: Node<'_>,
-        set: &FieldSet,
-        path: &mut Vec<String>,
-        out: &mut Vec<Vec<String>>,
-    ) {
+    fn walk(node: Node<'_>, set: &FieldSet, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
         for (k, child) in &set.children {
             let next = if let Some(f) = k.strip_prefix("f:") {
                 if node.declares(f) {
@@ -604,7 +614,6 @@ fn unknown_fields(
 mod tests {
     use super::*;
     use serde_json::json;
-
 
     /// ConfigMap's fields, for the tests.
     fn configmap_unknown(m: &Map<String, Value>) -> Vec<String> {

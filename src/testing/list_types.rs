@@ -22,6 +22,9 @@
 //! Values are rendered as Go's field errors render them: `%q` for a string, `%v` for a
 //! number or a boolean, Go's JSON for the rest (see [`go_json`]).
 
+use std::collections::HashMap;
+use std::hash::Hash;
+
 use serde_json::{Map, Value};
 
 use super::schema::go_value;
@@ -143,7 +146,7 @@ fn map_list(schema: &Value, items: &[Value], path: &str, errors: &mut Vec<FieldE
 
 /// A value as Go's uniqueness check compares it: scalars by type and value, objects and
 /// lists by their JSON encoding.
-#[derive(PartialEq)]
+#[derive(PartialEq, Eq, Hash)]
 enum Key {
     Null,
     Bool(bool),
@@ -172,12 +175,15 @@ impl Key {
     }
 }
 
-/// The indices of the second appearance of each repeated key, in order.
-fn repeated<K: PartialEq>(keys: &[K]) -> Vec<usize> {
+/// The indices of the second appearance of each repeated key, in order (one pass: a list of
+/// many thousand items costs no more than reading it).
+fn repeated<K: Eq + Hash>(keys: &[K]) -> Vec<usize> {
+    let mut seen: HashMap<&K, u32> = HashMap::with_capacity(keys.len());
     let mut out = Vec::new();
     for (i, k) in keys.iter().enumerate() {
-        let earlier = keys[..i].iter().filter(|x| *x == k).count();
-        if earlier == 1 {
+        let n = seen.entry(k).or_insert(0);
+        *n += 1;
+        if *n == 2 {
             out.push(i);
         }
     }
@@ -347,7 +353,10 @@ mod tests {
         );
         assert_eq!(
             problems(json!({"objs": [{"b": 1, "a": "<"}, {"a": "<", "b": 1.0}]})),
-            [p("spec.objs[1]", "Duplicate value: {\"a\":\"\\u003c\",\"b\":1}")]
+            [p(
+                "spec.objs[1]",
+                "Duplicate value: {\"a\":\"\\u003c\",\"b\":1}"
+            )]
         );
         assert_eq!(
             problems(json!({"groups": {"g": [1, 1]}})),
@@ -411,6 +420,9 @@ mod tests {
         assert_eq!(go_json_float(5.0), "5");
         assert_eq!(go_json_float(0.000001), "0.000001");
         assert_eq!(go_json_float(123456789.5), "123456789.5");
-        assert_eq!(go_json(&json!({"z": [1, "a&b"], "a": null})), "{\"a\":null,\"z\":[1,\"a\\u0026b\"]}");
+        assert_eq!(
+            go_json(&json!({"z": [1, "a&b"], "a": null})),
+            "{\"a\":null,\"z\":[1,\"a\\u0026b\"]}"
+        );
     }
 }

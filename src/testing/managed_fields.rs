@@ -13,9 +13,19 @@
 //! REMOVED leave every entry; entries left empty disappear; entries are sorted like the
 //! server sorts them (Apply before Update, then by time, manager, apiVersion, subresource).
 //!
-//! Simplifications (the real server reads the OpenAPI schema; this one has none):
-//! - which lists are keyed, and by what, is decided by field name for built-in resources
-//!   (table in [`list_kind`]); every list of a custom resource is atomic;
+//! The shape of an object ([`Schema`], walked as [`Node`]s) says how its lists and maps are
+//! owned, as structured-merge-diff reads it from the OpenAPI schema:
+//! - a custom resource's schema decides: `x-kubernetes-list-type: set` (each value owned
+//!   as `v:<json>`), `map` (each item as `k:{...}` of its `x-kubernetes-list-map-keys`, a
+//!   key the item leaves out taking its schema `default`), `atomic` or none (the list as a
+//!   whole); `x-kubernetes-map-type: atomic` (the map as a whole) or granular (the
+//!   default); fields the schema does not declare (`x-kubernetes-preserve-unknown-fields`)
+//!   have granular maps and atomic lists; its `metadata` is a built-in one's.
+//!
+//! Simplifications (the real server reads the built-in types' OpenAPI schema; this one has
+//! none of them):
+//! - which lists of a built-in resource are keyed, and by what, is decided by field name
+//!   (table in `builtin_list_kind`);
 //! - a map created by the write is owned as a member (`"."`) unless it is one of the
 //!   always-present structs of the built-in types, recognised by name (`metadata`, `spec`,
 //!   `status`, `template`, `strategy`); a few atomic structs are recognised by name
@@ -247,8 +257,9 @@ impl<'a> Node<'a> {
     /// `properties`: a "named" field, not a key of a free-form map). Always false for a
     /// built-in resource, whose shape the server only knows by field name.
     pub fn declares(self, name: &str) -> bool {
+        let server_owned = self.root && matches!(name, "metadata" | "apiVersion" | "kind");
         !self.builtin
-            && !(self.root && matches!(name, "metadata" | "apiVersion" | "kind"))
+            && !server_owned
             && self
                 .schema
                 .and_then(|s| s.get("properties"))
@@ -280,23 +291,27 @@ impl<'a> Node<'a> {
             return ListKind::Atomic;
         };
         match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
-            Some("set") if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
-                ListKind::Set
-            }
+            Some("set") if items.iter().all(|i| !i.is_object() && !i.is_array()) => ListKind::Set,
             Some("map") if items.iter().all(Value::is_object) => {
                 let props = s.pointer("/items/properties");
-                ListKind::Map(
-                    s.get("x-kubernetes-list-map-keys")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                        .map(|k| {
-                            let default = props.and_then(|p| p.get(k)?.get("default")).cloned();
-                            (k.to_owned(), default)
-                        })
-                        .collect(),
-                )
+                let keys: Vec<(String, Option<Value>)> = s
+                    .get("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|k| {
+                        let default = props.and_then(|p| p.get(k)?.get("default")).cloned();
+                        (k.to_owned(), default)
+                    })
+                    .collect();
+                // A map list without keys (kube-apiserver refuses such a CRD) would make
+                // every item the same one: owned as a whole instead.
+                if keys.is_empty() {
+                    ListKind::Atomic
+                } else {
+                    ListKind::Map(keys)
+                }
             }
             _ => ListKind::Atomic,
         }
@@ -308,8 +323,9 @@ impl<'a> Node<'a> {
         if self.builtin {
             return builtin_atomic_map(self.name, v);
         }
-        self.schema
-            .is_some_and(|s| s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"))
+        self.schema.is_some_and(|s| {
+            s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic")
+        })
     }
 
     /// A built-in struct that always exists: creating it is not owning it.
@@ -355,8 +371,8 @@ fn builtin_list_kind(name: &str, items: &[Value]) -> ListKind {
 /// Built-in maps owned as a whole (a change anywhere inside is a change of the map).
 fn builtin_atomic_map(name: &str, v: &Map<String, Value>) -> bool {
     matches!(name, "involvedObject" | "regarding" | "related")
-            || (name == "selector"
-                && (v.contains_key("matchLabels") || v.contains_key("matchExpressions")))
+        || (name == "selector"
+            && (v.contains_key("matchLabels") || v.contains_key("matchExpressions")))
 }
 
 /// Built-in structs that always exist: creating them is not owning them.
