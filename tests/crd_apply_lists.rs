@@ -367,3 +367,40 @@ fn atomic_maps_and_lists_conflict_and_force_takes_them() {
         "Apply failed with 1 conflict: conflict with \"bob\": .spec.limits"
     );
 }
+
+#[test]
+fn crds_with_unusable_list_types_are_refused() {
+    let (_server, addr) = server();
+    let mut bad = crd();
+    bad["metadata"]["name"] = json!("shelves.lab.example.com");
+    bad["spec"]["names"] = json!({"plural": "shelves", "singular": "shelf", "kind": "Shelf",
+                                  "listKind": "ShelfList"});
+    let spec = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties";
+    // A key neither required nor defaulted, and a set of granular objects.
+    *bad.pointer_mut(&format!("{spec}/ports/items/required"))
+        .unwrap() = json!([]);
+    *bad.pointer_mut(&format!("{spec}/zones/items")).unwrap() = json!({"type": "object"});
+    let r = send_json(
+        addr,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        Some("application/json"),
+        bad.to_string().into_bytes(),
+    );
+    let st = body_json(&r);
+    assert_eq!(r.code, 422, "{st}");
+    let at = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties";
+    let mut causes: Vec<Value> = st["details"]["causes"].as_array().unwrap().clone();
+    causes.sort_by_key(|c| c["field"].to_string());
+    assert_eq!(
+        causes,
+        [
+            json!({"reason": "FieldValueRequired",
+                   "field": format!("{at}[ports].items.properties[port].default"),
+                   "message": "Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"}),
+            json!({"reason": "FieldValueInvalid",
+                   "field": format!("{at}[zones].items.x-kubernetes-map-type"),
+                   "message": "Invalid value: null: must be atomic as item of a list with x-kubernetes-list-type=set"}),
+        ]
+    );
+}

@@ -144,6 +144,200 @@ fn map_list(schema: &Value, items: &[Value], path: &str, errors: &mut Vec<FieldE
     }
 }
 
+/// The problems of one node of a CRD's schema (at `path`) with its list and map types, as
+/// kube-apiserver refuses a CustomResourceDefinition: a list type on something that is not
+/// an array (a map type, not an object); an unknown type; keys without `map` or `map`
+/// without keys; keys that are not scalar properties of the items, repeat, are neither
+/// required nor defaulted, or are nullable; items of a `set` that are granular maps or
+/// non-atomic lists, or items of a `set` or `map` that are nullable. Its quirks are kept:
+/// a key of a non-scalar type shows the ITEMS' type, a granular map in a `set` shows the
+/// items' list type (`null` without one).
+pub(crate) fn check_schema(m: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let ty = m.get("type").and_then(Value::as_str).unwrap_or("");
+    let str_of = |k: &str| m.get(k).and_then(Value::as_str);
+    let invalid = |field: String, shown: String, detail: &str| FieldError {
+        reason: "FieldValueInvalid",
+        field,
+        text: format!("Invalid value: {shown}: {detail}"),
+    };
+    let required = |field: String, detail: &str| FieldError::required(&field, detail);
+    let not_supported = |field: String, v: &str, allowed: &[&str]| FieldError {
+        reason: "FieldValueNotSupported",
+        field,
+        text: format!(
+            "Unsupported value: {}: supported values: {}",
+            go_value(&Value::from(v)),
+            allowed
+                .iter()
+                .map(|a| go_value(&Value::from(*a)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let map_type = str_of("x-kubernetes-map-type");
+    if map_type.is_some() && ty != "object" {
+        let detail = "must be object if x-kubernetes-map-type is specified";
+        errors.push(if ty.is_empty() {
+            required(format!("{path}.type"), detail)
+        } else {
+            invalid(format!("{path}.type"), go_value(&Value::from(ty)), detail)
+        });
+    }
+    if let Some(mt) = map_type.filter(|t| !matches!(*t, "atomic" | "granular")) {
+        errors.push(not_supported(
+            format!("{path}.x-kubernetes-map-type"),
+            mt,
+            &["atomic", "granular"],
+        ));
+    }
+    let list_type = str_of("x-kubernetes-list-type");
+    let items = m.get("items").and_then(Value::as_object);
+    if list_type.is_some() && ty != "array" {
+        let detail = "must be array if x-kubernetes-list-type is specified";
+        errors.push(if ty.is_empty() {
+            required(format!("{path}.type"), detail)
+        } else {
+            invalid(format!("{path}.type"), go_value(&Value::from(ty)), detail)
+        });
+    } else if let (Some("set"), Some(is)) = (list_type, items) {
+        let detail = "must be atomic as item of a list with x-kubernetes-list-type=set";
+        let item_list_type = is.get("x-kubernetes-list-type").and_then(Value::as_str);
+        match is.get("type").and_then(Value::as_str) {
+            Some("array") if item_list_type.is_some_and(|t| t != "atomic") => {
+                errors.push(invalid(
+                    format!("{path}.items.x-kubernetes-list-type"),
+                    go_value(&Value::from(item_list_type.unwrap_or(""))),
+                    detail,
+                ));
+            }
+            Some("object")
+                if is.get("x-kubernetes-map-type").and_then(Value::as_str) != Some("atomic") =>
+            {
+                let shown = item_list_type.map_or("null".to_owned(), |t| go_value(&Value::from(t)));
+                errors.push(invalid(
+                    format!("{path}.items.x-kubernetes-map-type"),
+                    shown,
+                    detail,
+                ));
+            }
+            _ => {}
+        }
+    }
+    if let Some(lt) = list_type.filter(|t| !matches!(*t, "atomic" | "set" | "map")) {
+        errors.push(not_supported(
+            format!("{path}.x-kubernetes-list-type"),
+            lt,
+            &["atomic", "set", "map"],
+        ));
+    }
+    let keys: Vec<&str> = m
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let keys_shown = go_json(&Value::from(keys.clone()));
+    if !keys.is_empty() {
+        let detail = "must be map if x-kubernetes-list-map-keys is non-empty";
+        match list_type {
+            None => errors.push(required(format!("{path}.x-kubernetes-list-type"), detail)),
+            Some(lt) if lt != "map" => errors.push(invalid(
+                format!("{path}.x-kubernetes-list-type"),
+                go_value(&Value::from(lt)),
+                detail,
+            )),
+            _ => {}
+        }
+    }
+    if list_type == Some("map") {
+        if keys.is_empty() {
+            errors.push(required(
+                format!("{path}.x-kubernetes-list-map-keys"),
+                "must not be empty if x-kubernetes-list-type is map",
+            ));
+        }
+        match items {
+            None => errors.push(required(
+                format!("{path}.items"),
+                "must have a schema if x-kubernetes-list-type is map",
+            )),
+            Some(is) => {
+                let item_type = is.get("type").and_then(Value::as_str).unwrap_or("");
+                if item_type != "object" {
+                    errors.push(invalid(
+                        format!("{path}.items.type"),
+                        go_value(&Value::from(item_type)),
+                        "must be object if parent array's x-kubernetes-list-type is map",
+                    ));
+                } else {
+                    let props = is.get("properties").and_then(Value::as_object);
+                    for (i, k) in keys.iter().enumerate() {
+                        match props.and_then(|p| p.get(*k)) {
+                            Some(p) => {
+                                let t = p.get("type").and_then(Value::as_str);
+                                if matches!(t, Some("array" | "object")) {
+                                    errors.push(invalid(
+                                        format!("{path}.items.properties[{k}].type"),
+                                        go_value(&Value::from(item_type)),
+                                        "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                                    ));
+                                }
+                            }
+                            None => errors.push(invalid(
+                                format!("{path}.x-kubernetes-list-map-keys"),
+                                keys_shown.clone(),
+                                "entries must all be names of item properties",
+                            )),
+                        }
+                        if keys[..i].contains(k) {
+                            errors.push(invalid(
+                                format!("{path}.x-kubernetes-list-map-keys"),
+                                keys_shown.clone(),
+                                "must not contain duplicate entries",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Items of a set or map list, and the keys of a map list's items.
+    if let (Some(lt @ ("set" | "map")), Some(is)) = (list_type, items) {
+        if is.get("nullable") == Some(&Value::Bool(true)) {
+            errors.push(FieldError::forbidden(
+                &format!("{path}.items.nullable"),
+                &format!("cannot be nullable when x-kubernetes-list-type is {lt}"),
+            ));
+        }
+        if lt == "map" {
+            let required: Vec<&str> = is
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|l| l.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let props = is.get("properties").and_then(Value::as_object);
+            for k in &keys {
+                let Some(p) = props.and_then(|p| p.get(*k)) else {
+                    continue;
+                };
+                if !required.contains(k) && p.get("default").is_none() {
+                    errors.push(FieldError::required(
+                        &format!("{path}.items.properties[{k}].default"),
+                        "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                    ));
+                }
+                if p.get("nullable") == Some(&Value::Bool(true)) {
+                    errors.push(FieldError::forbidden(
+                        &format!("{path}.items.properties[{k}].nullable"),
+                        "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+                    ));
+                }
+            }
+        }
+    }
+    errors
+}
+
 /// A value as Go's uniqueness check compares it: scalars by type and value, objects and
 /// lists by their JSON encoding.
 #[derive(PartialEq, Eq, Hash)]
@@ -410,6 +604,69 @@ mod tests {
             1
         );
         assert_eq!(validate_update(&s, bad, None).len(), 1);
+    }
+
+    fn schema_problems(node: Value) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = check_schema(node.as_object().unwrap(), "s")
+            .into_iter()
+            .map(|e| (e.field, e.text))
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn crd_schemas_are_checked_as_kube_apiserver_checks_them() {
+        assert!(
+            schema_problems(schema()["properties"]["spec"]["properties"]["pairs"].clone())
+                .iter()
+                .any(|(f, _)| f == "s.items.properties[name].default")
+        );
+        assert_eq!(
+            schema_problems(json!({"type": "object", "x-kubernetes-list-type": "set",
+                                   "x-kubernetes-map-type": "deep"})),
+            [
+                p("s.type", "Invalid value: \"object\": must be array if x-kubernetes-list-type is specified"),
+                p("s.x-kubernetes-map-type", "Unsupported value: \"deep\": supported values: \"atomic\", \"granular\""),
+            ]
+        );
+        assert_eq!(
+            schema_problems(json!({"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["a", "b", "a"],
+                "items": {"type": "object", "required": ["a"], "properties": {
+                    "a": {"type": "object"}, "c": {"type": "string"}}}})),
+            [
+                p("s.items.properties[a].type", "Invalid value: \"object\": must be a scalar type if parent array's x-kubernetes-list-type is map"),
+                p("s.items.properties[a].type", "Invalid value: \"object\": must be a scalar type if parent array's x-kubernetes-list-type is map"),
+                p("s.x-kubernetes-list-map-keys", "Invalid value: [\"a\",\"b\",\"a\"]: entries must all be names of item properties"),
+                p("s.x-kubernetes-list-map-keys", "Invalid value: [\"a\",\"b\",\"a\"]: must not contain duplicate entries"),
+            ]
+        );
+        assert_eq!(
+            schema_problems(json!({"type": "array", "x-kubernetes-list-type": "map",
+                "items": {"type": "string", "nullable": true}})),
+            [
+                p("s.items.nullable", "Forbidden: cannot be nullable when x-kubernetes-list-type is map"),
+                p("s.items.type", "Invalid value: \"string\": must be object if parent array's x-kubernetes-list-type is map"),
+                p("s.x-kubernetes-list-map-keys", "Required value: must not be empty if x-kubernetes-list-type is map"),
+            ]
+        );
+        assert_eq!(
+            schema_problems(json!({"type": "array", "x-kubernetes-list-type": "set",
+                "items": {"type": "object"}})),
+            [p("s.items.x-kubernetes-map-type", "Invalid value: null: must be atomic as item of a list with x-kubernetes-list-type=set")]
+        );
+        assert_eq!(
+            schema_problems(json!({"type": "array", "x-kubernetes-list-map-keys": ["a"],
+                "items": {"type": "string"}})),
+            [p(
+                "s.x-kubernetes-list-type",
+                "Required value: must be map if x-kubernetes-list-map-keys is non-empty"
+            )]
+        );
+        assert!(
+            schema_problems(schema()["properties"]["spec"]["properties"]["set"].clone()).is_empty()
+        );
     }
 
     #[test]
