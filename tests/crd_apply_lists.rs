@@ -404,3 +404,48 @@ fn crds_with_unusable_list_types_are_refused() {
         ]
     );
 }
+
+#[test]
+fn updates_own_set_items_and_map_list_items_and_metadata_as_the_server_writes_them() {
+    let (_server, addr) = server();
+    let r = send_json(
+        addr,
+        "POST",
+        &format!("{PATH}?fieldManager=maker"),
+        Some("application/json"),
+        json!({"apiVersion": "lab.example.com/v1", "kind": "Rack",
+               "metadata": {"name": "r6", "labels": {"app": "x"}, "finalizers": ["lab.example.com/keep"]},
+               "spec": {"zones": ["a"], "ports": [{"port": 1}], "limits": {"cpu": "1"}}})
+        .to_string()
+        .into_bytes(),
+    );
+    let obj = body_json(&r);
+    assert_eq!(r.code, 201, "{obj}");
+    assert_eq!(
+        owners(&obj),
+        json!({"maker/Update": {
+            "f:metadata": {"f:finalizers": {".": {}, "v:\"lab.example.com/keep\"": {}},
+                           "f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {".": {},
+                       "f:limits": {},
+                       "f:ports": {".": {}, "k:{\"port\":1,\"protocol\":\"TCP\"}":
+                                   {".": {}, "f:port": {}, "f:protocol": {}}},
+                       "f:zones": {".": {}, "v:\"a\"": {}}}}})
+    );
+    // Another writer adding a set item owns that item only.
+    let r = send_json(
+        addr,
+        "PATCH",
+        &format!("{PATH}/r6?fieldManager=editor"),
+        Some("application/merge-patch+json"),
+        json!({"spec": {"zones": ["a", "b"]}})
+            .to_string()
+            .into_bytes(),
+    );
+    let obj = body_json(&r);
+    assert_eq!(r.code, 200, "{obj}");
+    assert_eq!(
+        owners(&obj)["editor/Update"],
+        json!({"f:spec": {"f:zones": {"v:\"b\"": {}}}})
+    );
+}
