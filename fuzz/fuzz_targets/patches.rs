@@ -8,11 +8,11 @@
 #![no_main]
 #![allow(dead_code)]
 
-#[path = "../../src/testing/json_patch.rs"]
+#[path = "../../src/testing/writing/json_patch.rs"]
 mod json_patch;
-#[path = "../../src/testing/managed_fields.rs"]
+#[path = "../../src/testing/writing/managed_fields.rs"]
 mod managed_fields;
-#[path = "../../src/testing/strategic_merge.rs"]
+#[path = "../../src/testing/writing/strategic_merge.rs"]
 mod strategic_merge;
 
 use libfuzzer_sys::fuzz_target;

@@ -1,5 +1,5 @@
 //! Exec, attach and port-forward as a kube-apiserver 1.36 answers them (the captures in
-//! `tests/fixtures/pod-io/`), served by the test [`Runtime`](super::Runtime).
+//! `tests/fixtures/pod-io/`), served by the test [`Runtime`](crate::testing::Runtime).
 //!
 //! Before the upgrade: `404` for a missing pod, `400` for an unknown container, for a pod
 //! with several containers and none named, and for a pod with no node, each a JSON Status;

@@ -2,15 +2,16 @@
 //! object's metadata, and the 422 Status they produce.
 //!
 //! A real server validates each object against its type: names (a DNS-1123 subdomain for most
-//! built-ins, only a path segment for custom resources), label keys and values, and then the
-//! type's own fields. The test server knows no built-in type beyond its metadata, so it checks
+//! built-ins and for custom resources), label keys and values, annotations, finalizers, owner
+//! references (see `object_meta.rs`), and then the type's own fields. The test server knows no built-in type beyond its metadata, so it checks
 //! the metadata of every object; custom resources are checked against their schema as well
 //! (see `schema.rs`), and a `/scale` write's replicas in `scale.rs`.
 //!
 //! How many times a problem is reported follows the real server: a create reports each bad
 //! label once; an update runs the metadata checks in several places (the generic checks every
 //! write gets, the resource's update validation, the new object's own validation), and the
-//! v1.36 capture shows each bad label four times and each new finalizer twice. The message
+//! v1.36 capture shows each bad label four times (three for a custom resource) and each new
+//! finalizer twice. The message
 //! lists each distinct problem once, as the server's aggregated errors do.
 
 use serde_json::{Map, Value};
@@ -53,6 +54,15 @@ impl FieldError {
         }
     }
 
+    /// `Too long: <detail>` (the value is not shown).
+    pub fn too_long(field: &str, detail: &str) -> Self {
+        FieldError {
+            reason: "FieldValueTooLong",
+            field: field.to_owned(),
+            text: format!("Too long: {detail}"),
+        }
+    }
+
     pub fn type_invalid(field: &str, value: &Value, detail: &str) -> Self {
         FieldError {
             reason: "FieldValueTypeInvalid",
@@ -76,10 +86,12 @@ pub(crate) fn invalid(
     name: &str,
     errors: &[FieldError],
 ) -> Status {
+    // A hostile body can hold a million bad labels: a set keeps this linear.
+    let mut seen = std::collections::HashSet::new();
     let mut distinct: Vec<String> = Vec::new();
     for e in errors {
         let m = e.message();
-        if !distinct.contains(&m) {
+        if seen.insert(m.clone()) {
             distinct.push(m);
         }
     }
@@ -118,65 +130,6 @@ pub(crate) fn qualified(kind: &str, group: &str) -> String {
     }
 }
 
-const SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-const LABEL_VALUE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-const QUALIFIED_NAME: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-
-fn is_alnum(c: char) -> bool {
-    c.is_ascii_alphanumeric()
-}
-
-/// A DNS-1123 label: lower case alphanumerics and `-`, alphanumeric at both ends.
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && s.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-}
-
-/// A DNS-1123 subdomain: dot-separated DNS labels, 253 characters at most.
-pub(crate) fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns_label)
-}
-
-/// A label value's (or a qualified name's name part's) characters: alphanumerics, `-`, `_`,
-/// `.`, alphanumeric at both ends, 63 at most.
-fn is_label_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars()
-            .all(|c| is_alnum(c) || matches!(c, '-' | '_' | '.'))
-        && s.starts_with(is_alnum)
-        && s.ends_with(is_alnum)
-}
-
-/// The problems of `metadata.labels`: keys are qualified names (`prefix/name`, the prefix a
-/// DNS subdomain), values empty or label tokens.
-fn label_errors(labels: &Map<String, Value>) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    for (k, v) in labels {
-        let (prefix, name) = match k.split_once('/') {
-            Some((p, n)) => (Some(p), n),
-            None => (None, k.as_str()),
-        };
-        if !is_label_token(name) || prefix.is_some_and(|p| p.is_empty() || !is_dns_subdomain(p)) {
-            errors.push(FieldError::invalid(
-                "metadata.labels",
-                &Value::from(k.as_str()),
-                QUALIFIED_NAME,
-            ));
-        }
-        match v.as_str() {
-            Some("") => {}
-            Some(s) if is_label_token(s) => {}
-            _ => errors.push(FieldError::invalid("metadata.labels", v, LABEL_VALUE)),
-        }
-    }
-    errors
-}
-
 /// What a write is: a create, or an update (which reports metadata problems more often; see
 /// the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,42 +138,61 @@ pub(crate) enum Write {
     Update,
 }
 
-/// The problems of an object's metadata: its name (built-ins: a DNS-1123 subdomain; custom
-/// resources: a path segment) and its labels.
+/// The problems of an object's metadata, each as often as the real server reports it:
+/// on a create, the name (a DNS-1123 subdomain; the server has generated a name from a
+/// `generateName` already, and checks both), labels, annotations, owner references and
+/// finalizers once. On an update the name cannot change and is not checked; labels,
+/// annotations and owner references are checked by two update checks and by the full
+/// checks, which run twice for a built-in and once for a custom resource (captured: a bad
+/// label four times for a ConfigMap, three for a custom resource), and finalizer names only
+/// by the full checks.
 pub(crate) fn object_meta(
     builtin: bool,
     meta: &Map<String, Value>,
     write: Write,
 ) -> Vec<FieldError> {
+    use super::object_meta as om;
     let mut errors = Vec::new();
-    let name = meta.get("name").and_then(Value::as_str).unwrap_or("");
-    if write == Write::Create && !name.is_empty() {
-        let bad = if builtin {
-            (!is_dns_subdomain(name)).then_some(SUBDOMAIN)
-        } else if name == "." || name == ".." {
-            Some("may not be '.' or '..'")
-        } else if name.contains(['/', '%']) {
-            Some("may not contain '/' or '%'")
-        } else {
-            None
-        };
-        if let Some(detail) = bad {
-            errors.push(FieldError::invalid(
-                "metadata.name",
-                &Value::from(name),
-                detail,
-            ));
+    if write == Write::Create {
+        let prefix = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !prefix.is_empty() {
+            for m in om::name_errors(prefix, true) {
+                errors.push(FieldError::invalid(
+                    "metadata.generateName",
+                    &Value::from(prefix),
+                    &m,
+                ));
+            }
+        }
+        let name = meta.get("name").and_then(Value::as_str).unwrap_or("");
+        if !name.is_empty() {
+            for m in om::name_errors(name, false) {
+                errors.push(FieldError::invalid("metadata.name", &Value::from(name), &m));
+            }
         }
     }
+    let mut repeated = Vec::new();
     if let Some(Value::Object(labels)) = meta.get("labels") {
-        let once = label_errors(labels);
-        let times = match write {
-            Write::Create => 1,
-            Write::Update => 4,
-        };
-        for _ in 0..times {
-            errors.extend(once.iter().cloned());
-        }
+        repeated.extend(om::labels(labels));
+    }
+    if let Some(Value::Object(a)) = meta.get("annotations") {
+        repeated.extend(om::annotations(a));
+    }
+    repeated.extend(om::owner_references(meta.get("ownerReferences")));
+    let finalizers = om::finalizers(meta.get("finalizers"));
+    let (times, finalizer_times) = match (write, builtin) {
+        (Write::Create, _) => (1, 1),
+        (Write::Update, true) => (4, 2),
+        (Write::Update, false) => (3, 1),
+    };
+    for _ in 0..times {
+        errors.extend(repeated.iter().cloned());
+    }
+    for _ in 0..finalizer_times {
+        errors.extend(finalizers.iter().cloned());
     }
     errors
 }
@@ -236,17 +208,24 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(is_dns_subdomain("lab-wsem-a.example"));
-        assert!(!is_dns_subdomain("lab-wsem-Bad_Name"));
-        assert!(!is_dns_subdomain("-a"));
-        assert!(!is_dns_subdomain("a..b"));
-        let e = object_meta(true, &meta(json!({"name": "Bad_Name"})), Write::Create);
-        assert_eq!(e[0].field, "metadata.name");
-        assert!(object_meta(false, &meta(json!({"name": "Bad_Name"})), Write::Create).is_empty());
-        assert_eq!(
-            object_meta(false, &meta(json!({"name": "a/b"})), Write::Create).len(),
-            1
+        for builtin in [true, false] {
+            let e = object_meta(builtin, &meta(json!({"name": "Bad_Name"})), Write::Create);
+            assert_eq!(e.len(), 1);
+            assert_eq!(e[0].field, "metadata.name");
+            let long = "m".repeat(64);
+            assert!(object_meta(builtin, &meta(json!({"name": long})), Write::Create).is_empty());
+            assert_eq!(
+                object_meta(builtin, &meta(json!({"name": "a/b"})), Write::Create).len(),
+                1
+            );
+        }
+        let e = object_meta(
+            false,
+            &meta(json!({"name": "Bad-gen-x7k2p", "generateName": "Bad-gen-"})),
+            Write::Create,
         );
+        let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["metadata.generateName", "metadata.name"]);
     }
 
     #[test]
@@ -256,6 +235,7 @@ mod tests {
         let bad = meta(json!({"labels": {"app": "not valid!"}}));
         assert_eq!(object_meta(true, &bad, Write::Create).len(), 1);
         assert_eq!(object_meta(true, &bad, Write::Update).len(), 4);
+        assert_eq!(object_meta(false, &bad, Write::Update).len(), 3);
         let bad_key = meta(json!({"labels": {"Bad Key": "v", "/x": "v"}}));
         assert_eq!(object_meta(true, &bad_key, Write::Create).len(), 2);
         let long = "a".repeat(64);

@@ -1,7 +1,7 @@
 //! Admission webhooks, called by the test server the way kube-apiserver calls them, so that
 //! a test can run a webhook end to end. What is matched, how a webhook is called, how its
 //! answers and failures are turned into the write's answer, and what is simplified: see
-//! *Webhooks* in the [module docs](super).
+//! *Webhooks* in the [module docs](crate::testing).
 //!
 //! No store lock is held while a webhook is called: a webhook may call this server back
 //! (the sharding webhook lists Leases).

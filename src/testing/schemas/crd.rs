@@ -16,7 +16,7 @@
 //! discovery, and the CRD `Established` (a real server takes a moment). Deleting it deletes
 //! its objects and stops serving the resource: see `crd_lifecycle.rs`.
 //!
-//! [`ApiServerBuilder::custom_resource_definition`]: super::ApiServerBuilder::custom_resource_definition
+//! [`ApiServerBuilder::custom_resource_definition`]: crate::testing::ApiServerBuilder::custom_resource_definition
 
 use serde_json::Value;
 

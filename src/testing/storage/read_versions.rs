@@ -22,7 +22,7 @@
 //! A version older than the history (etcd compacted) is 410 `Expired` for the Exact reads; a
 //! version newer than the present is 504 `Timeout` with the cause `ResourceVersionTooLarge`
 //! (after waiting up to three seconds for the version to be reached, as the real server
-//! waits for its cache: [`ApiServer::set_too_large_wait`](super::ApiServer::set_too_large_wait)). Continue pages carry their version in the
+//! waits for its cache: [`ApiServer::set_too_large_wait`](crate::testing::ApiServer::set_too_large_wait)). Continue pages carry their version in the
 //! token: a `resourceVersion` beside one is 400, a `resourceVersionMatch` beside one is 422.
 //!
 //! Watches start from a version inside the watch cache's window (older: one ERROR event with

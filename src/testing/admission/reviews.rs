@@ -4,12 +4,12 @@
 //! `token` subresource of `serviceaccounts`).
 //!
 //! Who is who, simplified and stated:
-//! - a token given to [`ApiServerBuilder::token`](super::ApiServerBuilder::token), and the
+//! - a token given to [`ApiServerBuilder::token`](crate::testing::ApiServerBuilder::token), and the
 //!   admin client certificate, are `kube-admin` in `system:masters`;
-//! - [`ApiServerBuilder::user_token`](super::ApiServerBuilder::user_token) names a token's user
+//! - [`ApiServerBuilder::user_token`](crate::testing::ApiServerBuilder::user_token) names a token's user
 //!   and groups;
 //! - a `TokenRequest` for a service account that exists (404 otherwise, as the real server)
-//!   or [`ApiServer::issue_token`](super::ApiServer::issue_token) gives an opaque token
+//!   or [`ApiServer::issue_token`](crate::testing::ApiServer::issue_token) gives an opaque token
 //!   (not a JWT) of `system:serviceaccount:<ns>:<name>`, in `system:serviceaccounts`,
 //!   `system:serviceaccounts:<ns>` and `system:authenticated`, for the audiences asked (none:
 //!   [`API_AUDIENCE`]), valid for `expirationSeconds` (at least 600, default 3600); all these
@@ -17,7 +17,7 @@
 //! - a `TokenReview` is authenticated when the token is known, not expired, and for one of
 //!   the audiences asked (none asked: [`API_AUDIENCE`]); `status.audiences` are those;
 //! - a `SubjectAccessReview` is allowed for `system:masters`, and otherwise as the rule set
-//!   with [`ApiServer::set_authorizer`](super::ApiServer::set_authorizer) says (none:
+//!   with [`ApiServer::set_authorizer`](crate::testing::ApiServer::set_authorizer) says (none:
 //!   denied), with no RBAC objects consulted;
 //! - a caller without credentials is `system:anonymous` in `system:unauthenticated`.
 

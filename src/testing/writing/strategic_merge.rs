@@ -37,7 +37,7 @@
 //! elements it names take the patch's place in the rule above, in its order).
 //!
 //! Custom resources get HTTP 415 for this patch type (decided in [`patch`](super::patch) by
-//! [`is_builtin_group`](super::is_builtin_group), the one rule the test server uses to tell
+//! [`is_builtin_group`](crate::testing::is_builtin_group), the one rule the test server uses to tell
 //! built-in resources from custom ones).
 
 use serde_json::{Map, Value};

@@ -82,7 +82,7 @@ pub(crate) struct WriteOptions {
     /// The `managedFields` a server-side apply computed: stored as they are, and no `Update`
     /// entry is recorded.
     pub managed_fields: Option<Value>,
-    /// A Rust-side write ([`ApiServer::create`](super::ApiServer::create), ...): sets the
+    /// A Rust-side write ([`ApiServer::create`](crate::testing::ApiServer::create), ...): sets the
     /// whole object as given (status included, unknown fields kept), like a test fixture.
     pub fixture: bool,
     /// Fields the request body named twice (see `duplicate_fields.rs`): reported as the
@@ -120,7 +120,7 @@ pub(crate) struct DeleteOptions {
     /// `orphanDependents` (deprecated, still honoured for the answer's code: `false` on an
     /// object that stays answers 202 Accepted).
     pub orphan_dependents: Option<bool>,
-    /// A Rust-side delete ([`ApiServer::delete`](super::ApiServer::delete)): an object no
+    /// A Rust-side delete ([`ApiServer::delete`](crate::testing::ApiServer::delete)): an object no
     /// finalizer holds goes with one DELETED event, pods too (no marking first).
     pub fixture: bool,
 }
@@ -646,8 +646,8 @@ impl Store {
         o: &WriteOptions,
     ) -> Result<Written, Status> {
         let mut obj = into_object(body)?;
-        self.adopt_kind(tk, &mut obj);
-        let warnings = self.check_fields(tk, &mut obj, o)?;
+        let foreign_kind = self.adopt_kind(tk, &mut obj, o)?;
+        let mut warnings = self.check_fields(tk, &mut obj, o)?;
         if !o.fixture {
             super::resources::status_on_create(tk, &self.collection(tk).info, &mut obj);
             self.default_custom(tk, &mut obj);
@@ -667,7 +667,13 @@ impl Store {
         let namespace = check_namespace(meta, ns)?;
         let name = match (given, prefix) {
             (Some(n), _) => n,
-            (None, Some(prefix)) => {
+            (None, Some(mut prefix)) => {
+                // The server keeps 58 bytes of the prefix (its names' 63 less the suffix).
+                let mut keep = prefix.len().min(super::object_meta::GENERATE_PREFIX_MAX);
+                while !prefix.is_char_boundary(keep) {
+                    keep -= 1;
+                }
+                prefix.truncate(keep);
                 // A clash with an existing name draws again (the real server answers 409 and
                 // its clients retry; a handful of draws makes a clash vanishingly rare).
                 let mut name = format!("{prefix}{}", self.random_suffix());
@@ -691,7 +697,19 @@ impl Store {
         if !o.fixture {
             let mut named = metadata_of(&mut obj).clone();
             named.insert("name".into(), name.clone().into());
-            self.validate(tk, &obj, None, &named, Write::Create, &name)?;
+            self.validate(
+                tk,
+                &obj,
+                None,
+                &named,
+                Write::Create,
+                &name,
+                foreign_kind.as_deref(),
+            )?;
+            warnings.extend(super::object_meta::finalizer_warnings(
+                named.get("finalizers"),
+                None,
+            ));
         }
         let key = make_key(&namespace, &name);
         if self.collection(tk).objects.contains_key(&key) {
@@ -757,7 +775,7 @@ impl Store {
         o: &WriteOptions,
     ) -> Result<Written, Status> {
         let mut obj = into_object(body)?;
-        self.adopt_kind(tk, &mut obj);
+        let foreign_kind = self.adopt_kind(tk, &mut obj, o)?;
         let namespace = ns.unwrap_or("").to_owned();
         let key = make_key(&namespace, name);
         let Some(current) = self.collection(tk).objects.get(&key).cloned() else {
@@ -819,7 +837,7 @@ impl Store {
                 name,
             ));
         }
-        let warnings = self.check_fields(tk, &mut obj, o)?;
+        let mut warnings = self.check_fields(tk, &mut obj, o)?;
         let (has_generation, has_status) = {
             let info = &self.collection(tk).info;
             (info.generation, info.subresources.status)
@@ -898,7 +916,23 @@ impl Store {
         }
         if !o.fixture {
             let meta = metadata_of(&mut obj).clone();
-            self.validate(tk, &obj, Some(&old), &meta, Write::Update, name)?;
+            if o.subresource.as_deref() == Some("status") {
+                self.validate_status(tk, &obj, &old, name, foreign_kind.as_deref())?;
+            } else {
+                self.validate(
+                    tk,
+                    &obj,
+                    Some(&old),
+                    &meta,
+                    Write::Update,
+                    name,
+                    foreign_kind.as_deref(),
+                )?;
+            }
+            warnings.extend(super::object_meta::finalizer_warnings(
+                meta.get("finalizers"),
+                old_meta.and_then(|m| m.get("finalizers")),
+            ));
         }
         self.record_managed_fields(tk, Some(&old), &mut obj, o);
         if finishes_deletion {
@@ -1350,6 +1384,8 @@ impl Store {
     /// Validates an HTTP write's object: its metadata `meta` (see `validation`) and, for a
     /// custom resource with a schema, its values (see `schema`) and list types (see
     /// `list_types`: ratcheted against `old`, the object before an update).
+    /// `foreign_kind`: the body's `kind` when it is not the custom resource's (reported
+    /// first, and the 422 names that kind, as kube-apiserver's does).
     fn validate(
         &mut self,
         tk: &TypeKey,
@@ -1358,18 +1394,70 @@ impl Store {
         meta: &Map<String, Value>,
         write: Write,
         name: &str,
+        foreign_kind: Option<&str>,
     ) -> Result<(), Status> {
-        let info = &self.collection(tk).info;
-        let mut errors = validation::object_meta(info.builtin, meta, write);
+        let c = self.collection(tk);
+        let info = &c.info;
+        let mut errors = kind_errors(&c.kind, foreign_kind);
+        errors.extend(validation::object_meta(info.builtin, meta, write));
         if let Some(schema) = &info.schema {
             errors.extend(super::schema::validate(schema, obj));
             errors.extend(super::crd_embedded::validate(schema, obj));
             errors.extend(super::list_types::validate_update(schema, obj, old));
         }
+        self.refuse(tk, name, foreign_kind, &errors)
+    }
+
+    /// The status seam: validates a `/status` write (`new`, the stored object with the
+    /// body's status) against the stored `old`: the kind, the metadata's update checks and,
+    /// for a custom resource with a schema, the status against the schema's `status`
+    /// (see `crd_status.rs`, where the CEL rules of a status write belong).
+    fn validate_status(
+        &mut self,
+        tk: &TypeKey,
+        new: &Map<String, Value>,
+        old: &Map<String, Value>,
+        name: &str,
+        foreign_kind: Option<&str>,
+    ) -> Result<(), Status> {
+        let c = self.collection(tk);
+        let info = &c.info;
+        let mut errors = kind_errors(&c.kind, foreign_kind);
+        let meta = new
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        errors.extend(validation::object_meta(info.builtin, &meta, Write::Update));
+        if let Some(schema) = &info.schema {
+            errors.extend(super::crd_status::validate(schema, new, old));
+            errors.extend(super::crd_embedded::validate(schema, new));
+            errors.extend(super::list_types::validate_update(schema, new, Some(old)));
+        }
+        self.refuse(tk, name, foreign_kind, &errors)
+    }
+
+    /// Ok without `errors`, else their 422 (naming `foreign_kind` if the body had one).
+    fn refuse(
+        &mut self,
+        tk: &TypeKey,
+        name: &str,
+        foreign_kind: Option<&str>,
+        errors: &[FieldError],
+    ) -> Result<(), Status> {
         if errors.is_empty() {
             return Ok(());
         }
-        Err(self.invalid(tk, name, &errors))
+        Err(match foreign_kind {
+            Some(kind) => validation::invalid(
+                &validation::qualified(kind, &tk.group),
+                kind,
+                &tk.group,
+                name,
+                errors,
+            ),
+            None => self.invalid(tk, name, errors),
+        })
     }
 
     /// Unknown fields of a write: refused (`Strict`), dropped with one warning each (`Warn`),
@@ -1491,15 +1579,39 @@ impl Store {
             .ok_or_else(|| not_found(tk, name))
     }
 
-    /// Takes `kind` (naming the collection's kind) and `apiVersion` out of a body.
-    fn adopt_kind(&mut self, tk: &TypeKey, obj: &mut Map<String, Value>) {
-        obj.remove("apiVersion");
-        if let Some(Value::String(kind)) = obj.remove("kind") {
-            let c = self.collection(tk);
+    /// Takes `kind` (naming the collection's kind) and `apiVersion` out of a body. A custom
+    /// resource's HTTP write must name its resource's version (else a 400, as decoding
+    /// refuses it) and its kind: another kind is returned, for validation to report (a 422
+    /// naming field `kind`).
+    fn adopt_kind(
+        &mut self,
+        tk: &TypeKey,
+        obj: &mut Map<String, Value>,
+        o: &WriteOptions,
+    ) -> Result<Option<String>, Status> {
+        let api_version = obj.remove("apiVersion");
+        let kind = obj.remove("kind");
+        let c = self.collection(tk);
+        if !o.fixture && !c.info.builtin && c.info.schema.is_some() {
+            let expected = tk.api_version();
+            if let Some(Value::String(v)) = &api_version {
+                if *v != expected {
+                    return Err(bad_request(format!(
+                        "the API version in the data ({v}) does not match the expected API version ({expected})"
+                    )));
+                }
+            }
+            return Ok(match kind {
+                Some(Value::String(k)) if !c.kind.is_empty() && k != c.kind => Some(k),
+                _ => None,
+            });
+        }
+        if let Some(Value::String(kind)) = kind {
             if c.objects.is_empty() {
                 c.kind = kind;
             }
         }
+        Ok(None)
     }
 }
 
@@ -1578,6 +1690,14 @@ fn new_finalizers_forbidden(tk: &TypeKey, kind: &str, name: &str, added: &[&Stri
         name,
         &[e.clone(), e],
     )
+}
+
+/// The error of a body whose `kind` (`foreign`) is not the resource's `kind`.
+fn kind_errors(kind: &str, foreign: Option<&str>) -> Vec<FieldError> {
+    foreign
+        .map(|f| FieldError::invalid("kind", &Value::from(f), &format!("must be {kind}")))
+        .into_iter()
+        .collect()
 }
 
 /// The strings of a JSON list (finalizers); anything else is empty.

@@ -180,6 +180,25 @@ fn json_body(req: &Request) -> Result<Value, Status> {
     })
 }
 
+/// A custom resource's body in another version of its group: refused with the warnings
+/// of its decoding (see `crd_version.rs`).
+fn other_version(
+    t: &Address<'_>,
+    shared: &Shared,
+    body: &Value,
+    o: &WriteOptions,
+) -> Option<Answer> {
+    let kind = {
+        let mut store = shared.store.lock();
+        let c = store.collection(t.tk);
+        if c.info.builtin || c.info.schema.is_none() {
+            return None;
+        }
+        c.kind.clone()
+    };
+    super::crd_version::refused(t.tk, &kind, body, o)
+}
+
 /// Answers one write request (POST, PUT, PATCH, DELETE).
 pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
     let info = shared.store.lock().collection(t.tk).info.clone();
@@ -196,6 +215,9 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
         ("POST", None) => {
             let mut o = write_options(req, None)?;
             let body = json_body(req)?;
+            if let Some(refused) = other_version(t, shared, &body, &o) {
+                return Ok(refused);
+            }
             o.duplicate_fields = super::duplicate_fields::duplicate_fields(&req.body);
             super::events::validate(t.tk, &body)?;
             let (body, warnings) = if super::webhooks::configured(shared) {
@@ -219,6 +241,9 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
         ("PUT", Some(n)) => {
             let mut o = write_options(req, t.subresource)?;
             let body = json_body(req)?;
+            if let Some(refused) = other_version(t, shared, &body, &o) {
+                return Ok(refused);
+            }
             o.duplicate_fields = super::duplicate_fields::duplicate_fields(&req.body);
             super::events::validate(t.tk, &body)?;
             let (body, warnings) = if super::webhooks::configured(shared) {

@@ -5,7 +5,7 @@
 //! `unknown field "spec.bogus"` warning each, or a 400 under `fieldValidation=Strict`) and
 //! then validates what is left (422 `Invalid`, one cause per problem). The test server does
 //! both for the schemas given with
-//! [`ApiServerBuilder::custom_resource_definition`](super::ApiServerBuilder::custom_resource_definition).
+//! [`ApiServerBuilder::custom_resource_definition`](crate::testing::ApiServerBuilder::custom_resource_definition).
 //!
 //! Validation follows kube-openapi's validator, which kube-apiserver runs on custom
 //! resources, check by check: for each value, the type, the combinators, the string checks
@@ -385,6 +385,14 @@ pub(crate) fn validate(schema: &Value, obj: &Map<String, Value>) -> Vec<FieldErr
             .collect(),
     );
     out.merge(schema_validate(schema, &root, ""));
+    out.errors
+}
+
+/// The problems of one value against its own schema, named relative to that value (as
+/// kube-apiserver's validator of a `/status` write, which is rooted at `status`, names them).
+pub(crate) fn validate_value(schema: &Value, v: &Value) -> Vec<FieldError> {
+    let mut out = Outcome::default();
+    out.merge(schema_validate(schema, v, ""));
     out.errors
 }
 

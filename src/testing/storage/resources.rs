@@ -5,10 +5,10 @@
 //! A real API server learns this from its compiled-in types and from CRDs. The test server has
 //! neither, so it keeps a small table of the built-ins that tests use and treats everything
 //! else by one rule (see [`is_builtin_group`]); [`ApiServerBuilder::subresources`] and
-//! [`ApiServerBuilder::schema_fields`](super::ApiServerBuilder::schema_fields) override it per
+//! [`ApiServerBuilder::schema_fields`](crate::testing::ApiServerBuilder::schema_fields) override it per
 //! resource.
 //!
-//! [`ApiServerBuilder::subresources`]: super::ApiServerBuilder::subresources
+//! [`ApiServerBuilder::subresources`]: crate::testing::ApiServerBuilder::subresources
 
 use serde_json::Value;
 

@@ -4,14 +4,14 @@
 //!
 //! What it lists: the built-in resources of a real v1.36 server (the aggregated documents
 //! captured from it, in `discovery_builtins.json`), plus every resource registered with
-//! [`ApiServerBuilder::resource`](super::ApiServerBuilder::resource) (or `subresources`,
+//! [`ApiServerBuilder::resource`](crate::testing::ApiServerBuilder::resource) (or `subresources`,
 //! `schema_fields`) that is not one of them: a custom resource as a CRD would show it
 //! (singular = lower-cased kind, the CRD verbs, its declared `status`/`scale`
-//! subresources and [`short_names`](super::ApiServerBuilder::short_names)), its group after the built-in ones,
+//! subresources and [`short_names`](crate::testing::ApiServerBuilder::short_names)), its group after the built-in ones,
 //! and every resource of a CRD written through the API (until the CRD is deleted; see
 //! `crd_lifecycle.rs`). A group or version nothing serves is the plain-text `404 page not
 //! found` kube-apiserver sends. The legacy documents are derived from
-//! the same model. [`ApiServer::set_aggregated_discovery`](super::ApiServer::set_aggregated_discovery)
+//! the same model. [`ApiServer::set_aggregated_discovery`](crate::testing::ApiServer::set_aggregated_discovery)
 //! switches v2 off (the `Accept` fallback then answers the legacy form, like an old server).
 //!
 //! Simplifications: no `storageVersionHash` in the legacy documents; resources that only

@@ -1,5 +1,5 @@
 //! The test server's container runtime: what exec, attach and port-forward reach, set up by
-//! the test ([`ApiServer::runtime`](super::ApiServer::runtime)).
+//! the test ([`ApiServer::runtime`](crate::testing::ApiServer::runtime)).
 //!
 //! - commands, registered by argv (or by their first word) with their output and exit code,
 //!   or as a closure over what they read on stdin (run when stdin ends), or as an

@@ -88,7 +88,7 @@ impl Default for ApiServerBuilder {
 }
 
 impl ApiServerBuilder {
-    /// Serve HTTPS with the committed test certificate (see [`tls::CA_PEM`](super::CA_PEM)).
+    /// Serve HTTPS with the committed test certificate (see [`tls::CA_PEM`](crate::testing::CA_PEM)).
     pub fn tls(mut self) -> Self {
         self.tls = true;
         self
@@ -193,7 +193,7 @@ impl ApiServerBuilder {
     /// version's `openAPIV3Schema` (objects are validated against it and its undeclared
     /// fields pruned; see `schema.rs`). An error names what the definition lacks. With
     /// `spec.conversion.strategy: Webhook`, its other served versions are read and written
-    /// through the conversion webhook (see *Webhooks* in the [module docs](super)).
+    /// through the conversion webhook (see *Webhooks* in the [module docs](crate::testing)).
     ///
     /// ```
     /// use kube_informer::testing::ApiServer;
@@ -292,7 +292,7 @@ impl Shared {
 }
 
 /// A kube-apiserver stand-in on `127.0.0.1`: real HTTP/1.1 (and TLS), real list and watch
-/// semantics, and fault injection. See the [module docs](super).
+/// semantics, and fault injection. See the [module docs](crate::testing).
 pub struct ApiServer {
     shared: Arc<Shared>,
     addr: SocketAddr,
@@ -378,7 +378,7 @@ impl ApiServer {
     /// Where the webhooks of the Service `namespace`/`name` listen: a webhook configuration's
     /// `clientConfig.service` naming it is called at `base_url` followed by the service's
     /// `path` (`https://127.0.0.1:8443` and `/validate`). The port in the configuration is
-    /// not looked at. See `webhooks.rs` in the [module docs](super).
+    /// not looked at. See `webhooks.rs` in the [module docs](crate::testing).
     pub fn webhook_service(&self, namespace: &str, name: &str, base_url: &str) {
         self.shared
             .webhook_services
@@ -802,7 +802,7 @@ impl ApiServer {
     }
 
     /// A token of the service account `namespace/name` for `audiences` (none:
-    /// [`API_AUDIENCE`](super::API_AUDIENCE)), valid for an hour, as a `TokenRequest` would
+    /// [`API_AUDIENCE`](crate::testing::API_AUDIENCE)), valid for an hour, as a `TokenRequest` would
     /// give, without the service account having to exist (see `reviews.rs`).
     pub fn issue_token(&self, namespace: &str, name: &str, audiences: &[&str]) -> String {
         let audiences: Vec<String> = audiences.iter().map(|a| a.to_string()).collect();

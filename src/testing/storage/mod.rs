@@ -1,0 +1,23 @@
+//! The store room: what the test server keeps and how it reads it back.
+//!
+//! `store.rs` is the etcd plus watch cache of the test server (objects under one increasing
+//! resourceVersion, the event history, compaction, backups); `read_versions.rs` decides which
+//! state a list or watch answers; `resources.rs` says what is known about a resource beyond
+//! its objects; `metadata.rs` and `events.rs` shape what is stored or read for one kind of
+//! answer (metadata-only, Events). They live together because each of them is about the
+//! stored state itself, not about how a request reaches it: the HTTP side is in
+//! [`serving`](super::serving), the write rules in [`writing`](super::writing).
+
+pub(super) mod events;
+pub(super) mod metadata;
+pub(super) mod read_versions;
+pub(super) mod resources;
+pub(super) mod store;
+
+// What the store takes from the other rooms (its files name them `super::<module>`).
+use super::schemas::{
+    crd_defaults, crd_embedded, crd_lifecycle, crd_status, defaults, list_types, object_meta,
+    schema, validation,
+};
+use super::serving::discovery;
+use super::writing::{managed_fields, patch};
