@@ -1386,6 +1386,7 @@ impl Store {
     /// `list_types`: ratcheted against `old`, the object before an update).
     /// `foreign_kind`: the body's `kind` when it is not the custom resource's (reported
     /// first, and the 422 names that kind, as kube-apiserver's does).
+    #[allow(clippy::too_many_arguments)]
     fn validate(
         &mut self,
         tk: &TypeKey,
