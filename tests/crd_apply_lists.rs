@@ -47,7 +47,11 @@ fn crd() -> Value {
                                "additionalProperties": {"type": "string"}},
                     "limits": {"type": "object", "x-kubernetes-map-type": "atomic",
                                "additionalProperties": {"type": "string"}},
-                    "owner": {"type": "string"}}}}}}}]
+                    "owner": {"type": "string"}}},
+                    "status": {"type": "object", "properties": {
+                        "seen": {"type": "array", "x-kubernetes-list-type": "set",
+                                 "items": {"type": "string"}}}}}}},
+                "subresources": {"status": {}}}]
         }
     })
 }
@@ -448,4 +452,35 @@ fn updates_own_set_items_and_map_list_items_and_metadata_as_the_server_writes_th
         owners(&obj)["editor/Update"],
         json!({"f:spec": {"f:zones": {"v:\"b\"": {}}}})
     );
+}
+
+#[test]
+fn status_writes_check_list_types_too() {
+    let (_server, addr) = server();
+    let obj = applied(addr, "r7", "alice", json!({"owner": "alice"}));
+    let mut next = obj.clone();
+    next["status"] = json!({"seen": ["a", "b", "a"]});
+    let r = send_json(
+        addr,
+        "PUT",
+        &format!("{PATH}/r7/status"),
+        Some("application/json"),
+        next.to_string().into_bytes(),
+    );
+    let st = body_json(&r);
+    assert_eq!(r.code, 422, "{st}");
+    assert_eq!(
+        st["details"]["causes"],
+        json!([{"reason": "FieldValueDuplicate", "message": "Duplicate value: \"a\"",
+                "field": "status.seen[2]"}])
+    );
+    next["status"] = json!({"seen": ["a", "b"]});
+    let r = send_json(
+        addr,
+        "PUT",
+        &format!("{PATH}/r7/status"),
+        Some("application/json"),
+        next.to_string().into_bytes(),
+    );
+    assert_eq!(r.code, 200, "{}", String::from_utf8_lossy(&r.body));
 }
