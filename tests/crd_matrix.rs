@@ -35,10 +35,11 @@ const WHOLE_GROUPS: &[&str] = &[
     "metadata",
     "cel",
     "status",
+    "lists",
 ];
 
 /// Steps agreeing over all groups: the total may rise, never fall below this.
-const FLOOR: usize = 147;
+const FLOOR: usize = 155;
 
 fn matrix() -> Value {
     serde_json::from_slice(&common::fixture("crd-matrix.json")).expect("crd-matrix.json is JSON")

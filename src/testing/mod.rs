@@ -30,10 +30,12 @@
 //!   `fieldManager` required, create on a missing object, conflicts between managers as a 409
 //!   listing the fields, `force=true`); every HTTP write records `metadata.managedFields`
 //!   (an `Update` entry for the writer, `Apply` entries for appliers) so appliers conflict
-//!   with other writers as they would on a real cluster. The test server has no OpenAPI
-//!   schema: which lists are keyed (and by what) is decided by field name for built-in
-//!   resources (`containers` by `name`, `conditions` by `type`, ...) and every list of a
-//!   custom resource is atomic; a few defaults are filled in (see `defaults.rs`);
+//!   with other writers as they would on a real cluster. Which lists are keyed (and by
+//!   what) is decided by field name for built-in resources (`containers` by `name`,
+//!   `conditions` by `type`, ...) and by a custom resource's schema
+//!   (`x-kubernetes-list-type` set / map with its keys / atomic, `x-kubernetes-map-type`);
+//!   set and map-list duplicates are refused as kube-apiserver refuses them (see
+//!   `list_types.rs`); a few defaults are filled in (see `defaults.rs`);
 //! - **CustomResourceDefinitions** written over HTTP (create, update, patch, apply) are checked as
 //!   kube-apiserver checks them (structural schemas, see `structural.rs`; a 422 listing the
 //!   problems) and their resource served at once, with its schema and subresources, listed by

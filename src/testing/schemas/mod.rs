@@ -19,6 +19,7 @@ pub(super) mod crd_status;
 pub(super) mod defaults;
 pub(super) mod duplicate_fields;
 pub(super) mod formats;
+pub(super) mod list_types;
 pub(super) mod object_meta;
 pub(super) mod schema;
 pub(crate) mod structural;

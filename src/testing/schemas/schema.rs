@@ -26,9 +26,9 @@
 //! `\b`), `format` (see `formats.rs`: int32/int64 ranges and every string format but those
 //! listed there as unchecked), `minItems`/`maxItems`, `minProperties`/`maxProperties`,
 //! `enum` (Go's comparison), `required`, `oneOf`/`anyOf`/`allOf`/`not`. Not supported here
-//! (accepted without a check): `x-kubernetes-validations` (CEL: see `crd_cel.rs`), list types and map types
-//! (set and list-map duplicates), `x-kubernetes-embedded-resource`'s required fields;
-//! defaults are applied elsewhere.
+//! (accepted without a check): `x-kubernetes-validations` (CEL: see `crd_cel.rs`),
+//! `x-kubernetes-embedded-resource`'s required fields; defaults are applied elsewhere, and
+//! list types (set and list-map duplicates) are checked by `list_types.rs`.
 
 use serde_json::{Map, Value};
 

@@ -16,6 +16,9 @@
 //! - `$ref`, `uniqueItems: true`, `items` as a list, `properties` beside
 //!   `additionalProperties`, and `x-kubernetes-preserve-unknown-fields: false` are refused.
 //!
+//! - list and map types (`x-kubernetes-list-type`, `x-kubernetes-list-map-keys`,
+//!   `x-kubernetes-map-type`) usable as kube-apiserver requires: see `list_types.rs`.
+//!
 //! Not checked: defaults against the schema, `pattern` syntax, formats. CEL rules are
 //! checked in `crd_cel.rs` (`check_rules`).
 
@@ -79,6 +82,7 @@ fn forbidden_everywhere(m: &Map<String, Value>, path: &str, errors: &mut Vec<Fie
 
 fn node(m: &Map<String, Value>, path: &str, level: Level, errors: &mut Vec<FieldError>) {
     forbidden_everywhere(m, path, errors);
+    errors.extend(super::list_types::check_schema(m, path));
     let ty = m.get("type").and_then(Value::as_str).unwrap_or("");
     let props = m.get("properties").and_then(Value::as_object);
     if let Some(ap) = m.get("additionalProperties") {

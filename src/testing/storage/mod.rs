@@ -16,8 +16,8 @@ pub(super) mod store;
 
 // What the store takes from the other rooms (its files name them `super::<module>`).
 use super::schemas::{
-    crd_cel, crd_defaults, crd_embedded, crd_lifecycle, crd_status, defaults, object_meta, schema,
-    validation,
+    crd_cel, crd_defaults, crd_embedded, crd_lifecycle, crd_status, defaults, list_types,
+    object_meta, schema, validation,
 };
 use super::serving::discovery;
 use super::writing::{managed_fields, patch};

@@ -1348,7 +1348,8 @@ impl Store {
         let Some(manager) = o.field_manager.as_deref() else {
             return;
         };
-        let w = super::patch::writer(tk, builtin, o, manager);
+        let mut w = super::patch::writer(tk, builtin, o, manager);
+        w.schema.crd = self.collection(tk).info.schema.clone().map(Arc::new);
         // An object stored by a Rust-side write may lack the defaults: compared as if it had
         // them, so filling them in is nobody's change.
         let old_defaulted = old.filter(|_| builtin).map(|m| {
@@ -1381,10 +1382,12 @@ impl Store {
     }
 
     /// Validates an HTTP write's object: its metadata `meta` (see `validation`) and, for a
-    /// custom resource with a schema, its values (see `schema`) and its CEL rules (see
-    /// `crd_cel`; `old` is the stored object of an update).
+    /// custom resource with a schema, its values (see `schema`), its list types (see
+    /// `list_types`: ratcheted against `old`, the object before an update) and its CEL rules
+    /// (see `crd_cel`, also ratcheted against `old`).
     /// `foreign_kind`: the body's `kind` when it is not the custom resource's (reported
     /// first, and the 422 names that kind, as kube-apiserver's does).
+    #[allow(clippy::too_many_arguments)]
     fn validate(
         &mut self,
         tk: &TypeKey,
@@ -1402,6 +1405,7 @@ impl Store {
         if let Some(schema) = &info.schema {
             errors.extend(super::schema::validate(schema, obj));
             errors.extend(super::crd_embedded::validate(schema, obj));
+            errors.extend(super::list_types::validate_update(schema, obj, old));
             let api_version = format!("{}/{}", tk.group, tk.version);
             let root = super::crd_cel::Root {
                 api_version: &api_version,
@@ -1437,6 +1441,7 @@ impl Store {
         if let Some(schema) = &info.schema {
             errors.extend(super::crd_status::validate(schema, new, old));
             errors.extend(super::crd_embedded::validate(schema, new));
+            errors.extend(super::list_types::validate_update(schema, new, Some(old)));
             // As the status strategy does: every rule of the whole object, ratcheted against
             // the stored one (so `spec`, reset to the stored spec, passes unchanged).
             let api_version = format!("{}/{}", tk.group, tk.version);

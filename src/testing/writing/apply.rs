@@ -13,13 +13,20 @@
 //!   applier takes the field over and the other manager loses it. Setting the same value
 //!   shares the field.
 //! - a field the applier owned and no longer mentions is removed from the object, unless
-//!   another manager owns it too;
+//!   another manager owns it (or, for a field, anything inside it) too; a list item stays
+//!   only when another manager owns the item itself (owning a field inside it is not
+//!   enough), and a field a custom resource's schema declares goes as a whole once no one
+//!   owns anything in it (structured-merge-diff's prune: no `tags: []` left behind);
 //! - `fieldManager` is required (422), the body's name must be the URL's (400, checked AFTER
 //!   conflicts, as captured), and unknown fields of the kinds the server knows give the
 //!   captured HTTP 500 (kube-apiserver's bug, with or without `fieldValidation=Strict`).
-//! - keyed lists are merged element by element: the live elements in their order (merged
-//!   with the body's), then the body's new ones in its order (structured-merge-diff's rule);
-//!   an empty map or list in the body is owned as a whole;
+//! - keyed lists and sets are merged element by element: the live elements in their order
+//!   (merged with the body's), then the body's new ones in its order (structured-merge-diff's
+//!   rule); atomic lists and maps (a custom resource's `x-kubernetes-list-type: atomic` or
+//!   none, `x-kubernetes-map-type: atomic`) are replaced and owned as a whole, so another
+//!   manager's different value is a conflict on the whole field (`.spec.tags`); an empty
+//!   map or list in the body is owned as a whole, and so is a key of a custom resource's
+//!   free-form map (`additionalProperties`) with the fields inside it;
 //! - an apply through `/status` applies only `status` and records `subresource: status`;
 //!   an apply to the main resource of a resource that serves `/status` ignores `status`.
 //!
@@ -34,8 +41,7 @@
 use serde_json::{Map, Value};
 
 use super::managed_fields::{
-    diff, element_key, entries_of, list_kind, store_entries, Entry, FieldSet, ListKind, Schema,
-    Writer,
+    diff, element_key, entries_of, store_entries, Entry, FieldSet, ListKind, Node, Schema, Writer,
 };
 use crate::api::{Status, StatusCause, StatusDetails};
 
@@ -123,7 +129,7 @@ pub(crate) fn apply(
             m.remove("status");
         }
     }
-    let applied_set = config_set(w.schema, &config);
+    let applied_set = config_set(&w.schema, &config);
     let mut entries = live.map(entries_of).unwrap_or_default();
     let previous = entries
         .iter()
@@ -134,16 +140,41 @@ pub(crate) fn apply(
         // The store takes `kind` and `apiVersion` out (naming the resource's kind).
         None => config.clone(),
         Some(live) => {
-            let mut merged = merge(w.schema, "", live, &config);
+            let mut merged = merge(w.schema.root(), live, &config);
             // What this manager owned before and no longer mentions goes, unless shared.
             let mut dropped = previous.clone();
             dropped.subtract(&applied_set);
             for path in dropped.paths() {
+                // A list item stays only when someone else owns the item itself (owning a
+                // field inside it is not enough: structured-merge-diff's rule); a field,
+                // when someone owns it or anything inside it.
+                let item = path
+                    .last()
+                    .is_some_and(|p| p.starts_with("k:") || p.starts_with("v:"));
                 let shared = entries.iter().any(|e| {
                     !e.same_manager(manager, "Apply", &w.subresource)
-                        && owns_at_or_below(&e.fields, &path)
+                        && if item {
+                            e.fields.contains(&path)
+                        } else {
+                            owns_at_or_below(&e.fields, &path)
+                        }
                 });
                 if !shared {
+                    remove_path(&mut merged, &path);
+                }
+            }
+            // A field a custom resource's schema declares, that held what this manager
+            // owned before, goes as a whole once no one owns anything in it
+            // (structured-merge-diff prunes named fields so: no `set: []` left behind).
+            let owned_below = |path: &[String]| {
+                owns_at_or_below(&applied_set, path)
+                    || entries.iter().any(|e| {
+                        !e.same_manager(manager, "Apply", &w.subresource)
+                            && owns_at_or_below(&e.fields, path)
+                    })
+            };
+            for path in declared_containers(w.schema.root(), &previous) {
+                if !owned_below(&path) {
                     remove_path(&mut merged, &path);
                 }
             }
@@ -151,7 +182,7 @@ pub(crate) fn apply(
         }
     };
     if let Some(live) = live {
-        let d = diff(w.schema, Some(live), &result);
+        let d = diff(&w.schema, Some(live), &result);
         let mut conflicts: Vec<Conflict> = Vec::new();
         for e in &entries {
             if e.same_manager(manager, "Apply", &w.subresource) {
@@ -334,20 +365,24 @@ pub(crate) fn conflict_status(mut conflicts: Vec<Conflict>) -> Status {
     st
 }
 
-/// The fields an apply body sets: its leaves, each element of its keyed lists, never the
-/// server's metadata.
-pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
-    fn walk(schema: Schema, name: &str, v: &Value, path: &mut Vec<String>, set: &mut FieldSet) {
+/// The fields an apply body sets: its leaves, each element of its keyed lists and sets,
+/// atomic maps and lists as a whole, never the server's metadata.
+pub(crate) fn config_set(schema: &Schema, config: &Value) -> FieldSet {
+    fn walk(node: Node<'_>, v: &Value, path: &mut Vec<String>, set: &mut FieldSet) {
         match v {
-            Value::Object(m) if !m.is_empty() && !atomic(schema, name, m) => {
+            Value::Object(m) if !m.is_empty() && !node.atomic_map(m) => {
                 for (k, c) in m {
                     path.push(format!("f:{k}"));
-                    walk(schema, k, c, path, set);
+                    walk(node.field(k), c, path, set);
+                    // A key of a custom resource's free-form map is owned itself too.
+                    if node.is_custom() && !node.declares(k) {
+                        set.insert(path);
+                    }
                     path.pop();
                 }
             }
             Value::Array(l) if !l.is_empty() => {
-                let kind = list_kind(schema, name, l);
+                let kind = node.list_kind(l);
                 if kind == ListKind::Atomic {
                     set.insert(path);
                     return;
@@ -361,7 +396,7 @@ pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
                     if let (ListKind::Map(_), Value::Object(m)) = (&kind, item) {
                         for (f, c) in m {
                             path.push(format!("f:{f}"));
-                            walk(schema, f, c, path, set);
+                            walk(node.items().field(f), c, path, set);
                             path.pop();
                         }
                     }
@@ -375,12 +410,14 @@ pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
     let Some(m) = config.as_object() else {
         return set;
     };
+    let root = schema.root();
     let mut path = Vec::new();
     for (k, v) in m {
         match k.as_str() {
             "apiVersion" | "kind" => {}
             "metadata" => {
                 if let Value::Object(meta) = v {
+                    let node = root.field("metadata");
                     for (mk, mv) in meta {
                         if matches!(
                             mk.as_str(),
@@ -399,14 +436,14 @@ pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
                         }
                         path.push("f:metadata".into());
                         path.push(format!("f:{mk}"));
-                        walk(schema, mk, mv, &mut path, &mut set);
+                        walk(node.field(mk), mv, &mut path, &mut set);
                         path.clear();
                     }
                 }
             }
             _ => {
                 path.push(format!("f:{k}"));
-                walk(schema, k, v, &mut path, &mut set);
+                walk(root.field(k), v, &mut path, &mut set);
                 path.clear();
             }
         }
@@ -414,22 +451,15 @@ pub(crate) fn config_set(schema: Schema, config: &Value) -> FieldSet {
     set
 }
 
-fn atomic(schema: Schema, name: &str, m: &Map<String, Value>) -> bool {
-    schema.builtin
-        && (matches!(name, "involvedObject" | "regarding" | "related")
-            || (name == "selector"
-                && (m.contains_key("matchLabels") || m.contains_key("matchExpressions"))))
-}
-
-/// Merges an apply body into the live object: maps field by field, keyed lists element by
-/// element, sets by value, everything else replaced.
-fn merge(schema: Schema, name: &str, live: &Value, config: &Value) -> Value {
+/// Merges an apply body into the live object: maps field by field (atomic ones replaced),
+/// keyed lists element by element, sets by value, everything else replaced.
+fn merge(node: Node<'_>, live: &Value, config: &Value) -> Value {
     match (live, config) {
-        (Value::Object(l), Value::Object(c)) if !atomic(schema, name, c) => {
+        (Value::Object(l), Value::Object(c)) if !node.atomic_map(c) => {
             let mut out = l.clone();
             for (k, cv) in c {
                 let merged = match l.get(k) {
-                    Some(lv) => merge(schema, k, lv, cv),
+                    Some(lv) => merge(node.field(k), lv, cv),
                     None => cv.clone(),
                 };
                 out.insert(k.clone(), merged);
@@ -438,18 +468,26 @@ fn merge(schema: Schema, name: &str, live: &Value, config: &Value) -> Value {
         }
         (Value::Array(l), Value::Array(c)) => {
             let all: Vec<Value> = l.iter().chain(c.iter()).cloned().collect();
-            let kind = list_kind(schema, name, &all);
+            let kind = node.list_kind(&all);
             if kind == ListKind::Atomic {
                 return config.clone();
             }
             let mut out: Vec<Value> = l.clone();
+            // Where each live key is (its first item), so that a long list merges in one pass.
+            let mut at: std::collections::HashMap<String, usize> =
+                std::collections::HashMap::with_capacity(out.len() + c.len());
+            for (i, x) in out.iter().enumerate() {
+                if let Some(k) = element_key(&kind, x) {
+                    at.entry(k).or_insert(i);
+                }
+            }
             for item in c {
-                let key = element_key(&kind, item);
-                match out
-                    .iter_mut()
-                    .find(|x| key.is_some() && element_key(&kind, x) == key)
-                {
-                    Some(existing) => *existing = merge(schema, "", existing, item),
+                match element_key(&kind, item).map(|k| (at.get(&k).copied(), k)) {
+                    Some((Some(i), _)) => out[i] = merge(node.items(), &out[i], item),
+                    Some((None, k)) => {
+                        at.insert(k, out.len());
+                        out.push(item.clone());
+                    }
                     None => out.push(item.clone()),
                 }
             }
@@ -457,6 +495,32 @@ fn merge(schema: Schema, name: &str, live: &Value, config: &Value) -> Value {
         }
         _ => config.clone(),
     }
+}
+
+/// The paths of `set` and of every field above them that the schema declares (a CRD's
+/// `properties`: structured-merge-diff's "named fields"), deepest first.
+fn declared_containers(root: Node<'_>, set: &FieldSet) -> Vec<Vec<String>> {
+    fn walk(node: Node<'_>, set: &FieldSet, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        for (k, child) in &set.children {
+            let next = if let Some(f) = k.strip_prefix("f:") {
+                if node.declares(f) {
+                    path.push(k.clone());
+                    walk(node.field(f), child, path, out);
+                    out.push(path.clone());
+                    path.pop();
+                }
+                continue;
+            } else {
+                node.items()
+            };
+            path.push(k.clone());
+            walk(next, child, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, set, &mut Vec::new(), &mut out);
+    out
 }
 
 /// Whether `set` owns `path` or anything below it.
@@ -551,8 +615,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const CORE: Schema = Schema { builtin: true };
-
     /// ConfigMap's fields, for the tests.
     fn configmap_unknown(m: &Map<String, Value>) -> Vec<String> {
         let mut out: Vec<String> = m
@@ -584,7 +646,7 @@ mod tests {
                 manager: manager.unwrap_or("").into(),
                 subresource: String::new(),
                 api_version: "v1".into(),
-                schema: CORE,
+                schema: Schema::builtin(true),
                 time: "2026-11-23T05:00:00Z".into(),
             },
         }
@@ -729,7 +791,7 @@ mod tests {
         let mut r = req(Some("widget-controller"), true, "w");
         r.unknown_fields = &|_| Vec::new();
         r.writer.subresource = "status".into();
-        r.writer.schema = Schema { builtin: false };
+        r.writer.schema = Schema::builtin(false);
         let body = "apiVersion: lab.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  color: blue\nstatus:\n  ready: true\n";
         let Applied::Update(out) = apply(Some(&live), body.as_bytes(), &r).unwrap() else {
             panic!()

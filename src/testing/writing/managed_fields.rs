@@ -13,9 +13,19 @@
 //! REMOVED leave every entry; entries left empty disappear; entries are sorted like the
 //! server sorts them (Apply before Update, then by time, manager, apiVersion, subresource).
 //!
-//! Simplifications (the real server reads the OpenAPI schema; this one has none):
-//! - which lists are keyed, and by what, is decided by field name for built-in resources
-//!   (table in [`list_kind`]); every list of a custom resource is atomic;
+//! The shape of an object ([`Schema`], walked as [`Node`]s) says how its lists and maps are
+//! owned, as structured-merge-diff reads it from the OpenAPI schema:
+//! - a custom resource's schema decides: `x-kubernetes-list-type: set` (each value owned
+//!   as `v:<json>`), `map` (each item as `k:{...}` of its `x-kubernetes-list-map-keys`, a
+//!   key the item leaves out taking its schema `default`), `atomic` or none (the list as a
+//!   whole); `x-kubernetes-map-type: atomic` (the map as a whole) or granular (the
+//!   default); fields the schema does not declare (`x-kubernetes-preserve-unknown-fields`)
+//!   have granular maps and atomic lists; its `metadata` is a built-in one's.
+//!
+//! Simplifications (the real server reads the built-in types' OpenAPI schema; this one has
+//! none of them):
+//! - which lists of a built-in resource are keyed, and by what, is decided by field name
+//!   (table in `builtin_list_kind`);
 //! - a map created by the write is owned as a member (`"."`) unless it is one of the
 //!   always-present structs of the built-in types, recognised by name (`metadata`, `spec`,
 //!   `status`, `template`, `strategy`); a few atomic structs are recognised by name
@@ -26,6 +36,7 @@
 //!   empty list keeps the stored ones).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -171,24 +182,161 @@ impl FieldSet {
 pub(crate) enum ListKind {
     /// Replaced and owned as a whole.
     Atomic,
-    /// Elements keyed by these fields.
-    Map(&'static [&'static str]),
+    /// Elements keyed by these fields, each with the default its schema gives it (a key
+    /// an element leaves out takes its default; without one it is left out of the key).
+    Map(Vec<(String, Option<Value>)>),
     /// Elements are scalars, each owned on its own.
     Set,
 }
 
-/// Whether an object is a built-in resource (schema by field name) or a custom one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What the server knows of an object's shape: a built-in resource (list keys and atomic
+/// structs by field name, see [`list_kind`]) or a custom one, with its CRD's
+/// `openAPIV3Schema` when it has one (`x-kubernetes-list-type`, `x-kubernetes-list-map-keys`,
+/// `x-kubernetes-map-type`; the `metadata` of a custom resource is a built-in one's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Schema {
     pub builtin: bool,
+    pub crd: Option<Arc<Value>>,
 }
 
-/// The list kind of the field `name` (see the module docs).
-pub(crate) fn list_kind(schema: Schema, name: &str, items: &[Value]) -> ListKind {
-    if !schema.builtin {
-        return ListKind::Atomic;
+impl Schema {
+    /// A built-in resource's (or a custom one's without a schema: every list atomic).
+    pub fn builtin(builtin: bool) -> Schema {
+        Schema { builtin, crd: None }
     }
-    let keyed = match name {
+
+    /// The node of the whole object.
+    pub fn root(&self) -> Node<'_> {
+        Node {
+            builtin: self.builtin,
+            root: true,
+            name: "",
+            schema: self.crd.as_deref().filter(|_| !self.builtin),
+        }
+    }
+}
+
+/// One place in an object's shape: the field name (what the built-in rules go by) and, for
+/// a custom resource, the schema of the value there (`None` where the schema does not
+/// declare it: `x-kubernetes-preserve-unknown-fields`, where maps are granular and lists
+/// atomic, as structured-merge-diff deduces them).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node<'a> {
+    builtin: bool,
+    root: bool,
+    name: &'a str,
+    schema: Option<&'a Value>,
+}
+
+impl<'a> Node<'a> {
+    /// The node of the field `name` of the object here.
+    pub fn field(self, name: &'a str) -> Node<'a> {
+        if self.root && !self.builtin && name == "metadata" {
+            // A custom resource's metadata is an ObjectMeta like any other.
+            return Node {
+                builtin: true,
+                root: false,
+                name,
+                schema: None,
+            };
+        }
+        let schema = self.schema.and_then(|s| {
+            s.get("properties")
+                .and_then(|p| p.get(name))
+                .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
+        });
+        Node {
+            builtin: self.builtin,
+            root: false,
+            name,
+            schema,
+        }
+    }
+
+    /// Whether the custom resource's schema declares the field `name` here (in
+    /// `properties`: a "named" field, not a key of a free-form map). Always false for a
+    /// built-in resource, whose shape the server only knows by field name.
+    pub fn declares(self, name: &str) -> bool {
+        let server_owned = self.root && matches!(name, "metadata" | "apiVersion" | "kind");
+        !self.builtin
+            && !server_owned
+            && self
+                .schema
+                .and_then(|s| s.get("properties"))
+                .is_some_and(|p| p.get(name).is_some())
+    }
+
+    /// Whether this is a place in a custom resource (outside its `metadata`).
+    pub fn is_custom(self) -> bool {
+        !self.builtin
+    }
+
+    /// The node of the items of the list here.
+    pub fn items(self) -> Node<'a> {
+        Node {
+            builtin: self.builtin,
+            root: false,
+            name: "",
+            schema: self.schema.and_then(|s| s.get("items")),
+        }
+    }
+
+    /// How the elements of the list here (whose items, old and new, are `items`) are told
+    /// apart.
+    pub fn list_kind(self, items: &[Value]) -> ListKind {
+        if self.builtin {
+            return builtin_list_kind(self.name, items);
+        }
+        let Some(s) = self.schema else {
+            return ListKind::Atomic;
+        };
+        match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
+            Some("set") if items.iter().all(|i| !i.is_object() && !i.is_array()) => ListKind::Set,
+            Some("map") if items.iter().all(Value::is_object) => {
+                let props = s.pointer("/items/properties");
+                let keys: Vec<(String, Option<Value>)> = s
+                    .get("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|k| {
+                        let default = props.and_then(|p| p.get(k)?.get("default")).cloned();
+                        (k.to_owned(), default)
+                    })
+                    .collect();
+                // A map list without keys (kube-apiserver refuses such a CRD) would make
+                // every item the same one: owned as a whole instead.
+                if keys.is_empty() {
+                    ListKind::Atomic
+                } else {
+                    ListKind::Map(keys)
+                }
+            }
+            _ => ListKind::Atomic,
+        }
+    }
+
+    /// Whether the map here is owned as a whole (a change anywhere inside is a change of
+    /// the map).
+    pub fn atomic_map(self, v: &Map<String, Value>) -> bool {
+        if self.builtin {
+            return builtin_atomic_map(self.name, v);
+        }
+        self.schema.is_some_and(|s| {
+            s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic")
+        })
+    }
+
+    /// A built-in struct that always exists: creating it is not owning it.
+    pub fn always_present(self) -> bool {
+        self.builtin && builtin_always_present(self.name)
+    }
+}
+
+/// The list kind of the built-in field `name` (see the module docs).
+fn builtin_list_kind(name: &str, items: &[Value]) -> ListKind {
+    let keyed: &[&str] = match name {
         "containers"
         | "initContainers"
         | "ephemeralContainers"
@@ -214,27 +362,25 @@ pub(crate) fn list_kind(schema: Schema, name: &str, items: &[Value]) -> ListKind
         _ => return ListKind::Atomic,
     };
     if items.iter().all(Value::is_object) {
-        ListKind::Map(keyed)
+        ListKind::Map(keyed.iter().map(|k| ((*k).to_owned(), None)).collect())
     } else {
         ListKind::Atomic
     }
 }
 
-/// Maps owned as a whole (a change anywhere inside is a change of the map).
-fn atomic_map(schema: Schema, name: &str, v: &Map<String, Value>) -> bool {
-    schema.builtin
-        && (matches!(name, "involvedObject" | "regarding" | "related")
-            || (name == "selector"
-                && (v.contains_key("matchLabels") || v.contains_key("matchExpressions"))))
+/// Built-in maps owned as a whole (a change anywhere inside is a change of the map).
+fn builtin_atomic_map(name: &str, v: &Map<String, Value>) -> bool {
+    matches!(name, "involvedObject" | "regarding" | "related")
+        || (name == "selector"
+            && (v.contains_key("matchLabels") || v.contains_key("matchExpressions")))
 }
 
 /// Built-in structs that always exist: creating them is not owning them.
-fn always_present(schema: Schema, name: &str) -> bool {
-    schema.builtin
-        && matches!(
-            name,
-            "metadata" | "spec" | "status" | "template" | "strategy"
-        )
+fn builtin_always_present(name: &str) -> bool {
+    matches!(
+        name,
+        "metadata" | "spec" | "status" | "template" | "strategy"
+    )
 }
 
 /// The `FieldsV1` name of a list element.
@@ -244,9 +390,9 @@ pub(crate) fn element_key(kind: &ListKind, item: &Value) -> Option<String> {
         ListKind::Set => Some(format!("v:{item}")),
         ListKind::Map(keys) => {
             let mut k = Map::new();
-            for f in keys.iter() {
-                if let Some(v) = item.get(*f) {
-                    k.insert((*f).to_owned(), v.clone());
+            for (f, default) in keys.iter() {
+                if let Some(v) = item.get(f).or(default.as_ref()) {
+                    k.insert(f.clone(), v.clone());
                 }
             }
             Some(format!("k:{}", Value::Object(k)))
@@ -303,7 +449,7 @@ pub(crate) struct Diff {
 }
 
 /// Compares two versions of an object (`None`: it did not exist).
-pub(crate) fn diff(schema: Schema, old: Option<&Value>, new: &Value) -> Diff {
+pub(crate) fn diff(schema: &Schema, old: Option<&Value>, new: &Value) -> Diff {
     let mut d = Diff::default();
     let empty = Value::Object(Map::new());
     let old_top: BTreeMap<&str, Value> =
@@ -312,11 +458,11 @@ pub(crate) fn diff(schema: Schema, old: Option<&Value>, new: &Value) -> Diff {
     let mut path = Vec::new();
     let names: std::collections::BTreeSet<&str> =
         old_top.keys().chain(new_top.keys()).copied().collect();
+    let root = schema.root();
     for name in names {
         path.push(format!("f:{name}"));
         diff_field(
-            schema,
-            name,
+            root.field(name),
             old_top.get(name),
             new_top.get(name),
             &mut path,
@@ -328,8 +474,7 @@ pub(crate) fn diff(schema: Schema, old: Option<&Value>, new: &Value) -> Diff {
 }
 
 fn diff_field(
-    schema: Schema,
-    name: &str,
+    node: Node<'_>,
     old: Option<&Value>,
     new: Option<&Value>,
     path: &mut Vec<String>,
@@ -338,20 +483,20 @@ fn diff_field(
     match (old, new) {
         (None, None) => {}
         (Some(_), None) => d.removed.insert(path),
-        (None, Some(v)) => added(schema, name, v, path, d),
+        (None, Some(v)) => added(node, v, path, d),
         (Some(o), Some(n)) => match (o, n) {
-            (Value::Object(om), Value::Object(nm)) if !atomic_map(schema, name, nm) => {
+            (Value::Object(om), Value::Object(nm)) if !node.atomic_map(nm) => {
                 let keys: std::collections::BTreeSet<&String> =
                     om.keys().chain(nm.keys()).collect();
                 for k in keys {
                     path.push(format!("f:{k}"));
-                    diff_field(schema, k, om.get(k), nm.get(k), path, d);
+                    diff_field(node.field(k), om.get(k), nm.get(k), path, d);
                     path.pop();
                 }
             }
             (Value::Array(ol), Value::Array(nl)) => {
                 let all: Vec<Value> = ol.iter().chain(nl.iter()).cloned().collect();
-                let kind = list_kind(schema, name, &all);
+                let kind = node.list_kind(&all);
                 if kind == ListKind::Atomic {
                     if o != n {
                         d.changed.insert(path);
@@ -368,7 +513,7 @@ fn diff_field(
                     oi.keys().chain(ni.keys()).collect();
                 for k in keys {
                     path.push(k.clone());
-                    diff_element(schema, oi.get(k), ni.get(k), path, d);
+                    diff_element(node.items(), oi.get(k), ni.get(k), path, d);
                     path.pop();
                 }
             }
@@ -382,7 +527,7 @@ fn diff_field(
 }
 
 fn diff_element(
-    schema: Schema,
+    node: Node<'_>,
     old: Option<&Value>,
     new: Option<&Value>,
     path: &mut Vec<String>,
@@ -395,7 +540,7 @@ fn diff_element(
             if let Value::Object(m) = v {
                 for (k, c) in m {
                     path.push(format!("f:{k}"));
-                    added(schema, k, c, path, d);
+                    added(node.field(k), c, path, d);
                     path.pop();
                 }
             }
@@ -404,7 +549,7 @@ fn diff_element(
             let keys: std::collections::BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
             for k in keys {
                 path.push(format!("f:{k}"));
-                diff_field(schema, k, om.get(k), nm.get(k), path, d);
+                diff_field(node.field(k), om.get(k), nm.get(k), path, d);
                 path.pop();
             }
         }
@@ -418,26 +563,26 @@ fn diff_element(
 }
 
 /// A field that did not exist before: it and everything inside it is new.
-fn added(schema: Schema, name: &str, v: &Value, path: &mut Vec<String>, d: &mut Diff) {
+fn added(node: Node<'_>, v: &Value, path: &mut Vec<String>, d: &mut Diff) {
     match v {
-        Value::Object(m) if !atomic_map(schema, name, m) => {
-            if !always_present(schema, name) || m.is_empty() {
+        Value::Object(m) if !node.atomic_map(m) => {
+            if !node.always_present() || m.is_empty() {
                 d.changed.insert(path);
             }
             for (k, c) in m {
                 path.push(format!("f:{k}"));
-                added(schema, k, c, path, d);
+                added(node.field(k), c, path, d);
                 path.pop();
             }
         }
         Value::Array(l) => {
-            let kind = list_kind(schema, name, l);
+            let kind = node.list_kind(l);
             d.changed.insert(path);
             if kind != ListKind::Atomic {
                 for item in l {
                     if let Some(k) = element_key(&kind, item) {
                         path.push(k);
-                        diff_element(schema, None, Some(item), path, d);
+                        diff_element(node.items(), None, Some(item), path, d);
                         path.pop();
                     }
                 }
@@ -553,7 +698,7 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, w: &Writer) {
         Some(Value::Array(l)) if !l.is_empty() => entries_of(new),
         _ => old.map(entries_of).unwrap_or_default(),
     };
-    let d = diff(w.schema, old, new);
+    let d = diff(&w.schema, old, new);
     for e in entries.iter_mut() {
         e.fields.subtract_subtrees(&d.removed);
         if !e.same_manager(&w.manager, "Update", &w.subresource) {
@@ -602,15 +747,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const CORE: Schema = Schema { builtin: true };
-    const CUSTOM: Schema = Schema { builtin: false };
+    const CORE: bool = true;
+    const CUSTOM: bool = false;
 
-    fn writer(manager: &str, schema: Schema) -> Writer {
+    fn writer(manager: &str, builtin: bool) -> Writer {
         Writer {
             manager: manager.into(),
             subresource: String::new(),
             api_version: "v1".into(),
-            schema,
+            schema: Schema::builtin(builtin),
             time: "2026-11-23T05:00:00Z".into(),
         }
     }
@@ -693,7 +838,7 @@ mod tests {
             {"name": "app", "image": "a"}, {"name": "side", "image": "c", "command": ["x"]},
             {"name": "extra", "image": "d", "ports": [{"containerPort": 80, "protocol": "TCP"}]}],
             "tolerations": [{"key": "b"}]}});
-        let d = diff(CORE, Some(&old), &new);
+        let d = diff(&Schema::builtin(CORE), Some(&old), &new);
         assert_eq!(
             d.changed.to_fields_v1(),
             json!({"f:spec": {"f:containers": {
@@ -705,14 +850,14 @@ mod tests {
         );
         assert!(d.removed.is_empty());
         // The same lists of a custom resource are atomic.
-        let d = diff(CUSTOM, Some(&old), &new);
+        let d = diff(&Schema::builtin(CUSTOM), Some(&old), &new);
         assert_eq!(
             d.changed.to_fields_v1(),
             json!({"f:spec": {"f:containers": {}, "f:tolerations": {}}})
         );
         // Finalizers are a set.
         let d = diff(
-            CORE,
+            &Schema::builtin(CORE),
             Some(&json!({"metadata": {"finalizers": ["a"]}})),
             &json!({"metadata": {"finalizers": ["a", "b"]}}),
         );

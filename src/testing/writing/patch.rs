@@ -141,7 +141,7 @@ pub(crate) fn writer(tk: &TypeKey, builtin: bool, o: &WriteOptions, manager: &st
         manager: manager.to_owned(),
         subresource: o.subresource.clone().unwrap_or_default(),
         api_version: tk.api_version(),
-        schema: Schema { builtin },
+        schema: Schema::builtin(builtin),
         time: rfc3339_now(),
     }
 }
@@ -172,7 +172,12 @@ pub(crate) fn apply_patch(
         namespace: ns,
         unknown_fields: &unknown_fields,
         status_subresource,
-        writer: writer(tk, builtin, o, field_manager.unwrap_or("")),
+        writer: {
+            let mut w = writer(tk, builtin, o, field_manager.unwrap_or(""));
+            // A custom resource's list and map types (see `managed_fields.rs`).
+            w.schema.crd = info.schema.clone().map(std::sync::Arc::new);
+            w
+        },
     };
     let current = store.get(tk, ns, name).ok();
     // The live object as a read decodes it: defaulted (see `crd_defaults.rs`).
