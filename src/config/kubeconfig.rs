@@ -1,6 +1,6 @@
 //! The kubeconfig file format, and merging several files the way kubectl does.
 //!
-//! Relative file paths inside a kubeconfig are resolved against that file's folder as soon as
+//! Relative file paths inside a kubeconfig are resolved against that file's absolute folder as soon as
 //! it is read, so a merged configuration never loses track of where a path came from.
 
 use std::collections::BTreeMap;
@@ -310,6 +310,10 @@ impl Kubeconfig {
             Error::Config(format!("kubeconfig {}: cannot read: {e}", path.display()))
         })?;
         let mut kc = Self::parse(&text, &path.display().to_string())?;
+        // Absolute, as client-go's `ResolveLocalPaths` makes them: a file named relative to
+        // a relatively named kubeconfig must stay that file after the program changes its
+        // working directory (a token file read later, a plugin run later, the write-back).
+        let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let base = path.parent().unwrap_or(Path::new("."));
         for c in &mut kc.clusters {
             resolve(base, &mut c.cluster.certificate_authority);
