@@ -99,3 +99,37 @@ fn relative_paths_of_a_relatively_named_kubeconfig_survive_a_change_of_directory
         );
     }
 }
+
+/// A kubeconfig with a mistake in its shape (a list written as a string, a map as a
+/// scalar, a number) is refused with where the mistake is, never with the value
+/// found there: in a kubeconfig that value is often a token, a password or a key, and the
+/// message goes to logs and terminals.
+#[test]
+fn a_malformed_kubeconfig_never_quotes_a_secret_in_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = "apiVersion: v1\nkind: Config\ncurrent-context: lab\nclusters:\n- name: lab\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: lab\n  context:\n    cluster: lab\n    user: me\nusers:\n- name: me\n";
+    let cases = [
+        ("exec args as one string", "  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: aws\n      args: --token=SECRET-args-81f2\n"),
+        ("a user entry that is a string", "  user: SECRET-user-11ab\n"),
+        ("an auth-provider config that is a string", "  user:\n    auth-provider:\n      name: oidc\n      config: refresh-token=SECRET-oidc-3c4d\n"),
+        ("exec env as a map", "  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: aws\n      env:\n        AWS_SECRET_ACCESS_KEY: SECRET-env-9e0f\n"),
+        ("a token under a wrong type", "  user:\n    token:\n      value: x\n    username: [SECRET-list-77aa]\n"),
+        ("a user entry that is a number", "  user: 918273645546372819\n"),
+        ("a syntax error beside a secret", "  user:\n    token: t\n  SECRET-key-5b6c: 1\n    x: [\n"),
+    ];
+    for (what, user) in cases {
+        let path = dir.path().join("config");
+        std::fs::write(&path, format!("{head}{user}")).unwrap();
+        let secret = user
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .find(|w| w.starts_with("SECRET-"))
+            .unwrap_or("918273645546372819");
+        match Config::from_kubeconfig(&path) {
+            Ok(_) => {}
+            Err(e) => {
+                let shown = format!("{e} / {e:?}");
+                assert!(!shown.contains(secret), "{what}: {shown}");
+            }
+        }
+    }
+}
