@@ -120,7 +120,10 @@ fn a_line_of_more_pieces_than_remembered_is_not_repeated_after_a_drop() {
     while got.len() < pieces {
         got.push(stream.next().expect("the stream ended early").unwrap());
     }
-    assert!(!got.last().unwrap().partial, "the line's last piece ends it");
+    assert!(
+        !got.last().unwrap().partial,
+        "the line's last piece ends it"
+    );
     server.drop_log_streams();
     server.append_log("lab", "web", "app", "after");
     let after = stream.next().unwrap().unwrap();

@@ -4,6 +4,7 @@
 //! `PATIENCE`.
 
 mod common;
+#[allow(dead_code)] // only the retained bytes are measured here
 #[path = "common/counting_allocator.rs"]
 mod counting_allocator;
 
@@ -67,7 +68,12 @@ fn pipelining_past_the_cap_gets_every_answer_before_the_close() {
     let _one = one_at_a_time();
     let server = serve(Limits::new().max_requests_per_connection(2));
     let one = b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
-    let raw: Vec<u8> = one.iter().copied().cycle().take(one.len() * 20_000).collect();
+    let raw: Vec<u8> = one
+        .iter()
+        .copied()
+        .cycle()
+        .take(one.len() * 20_000)
+        .collect();
     for round in 0..5 {
         let all = send_all_then_read(server.addr(), raw.clone())
             .unwrap_or_else(|e| panic!("round {round}: the answers were lost to a reset: {e}"));
@@ -132,8 +138,10 @@ fn garbage_tokens_do_not_pin_their_bytes_in_the_access_cache() {
                 let token = format!("{sent:08}{}", "g".repeat(TOKEN_BYTES - 8));
                 // One write: a request in pieces would wait on delayed acknowledgements.
                 s.write_all(
-                    format!("GET /metrics HTTP/1.1\r\nHost: m\r\nAuthorization: Bearer {token}\r\n\r\n")
-                        .as_bytes(),
+                    format!(
+                        "GET /metrics HTTP/1.1\r\nHost: m\r\nAuthorization: Bearer {token}\r\n\r\n"
+                    )
+                    .as_bytes(),
                 )
                 .unwrap();
                 let mut head = String::new();

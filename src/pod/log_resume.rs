@@ -136,7 +136,10 @@ mod tests {
         c.reconnected();
         for i in 0..n {
             let line = format!("line {i}");
-            assert!(!c.admit(t(11, 7), line.as_bytes()), "{line} delivered twice");
+            assert!(
+                !c.admit(t(11, 7), line.as_bytes()),
+                "{line} delivered twice"
+            );
         }
         assert!(c.admit(t(11, 7), b"new"));
         assert!(c.admit(t(12, 0), b"newer"));
