@@ -133,3 +133,44 @@ fn a_malformed_kubeconfig_never_quotes_a_secret_in_its_error() {
         }
     }
 }
+
+/// A user with both `token` and `tokenFile` (a stale inline token beside a rotated file):
+/// client-go sends the file's token while the file can be read, the inline one otherwise.
+#[test]
+fn a_token_file_beside_an_inline_token_wins_while_it_can_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ApiServer::builder()
+        .tls()
+        .token("rotated-in-the-file")
+        .token("inline")
+        .resource(&pods())
+        .start();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "rotated-in-the-file\n").unwrap();
+    let user = format!("    token: inline\n    tokenFile: {}\n", file.display());
+    let config = dir.path().join("config");
+    std::fs::write(&config, kubeconfig(&server.url(), &user)).unwrap();
+    let api: Api<DynamicObject> = Api::all_with(
+        Config::from_kubeconfig(&config).unwrap().client().unwrap(),
+        &pods(),
+    );
+    api.list(&ListParams::default()).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    api.list(&ListParams::default()).unwrap();
+    let sent: Vec<String> = server
+        .request_headers()
+        .iter()
+        .filter(|r| r.request.contains("/pods"))
+        .filter_map(|r| {
+            r.headers
+                .iter()
+                .find(|(n, _)| n == "authorization")
+                .map(|(_, v)| v.clone())
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        ["Bearer rotated-in-the-file", "Bearer inline"],
+        "the file's token first, the inline one once the file is gone"
+    );
+}

@@ -11,10 +11,14 @@ use crate::error::{Error, Result};
 
 /// `Authorization: Bearer <contents of the file>`, refreshed when the file's modification
 /// time or size changes, or after the server rejected the token.
+///
+/// Beside an inline `token` (a kubeconfig user with both), the file's token is sent while
+/// the file can be read and holds one, the inline token otherwise: client-go's order.
 #[derive(Debug)]
 pub struct TokenFile {
     path: PathBuf,
     cached: Mutex<Option<(Option<SystemTime>, u64, Secret)>>,
+    fallback: Option<Secret>,
 }
 
 impl TokenFile {
@@ -23,6 +27,16 @@ impl TokenFile {
         TokenFile {
             path: path.into(),
             cached: Mutex::new(None),
+            fallback: None,
+        }
+    }
+
+    /// The token in `path`, or `token` when the file cannot be read or is empty: a
+    /// kubeconfig user with both `token` and `tokenFile`, as client-go reads it.
+    pub(crate) fn with_fallback(path: impl Into<PathBuf>, token: Secret) -> Self {
+        TokenFile {
+            fallback: Some(token),
+            ..TokenFile::new(path)
         }
     }
 
@@ -57,7 +71,13 @@ impl AuthProvider for TokenFile {
                 return Ok(Some(header.clone()));
             }
         }
-        let header = self.read()?;
+        let header = match (self.read(), &self.fallback) {
+            (Ok(h), _) => h,
+            (Err(_), Some(token)) => {
+                return Ok(Some(Secret::new(format!("Bearer {}", token.expose()))))
+            }
+            (Err(e), None) => return Err(e),
+        };
         *cached = Some((stamp.0, stamp.1, header.clone()));
         Ok(Some(header))
     }
