@@ -135,9 +135,10 @@ fn a_malformed_kubeconfig_never_quotes_a_secret_in_its_error() {
 }
 
 /// A user with both `token` and `tokenFile` (a stale inline token beside a rotated file):
-/// client-go sends the file's token while the file can be read, the inline one otherwise.
+/// client-go sends the file's token; once it read one, it keeps it while the file cannot
+/// be read; the inline token only when the file never gave one.
 #[test]
-fn a_token_file_beside_an_inline_token_wins_while_it_can_be_read() {
+fn a_token_file_beside_an_inline_token_wins_while_it_gives_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let server = ApiServer::builder()
         .tls()
@@ -146,14 +147,16 @@ fn a_token_file_beside_an_inline_token_wins_while_it_can_be_read() {
         .resource(&pods())
         .start();
     let file = dir.path().join("token");
-    std::fs::write(&file, "rotated-in-the-file\n").unwrap();
     let user = format!("    token: inline\n    tokenFile: {}\n", file.display());
     let config = dir.path().join("config");
     std::fs::write(&config, kubeconfig(&server.url(), &user)).unwrap();
-    let api: Api<DynamicObject> = Api::all_with(
-        Config::from_kubeconfig(&config).unwrap().client().unwrap(),
-        &pods(),
-    );
+    let client = || Config::from_kubeconfig(&config).unwrap().client().unwrap();
+    // No file yet: the inline token.
+    let api: Api<DynamicObject> = Api::all_with(client(), &pods());
+    api.list(&ListParams::default()).unwrap();
+    // The file: its token, also after it is gone again.
+    std::fs::write(&file, "rotated-in-the-file\n").unwrap();
+    let api: Api<DynamicObject> = Api::all_with(client(), &pods());
     api.list(&ListParams::default()).unwrap();
     std::fs::remove_file(&file).unwrap();
     api.list(&ListParams::default()).unwrap();
@@ -170,7 +173,10 @@ fn a_token_file_beside_an_inline_token_wins_while_it_can_be_read() {
         .collect();
     assert_eq!(
         sent,
-        ["Bearer rotated-in-the-file", "Bearer inline"],
-        "the file's token first, the inline one once the file is gone"
+        [
+            "Bearer inline",
+            "Bearer rotated-in-the-file",
+            "Bearer rotated-in-the-file"
+        ],
     );
 }

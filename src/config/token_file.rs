@@ -12,8 +12,10 @@ use crate::error::{Error, Result};
 /// `Authorization: Bearer <contents of the file>`, refreshed when the file's modification
 /// time or size changes, or after the server rejected the token.
 ///
-/// Beside an inline `token` (a kubeconfig user with both), the file's token is sent while
-/// the file can be read and holds one, the inline token otherwise: client-go's order.
+/// A file that cannot be read (or is empty) after a good read leaves the last token in use
+/// (client-go's caching token source); after a 401 ([`invalidate`](AuthProvider::invalidate))
+/// the file is read afresh. Beside an inline `token` (a kubeconfig user with both), the
+/// file's token is sent while there is one, the inline token otherwise: client-go's order.
 #[derive(Debug)]
 pub struct TokenFile {
     path: PathBuf,
@@ -71,12 +73,19 @@ impl AuthProvider for TokenFile {
                 return Ok(Some(header.clone()));
             }
         }
-        let header = match (self.read(), &self.fallback) {
-            (Ok(h), _) => h,
-            (Err(_), Some(token)) => {
-                return Ok(Some(Secret::new(format!("Bearer {}", token.expose()))))
+        let header = match self.read() {
+            Ok(h) => h,
+            // As client-go's caching token source: a file that cannot be read now (being
+            // rewritten, briefly gone) leaves the last token it held in use...
+            Err(e) if cached.is_some() => {
+                log::warn!("{e}; the token read before stays in use");
+                return Ok(cached.as_ref().map(|(_, _, h)| h.clone()));
             }
-            (Err(e), None) => return Err(e),
+            // ...and without one, the inline token beside it, if any.
+            Err(e) => match &self.fallback {
+                Some(token) => return Ok(Some(Secret::new(format!("Bearer {}", token.expose())))),
+                None => return Err(e),
+            },
         };
         *cached = Some((stamp.0, stamp.1, header.clone()));
         Ok(Some(header))
