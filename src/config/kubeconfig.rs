@@ -1,7 +1,8 @@
 //! The kubeconfig file format, and merging several files the way kubectl does.
 //!
-//! Relative file paths inside a kubeconfig are resolved against that file's folder as soon as
-//! it is read, so a merged configuration never loses track of where a path came from.
+//! Relative file paths inside a kubeconfig are resolved against that file's absolute folder
+//! as soon as it is read, so a merged configuration never loses track of where a path came
+//! from.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -289,6 +290,52 @@ fn resolve(base: &Path, p: &mut Option<String>) {
     }
 }
 
+/// What is wrong with a kubeconfig's YAML, without the value found there: serde quotes it
+/// (`invalid type: string "--token=…", expected a sequence`), and in a kubeconfig a value
+/// out of place is often a token, a password or a key. Kept: where (the path of keys), what
+/// was found (its type), what was expected, and a missing field's name (ours).
+fn yaml_error_summary(e: &serde_yaml::Error) -> String {
+    let text = e.to_string();
+    let text = match e.location() {
+        Some(l) => text
+            .strip_suffix(&format!(" at line {} column {}", l.line(), l.column()))
+            .unwrap_or(&text),
+        None => &text,
+    };
+    if text.contains("missing field `") {
+        return text.to_owned();
+    }
+    let (found, expected) = text.split_at(text.find(", expected ").unwrap_or(text.len()));
+    let mut out = String::with_capacity(found.len());
+    let mut chars = found.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                // A quoted string, escapes included: left out.
+                let mut escaped = false;
+                for c in chars.by_ref() {
+                    if !escaped && c == '"' {
+                        break;
+                    }
+                    escaped = !escaped && c == '\\';
+                }
+                out.push_str("(value not shown)");
+            }
+            '`' => {
+                for c in chars.by_ref() {
+                    if c == '`' {
+                        break;
+                    }
+                }
+                out.push_str("(value not shown)");
+            }
+            c => out.push(c),
+        }
+    }
+    out.push_str(expected);
+    out
+}
+
 impl Kubeconfig {
     /// Parses kubeconfig YAML; `origin` names it in errors.
     pub fn parse(yaml: &str, origin: &str) -> Result<Kubeconfig> {
@@ -300,7 +347,8 @@ impl Kubeconfig {
                 .location()
                 .map(|l| format!(" at line {} column {}", l.line(), l.column()))
                 .unwrap_or_default();
-            Error::Config(format!("kubeconfig {origin}: malformed YAML{at}: {e}"))
+            let why = yaml_error_summary(&e);
+            Error::Config(format!("kubeconfig {origin}: malformed YAML{at}: {why}"))
         })
     }
 
@@ -310,6 +358,10 @@ impl Kubeconfig {
             Error::Config(format!("kubeconfig {}: cannot read: {e}", path.display()))
         })?;
         let mut kc = Self::parse(&text, &path.display().to_string())?;
+        // Absolute, as client-go's `ResolveLocalPaths` makes them: a file named relative to
+        // a relatively named kubeconfig must stay that file after the program changes its
+        // working directory (a token file read later, a plugin run later, the write-back).
+        let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let base = path.parent().unwrap_or(Path::new("."));
         for c in &mut kc.clusters {
             resolve(base, &mut c.cluster.certificate_authority);

@@ -565,8 +565,14 @@ fn apply_user(
             "{what}: exec and auth-provider cannot be used together (client-go refuses this too)"
         )));
     }
+    let token_file = user.token_file.as_deref().filter(|p| !p.is_empty());
     if let Some(t) = user.token.as_ref().filter(|t| !t.expose().is_empty()) {
-        cc.auth = Auth::Bearer(t.clone());
+        // Both: client-go sends the file's token (re-read as it changes) and falls back to
+        // the inline one only while the file cannot be read.
+        cc.auth = match token_file {
+            Some(path) => Auth::Provider(Arc::new(TokenFile::with_fallback(path, t.clone()))),
+            None => Auth::Bearer(t.clone()),
+        };
     } else if let Some(path) = user.token_file.as_deref().filter(|p| !p.is_empty()) {
         let provider = TokenFile::new(path);
         crate::client::AuthProvider::authorization(&provider)

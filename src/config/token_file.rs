@@ -11,10 +11,16 @@ use crate::error::{Error, Result};
 
 /// `Authorization: Bearer <contents of the file>`, refreshed when the file's modification
 /// time or size changes, or after the server rejected the token.
+///
+/// A file that cannot be read (or is empty) after a good read leaves the last token in use
+/// (client-go's caching token source); after a 401 ([`invalidate`](AuthProvider::invalidate))
+/// the file is read afresh. Beside an inline `token` (a kubeconfig user with both), the
+/// file's token is sent while there is one, the inline token otherwise: client-go's order.
 #[derive(Debug)]
 pub struct TokenFile {
     path: PathBuf,
     cached: Mutex<Option<(Option<SystemTime>, u64, Secret)>>,
+    fallback: Option<Secret>,
 }
 
 impl TokenFile {
@@ -23,6 +29,16 @@ impl TokenFile {
         TokenFile {
             path: path.into(),
             cached: Mutex::new(None),
+            fallback: None,
+        }
+    }
+
+    /// The token in `path`, or `token` when the file cannot be read or is empty: a
+    /// kubeconfig user with both `token` and `tokenFile`, as client-go reads it.
+    pub(crate) fn with_fallback(path: impl Into<PathBuf>, token: Secret) -> Self {
+        TokenFile {
+            fallback: Some(token),
+            ..TokenFile::new(path)
         }
     }
 
@@ -57,7 +73,20 @@ impl AuthProvider for TokenFile {
                 return Ok(Some(header.clone()));
             }
         }
-        let header = self.read()?;
+        let header = match self.read() {
+            Ok(h) => h,
+            // As client-go's caching token source: a file that cannot be read now (being
+            // rewritten, briefly gone) leaves the last token it held in use...
+            Err(e) if cached.is_some() => {
+                log::warn!("{e}; the token read before stays in use");
+                return Ok(cached.as_ref().map(|(_, _, h)| h.clone()));
+            }
+            // ...and without one, the inline token beside it, if any.
+            Err(e) => match &self.fallback {
+                Some(token) => return Ok(Some(Secret::new(format!("Bearer {}", token.expose())))),
+                None => return Err(e),
+            },
+        };
         *cached = Some((stamp.0, stamp.1, header.clone()));
         Ok(Some(header))
     }

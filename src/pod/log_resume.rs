@@ -29,9 +29,12 @@ pub(crate) struct ResumeCursor {
     /// The time of the last delivered line.
     last: Option<LogTime>,
     /// Hashes of the lines delivered with exactly that time, in order. Bounded: a burst of
-    /// more than `MAX_SAME_TIME` lines with one nanosecond time keeps counting but stops
-    /// remembering content beyond it.
+    /// more than `MAX_SAME_TIME` lines (or pieces of one long line) with one nanosecond time
+    /// keeps counting (`count_at_last`) but stops remembering content beyond it; past the
+    /// remembered ones a replay skips by count alone.
     at_last: Vec<u64>,
+    /// How many lines were delivered with exactly that time (at least `at_last.len()`).
+    count_at_last: usize,
     /// While replaying after a reconnect: how many of `at_last` were matched again.
     replay: Option<usize>,
 }
@@ -65,8 +68,12 @@ impl ResumeCursor {
                 return false;
             }
             if time == last {
-                let expected = self.at_last.get(matched).copied();
-                if matched < self.at_last.len() && expected == Some(hash_of(bytes)) {
+                let same = match self.at_last.get(matched) {
+                    Some(&h) => h == hash_of(bytes),
+                    // Delivered, but its content was not remembered: skipped by count.
+                    None => matched < self.count_at_last,
+                };
+                if same {
                     self.replay = Some(matched + 1);
                     return false;
                 }
@@ -79,10 +86,12 @@ impl ResumeCursor {
             if self.at_last.len() < MAX_SAME_TIME {
                 self.at_last.push(h);
             }
+            self.count_at_last += 1;
         } else {
             self.last = Some(time);
             self.at_last.clear();
             self.at_last.push(h);
+            self.count_at_last = 1;
         }
         true
     }
@@ -115,6 +124,25 @@ mod tests {
         assert!(!c.admit(t(11, 7), b"dup"));
         assert!(!c.admit(t(11, 9), b"c"));
         assert!(c.admit(t(12, 0), b"d"));
+    }
+
+    #[test]
+    fn past_the_remembered_lines_of_one_time_a_replay_skips_by_count() {
+        let mut c = ResumeCursor::default();
+        let n = MAX_SAME_TIME + 10;
+        for i in 0..n {
+            assert!(c.admit(t(11, 7), format!("line {i}").as_bytes()));
+        }
+        c.reconnected();
+        for i in 0..n {
+            let line = format!("line {i}");
+            assert!(
+                !c.admit(t(11, 7), line.as_bytes()),
+                "{line} delivered twice"
+            );
+        }
+        assert!(c.admit(t(11, 7), b"new"));
+        assert!(c.admit(t(12, 0), b"newer"));
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! most [`CACHE_ENTRIES`] answers (full: the expired ones go, then all of them). A decision is
 //! reused only for the very review it answered (user, uid, groups, `extra`, verb and path:
 //! the whole spec, as kube-apiserver keys its own cache), so a scoped token of an allowed
-//! user is asked about anew. An error is never cached. Tokens are kept only as cache keys, never logged.
+//! user is asked about anew. An error is never cached. Tokens are neither kept (the cache
+//! holds their SHA-256) nor logged.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -66,7 +67,8 @@ pub const CACHE_ENTRIES: usize = 4096;
 pub struct RequireAccess<H> {
     client: Client,
     inner: H,
-    tokens: Cache<String, Option<UserInfo>>,
+    /// Keyed by the token's SHA-256 ([`token_key`]), not the token.
+    tokens: Cache<[u8; 32], Option<UserInfo>>,
     /// Keyed by the whole `SubjectAccessReview` spec that was sent (its JSON), as
     /// kube-apiserver's webhook authoriser keys its cache: an answer is reused only for a
     /// review that would carry exactly the same question. `extra` matters: a token scoped
@@ -87,7 +89,8 @@ impl<H: Handler> RequireAccess<H> {
     }
 
     fn authenticate(&self, token: &str) -> Result<Option<UserInfo>, String> {
-        if let Some(known) = self.tokens.get(token) {
+        let key = token_key(token);
+        if let Some(known) = self.tokens.get(&key) {
             return Ok(known);
         }
         let review = self
@@ -100,7 +103,7 @@ impl<H: Handler> RequireAccess<H> {
         } else {
             DENIED_TTL
         };
-        self.tokens.put(token.to_string(), user.clone(), ttl);
+        self.tokens.put(key, user.clone(), ttl);
         Ok(user)
     }
 
@@ -124,6 +127,18 @@ impl<H: Handler> RequireAccess<H> {
         self.decisions.put(key, allowed, ttl);
         Ok(allowed)
     }
+}
+
+/// The key a token's answer is cached under: its SHA-256, as kube-apiserver's token cache
+/// keys by a hash. An entry then costs the same whatever the token's length: a client
+/// sending thousands of different 16 KiB garbage tokens (each remembered as invalid for
+/// [`DENIED_TTL`]) would otherwise pin [`CACHE_ENTRIES`] times 16 KiB, 64 MiB; and no
+/// token stays in memory after its request.
+fn token_key(token: &str) -> [u8; 32] {
+    let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+    let mut key = [0u8; 32];
+    key.copy_from_slice(digest.as_ref());
+    key
 }
 
 impl<H: Handler> Handler for RequireAccess<H> {

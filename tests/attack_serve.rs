@@ -1,0 +1,173 @@
+//! An outsider's attacks on `serve` (probes, `/metrics`, webhooks) over real loopback
+//! sockets: framing a proxy in front could read differently, a close that loses the answer,
+//! access control that lets someone in. No timing is asserted; every wait is bounded by
+//! `PATIENCE`.
+
+mod common;
+#[allow(dead_code)] // only the retained bytes are measured here
+#[path = "common/counting_allocator.rs"]
+mod counting_allocator;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use common::PATIENCE;
+use kube_informer::serve::{Limits, Request, Response, Router, Server};
+
+/// One test at a time in this binary: one of them counts the bytes the process holds.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn router() -> Router {
+    Router::new()
+        .route("/healthz", |_: &Request| Response::text(200, "ok\n"))
+        .route("/echo", |r: &Request| {
+            Response::new(200).with_body(r.body.clone())
+        })
+}
+
+fn serve(limits: Limits) -> Server {
+    Server::builder("attack")
+        .limits(limits)
+        .grace(Duration::from_secs(1))
+        .bind("127.0.0.1:0", router())
+        .unwrap()
+}
+
+/// Writes `raw` from a thread of its own (it may be more than the socket buffers hold),
+/// then reads everything the server sends until it closes. `Err` when the connection was
+/// reset before the client read what the server had sent.
+fn send_all_then_read(addr: SocketAddr, raw: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.set_write_timeout(Some(PATIENCE)).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(&raw);
+    });
+    // Let the server answer and close before a byte is read, as a client busy elsewhere
+    // would: the answers wait in this socket's buffer.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut all = Vec::new();
+    let mut r = s;
+    let got = r.read_to_end(&mut all).map(|_| all);
+    let _ = writer.join();
+    got
+}
+
+/// RFC 9112 §9.6: a server that closes while the client's bytes are still unread resets
+/// the connection, and the client's TCP may drop the answer that was already sent. A
+/// client pipelining past `max_requests_per_connection` must still get every answer the
+/// server wrote, the last one saying `Connection: close`.
+#[test]
+fn pipelining_past_the_cap_gets_every_answer_before_the_close() {
+    let _one = one_at_a_time();
+    let server = serve(Limits::new().max_requests_per_connection(2));
+    let one = b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+    let raw: Vec<u8> = one
+        .iter()
+        .copied()
+        .cycle()
+        .take(one.len() * 20_000)
+        .collect();
+    for round in 0..2 {
+        let all = send_all_then_read(server.addr(), raw.clone())
+            .unwrap_or_else(|e| panic!("round {round}: the answers were lost to a reset: {e}"));
+        let text = String::from_utf8_lossy(&all);
+        assert_eq!(
+            text.matches("HTTP/1.1 200 OK\r\n").count(),
+            2,
+            "round {round}: {text}"
+        );
+        assert!(text.ends_with("Connection: close\r\n\r\nok\n"), "{text}");
+    }
+    server.stop();
+}
+
+/// The same for a client that says `Connection: close` and sends more behind it (a body
+/// longer than its `Content-Length`, or requests the server will not read).
+#[test]
+fn a_connection_close_request_with_bytes_behind_it_gets_its_answer() {
+    let _one = one_at_a_time();
+    let server = serve(Limits::new());
+    let mut raw =
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+            .to_vec();
+    raw.extend(std::iter::repeat_n(b'x', 1 << 20));
+    for round in 0..2 {
+        let all = send_all_then_read(server.addr(), raw.clone())
+            .unwrap_or_else(|e| panic!("round {round}: the answer was lost to a reset: {e}"));
+        let text = String::from_utf8_lossy(&all);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nhello"), "{text}");
+    }
+    server.stop();
+}
+
+/// An unauthenticated client sends `/metrics` (behind `RequireAccess`) thousands of
+/// different garbage bearer tokens of nearly the whole head's bound each. Each is refused
+/// (401) and remembered as invalid for a while; what is remembered must not be the token
+/// itself, or the client pins `CACHE_ENTRIES` times 16 KiB (64 MiB) of the server's memory
+/// for as long as it keeps sending.
+#[test]
+fn garbage_tokens_do_not_pin_their_bytes_in_the_access_cache() {
+    use kube_informer::serve::RequireAccess;
+    use kube_informer::testing::ApiServer;
+    use kube_informer::Client;
+    let _one = one_at_a_time();
+    let api = ApiServer::start();
+    let client = Client::new(api.client_config()).unwrap();
+    let metrics = RequireAccess::new(client, |_: &Request| Response::text(200, "up 1\n"));
+    let server = Server::builder("metrics")
+        .bind("127.0.0.1:0", Router::new().route("/metrics", metrics))
+        .unwrap();
+    const TOKENS: usize = 250;
+    const TOKEN_BYTES: usize = 15_000;
+    let ((), retained) = counting_allocator::retained_bytes_of(|| {
+        let mut sent = 0;
+        while sent < TOKENS {
+            // Keep-alive connections of a few hundred requests each.
+            let mut s = TcpStream::connect(server.addr()).unwrap();
+            s.set_read_timeout(Some(PATIENCE)).unwrap();
+            let mut reader = std::io::BufReader::new(s.try_clone().unwrap());
+            for _ in 0..200 {
+                let token = format!("{sent:08}{}", "g".repeat(TOKEN_BYTES - 8));
+                // One write: a request in pieces would wait on delayed acknowledgements.
+                s.write_all(
+                    format!(
+                        "GET /metrics HTTP/1.1\r\nHost: m\r\nAuthorization: Bearer {token}\r\n\r\n"
+                    )
+                    .as_bytes(),
+                )
+                .unwrap();
+                let mut head = String::new();
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+                    if let Some(v) = line.strip_prefix("Content-Length: ") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    if line == "\r\n" || line.is_empty() {
+                        break;
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                assert!(head.starts_with("HTTP/1.1 401 "), "{head}");
+                sent += 1;
+            }
+        }
+    });
+    let pinned = TOKENS * TOKEN_BYTES;
+    assert!(
+        retained < (pinned / 3) as i64,
+        "{TOKENS} garbage tokens of {TOKEN_BYTES} bytes left {retained} bytes held (all of them: {pinned})"
+    );
+    server.stop();
+}
