@@ -1,0 +1,505 @@
+//! Admission webhooks as kube-apiserver v1.36.2 calls them, replayed from the captures in
+//! `tests/fixtures/webhook-calls/` (see its README): for each capture a webhook over TLS
+//! that answers as the capture's webhook did and records what it receives, the client's
+//! request sent to `testing::ApiServer`, then the reviews the webhook got and the client's
+//! answer compared to the capture.
+//!
+//! Normalised before comparing: uids, resourceVersions, creationTimestamps and managed
+//! fields' times (volatile: present on both sides, any value); the webhook's port and the
+//! hooks' `timeoutSeconds` (1 s here instead of 5 s, so the timeout cases take a second);
+//! the `uid` and `creationTimestamp` the real server gives the object it shows a validating
+//! hook on a create, and the writer's entry in the managed fields of the object the hooks
+//! see (the test server adds both when it stores the object, after admission; stated in the
+//! testing docs).
+#![cfg(feature = "webhook")]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use common::capture::{self, Compare};
+use kube_informer::api::{ApiResource, UserInfo};
+use kube_informer::serve::{Request, Response, Router, Server, TlsFiles};
+use kube_informer::testing::{ApiServer, CA_PEM, SERVER_CERT_PEM, SERVER_KEY_PEM};
+use serde_json::{json, Value};
+
+const TOKEN: &str = "lab-admin-token";
+/// The hooks' timeout here (the captures' hooks had 5 s).
+const TIMEOUT_SECS: u64 = 1;
+
+/// One call the webhook received.
+#[derive(Clone, Debug)]
+struct Call {
+    path: String,
+    query: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+/// The capture's webhook (README: "Answers by path"), recording every call.
+struct Webhook {
+    server: Option<Server>,
+    calls: Arc<Mutex<Vec<Call>>>,
+    _dir: tempfile::TempDir,
+}
+
+fn allow(uid: &Value) -> Value {
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "response": {"uid": uid, "allowed": true}})
+}
+
+fn answer(path: &str, review: &Value) -> Value {
+    let uid = &review["request"]["uid"];
+    let patch = base64::engine::general_purpose::STANDARD.encode(
+        json!([{"op": "add", "path": "/metadata/labels/mutated-by", "value": "capture-webhook"}])
+            .to_string(),
+    );
+    let mut a = allow(uid);
+    let r = &mut a["response"];
+    match path {
+        "/mutate-patch" | "/validate-with-patch" => {
+            r["patchType"] = json!("JSONPatch");
+            r["patch"] = json!(patch);
+        }
+        "/bad-uid" => r["uid"] = json!("00000000-0000-0000-0000-000000000000"),
+        "/mutate-patchtype-no-patch" => r["patchType"] = json!("JSONPatch"),
+        "/no-apiversion" => {
+            a.as_object_mut().unwrap().remove("apiVersion");
+        }
+        "/no-kind" => {
+            a.as_object_mut().unwrap().remove("kind");
+        }
+        "/sleep6-fail" | "/sleep6-ignore" => {
+            std::thread::sleep(Duration::from_secs(TIMEOUT_SECS + 1));
+        }
+        "/deny-403" => {
+            r["allowed"] = json!(false);
+            r["status"] = json!({"code": 403,
+                "message": "capture webhook says no: label forbidden=yes is not allowed"});
+        }
+        "/deny-plain" => r["allowed"] = json!(false),
+        "/deny-reason" => {
+            r["allowed"] = json!(false);
+            r["status"] = json!({"code": 422, "reason": "Invalid",
+                "message": "capture webhook: data.key is invalid"});
+        }
+        "/allow-warnings" => {
+            r["warnings"] = json!([
+                "capture webhook warning one",
+                "second warning, with \"quotes\""
+            ]);
+        }
+        _ => {}
+    }
+    a
+}
+
+impl Webhook {
+    fn start() -> Webhook {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tls.crt"), SERVER_CERT_PEM).unwrap();
+        std::fs::write(dir.path().join("tls.key"), SERVER_KEY_PEM).unwrap();
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&calls);
+        let router = Router::new().subtree("/", move |req: &Request| {
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            log.lock().unwrap().push(Call {
+                path: req.path.clone(),
+                query: req.query.clone(),
+                headers: req.headers.clone(),
+                body: body.clone(),
+            });
+            Response::json(200, &answer(&req.path, &body))
+        });
+        let server = Server::builder("capture-hook")
+            .tls(TlsFiles::new(dir.path()))
+            .bind("127.0.0.1:0", router)
+            .unwrap();
+        Webhook {
+            server: Some(server),
+            calls,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.server.as_ref().unwrap().addr())
+    }
+
+    fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.stop();
+        }
+    }
+}
+
+fn load(name: &str) -> Value {
+    let text = common::fixture(&format!("webhook-calls/{name}.json"));
+    serde_json::from_slice(&text).unwrap()
+}
+
+fn review_request(call: &Value) -> &Value {
+    &call["request"]["body"]["json"]["request"]
+}
+
+fn cms() -> ApiResource {
+    ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
+}
+
+/// The test server, with the lab's admin as the caller and the capture namespace.
+fn lab() -> ApiServer {
+    let server = ApiServer::builder()
+        .user_info_token(
+            TOKEN,
+            UserInfo {
+                username: "lab-admin".into(),
+                uid: "lab-admin".into(),
+                groups: vec!["system:masters".into(), "system:authenticated".into()],
+                ..Default::default()
+            },
+        )
+        .start();
+    let ns = ApiResource::new("", "v1", "Namespace", "namespaces", false);
+    server
+        .create(
+            &ns,
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "cap-webhook", "labels": {"capture": "true"}}}),
+        )
+        .unwrap();
+    server
+}
+
+/// The objects the capture's request found: each review's `oldObject`, stored as it was
+/// (managed fields included); the resourceVersion given to the last one.
+fn seed(server: &ApiServer, capture: &Value) -> Option<String> {
+    let mut rv = None;
+    let mut seen = Vec::new();
+    for call in capture["webhook_calls"].as_array().unwrap() {
+        let old = &review_request(call)["oldObject"];
+        let Some(name) = old.pointer("/metadata/name").and_then(Value::as_str) else {
+            continue;
+        };
+        if seen.iter().any(|n| n == name) {
+            continue;
+        }
+        seen.push(name.to_owned());
+        let mut o = old.clone();
+        let meta = o["metadata"].as_object_mut().unwrap();
+        for k in ["uid", "resourceVersion", "creationTimestamp"] {
+            meta.remove(k);
+        }
+        let stored = server.create(&cms(), o).unwrap();
+        rv = stored["metadata"]["resourceVersion"]
+            .as_str()
+            .map(str::to_owned);
+    }
+    rv
+}
+
+/// One configuration per hook the capture called, in order, as the README registers them.
+fn register(server: &ApiServer, hook: &Webhook, name: &str, capture: &Value) {
+    let mut paths: Vec<String> = Vec::new();
+    for call in capture["webhook_calls"].as_array().unwrap() {
+        let p = call["webhook_path"].as_str().unwrap().to_owned();
+        if !paths.contains(&p) {
+            paths.push(p);
+        }
+    }
+    let first = review_request(&capture["webhook_calls"][0]);
+    let case = first
+        .pointer("/object/metadata/labels/webhook-case")
+        .or_else(|| first.pointer("/oldObject/metadata/labels/webhook-case"))
+        .and_then(Value::as_str)
+        .unwrap();
+    let config = &capture["webhook_configuration"];
+    for path in paths {
+        let (mutating, hook_name, policy) = if config.is_object() {
+            (
+                config["kind"] == "MutatingWebhookConfiguration",
+                format!("{name}.capture.example.com"),
+                config["failurePolicy"].as_str().unwrap().to_owned(),
+            )
+        } else {
+            let m = path.starts_with("/mutate");
+            let role = if m { "mutate" } else { "validate" };
+            (
+                m,
+                format!("{name}-{role}.capture.example.com"),
+                "Fail".to_owned(),
+            )
+        };
+        let (kind, plural) = if mutating {
+            (
+                "MutatingWebhookConfiguration",
+                "mutatingwebhookconfigurations",
+            )
+        } else {
+            (
+                "ValidatingWebhookConfiguration",
+                "validatingwebhookconfigurations",
+            )
+        };
+        let ar = ApiResource::new("admissionregistration.k8s.io", "v1", kind, plural, false);
+        let mut body = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": format!("cap-{name}{}", path.replace('/', "-")),
+                "labels": {"capture": "true"}},
+            "webhooks": [{
+                "name": hook_name,
+                "clientConfig": {"url": hook.url(&path),
+                    "caBundle": base64::engine::general_purpose::STANDARD.encode(CA_PEM)},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE", "DELETE"],
+                    "resources": ["configmaps"], "scope": "Namespaced"}],
+                "namespaceSelector": {"matchLabels": {"capture": "true"}},
+                "objectSelector": {"matchLabels": {"webhook-case": case}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "timeoutSeconds": TIMEOUT_SECS,
+                "failurePolicy": policy,
+            }],
+        });
+        if mutating {
+            body["webhooks"][0]["reinvocationPolicy"] = json!("Never");
+        }
+        server.create(&ar, body).unwrap();
+    }
+}
+
+/// The capture's client request, sent to the test server (a PUT's resourceVersion is the
+/// seeded object's).
+fn send(server: &ApiServer, capture: &Value, rv: Option<&str>) -> capture::Response {
+    let req = &capture["client"]["request"];
+    let mut headers = vec![
+        ("Authorization".to_owned(), format!("Bearer {TOKEN}")),
+        ("Accept".to_owned(), "application/json".to_owned()),
+        ("User-Agent".to_owned(), "capture.py".to_owned()),
+    ];
+    for (k, v) in req["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h[0].as_str().unwrap(), h[1].as_str().unwrap()))
+    {
+        if k.eq_ignore_ascii_case("content-type") {
+            headers.push((k.to_owned(), v.to_owned()));
+        }
+    }
+    let body = match (&req["body"]["json"], &req["body"]["text"]) {
+        (Value::Null, Value::String(t)) => t.as_bytes().to_vec(),
+        (Value::Null, _) => Vec::new(),
+        (j, _) => {
+            let mut j = j.clone();
+            if let (Some(rv), true) = (rv, j.pointer("/metadata/resourceVersion").is_some()) {
+                j["metadata"]["resourceVersion"] = json!(rv);
+            }
+            serde_json::to_vec(&j).unwrap()
+        }
+    };
+    capture::send(
+        server.addr(),
+        &capture::Request {
+            method: req["method"].as_str().unwrap().into(),
+            target: req["path"].as_str().unwrap().into(),
+            headers,
+            body,
+        },
+    )
+}
+
+/// The rules of comparison (see the module docs).
+fn rules(hook: &Webhook) -> Compare {
+    let port = hook.url("");
+    Compare::new()
+        .substitute(&port, "https://127.0.0.1:18443")
+        .substitute(&format!("?timeout={TIMEOUT_SECS}s"), "?timeout=5s")
+}
+
+/// Replays one capture; every difference, one line each.
+fn replay(name: &str) -> Vec<String> {
+    let capture = load(name);
+    let server = lab();
+    let rv = seed(&server, &capture);
+    let hook = Webhook::start();
+    register(&server, &hook, name, &capture);
+    let answer = send(&server, &capture, rv.as_deref());
+    let mut out = Vec::new();
+    let calls = hook.calls();
+    let want_calls = capture["webhook_calls"].as_array().unwrap();
+    // The reviews' uids, quoted in messages, are the capture's.
+    let mut compare = rules(&hook);
+    for (got, want) in calls.iter().zip(want_calls) {
+        if let (Some(ours), Some(theirs)) = (
+            got.body.pointer("/request/uid").and_then(Value::as_str),
+            review_request(want)["uid"].as_str(),
+        ) {
+            compare = compare.substitute(ours, theirs);
+        }
+    }
+
+    // The client's answer: status, Warning headers, body.
+    let want = &capture["client"]["response"];
+    if want["status"].as_u64() != Some(u64::from(answer.code)) {
+        out.push(format!(
+            "client status: {} != {}",
+            want["status"], answer.code
+        ));
+    }
+    let want_warnings: Vec<&str> = want["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h[0].as_str().unwrap().eq_ignore_ascii_case("warning"))
+        .map(|h| h[1].as_str().unwrap())
+        .collect();
+    let got_warnings: Vec<&str> = answer.all("warning");
+    if want_warnings != got_warnings {
+        out.push(format!(
+            "Warning headers: {want_warnings:?} != {got_warnings:?}"
+        ));
+    }
+    // The answer's object: its managed fields are the test server's own (tests/write_matrix
+    // judges them), not this capture's subject.
+    let answer_rules = compare
+        .clone()
+        .ignore("metadata.managedFields")
+        .ignore("items.*.metadata.managedFields");
+    for d in answer_rules.value_differences(&want["body_json"], &capture::body_json(&answer)) {
+        out.push(format!("client body: {d}"));
+    }
+
+    // The reviews.
+    if calls.len() != want_calls.len() {
+        out.push(format!(
+            "{} webhook calls, the capture has {}: {:?}",
+            calls.len(),
+            want_calls.len(),
+            calls.iter().map(|c| &c.path).collect::<Vec<_>>()
+        ));
+    }
+    for (i, (got, want)) in calls.iter().zip(want_calls).enumerate() {
+        let w = &want["request"];
+        if got.path != want["webhook_path"].as_str().unwrap() {
+            out.push(format!(
+                "call {i}: path {} != {}",
+                got.path, want["webhook_path"]
+            ));
+        }
+        if got.query != format!("timeout={TIMEOUT_SECS}s") {
+            out.push(format!("call {i}: query {:?}", got.query));
+        }
+        for h in ["user-agent", "accept", "content-type"] {
+            let wanted = w["headers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x[0].as_str().unwrap().eq_ignore_ascii_case(h))
+                .and_then(|x| x[1].as_str());
+            let have = got
+                .headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(h))
+                .map(|(_, v)| v.as_str());
+            if wanted != have {
+                out.push(format!("call {i}: header {h}: {wanted:?} != {have:?}"));
+            }
+        }
+        if got.headers.iter().any(|(k, _)| k == "authorization") {
+            out.push(format!("call {i}: sent an Authorization header"));
+        }
+        let mut review_rules = compare
+            .clone()
+            .volatile("request.uid")
+            .volatile("request.options.fieldManager");
+        // The writer's managed fields are recorded by the store, after admission: the hooks
+        // see the object's managed fields as they were before the write (none on a create).
+        review_rules = review_rules.ignore("request.object.metadata.managedFields");
+        if w["body"]["json"]["request"]["operation"] == "CREATE" {
+            // Named by the store after admission (see the module docs).
+            review_rules = review_rules
+                .ignore("request.object.metadata.uid")
+                .ignore("request.object.metadata.creationTimestamp");
+        }
+        for d in review_rules.value_differences(&w["body"]["json"], &got.body) {
+            out.push(format!("call {i} ({}): {d}", got.path));
+        }
+    }
+    out
+}
+
+fn check(name: &str) {
+    let diffs = replay(name);
+    assert!(
+        diffs.is_empty(),
+        "{name}: the test server differs from kube-apiserver:\n  {}",
+        diffs.join("\n  ")
+    );
+}
+
+#[test]
+fn writes_send_the_reviews_kube_apiserver_sends() {
+    for name in [
+        "admission-create",
+        "admission-create-dryrun",
+        "admission-update",
+        "admission-patch-merge",
+        "admission-delete",
+        "admission-delete-dryrun-grace",
+        "admission-mutating-jsonpatch",
+    ] {
+        check(name);
+    }
+}
+
+#[test]
+fn apply_is_admitted_as_a_create_or_an_update_with_its_field_manager() {
+    check("admission-apply-create");
+    check("admission-apply-update");
+}
+
+#[test]
+fn a_collection_delete_is_one_review_per_object_without_a_name() {
+    check("admission-deletecollection");
+}
+
+#[test]
+fn bad_answers_are_refused_with_kube_apiservers_words() {
+    for name in [
+        "bad-wrong-uid",
+        "bad-wrong-uid-ignore",
+        "bad-missing-apiversion",
+        "bad-missing-kind",
+        "bad-validating-with-patch",
+        "bad-mutating-patchtype-no-patch",
+    ] {
+        check(name);
+    }
+}
+
+#[test]
+fn denials_and_warnings_reach_the_client_as_captured() {
+    for name in [
+        "deny-403-message",
+        "deny-403-mutating",
+        "deny-422-reason",
+        "deny-no-status",
+        "allow-with-warnings",
+    ] {
+        check(name);
+    }
+}
+
+#[test]
+fn a_hook_that_times_out_fails_the_write_or_is_ignored_by_its_policy() {
+    check("timeout-fail");
+    check("timeout-ignore");
+}
