@@ -133,6 +133,103 @@ fn check(pdb: &Value, pod: &Value, pods: &[Value]) -> Option<String> {
     ))
 }
 
+/// Whether the eviction is a dry run (`?dryRun=All` or `deleteOptions.dryRun`).
+fn dry_run_of(req: &Request, eviction: &Value) -> bool {
+    eviction
+        .pointer("/deleteOptions/dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|d| !d.is_empty())
+        || req.param("dryRun").is_some()
+}
+
+/// Whether someone (a disruption controller, a test) computed the budget's status for its
+/// present spec: `status.observedGeneration` at least `metadata.generation`.
+fn status_computed(pdb: &Value) -> bool {
+    let observed = pdb
+        .pointer("/status/observedGeneration")
+        .and_then(Value::as_i64);
+    let generation = pdb
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    observed.is_some_and(|o| o >= generation)
+}
+
+/// A computed budget, as kube-apiserver's eviction handler uses it: no disruption left is a
+/// refusal (its cause's text from the `DisruptionAllowed` condition); otherwise, unless in
+/// a dry run, the server itself counts one down, records the pod in `disruptedPods` and,
+/// at zero, sets `DisruptionAllowed=False` (`InsufficientPods`).
+fn count_down(
+    shared: &Shared,
+    ns: &str,
+    pod: &str,
+    pdb: &Value,
+    dry_run: bool,
+) -> Result<Option<String>, Status> {
+    let name = pdb
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let status = &pdb["status"];
+    let allowed = status["disruptionsAllowed"].as_i64().unwrap_or(0);
+    if allowed <= 0 {
+        let blocked = status["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "DisruptionAllowed" && c["status"] == "False")
+        });
+        return Ok(Some(if blocked {
+            format!("The disruption budget {name} does not allow evicting pods currently")
+        } else {
+            format!(
+                "The disruption budget {name} needs {} healthy pods and has {} currently",
+                status["desiredHealthy"].as_i64().unwrap_or(0),
+                status["currentHealthy"].as_i64().unwrap_or(0)
+            )
+        }));
+    }
+    if dry_run {
+        return Ok(None);
+    }
+    let now = super::store::rfc3339_now();
+    let mut updated = pdb.clone();
+    let st = &mut updated["status"];
+    st["disruptionsAllowed"] = json!(allowed - 1);
+    if !st["disruptedPods"].is_object() {
+        st["disruptedPods"] = json!({});
+    }
+    st["disruptedPods"][pod] = json!(now);
+    if allowed - 1 == 0 {
+        let generation = pdb
+            .pointer("/metadata/generation")
+            .cloned()
+            .unwrap_or(json!(1));
+        let condition = json!({"type": "DisruptionAllowed", "status": "False",
+            "observedGeneration": generation, "lastTransitionTime": now,
+            "reason": "InsufficientPods", "message": ""});
+        let mut conditions: Vec<Value> = st["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c["type"] != "DisruptionAllowed")
+            .collect();
+        conditions.push(condition);
+        st["conditions"] = json!(conditions);
+    }
+    let opts = super::store::WriteOptions::fixture();
+    let mut store = shared.store.lock();
+    // The resourceVersion read is the precondition: a budget changed meanwhile is a 409,
+    // as the real handler's update would be after its retries.
+    store.update_with(
+        &tk("policy", "v1", "poddisruptionbudgets"),
+        Some(ns),
+        name,
+        updated,
+        &opts,
+    )?;
+    Ok(None)
+}
+
 /// `POST /api/v1/namespaces/{ns}/pods/{name}/eviction`.
 pub(crate) fn serve<S: Peer>(
     req: &Request,
@@ -152,6 +249,20 @@ pub(crate) fn serve<S: Peer>(
             return send_status(peer, &st);
         }
     };
+    if let Some(body_name) = eviction
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        if body_name != name {
+            let st = Status::failure(
+                400,
+                "BadRequest",
+                "name in URL does not match name in Eviction object",
+            );
+            return send_status(peer, &st);
+        }
+    }
     let pods_tk = tk("", "v1", "pods");
     let (pod, pods, pdbs) = {
         let mut store = shared.store.lock();
@@ -195,14 +306,24 @@ pub(crate) fn serve<S: Peer>(
             })
             .collect();
         if over.len() > 1 {
+            // The real handler's plain error: a 500 with neither reason nor details.
             let st = Status::failure(
                 500,
-                "InternalError",
+                "",
                 "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
             );
             return send_status(peer, &st);
         }
-        if let Some(refusal) = over.first().and_then(|b| check(b, &pod, &pods)) {
+        let dry_run = dry_run_of(req, &eviction);
+        let computed = over.first().filter(|b| status_computed(b));
+        let refusal = match computed {
+            Some(b) => match count_down(shared, ns, name, b, dry_run) {
+                Ok(r) => r,
+                Err(st) => return send_status(peer, &st),
+            },
+            None => over.first().and_then(|b| check(b, &pod, &pods)),
+        };
+        if let Some(refusal) = refusal {
             let mut st = Status::failure(
                 429,
                 "TooManyRequests",
@@ -224,11 +345,7 @@ pub(crate) fn serve<S: Peer>(
     if !options.is_object() {
         options = json!({});
     }
-    let dry_run = options
-        .get("dryRun")
-        .and_then(Value::as_array)
-        .is_some_and(|d| !d.is_empty())
-        || req.param("dryRun").is_some();
+    let dry_run = dry_run_of(req, &eviction);
     options["gracePeriodSeconds"] = json!(0);
     let delete = Request {
         method: "DELETE".into(),
