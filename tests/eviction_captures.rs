@@ -8,9 +8,13 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::capture::{self, Compare};
 use kube_informer::api::ApiResource;
+use kube_informer::pod::{drain_node, DrainOptions};
 use kube_informer::testing::ApiServer;
+use kube_informer::Client;
 use serde_json::{json, Value};
 
 fn pdbs() -> ApiResource {
@@ -216,4 +220,86 @@ fn a_name_that_differs_from_the_url_and_a_missing_pod_are_refused_as_captured() 
         "evict-no-pdb",
         &evict(&server, "e-misc", "", eviction("e-misc")),
     );
+}
+
+#[test]
+fn a_budget_behind_its_spec_is_still_being_processed_retry_after_10() {
+    let server = ApiServer::start();
+    pod(&server, "e-guard", "guard");
+    // Computed for generation 0 (the real fresh budget: no observedGeneration at all, which
+    // the test server's stand-in disruption controller computes on the spot instead).
+    server
+        .create(
+            &pdbs(),
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "pdb-guard", "namespace": "cap-evict", "generation": 1},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guard"}}},
+                "status": {"observedGeneration": 0, "disruptionsAllowed": 0, "currentHealthy": 0,
+                    "desiredHealthy": 0, "expectedPods": 0}}),
+        )
+        .unwrap();
+    assert_like(
+        "evict-pdb-status-not-computed",
+        &evict(&server, "e-guard", "", eviction("e-guard")),
+    );
+}
+
+#[test]
+fn drain_retries_a_computed_budgets_429_and_reports_two_budgets() {
+    let server = ApiServer::start();
+    server.add_node("lab-node").unwrap();
+    pod(&server, "e-guard", "guard");
+    pod(&server, "e-two", "two");
+    budget(
+        &server,
+        "pdb-guard",
+        "guard",
+        json!({"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}),
+    );
+    let allows = json!({"disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 0, "expectedPods": 1});
+    budget(&server, "pdb-two-a", "two", allows.clone());
+    budget(&server, "pdb-two-b", "two", allows);
+    let client = Client::new(server.client_config()).unwrap();
+    let options = DrainOptions::new()
+        .eviction_retry_delay(Duration::from_millis(50))
+        .poll_interval(Duration::from_millis(20))
+        .force(true)
+        .timeout(common::PATIENCE);
+    let drain = {
+        let client = client.clone();
+        std::thread::spawn(move || drain_node(&client, "lab-node", &options).unwrap())
+    };
+    // Refused until the budget (as its controller would) allows one.
+    common::wait_until("the budget's first 429", || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.contains("/pods/e-guard/eviction"))
+            .count()
+            >= 2
+    });
+    let mut pdb = server.get(&pdbs(), Some("cap-evict"), "pdb-guard").unwrap();
+    pdb["status"] = json!({"observedGeneration": 1, "disruptionsAllowed": 1,
+        "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2});
+    server.update(&pdbs(), pdb).unwrap();
+    let report = drain.join().unwrap();
+    assert_eq!(report.evicted, ["cap-evict/e-guard"], "{report:?}");
+    assert!(
+        report.retried.iter().all(|r| {
+            r.contains(
+        "(will retry after 50ms): Cannot evict pod as it would violate the pod's disruption budget."
+    )
+        }),
+        "{report:?}"
+    );
+    assert_eq!(report.failed.len(), 1, "{report:?}");
+    assert!(
+        report.failed[0].starts_with("error when evicting pods/\"e-two\" -n \"cap-evict\": ")
+            && report.failed[0].contains(
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+            ),
+        "{report:?}"
+    );
+    // The server counted the budget down itself.
+    assert_eq!(pdb_status(&server, "pdb-guard")["disruptionsAllowed"], 0);
 }
