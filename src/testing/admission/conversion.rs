@@ -61,10 +61,12 @@ fn conversion_of<'a>(shared: &'a Shared, tk: &TypeKey) -> Option<&'a Conversion>
 /// list (or the next) calls the webhook only for what changed since.
 #[derive(Default)]
 pub(crate) struct Converted {
-    /// (storage group, plural, desired apiVersion, namespace/name) → (resourceVersion,
-    /// converted object).
-    objects: Mutex<HashMap<(String, String, String, String), (String, Value)>>,
+    objects: Mutex<HashMap<CacheKey, (String, Value)>>,
 }
+
+/// (storage group, plural, desired apiVersion, namespace/name); the value is the stored
+/// resourceVersion converted and the converted object.
+type CacheKey = (String, String, String, String);
 
 /// Go's `GroupVersionKind.String()` of an object: `group/version, Kind=kind`.
 fn gvk_of(o: &Value) -> String {

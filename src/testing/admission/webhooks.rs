@@ -38,13 +38,15 @@ pub(crate) struct Attributes<'a> {
 
 /// The `options` of an admission request: `CreateOptions` for a create (an apply that
 /// creates included), `UpdateOptions` for an update or any patch (an apply that updates
-/// included), `DeleteOptions` for a delete; with the request's `dryRun` and
-/// `fieldManager` (create, update) or `gracePeriodSeconds`, `propagationPolicy` and
-/// `preconditions` (delete), as the real server fills them in.
+/// included), `DeleteOptions` for a delete; with the request's `dryRun`, and its
+/// `fieldManager` and `fieldValidation` (create, update) or `gracePeriodSeconds`,
+/// `preconditions`, `orphanDependents` and `propagationPolicy` (delete), as the real
+/// server fills them in.
 pub(crate) fn options(
     operation: &str,
     dry_run: bool,
     field_manager: Option<&str>,
+    field_validation: Option<&str>,
     delete: Option<&DeleteOptions>,
 ) -> Value {
     let kind = match operation {
@@ -82,6 +84,9 @@ pub(crate) fn options(
     if operation != "DELETE" {
         if let Some(m) = field_manager.filter(|m| !m.is_empty()) {
             o["fieldManager"] = json!(m);
+        }
+        if let Some(v) = field_validation.filter(|v| !v.is_empty()) {
+            o["fieldValidation"] = json!(v);
         }
     }
     o
@@ -716,6 +721,57 @@ mod tests {
             &labels
         ));
         assert!(!selector_matches(&expr("Sideways", Value::Null), &labels));
+    }
+
+    #[test]
+    fn options_are_the_ones_kube_apiserver_hands_to_admission() {
+        assert_eq!(
+            options("UPDATE", true, Some("capture"), Some("Strict"), None),
+            json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1",
+                "dryRun": ["All"], "fieldManager": "capture", "fieldValidation": "Strict"})
+        );
+        let d = DeleteOptions {
+            grace_period: Some(0),
+            precondition_uid: Some("u".into()),
+            propagation: Some("Orphan".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            options("DELETE", false, Some("ignored"), None, Some(&d)),
+            json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1",
+                "gracePeriodSeconds": 0, "preconditions": {"uid": "u"},
+                "propagationPolicy": "Orphan"})
+        );
+    }
+
+    #[test]
+    fn answers_are_verified_in_kube_apiservers_words() {
+        let uid = json!("u-1");
+        let good = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": "u-1", "allowed": true}});
+        assert!(verify(&good, &uid, false).is_ok());
+        let mut v1beta1 = good.clone();
+        v1beta1["apiVersion"] = json!("admission.k8s.io/v1beta1");
+        assert_eq!(
+            verify(&v1beta1, &uid, false).unwrap_err(),
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview"
+        );
+        let mut patched = good.clone();
+        patched["response"]["patch"] = json!("W10=");
+        assert_eq!(
+            verify(&patched, &uid, true).unwrap_err(),
+            "webhook returned response.patch but not response.patchType"
+        );
+        patched["response"]["patchType"] = json!("JSONPatch");
+        assert!(verify(&patched, &uid, true).is_ok());
+        assert_eq!(
+            verify(&patched, &uid, false).unwrap_err(),
+            "validating webhook may not return response.patch"
+        );
+        assert_eq!(
+            verify(&json!([1]), &uid, false).unwrap_err(),
+            "webhook response was absent"
+        );
     }
 
     #[test]

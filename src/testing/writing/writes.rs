@@ -527,7 +527,13 @@ fn admit(
         subresource: t.subresource,
         operation,
         dry_run,
-        options: super::webhooks::options(operation, dry_run, req.param("fieldManager"), None),
+        options: super::webhooks::options(
+            operation,
+            dry_run,
+            req.param("fieldManager"),
+            req.param("fieldValidation"),
+            None,
+        ),
         user: super::webhooks::user_info(shared, req),
     };
     let admitted = super::webhooks::admit(shared, &attrs, Some(object), old.as_ref())?;
@@ -651,7 +657,7 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
             subresource: None,
             operation: "DELETE",
             dry_run: d.dry_run,
-            options: super::webhooks::options("DELETE", d.dry_run, None, Some(&d)),
+            options: super::webhooks::options("DELETE", d.dry_run, None, None, Some(&d)),
             user: super::webhooks::user_info(shared, req),
         };
         warnings = super::webhooks::admit(shared, &attrs, None, Some(&old))?.warnings;
@@ -782,7 +788,7 @@ fn admitted_deletes(
             subresource: None,
             operation: "DELETE",
             dry_run: d.dry_run,
-            options: super::webhooks::options("DELETE", d.dry_run, None, Some(d)),
+            options: super::webhooks::options("DELETE", d.dry_run, None, None, Some(d)),
             user: user.clone(),
         };
         warnings.extend(super::webhooks::admit(shared, &attrs, None, Some(&old))?.warnings);
