@@ -921,3 +921,64 @@ fn our_admission_hooks_take_every_review_kube_apiserver_sent() {
     }
     assert!(reviews >= 20, "{reviews} reviews");
 }
+
+#[test]
+fn a_mutating_hooks_change_is_stored_and_attributed_to_no_manager() {
+    // POST through the JSONPatch hook, then GET (get-after-mutating-jsonpatch.json): the
+    // label is stored, the writer's managed fields do not list it.
+    assert_none(
+        "admission-mutating-jsonpatch",
+        replay("admission-mutating-jsonpatch"),
+    );
+    let capture = load("admission-mutating-jsonpatch");
+    let server = lab();
+    let hook = Webhook::start();
+    register(&server, &hook, "admission-mutating-jsonpatch", &capture);
+    let created = send(&server, &capture, None);
+    assert_eq!(created.code, 201);
+    let got = get(
+        &server,
+        "/api/v1/namespaces/cap-webhook/configmaps/cm-mutated",
+    );
+    let want = &load("get-after-mutating-jsonpatch")["response"]["body_json"];
+    let diffs = Compare::new().value_differences(want, &capture::body_json(&got));
+    assert_none("get-after-mutating-jsonpatch", diffs);
+
+    // The same through an apply and a merge patch: the hook's label is no manager's.
+    let apply = capture::Request {
+        method: "PATCH".into(),
+        target: "/api/v1/namespaces/cap-webhook/configmaps/cm-applied?fieldManager=capture".into(),
+        headers: vec![
+            ("Authorization".into(), format!("Bearer {TOKEN}")),
+            ("Content-Type".into(), "application/apply-patch+yaml".into()),
+        ],
+        body: b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-applied\n  namespace: cap-webhook\n  labels:\n    webhook-case: mutate\ndata:\n  k: applied\n".to_vec(),
+    };
+    let patch = capture::Request {
+        method: "PATCH".into(),
+        target: "/api/v1/namespaces/cap-webhook/configmaps/cm-applied".into(),
+        headers: vec![
+            ("Authorization".into(), format!("Bearer {TOKEN}")),
+            ("Content-Type".into(), "application/merge-patch+json".into()),
+            ("User-Agent".into(), "capture.py".into()),
+        ],
+        body: br#"{"data":{"k":"patched"}}"#.to_vec(),
+    };
+    for (req, code) in [(&apply, 201), (&patch, 200)] {
+        let answer = capture::send(server.addr(), req);
+        assert_eq!(
+            answer.code,
+            code,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        let o = capture::body_json(&answer);
+        assert_eq!(
+            o["metadata"]["labels"]["mutated-by"], "capture-webhook",
+            "{o}"
+        );
+        let fields = o["metadata"]["managedFields"].to_string();
+        assert!(!fields.contains("mutated-by"), "{fields}");
+        assert!(fields.contains("webhook-case"), "{fields}");
+    }
+}

@@ -221,7 +221,9 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             o.duplicate_fields = super::duplicate_fields::duplicate_fields(&req.body);
             super::events::validate(t.tk, &body)?;
             let (body, warnings) = if super::webhooks::configured(shared) {
-                admit(shared, req, t, "CREATE", body, None, o.dry_run)?
+                let (body, warnings, managed) = admit(shared, req, t, "CREATE", body, None, &o)?;
+                o.managed_fields = managed;
+                (body, warnings)
             } else {
                 (body, Vec::new())
             };
@@ -248,7 +250,9 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             super::events::validate(t.tk, &body)?;
             let (body, warnings) = if super::webhooks::configured(shared) {
                 let old = current(shared, t, n);
-                admit(shared, req, t, "UPDATE", body, old, o.dry_run)?
+                let (body, warnings, managed) = admit(shared, req, t, "UPDATE", body, old, &o)?;
+                o.managed_fields = managed;
+                (body, warnings)
             } else {
                 (body, Vec::new())
             };
@@ -319,7 +323,7 @@ fn patch_object(
 ) -> Result<Answer, Status> {
     let builtin = shared.store.lock().collection(t.tk).info.builtin;
     let ty = patch::patch_type(req.header("content-type").unwrap_or(""), builtin)?;
-    let o = write_options(req, t.subresource)?;
+    let mut o = write_options(req, t.subresource)?;
     // Before the lock below (the lookup takes it too).
     let admission = super::webhooks::configured(shared);
     let mut store = shared.store.lock();
@@ -348,13 +352,15 @@ fn patch_object(
         super::events::validate(t.tk, &patched)?;
         let (patched, warnings) = if admission {
             drop(store);
-            let admitted = admit(shared, req, t, "UPDATE", patched, Some(doc), o.dry_run)?;
+            let (patched, warnings, managed) =
+                admit(shared, req, t, "UPDATE", patched, Some(doc), &o)?;
+            o.managed_fields = managed;
             store = shared.store.lock();
             let now = store.get(t.tk, t.namespace, name)?;
             if now.rv != current.rv && attempt < 5 {
                 continue;
             }
-            admitted
+            (patched, warnings)
         } else {
             (patched, Vec::new())
         };
@@ -403,7 +409,8 @@ fn admitted_apply(
         current(shared, t, name)
     };
     let operation = if created { "CREATE" } else { "UPDATE" };
-    let (mut object, warnings) = admit(shared, req, t, operation, applied, old, o.dry_run)?;
+    // The apply's own managed fields are kept below: a hook's change is no one's.
+    let (mut object, warnings, _) = admit(shared, req, t, operation, applied, old, o)?;
     if created {
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             // Given again by the store.
@@ -482,7 +489,10 @@ fn current(shared: &Shared, t: &Address<'_>, name: &str) -> Option<Value> {
 }
 
 /// The admission webhooks on a write (see `webhooks.rs`): the object to write, as the
-/// mutating webhooks left it, and their warnings. Called with no lock held.
+/// mutating webhooks left it, their warnings, and, when a mutating webhook changed the
+/// object, the managed fields the write computes for the object as it was before (the real
+/// server computes them before admission: a webhook's change is no manager's). Called with
+/// no lock held.
 fn admit(
     shared: &Shared,
     req: &Request,
@@ -490,8 +500,9 @@ fn admit(
     operation: &'static str,
     mut object: Value,
     old: Option<Value>,
-    dry_run: bool,
-) -> Result<(Value, Vec<String>), Status> {
+    o: &WriteOptions,
+) -> Result<(Value, Vec<String>, Option<Value>), Status> {
+    let dry_run = o.dry_run;
     // The object as kube-apiserver hands it to admission: its kind, version and namespace,
     // and a custom resource's defaults (decoding filled them in; see `crd_defaults.rs`).
     if let Some(m) = object.as_object_mut() {
@@ -536,8 +547,43 @@ fn admit(
         ),
         user: super::webhooks::user_info(shared, req),
     };
+    let before = object.clone();
     let admitted = super::webhooks::admit(shared, &attrs, Some(object), old.as_ref())?;
-    Ok((admitted.object.unwrap_or_default(), admitted.warnings))
+    let after = admitted.object.unwrap_or_default();
+    let managed = if after != before {
+        attribution(shared, t, operation, before, o)
+    } else {
+        None
+    };
+    Ok((after, admitted.warnings, managed))
+}
+
+/// The managed fields a write of `object` would record (a dry run of it); `None` when that
+/// write would fail (then the admitted object's are recorded).
+fn attribution(
+    shared: &Shared,
+    t: &Address<'_>,
+    operation: &str,
+    object: Value,
+    o: &WriteOptions,
+) -> Option<Value> {
+    let mut trial = o.clone();
+    trial.dry_run = true;
+    trial.managed_fields = None;
+    let mut store = shared.store.lock();
+    let w = if operation == "CREATE" {
+        store.create_with(t.tk, t.namespace, object, &trial)
+    } else {
+        store.update_with(t.tk, t.namespace, t.name?, object, &trial)
+    }
+    .ok()?;
+    let stored: Value = serde_json::from_str(&w.stored.json).ok()?;
+    Some(
+        stored
+            .pointer("/metadata/managedFields")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+    )
 }
 
 /// PUT or PATCH of `/scale` (GET is [`scale_get`]): the Scale's replicas written into the
