@@ -587,8 +587,15 @@ pub(crate) fn post(
     timeout_secs: u64,
 ) -> Result<Value, String> {
     let url = url_of(shared, client_config)?;
-    if !url.starts_with("https://") {
-        return Err(format!("webhook URL {url:?} is not https"));
+    let authority = url
+        .strip_prefix("https://")
+        .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or(""));
+    let Some(authority) = authority else {
+        return Err("webhook URL is not https".into());
+    };
+    if authority.contains('@') {
+        // kube-apiserver refuses such a configuration; its password stays out of messages.
+        return Err("webhook URL: user information is not permitted in the URL".into());
     }
     let sep = if url.contains('?') { '&' } else { '?' };
     let url = format!("{url}{sep}timeout={timeout_secs}s");
@@ -721,6 +728,20 @@ mod tests {
             &labels
         ));
         assert!(!selector_matches(&expr("Sideways", Value::Null), &labels));
+    }
+
+    #[test]
+    fn a_url_with_credentials_is_refused_without_them() {
+        let server = crate::testing::ApiServer::start();
+        let why = post(
+            server.shared(),
+            &json!({"url": "https://user:hunter2@127.0.0.1:1/x"}),
+            &json!({}),
+            1,
+        )
+        .unwrap_err();
+        assert!(!why.contains("hunter2"), "{why}");
+        assert!(why.contains("user information is not permitted"), "{why}");
     }
 
     #[test]
