@@ -639,7 +639,7 @@ fn crd_conversion_through_the_webhook() {
     let st = api2.get("g3").unwrap_err().status().cloned().unwrap();
     assert_eq!(st.code, 500);
     assert!(
-        st.message.contains("conversion webhook for lab.example.com/v2, Kind=Gadget failed: cannot convert Gadget \"lab/g3\" from \"lab.example.com/v1\" to \"lab.example.com/v2\": size \"broken\" is not a number"),
+        st.message.contains("conversion webhook for lab.example.com/v1, Kind=Gadget failed: cannot convert Gadget \"lab/g3\" from \"lab.example.com/v1\" to \"lab.example.com/v2\": size \"broken\" is not a number"),
         "{}",
         st.message
     );

@@ -107,13 +107,13 @@ pub struct StatusDetails {
 #[serde(rename_all = "camelCase")]
 pub struct StatusCause {
     /// Machine-readable cause, e.g. `FieldValueInvalid`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
     /// Human-readable description.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// The field concerned, e.g. `spec.containers[0].image`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub field: String,
 }
 

@@ -600,8 +600,14 @@ fn evict_and_wait(
                         continue;
                     }
                     Err(e) => {
+                        // kubectl prints an API error as its Status message alone.
+                        let why = e
+                            .status()
+                            .map(|s| s.message.clone())
+                            .filter(|m| !m.is_empty())
+                            .unwrap_or_else(|| e.to_string());
                         report.failed.push(format!(
-                            "error when evicting pods/{:?} -n {:?}: {e}",
+                            "error when evicting pods/{:?} -n {:?}: {why}",
                             t.name, t.ns
                         ));
                         targets.remove(i);

@@ -240,7 +240,10 @@
 //!   Events written through it (the real server serves one set through both); the eventTime
 //!   check is not made for a server-side apply.
 //! - An allowed eviction deletes the pod at once (grace period 0: the stand-in kubelet is
-//!   quick), so a drain never waits on a Terminating pod here.
+//!   quick, and no `DisruptionTarget` condition is added), so a drain never waits on a
+//!   Terminating pod here. A PodDisruptionBudget never computed (no
+//!   `status.observedGeneration`) is computed on the spot, as the disruption controller
+//!   would have; one computed is used as stored, as kube-apiserver does (see `eviction.rs`).
 //! - Namespaces are not objects that must exist (see `patch.rs` for apply's exception).
 
 //!
@@ -260,37 +263,55 @@
 //! the next, then the validating ones on the result. A denial is answered as kube-apiserver
 //! words it (`admission webhook "X" denied the request: ...`, its code, at least 400), the
 //! webhooks' warnings become `Warning` headers, a webhook that cannot be called (refused,
-//! timed out, an untrusted certificate, a non-200 answer, not a review, another `uid`) is a
-//! 500 `failed calling webhook "X": ...` under `failurePolicy: Fail` (the default) and
-//! skipped under `Ignore`, and a dry run meeting a webhook whose `sideEffects` is not
+//! timed out: `context deadline exceeded`, an untrusted certificate, a non-200 answer) or
+//! whose answer kube-apiserver refuses (another `uid`, not an `admission.k8s.io/v1`
+//! `AdmissionReview`, a `patchType` without a `patch` or the other way round, a patch from a
+//! validating webhook) is a 500 `InternalError` `failed calling webhook "X": received
+//! invalid webhook response: ...` in its words under `failurePolicy: Fail` (the default)
+//! and skipped without a warning under `Ignore`; a denial's Status keeps only the code (at
+//! least 400) and reason the webhook gave. A review carries what kube-apiserver sends:
+//! `CreateOptions` for a create and an apply that creates, `UpdateOptions` for an update,
+//! any patch and an apply that updates (with `fieldManager` when given), `DeleteOptions`
+//! with the delete's options, the caller as `userInfo`, `oldObject` on updates and deletes;
+//! a `deletecollection` is one review per object, naming none. A dry run meeting a webhook
+//! whose `sideEffects` is not
 //! `None`/`NoneOnDryRun` is a 400 `does not support dry run`. `clientConfig.url` must be
 //! `https`; a `clientConfig.service` is called at the URL registered with
 //! [`ApiServer::webhook_service`] plus its `path`.
 //!
 //! A CRD given with `spec.conversion.strategy: Webhook`
 //! ([`ApiServerBuilder::custom_resource_definition`]) is stored in its storage version and
-//! served in its other versions through its conversion webhook (`conversion.rs`): get and
-//! list (one review for the whole list), create and update (the body converted to the
+//! served in its other versions through its conversion webhook (`conversion.rs`), one
+//! object per review: get, list (served from objects converted once; 429 `storage is
+//! (re)initializing` while one cannot be), create and update (the body converted to the
 //! storage version, the answer back), delete. A failed conversion is a 500 `conversion
-//! webhook for <group/version>, Kind=<Kind> failed: ...`.
+//! webhook for <group/version>, Kind=<Kind> failed: ...` (no reason); a converter that
+//! changes the kind, name, namespace or uid is refused (`returned invalid object: must have
+//! the same name: a != b`), one that changes labels or annotations is taken.
 //!
 //! What the webhook calls simplify:
 //! - `matchPolicy` is always `Exact` (a rule matches the version the request was made in,
 //!   never an equivalent one); `matchConditions` (CEL) are not evaluated (the webhook is
 //!   called as if they held); `reinvocationPolicy: IfNeeded` is not honoured (each mutating
 //!   webhook is called once).
-//! - Not sent to webhooks: server-side apply, deletecollection, `/scale` writes, Rust-side
-//!   writes ([`ApiServer::create`], ...), and writes of the webhook configurations.
+//! - Not sent to webhooks: `/scale` writes, Rust-side writes ([`ApiServer::create`], ...),
+//!   and writes of the webhook configurations.
 //! - Validating webhooks see the object as the mutating ones left it, before the server's
-//!   defaults, generated name and system fields; they are called one after the other
-//!   (kube-apiserver: in parallel) and the first denial answers.
+//!   defaults, generated name and system fields (on a create no `uid` or
+//!   `creationTimestamp`; the writer's managed fields entry is added after admission);
+//!   they are called one after the other (kube-apiserver: in parallel) and the first denial
+//!   answers. An apply a mutating webhook changed is stored with the apply's managed fields
+//!   (the webhook's change attributed to no manager, as on the real server).
 //! - A service's certificate is checked against the host of its registered URL, not
-//!   `<service>.<namespace>.svc`; `userInfo` is always `system:admin` (`system:masters`).
+//!   `<service>.<namespace>.svc`. `userInfo` is the caller a token names; a caller without
+//!   credentials (an open server, a client certificate) is `kube-admin`.
 //! - A write in a converted version is admitted in the storage version (its rules match
 //!   that version).
 //! - Conversion: no watch, patch, subresource, paging or selector in a non-storage version
 //!   (405 saying so); discovery lists the storage version only; the conversion webhook's
-//!   `timeoutSeconds` is 30 s.
+//!   timeout is 30 s (kube-apiserver's). A create in another version converts the body as
+//!   sent (the real server converts it after giving it a uid, creationTimestamp and
+//!   generation), and a written object is converted for lists at the next list, not at once.
 
 // The test server passes `Status` bodies around by value: they are what it answers with,
 // and no hot path of the library goes through here.

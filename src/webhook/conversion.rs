@@ -62,7 +62,8 @@ pub struct ConversionRequest {
 /// The result of a conversion: `status` `Success` or `Failure`, with a message.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConversionResult {
-    /// `Success` or `Failure`.
+    /// `Success` or `Failure` (empty in the stub kube-apiserver puts in a request).
+    #[serde(default)]
     pub status: String,
     /// Why it failed.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -70,16 +71,26 @@ pub struct ConversionResult {
 }
 
 /// The response half of a [`ConversionReview`].
+///
+/// kube-apiserver sends its requests with an empty stub of this half
+/// (`{"uid":"","convertedObjects":null,"result":{"metadata":{}}}`): every field reads as
+/// its default when absent or `null`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConversionResponse {
     /// The request's uid.
+    #[serde(default)]
     pub uid: String,
     /// The objects in the desired version, in the request's order (empty on failure).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub converted_objects: Vec<Value>,
     /// `Success`, or `Failure` with the reason.
+    #[serde(default)]
     pub result: ConversionResult,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+    Ok(Option::<Vec<Value>>::deserialize(d)?.unwrap_or_default())
 }
 
 type ConvertFn = dyn Fn(Value) -> Result<Value, String> + Send + Sync;

@@ -2,20 +2,34 @@
 //! `spec.conversion.strategy: Webhook` is stored in its storage version and served in its
 //! other versions by calling the webhook, as kube-apiserver does.
 //!
-//! What is converted (the minimum a conversion webhook's test needs):
-//! - GET of one object and a list (no `limit`/`continue` paging: the whole list in one
-//!   page, in one review) in another served version: the stored objects are sent to the
-//!   webhook and its answer served;
+//! What is converted, one object per `ConversionReview` (as kube-apiserver 1.36 sends
+//! them, with the empty `response` stub it puts in the request):
+//! - GET of one object in another served version: the stored object is converted, at
+//!   every GET (the real server reads it from etcd);
+//! - a list in another version is served from objects converted once (the real server's
+//!   watch cache of that version): only an object written since the last list is sent to
+//!   the webhook; when one cannot be converted the list is the real server's 429
+//!   `storage is (re)initializing: failed to list ...` with `Retry-After: 1` (no
+//!   `limit`/`continue` paging: the whole list in one page);
 //! - a create (POST) or an update (PUT) in another version: the body is converted to the
 //!   storage version, written as any write (admission webhooks included), and the answer
 //!   converted back; a DELETE goes through as it is.
 //!
+//! A converted object is checked as kube-apiserver checks it: the same kind, name,
+//! namespace and uid (`conversion webhook for <group>/<version>, Kind=<Kind> returned
+//! invalid object: must have the same name: a != b`), and of its metadata only the labels
+//! and annotations are taken. A failed conversion (the webhook cannot be called, answers
+//! `Failure`, another number of objects or another uid) is a 500 `conversion webhook for
+//! <the source group/version>, Kind=<Kind> failed: ...` with no reason, as the real one.
+//!
 //! Not converted: watches and patches in a non-storage version (405 saying so), the
-//! `status` and `scale` subresources, label or field selectors on such a list. A failed
-//! conversion (the webhook cannot be called, answers `Failure`, returns another number of
-//! objects, or a uid that is not the request's) is a 500 `conversion webhook for
-//! <group>/<version>, Kind=<Kind> failed: ...`, as kube-apiserver words it.
+//! `status` and `scale` subresources, label or field selectors on such a list. The real
+//! server also converts each written object for its caches at once (a review per write and
+//! version); here that happens at the next list.
 
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::crd::Conversion;
@@ -42,38 +56,66 @@ fn conversion_of<'a>(shared: &'a Shared, tk: &TypeKey) -> Option<&'a Conversion>
     })
 }
 
-/// Converts `objects` to `desired` (`group/version`) through the CRD's webhook.
-fn convert(
+/// Objects converted for lists, as kube-apiserver's watch cache of a non-storage version
+/// holds them: each stored object converted once per version and resourceVersion, so a
+/// list (or the next) calls the webhook only for what changed since.
+#[derive(Default)]
+pub(crate) struct Converted {
+    objects: Mutex<HashMap<CacheKey, (String, Value)>>,
+}
+
+/// (storage group, plural, desired apiVersion, namespace/name); the value is the stored
+/// resourceVersion converted and the converted object.
+type CacheKey = (String, String, String, String);
+
+/// Go's `GroupVersionKind.String()` of an object: `group/version, Kind=kind`.
+fn gvk_of(o: &Value) -> String {
+    let api_version = o["apiVersion"].as_str().unwrap_or("");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    format!(
+        "{group}/{version}, Kind={}",
+        o["kind"].as_str().unwrap_or("")
+    )
+}
+
+/// A failed conversion, as kube-apiserver answers a read or write that needed it: a 500
+/// with neither reason nor details.
+fn conversion_error(message: String) -> Status {
+    Status::failure(500, "", message)
+}
+
+/// Converts one object to `desired` (`group/version`) through the CRD's webhook, one object
+/// per review as kube-apiserver sends them, and checks the answer as it does: the uid
+/// echoed, `Success`, one object of the desired version, with the same kind, name,
+/// namespace and uid; of the converted metadata only labels and annotations are taken.
+fn convert_one(
     shared: &Shared,
     c: &Conversion,
-    objects: Vec<Value>,
+    object: Value,
     desired: &str,
-) -> Result<Vec<Value>, Status> {
-    if objects.is_empty() {
-        return Ok(objects);
-    }
-    let failed = |why: String| {
-        Status::failure(
-            500,
-            "InternalError",
-            format!(
-                "conversion webhook for {}, Kind={} failed: {why}",
-                desired, c.storage.kind
-            ),
-        )
-    };
+) -> Result<Value, Status> {
+    let source = gvk_of(&object);
+    let failed =
+        |why: String| conversion_error(format!("conversion webhook for {source} failed: {why}"));
     let uid = super::webhooks::review_uid();
-    let n = objects.len();
+    // Sent without its resourceVersion, as the real server sends it (given back after).
+    let mut sent = object.clone();
+    if let Some(m) = sent.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
     let review = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
-        "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objects},
+        "kind": "ConversionReview", "apiVersion": "apiextensions.k8s.io/v1",
+        "request": {"uid": uid, "desiredAPIVersion": desired, "objects": [sent]},
+        "response": {"uid": "", "convertedObjects": null, "result": {"metadata": {}}},
     });
     let answer = super::webhooks::post(shared, &c.client_config, &review, 30).map_err(failed)?;
     let response = &answer["response"];
-    if response["uid"] != uid.as_str() {
+    let got_uid = response["uid"].as_str().unwrap_or("");
+    if got_uid != uid {
         return Err(failed(format!(
-            "expected response.uid={uid:?}, got {}",
-            response["uid"]
+            "expected response.uid={}, got {}",
+            Value::from(uid.as_str()),
+            Value::from(got_uid)
         )));
     }
     if response["result"]["status"] != "Success" {
@@ -88,19 +130,62 @@ fn convert(
         .as_array()
         .cloned()
         .unwrap_or_default();
-    if converted.len() != n {
+    if converted.len() != 1 {
         return Err(failed(format!(
-            "expected {n} converted objects, got {}",
+            "expected 1 converted objects, got {}",
             converted.len()
         )));
     }
-    if let Some(bad) = converted.iter().find(|o| o["apiVersion"] != desired) {
+    let mut out = converted.into_iter().next().unwrap_or_default();
+    let original = &object;
+    if out["apiVersion"] != desired {
         return Err(failed(format!(
-            "a converted object has apiVersion {}, not {desired:?}",
-            bad["apiVersion"]
+            "invalid converted object at index 0: invalid apiVersion {}, expected {}",
+            Value::from(out["apiVersion"].as_str().unwrap_or("")),
+            Value::from(desired)
         )));
     }
-    Ok(converted)
+    let invalid = |why: String| {
+        conversion_error(format!(
+            "conversion webhook for {source} returned invalid object: {why}"
+        ))
+    };
+    let field = |o: &Value, p: &str| {
+        o.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    for (what, pointer) in [
+        ("kind", "/kind"),
+        ("name", "/metadata/name"),
+        ("namespace", "/metadata/namespace"),
+        ("UID", "/metadata/uid"),
+    ] {
+        let (e, a) = (field(original, pointer), field(&out, pointer));
+        if e != a {
+            return Err(invalid(format!("must have the same {what}: {e} != {a}")));
+        }
+    }
+    // The original metadata, with the converter's labels and annotations.
+    let mut meta = original["metadata"].clone();
+    if let Some(m) = meta.as_object_mut() {
+        for key in ["labels", "annotations"] {
+            match out
+                .pointer(&format!("/metadata/{key}"))
+                .filter(|v| !v.is_null())
+            {
+                Some(v) => {
+                    m.insert(key.into(), v.clone());
+                }
+                None => {
+                    m.remove(key);
+                }
+            }
+        }
+    }
+    out["metadata"] = meta;
+    Ok(out)
 }
 
 /// Answers a request for a non-storage version of a CRD converted by webhook; `None` when
@@ -140,7 +225,14 @@ pub(crate) fn handle<S: Peer>(
                 .collect();
             outcome(http::write_response(peer, code, &extra, body.as_bytes()))
         }
-        Err(st) => outcome(write_status(peer, &st, &[])),
+        Err(st) => {
+            let retry = st
+                .details
+                .as_ref()
+                .and_then(|d| d.retry_after_seconds)
+                .map(|s| ("Retry-After", s.to_string()));
+            outcome(write_status(peer, &st, retry.as_slice()))
+        }
     })
 }
 
@@ -159,8 +251,8 @@ fn get(
         let o = store.get(storage, namespace, name)?;
         serde_json::from_str(&store.collection(storage).with_type_meta(&o.json)).unwrap_or_default()
     };
-    let mut out = convert(shared, c, vec![stored], desired)?;
-    Ok((200, out.remove(0).to_string(), Vec::new()))
+    let out = convert_one(shared, c, stored, desired)?;
+    Ok((200, out.to_string(), Vec::new()))
 }
 
 fn list(
@@ -174,15 +266,77 @@ fn list(
         let mut store = shared.store.lock();
         let rv = store.rv;
         let col = store.collection(storage);
-        let items: Vec<Value> = col
+        let items: Vec<(String, String, Value)> = col
             .objects
             .values()
             .filter(|o| namespace.is_none_or(|ns| o.namespace == ns))
-            .filter_map(|o| serde_json::from_str(&col.with_type_meta(&o.json)).ok())
+            .filter_map(|o| {
+                let v = serde_json::from_str(&col.with_type_meta(&o.json)).ok()?;
+                Some((format!("{}/{}", o.namespace, o.name), o.rv.to_string(), v))
+            })
             .collect();
         (items, rv)
     };
-    let items = convert(shared, c, items, desired)?;
+    let mut converted = Vec::with_capacity(items.len());
+    let seen: std::collections::HashSet<String> = items.iter().map(|(k, _, _)| k.clone()).collect();
+    for (key, object_rv, object) in items {
+        let cache_key = (
+            storage.group.clone(),
+            storage.plural.clone(),
+            desired.to_owned(),
+            key,
+        );
+        let cached = shared
+            .converted
+            .objects
+            .lock()
+            .get(&cache_key)
+            .filter(|(at, _)| *at == object_rv)
+            .map(|(_, o)| o.clone());
+        let item = match cached {
+            Some(o) => o,
+            None => {
+                // The real server's cache of this version cannot fill: its lists answer
+                // 429 until it can.
+                let o = convert_one(shared, c, object, desired).map_err(|st| {
+                    let (group, version) = desired.split_once('/').unwrap_or(("", desired));
+                    let mut st = Status::failure(
+                        429,
+                        "TooManyRequests",
+                        format!(
+                            "storage is (re)initializing: failed to list {group}/{version}, Kind={}: {}",
+                            c.storage.kind, st.message
+                        ),
+                    );
+                    st.details = Some(crate::api::StatusDetails {
+                        retry_after_seconds: Some(1),
+                        ..Default::default()
+                    });
+                    st
+                })?;
+                shared
+                    .converted
+                    .objects
+                    .lock()
+                    .insert(cache_key, (object_rv, o.clone()));
+                o
+            }
+        };
+        converted.push(item);
+    }
+    let items = converted;
+    // Forget what is no longer stored (bounded by the collection).
+    {
+        let prefix = namespace.map(|ns| format!("{ns}/"));
+        let mut cache = shared.converted.objects.lock();
+        cache.retain(|(group, plural, version, key), _| {
+            !(group == &storage.group
+                && plural == &storage.plural
+                && version == desired
+                && prefix.as_deref().is_none_or(|p| key.starts_with(p))
+                && !seen.contains(key))
+        });
+    }
     let body = json!({
         "apiVersion": desired,
         "kind": format!("{}List", c.storage.kind),
@@ -215,8 +369,8 @@ fn write(
             m.entry("kind")
                 .or_insert_with(|| c.storage.kind.clone().into());
         }
-        let converted = convert(shared, c, vec![object], &storage.api_version())?;
-        body = converted[0].to_string().into_bytes();
+        let converted = convert_one(shared, c, object, &storage.api_version())?;
+        body = converted.to_string().into_bytes();
     }
     let forwarded = Request {
         method: req.method.clone(),
@@ -237,7 +391,7 @@ fn write(
     shared.notify();
     let mut out: Value = serde_json::from_str(&answer.body).unwrap_or_default();
     if out["kind"] == c.storage.kind.as_str() {
-        out = convert(shared, c, vec![out], desired)?.remove(0);
+        out = convert_one(shared, c, out, desired)?;
     }
     Ok((answer.code, out.to_string(), answer.warnings))
 }

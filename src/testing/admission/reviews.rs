@@ -188,6 +188,16 @@ impl Identities {
         }
     }
 
+    /// Who made an API request, as admission's `userInfo` names them: a known token's user;
+    /// without credentials, the admin (the server accepted the request, so it is open or
+    /// the client presented its certificate).
+    pub(crate) fn requester(&self, req: &Request) -> UserInfo {
+        if req.header("authorization").is_none() {
+            return admin();
+        }
+        self.who(req, false)
+    }
+
     fn who(&self, req: &Request, client_cert: bool) -> UserInfo {
         if client_cert {
             return admin();

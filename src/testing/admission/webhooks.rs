@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use ureq::tls::{RootCerts, TlsConfig, TlsProvider};
 
 use super::server::Shared;
-use super::store::TypeKey;
+use super::store::{DeleteOptions, TypeKey};
 use crate::api::Status;
 
 /// The largest webhook answer read.
@@ -30,6 +30,66 @@ pub(crate) struct Attributes<'a> {
     /// `CREATE`, `UPDATE` or `DELETE`.
     pub operation: &'static str,
     pub dry_run: bool,
+    /// The request's options as kube-apiserver hands them to admission (see [`options`]).
+    pub options: Value,
+    /// Who asked (`userInfo`).
+    pub user: Value,
+}
+
+/// The `options` of an admission request: `CreateOptions` for a create (an apply that
+/// creates included), `UpdateOptions` for an update or any patch (an apply that updates
+/// included), `DeleteOptions` for a delete; with the request's `dryRun`, and its
+/// `fieldManager` and `fieldValidation` (create, update) or `gracePeriodSeconds`,
+/// `preconditions`, `orphanDependents` and `propagationPolicy` (delete), as the real
+/// server fills them in.
+pub(crate) fn options(
+    operation: &str,
+    dry_run: bool,
+    field_manager: Option<&str>,
+    field_validation: Option<&str>,
+    delete: Option<&DeleteOptions>,
+) -> Value {
+    let kind = match operation {
+        "CREATE" => "CreateOptions",
+        "UPDATE" => "UpdateOptions",
+        _ => "DeleteOptions",
+    };
+    let mut o = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    if operation == "DELETE" {
+        if let Some(d) = delete {
+            if let Some(g) = d.grace_period {
+                o["gracePeriodSeconds"] = json!(g);
+            }
+            let mut pre = serde_json::Map::new();
+            if let Some(uid) = &d.precondition_uid {
+                pre.insert("uid".into(), json!(uid));
+            }
+            if let Some(rv) = &d.precondition_rv {
+                pre.insert("resourceVersion".into(), json!(rv));
+            }
+            if !pre.is_empty() {
+                o["preconditions"] = Value::Object(pre);
+            }
+            if let Some(orphan) = d.orphan_dependents {
+                o["orphanDependents"] = json!(orphan);
+            }
+            if let Some(p) = &d.propagation {
+                o["propagationPolicy"] = json!(p);
+            }
+        }
+    }
+    if dry_run {
+        o["dryRun"] = json!(["All"]);
+    }
+    if operation != "DELETE" {
+        if let Some(m) = field_manager.filter(|m| !m.is_empty()) {
+            o["fieldManager"] = json!(m);
+        }
+        if let Some(v) = field_validation.filter(|v| !v.is_empty()) {
+            o["fieldValidation"] = json!(v);
+        }
+    }
+    o
 }
 
 /// What admission left: the object to write and the warnings to pass on.
@@ -56,6 +116,11 @@ fn configurations(shared: &Shared, plural: &str) -> Vec<Value> {
         .values()
         .filter_map(|o| serde_json::from_str(&o.json).ok())
         .collect()
+}
+
+/// The `userInfo` of the request's caller (see `reviews.rs`).
+pub(crate) fn user_info(shared: &Shared, req: &super::http::Request) -> Value {
+    serde_json::to_value(shared.identities.requester(req)).unwrap_or(Value::Null)
 }
 
 /// Whether any webhook configuration exists (writes skip admission otherwise).
@@ -104,6 +169,24 @@ pub(crate) fn admit(
         ("mutatingwebhookconfigurations", true),
         ("validatingwebhookconfigurations", false),
     ] {
+        if !mutating && a.operation == "UPDATE" {
+            // Between the two phases the real server fills in what an update keeps from
+            // the stored object: the validating hooks see its uid and creationTimestamp.
+            if let (Some(obj), Some(old_meta)) = (
+                out.object
+                    .as_mut()
+                    .and_then(|o| o.get_mut("metadata"))
+                    .and_then(Value::as_object_mut),
+                old.and_then(|o| o.get("metadata"))
+                    .and_then(Value::as_object),
+            ) {
+                for key in ["uid", "creationTimestamp"] {
+                    if let Some(v) = old_meta.get(key) {
+                        obj.entry(key).or_insert_with(|| v.clone());
+                    }
+                }
+            }
+        }
         for config in configurations(shared, plural) {
             let Some(hooks) = config.get("webhooks").and_then(Value::as_array) else {
                 continue;
@@ -138,22 +221,17 @@ pub(crate) fn admit(
                     ));
                 }
                 let review = review(a, &kind, out.object.as_ref(), old);
-                let response = match call(shared, hook, &review) {
+                let response = match call(shared, hook, &review, mutating) {
                     Ok(r) => r,
                     Err(why) => {
                         if hook["failurePolicy"] == "Ignore" {
+                            // The real server only logs it: no Warning reaches the client.
                             log::warn!(
                                 "test server: failed calling webhook {name:?}, ignored (failurePolicy Ignore): {why}"
                             );
                             continue;
                         }
-                        return Err(Status::failure(
-                            500,
-                            "InternalError",
-                            format!(
-                                "Internal error occurred: failed calling webhook {name:?}: {why}"
-                            ),
-                        ));
+                        return Err(failed_calling(name, &why));
                     }
                 };
                 if let Some(w) = response.get("warnings").and_then(Value::as_array) {
@@ -174,6 +252,27 @@ pub(crate) fn admit(
         }
     }
     Ok(out)
+}
+
+/// kube-apiserver's 500 for a webhook it could not call or whose answer it refused: the
+/// message `Internal error occurred: failed calling webhook "<name>": <why>`, reason
+/// `InternalError`, and the same text without the prefix as the one cause.
+fn failed_calling(name: &str, why: &str) -> Status {
+    let message = format!("failed calling webhook {}: {why}", go_quote(name));
+    let mut st = internal(message.clone());
+    st.details = Some(crate::api::StatusDetails {
+        causes: vec![crate::api::StatusCause {
+            message,
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    st
+}
+
+/// A string quoted as Go's `%q` quotes it (close enough for names and uids: JSON's escapes).
+fn go_quote(s: &str) -> String {
+    Value::from(s).to_string()
 }
 
 fn internal(message: String) -> Status {
@@ -372,52 +471,86 @@ pub(crate) fn review_uid() -> String {
 fn review(a: &Attributes<'_>, kind: &str, object: Option<&Value>, old: Option<&Value>) -> Value {
     let gvk = json!({"group": a.tk.group, "version": a.tk.version, "kind": kind});
     let gvr = json!({"group": a.tk.group, "version": a.tk.version, "resource": a.tk.plural});
-    let options_kind = match a.operation {
-        "CREATE" => "CreateOptions",
-        "UPDATE" => "UpdateOptions",
-        _ => "DeleteOptions",
-    };
-    let mut options = json!({"kind": options_kind, "apiVersion": "meta.k8s.io/v1"});
-    if a.dry_run {
-        options["dryRun"] = json!(["All"]);
-    }
-    let mut request = json!({
-        "uid": review_uid(),
-        "kind": gvk, "resource": gvr,
-        "requestKind": gvk, "requestResource": gvr,
-        "name": a.name,
-        "operation": a.operation,
-        "userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]},
-        "object": object,
-        "oldObject": old,
-        "dryRun": a.dry_run,
-        "options": options,
-    });
-    if let Some(ns) = a.namespace {
-        request["namespace"] = json!(ns);
-    }
+    // Omissions as kube-apiserver's encoder makes them: `name`, `namespace` and
+    // `subResource` are left out when empty (a collection's delete reviews one object at a
+    // time and names none).
+    let mut request = serde_json::Map::new();
+    request.insert("uid".into(), json!(review_uid()));
+    request.insert("kind".into(), gvk.clone());
+    request.insert("resource".into(), gvr.clone());
     if let Some(sub) = a.subresource {
-        request["subResource"] = json!(sub);
-        request["requestSubResource"] = json!(sub);
+        request.insert("subResource".into(), json!(sub));
     }
-    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    request.insert("requestKind".into(), gvk);
+    request.insert("requestResource".into(), gvr);
+    if let Some(sub) = a.subresource {
+        request.insert("requestSubResource".into(), json!(sub));
+    }
+    if !a.name.is_empty() {
+        request.insert("name".into(), json!(a.name));
+    }
+    if let Some(ns) = a.namespace {
+        request.insert("namespace".into(), json!(ns));
+    }
+    request.insert("operation".into(), json!(a.operation));
+    request.insert("userInfo".into(), a.user.clone());
+    request.insert("object".into(), object.cloned().unwrap_or(Value::Null));
+    request.insert("oldObject".into(), old.cloned().unwrap_or(Value::Null));
+    request.insert("dryRun".into(), json!(a.dry_run));
+    request.insert("options".into(), a.options.clone());
+    json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request})
 }
 
-/// POSTs `review` to the webhook and returns its `response` (checked: a review, the uid
-/// echoed). An error says why, as kube-apiserver words a failed call.
-fn call(shared: &Shared, hook: &Value, review: &Value) -> Result<Value, String> {
+/// POSTs `review` to the webhook and returns its `response`, checked as kube-apiserver
+/// checks it (a response, the uid echoed, an `admission.k8s.io/v1` `AdmissionReview`, a
+/// patch and its type together, no patch from a validating hook). An error says why, in
+/// kube-apiserver's words.
+fn call(shared: &Shared, hook: &Value, review: &Value, mutating: bool) -> Result<Value, String> {
     let timeout = hook["timeoutSeconds"].as_u64().unwrap_or(10).clamp(1, 30);
     let answer = post(shared, &hook["clientConfig"], review, timeout)?;
-    let response = answer
-        .get("response")
-        .filter(|_| answer["kind"] == "AdmissionReview")
-        .ok_or("received invalid webhook response: no AdmissionReview response")?;
-    let want = &review["request"]["uid"];
-    if response["uid"] != *want {
+    verify(&answer, &review["request"]["uid"], mutating)
+        .map_err(|why| format!("received invalid webhook response: {why}"))
+}
+
+/// The checks of an admission webhook's answer (see [`call`]); the `response` when good.
+fn verify(answer: &Value, want_uid: &Value, mutating: bool) -> Result<Value, String> {
+    let Some(response) = answer.get("response").filter(|r| r.is_object()) else {
+        return Err("webhook response was absent".into());
+    };
+    let text = |v: &Value| v.as_str().unwrap_or("").to_owned();
+    let (want, got) = (text(want_uid), text(&response["uid"]));
+    if want != got {
         return Err(format!(
-            "expected response.uid={want}, got {}",
-            response["uid"]
+            "expected response.uid={}, got {}",
+            go_quote(&want),
+            go_quote(&got)
         ));
+    }
+    let api_version = text(&answer["apiVersion"]);
+    let kind = text(&answer["kind"]);
+    if api_version != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+        // Go's GroupVersionKind.String(): `group/version, Kind=kind`, the group empty for
+        // a bare version.
+        let (group, version) = api_version
+            .split_once('/')
+            .unwrap_or(("", api_version.as_str()));
+        return Err(format!(
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {group}/{version}, Kind={kind}"
+        ));
+    }
+    let patch = text(&response["patch"]);
+    let patch_type = text(&response["patchType"]);
+    if !patch.is_empty() && patch_type.is_empty() {
+        return Err("webhook returned response.patch but not response.patchType".into());
+    }
+    if !patch_type.is_empty() && patch.is_empty() {
+        return Err("webhook returned response.patchType but not response.patch".into());
+    }
+    if !mutating && !patch.is_empty() {
+        return Err("validating webhook may not return response.patch".into());
+    }
+    if !mutating && !patch_type.is_empty() {
+        return Err("validating webhook may not return response.patchType".into());
     }
     Ok(response.clone())
 }
@@ -454,12 +587,25 @@ pub(crate) fn post(
     timeout_secs: u64,
 ) -> Result<Value, String> {
     let url = url_of(shared, client_config)?;
-    if !url.starts_with("https://") {
-        return Err(format!("webhook URL {url:?} is not https"));
+    let authority = url
+        .strip_prefix("https://")
+        .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or(""));
+    let Some(authority) = authority else {
+        return Err("webhook URL is not https".into());
+    };
+    if authority.contains('@') {
+        // kube-apiserver refuses such a configuration; its password stays out of messages.
+        return Err("webhook URL: user information is not permitted in the URL".into());
     }
     let sep = if url.contains('?') { '&' } else { '?' };
     let url = format!("{url}{sep}timeout={timeout_secs}s");
-    let fail = |e: &dyn std::fmt::Display| format!("failed to call webhook: Post {url:?}: {e}");
+    let fail = |e: &ureq::Error| {
+        format!(
+            "failed to call webhook: Post {}: {}",
+            go_quote(&url),
+            call_error(e)
+        )
+    };
     let mut tls = TlsConfig::builder().provider(TlsProvider::Rustls);
     if let Some(ca) = client_config["caBundle"].as_str().filter(|c| !c.is_empty()) {
         let pem = base64::engine::general_purpose::STANDARD
@@ -478,8 +624,9 @@ pub(crate) fn post(
         .into();
     let res = agent
         .post(&url)
+        .header("user-agent", "kube-apiserver-admission")
+        .header("accept", "application/json, */*")
         .header("content-type", "application/json")
-        .header("accept", "application/json")
         .send(body.to_string())
         .map_err(|e| fail(&e))?;
     let code = res.status().as_u16();
@@ -498,6 +645,23 @@ pub(crate) fn post(
     serde_json::from_slice(&bytes).map_err(|e| format!("received invalid webhook response: {e}"))
 }
 
+/// Why a call failed, as Go's HTTP client says it: the hook's timeout is the request
+/// context's deadline.
+fn call_error(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Timeout(_) => "context deadline exceeded".into(),
+        ureq::Error::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+            ) =>
+        {
+            "context deadline exceeded".into()
+        }
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -510,6 +674,8 @@ mod tests {
             subresource: sub,
             operation: "CREATE",
             dry_run: false,
+            options: Value::Null,
+            user: Value::Null,
         }
     }
 
@@ -562,6 +728,71 @@ mod tests {
             &labels
         ));
         assert!(!selector_matches(&expr("Sideways", Value::Null), &labels));
+    }
+
+    #[test]
+    fn a_url_with_credentials_is_refused_without_them() {
+        let server = crate::testing::ApiServer::start();
+        let why = post(
+            server.shared(),
+            &json!({"url": "https://user:hunter2@127.0.0.1:1/x"}),
+            &json!({}),
+            1,
+        )
+        .unwrap_err();
+        assert!(!why.contains("hunter2"), "{why}");
+        assert!(why.contains("user information is not permitted"), "{why}");
+    }
+
+    #[test]
+    fn options_are_the_ones_kube_apiserver_hands_to_admission() {
+        assert_eq!(
+            options("UPDATE", true, Some("capture"), Some("Strict"), None),
+            json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1",
+                "dryRun": ["All"], "fieldManager": "capture", "fieldValidation": "Strict"})
+        );
+        let d = DeleteOptions {
+            grace_period: Some(0),
+            precondition_uid: Some("u".into()),
+            propagation: Some("Orphan".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            options("DELETE", false, Some("ignored"), None, Some(&d)),
+            json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1",
+                "gracePeriodSeconds": 0, "preconditions": {"uid": "u"},
+                "propagationPolicy": "Orphan"})
+        );
+    }
+
+    #[test]
+    fn answers_are_verified_in_kube_apiservers_words() {
+        let uid = json!("u-1");
+        let good = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": "u-1", "allowed": true}});
+        assert!(verify(&good, &uid, false).is_ok());
+        let mut v1beta1 = good.clone();
+        v1beta1["apiVersion"] = json!("admission.k8s.io/v1beta1");
+        assert_eq!(
+            verify(&v1beta1, &uid, false).unwrap_err(),
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview"
+        );
+        let mut patched = good.clone();
+        patched["response"]["patch"] = json!("W10=");
+        assert_eq!(
+            verify(&patched, &uid, true).unwrap_err(),
+            "webhook returned response.patch but not response.patchType"
+        );
+        patched["response"]["patchType"] = json!("JSONPatch");
+        assert!(verify(&patched, &uid, true).is_ok());
+        assert_eq!(
+            verify(&patched, &uid, false).unwrap_err(),
+            "validating webhook may not return response.patch"
+        );
+        assert_eq!(
+            verify(&json!([1]), &uid, false).unwrap_err(),
+            "webhook response was absent"
+        );
     }
 
     #[test]

@@ -272,6 +272,8 @@ pub(crate) struct Shared {
     pub identities: super::reviews::Identities,
     /// Webhook services (`clientConfig.service`): (namespace, name) to a base URL.
     pub webhook_services: Mutex<HashMap<(String, String), String>>,
+    /// Objects converted for lists in a non-storage version (`conversion.rs`).
+    pub converted: super::conversion::Converted,
     /// What exec, attach and port-forward reach.
     #[cfg(feature = "ws")]
     pub runtime: super::runtime::Runtime,
@@ -356,6 +358,7 @@ impl ApiServer {
             opts,
             pod_logs: Default::default(),
             webhook_services: Mutex::new(HashMap::new()),
+            converted: Default::default(),
             #[cfg(feature = "ws")]
             runtime: super::runtime::Runtime::default(),
         });

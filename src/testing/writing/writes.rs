@@ -221,7 +221,9 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             o.duplicate_fields = super::duplicate_fields::duplicate_fields(&req.body);
             super::events::validate(t.tk, &body)?;
             let (body, warnings) = if super::webhooks::configured(shared) {
-                admit(shared, t, "CREATE", body, None, o.dry_run)?
+                let (body, warnings, managed) = admit(shared, req, t, "CREATE", body, None, &o)?;
+                o.managed_fields = managed;
+                (body, warnings)
             } else {
                 (body, Vec::new())
             };
@@ -248,7 +250,9 @@ pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<A
             super::events::validate(t.tk, &body)?;
             let (body, warnings) = if super::webhooks::configured(shared) {
                 let old = current(shared, t, n);
-                admit(shared, t, "UPDATE", body, old, o.dry_run)?
+                let (body, warnings, managed) = admit(shared, req, t, "UPDATE", body, old, &o)?;
+                o.managed_fields = managed;
+                (body, warnings)
             } else {
                 (body, Vec::new())
             };
@@ -319,10 +323,14 @@ fn patch_object(
 ) -> Result<Answer, Status> {
     let builtin = shared.store.lock().collection(t.tk).info.builtin;
     let ty = patch::patch_type(req.header("content-type").unwrap_or(""), builtin)?;
-    let o = write_options(req, t.subresource)?;
+    let mut o = write_options(req, t.subresource)?;
     // Before the lock below (the lookup takes it too).
     let admission = super::webhooks::configured(shared);
     let mut store = shared.store.lock();
+    if ty == patch::PatchType::Apply && admission {
+        drop(store);
+        return admitted_apply(req, t, name, shared, &o);
+    }
     if ty == patch::PatchType::Apply {
         let (w, code) = patch::apply_patch(req, &mut store, t.tk, t.namespace, name, &o)?;
         return Ok(Answer::object(&mut store, t.tk, code, w));
@@ -344,13 +352,15 @@ fn patch_object(
         super::events::validate(t.tk, &patched)?;
         let (patched, warnings) = if admission {
             drop(store);
-            let admitted = admit(shared, t, "UPDATE", patched, Some(doc), o.dry_run)?;
+            let (patched, warnings, managed) =
+                admit(shared, req, t, "UPDATE", patched, Some(doc), &o)?;
+            o.managed_fields = managed;
             store = shared.store.lock();
             let now = store.get(t.tk, t.namespace, name)?;
             if now.rv != current.rv && attempt < 5 {
                 continue;
             }
-            admitted
+            (patched, warnings)
         } else {
             (patched, Vec::new())
         };
@@ -366,6 +376,72 @@ fn patch_object(
         }
         return Ok(answer.warned(warnings));
     }
+}
+
+/// A server-side apply under admission webhooks: the applied object is computed (as a dry
+/// run), admitted as a `CREATE` or an `UPDATE` (kube-apiserver's `CreateOptions` or
+/// `UpdateOptions` with the `fieldManager`), then stored as the hooks left it with the
+/// apply's managed fields (a mutating hook's change is attributed to no manager, as on the
+/// real server). The object changed in between: the stored version is the precondition
+/// (409).
+fn admitted_apply(
+    req: &Request,
+    t: &Address<'_>,
+    name: &str,
+    shared: &Shared,
+    o: &WriteOptions,
+) -> Result<Answer, Status> {
+    let mut trial = o.clone();
+    trial.dry_run = true;
+    let (applied, code) = {
+        let mut store = shared.store.lock();
+        let (w, code) = patch::apply_patch(req, &mut store, t.tk, t.namespace, name, &trial)?;
+        let body = store.collection(t.tk).with_type_meta(&w.stored.json);
+        (
+            serde_json::from_str::<Value>(&body).unwrap_or_default(),
+            code,
+        )
+    };
+    let created = code == 201;
+    let old = if created {
+        None
+    } else {
+        current(shared, t, name)
+    };
+    let operation = if created { "CREATE" } else { "UPDATE" };
+    // The apply's own managed fields are kept below: a hook's change is no one's.
+    let (mut object, warnings, _) = admit(shared, req, t, operation, applied, old, o)?;
+    if created {
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            // Given again by the store.
+            for key in ["uid", "creationTimestamp", "resourceVersion"] {
+                meta.remove(key);
+            }
+        }
+    }
+    let crd = match t.subresource {
+        None => learn(t.tk, &mut object)?,
+        Some(_) => None,
+    };
+    let mut o = o.clone();
+    o.field_manager = None;
+    o.managed_fields = Some(
+        object
+            .pointer("/metadata/managedFields")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+    );
+    let mut store = shared.store.lock();
+    let w = if created {
+        store.create_with(t.tk, t.namespace, object, &o)?
+    } else {
+        store.update_with(t.tk, t.namespace, name, object, &o)?
+    };
+    let answer = Answer::object(&mut store, t.tk, code, w);
+    if let (Some(d), false) = (crd, o.dry_run) {
+        serve_crd(&mut store, t.tk, &d, &answer);
+    }
+    Ok(answer.warned(warnings))
 }
 
 /// `fieldValidation=Strict` on a JSON or merge patch of a custom resource: unknown fields of
@@ -413,15 +489,20 @@ fn current(shared: &Shared, t: &Address<'_>, name: &str) -> Option<Value> {
 }
 
 /// The admission webhooks on a write (see `webhooks.rs`): the object to write, as the
-/// mutating webhooks left it, and their warnings. Called with no lock held.
+/// mutating webhooks left it, their warnings, and, when a mutating webhook changed the
+/// object, the managed fields the write computes for the object as it was before (the real
+/// server computes them before admission: a webhook's change is no manager's). Called with
+/// no lock held.
 fn admit(
     shared: &Shared,
+    req: &Request,
     t: &Address<'_>,
     operation: &'static str,
     mut object: Value,
     old: Option<Value>,
-    dry_run: bool,
-) -> Result<(Value, Vec<String>), Status> {
+    o: &WriteOptions,
+) -> Result<(Value, Vec<String>, Option<Value>), Status> {
+    let dry_run = o.dry_run;
     // The object as kube-apiserver hands it to admission: its kind, version and namespace,
     // and a custom resource's defaults (decoding filled them in; see `crd_defaults.rs`).
     if let Some(m) = object.as_object_mut() {
@@ -457,9 +538,52 @@ fn admit(
         subresource: t.subresource,
         operation,
         dry_run,
+        options: super::webhooks::options(
+            operation,
+            dry_run,
+            req.param("fieldManager"),
+            req.param("fieldValidation"),
+            None,
+        ),
+        user: super::webhooks::user_info(shared, req),
     };
+    let before = object.clone();
     let admitted = super::webhooks::admit(shared, &attrs, Some(object), old.as_ref())?;
-    Ok((admitted.object.unwrap_or_default(), admitted.warnings))
+    let after = admitted.object.unwrap_or_default();
+    let managed = if after != before {
+        attribution(shared, t, operation, before, o)
+    } else {
+        None
+    };
+    Ok((after, admitted.warnings, managed))
+}
+
+/// The managed fields a write of `object` would record (a dry run of it); `None` when that
+/// write would fail (then the admitted object's are recorded).
+fn attribution(
+    shared: &Shared,
+    t: &Address<'_>,
+    operation: &str,
+    object: Value,
+    o: &WriteOptions,
+) -> Option<Value> {
+    let mut trial = o.clone();
+    trial.dry_run = true;
+    trial.managed_fields = None;
+    let mut store = shared.store.lock();
+    let w = if operation == "CREATE" {
+        store.create_with(t.tk, t.namespace, object, &trial)
+    } else {
+        store.update_with(t.tk, t.namespace, t.name?, object, &trial)
+    }
+    .ok()?;
+    let stored: Value = serde_json::from_str(&w.stored.json).ok()?;
+    Some(
+        stored
+            .pointer("/metadata/managedFields")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+    )
 }
 
 /// PUT or PATCH of `/scale` (GET is [`scale_get`]): the Scale's replicas written into the
@@ -579,6 +703,8 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
             subresource: None,
             operation: "DELETE",
             dry_run: d.dry_run,
+            options: super::webhooks::options("DELETE", d.dry_run, None, None, Some(&d)),
+            user: super::webhooks::user_info(shared, req),
         };
         warnings = super::webhooks::admit(shared, &attrs, None, Some(&old))?.warnings;
     }
@@ -630,8 +756,16 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
 fn delete_collection(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
     let filter = Filter::parse(req.param("labelSelector"), req.param("fieldSelector"))?;
     let d = delete_options(req)?;
+    let mut warnings = Vec::new();
+    let (items, rv) = if super::webhooks::configured(shared) {
+        admitted_deletes(req, t, shared, &filter, &d, &mut warnings)?
+    } else {
+        shared
+            .store
+            .lock()
+            .delete_collection(t.tk, t.namespace, &filter, &d)?
+    };
     let mut store = shared.store.lock();
-    let (items, rv) = store.delete_collection(t.tk, t.namespace, &filter, &d)?;
     let c = store.collection(t.tk);
     let custom = !c.info.builtin;
     let items: Vec<String> = items
@@ -658,6 +792,58 @@ fn delete_collection(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<
     Ok(Answer {
         code: 200,
         body,
-        warnings: Vec::new(),
+        warnings,
     })
+}
+
+/// A collection's delete under admission webhooks, as kube-apiserver does it: each chosen
+/// object is admitted on its own (a `DELETE` review with the object as `oldObject` and no
+/// `name`), then deleted; a denial stops there (what was deleted stays deleted). No lock is
+/// held while a webhook is called; an object deleted meanwhile is skipped.
+fn admitted_deletes(
+    req: &Request,
+    t: &Address<'_>,
+    shared: &Shared,
+    filter: &Filter,
+    d: &DeleteOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<super::store::Stored>, u64), Status> {
+    let prefix = t.namespace.map(|n| format!("{n}/"));
+    let chosen: Vec<(super::store::Stored, Value)> = {
+        let mut store = shared.store.lock();
+        let c = store.collection(t.tk);
+        c.objects
+            .iter()
+            .filter(|(k, o)| {
+                prefix.as_deref().is_none_or(|p| k.starts_with(p)) && filter.matches(o)
+            })
+            .map(|(_, o)| {
+                let old = serde_json::from_str(&c.with_type_meta(&o.json)).unwrap_or_default();
+                (std::sync::Arc::clone(o), old)
+            })
+            .collect()
+    };
+    let user = super::webhooks::user_info(shared, req);
+    let mut items = Vec::with_capacity(chosen.len());
+    for (o, old) in chosen {
+        let ns = (!o.namespace.is_empty()).then_some(o.namespace.as_str());
+        let attrs = super::webhooks::Attributes {
+            tk: t.tk,
+            namespace: ns,
+            name: "",
+            subresource: None,
+            operation: "DELETE",
+            dry_run: d.dry_run,
+            options: super::webhooks::options("DELETE", d.dry_run, None, None, Some(d)),
+            user: user.clone(),
+        };
+        warnings.extend(super::webhooks::admit(shared, &attrs, None, Some(&old))?.warnings);
+        match shared.store.lock().delete_with(t.tk, ns, &o.name, d) {
+            Ok(_) => items.push(o),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let rv = shared.store.lock().rv;
+    Ok((items, rv))
 }
