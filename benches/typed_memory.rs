@@ -173,8 +173,16 @@ fn report(label: &str, json: &str) {
         "metadata.managedFields, the rest (manager, time, ...)",
         freed(p.metadata.managed_fields.take()),
     );
-    row(&mut table, "metadata.labels", freed(p.metadata.labels.take()));
-    row(&mut table, "metadata.annotations", freed(p.metadata.annotations.take()));
+    row(
+        &mut table,
+        "metadata.labels",
+        freed(p.metadata.labels.take()),
+    );
+    row(
+        &mut table,
+        "metadata.annotations",
+        freed(p.metadata.annotations.take()),
+    );
     row(
         &mut table,
         "metadata.ownerReferences",
@@ -186,12 +194,24 @@ fn report(label: &str, json: &str) {
         freed(std::mem::take(&mut p.metadata)),
     );
     let mut spec = p.spec.take().unwrap_or_default();
-    row(&mut table, "spec.containers", freed(std::mem::take(&mut spec.containers)));
+    row(
+        &mut table,
+        "spec.containers",
+        freed(std::mem::take(&mut spec.containers)),
+    );
     row(&mut table, "spec.volumes", freed(spec.volumes.take()));
-    row(&mut table, "spec.tolerations", freed(spec.tolerations.take()));
+    row(
+        &mut table,
+        "spec.tolerations",
+        freed(spec.tolerations.take()),
+    );
     row(&mut table, "spec, the rest", freed(spec));
     let mut status = p.status.take().unwrap_or_default();
-    row(&mut table, "status.conditions", freed(status.conditions.take()));
+    row(
+        &mut table,
+        "status.conditions",
+        freed(status.conditions.take()),
+    );
     row(
         &mut table,
         "status.containerStatuses",
@@ -201,7 +221,10 @@ fn report(label: &str, json: &str) {
     row(&mut table, "(left in the emptied Pod)", freed(p));
     row(
         &mut table,
-        &format!("the Arc<Pod> itself (size_of::<Pod>() = {})", std::mem::size_of::<Pod>()),
+        &format!(
+            "the Arc<Pod> itself (size_of::<Pod>() = {})",
+            std::mem::size_of::<Pod>()
+        ),
         arc_only,
     );
 
@@ -219,7 +242,11 @@ fn report(label: &str, json: &str) {
         "| **total** | **{}** | **{}** | **{}** |",
         sum.bytes, sum.chunks, sum.allocations
     );
-    assert_eq!(sum.bytes, heap_total.plus(arc_only).bytes, "the parts add up");
+    assert_eq!(
+        sum.bytes,
+        heap_total.plus(arc_only).bytes,
+        "the parts add up"
+    );
 
     // Spare capacity: a clone allocates every `String` and `Vec` at its length.
     let clone_heap = {
