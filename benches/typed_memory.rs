@@ -131,6 +131,9 @@ fn tree_shape(value: &Value, maps: &mut usize, members: &mut usize) {
     }
 }
 
+/// Makes one pod held some way (the `Arc` included).
+type Held<'a> = dyn Fn() -> Arc<dyn std::any::Any> + 'a;
+
 fn row(table: &mut Vec<(String, Heap)>, name: &str, heap: Heap) {
     table.push((name.to_string(), heap));
 }
@@ -272,7 +275,7 @@ fn report(label: &str, json: &str) {
     // The same pod held other ways (the Arc included in each).
     println!("\n| held as | bytes | glibc chunks | allocations |");
     println!("|---|---:|---:|---:|");
-    let ways: [(&str, Box<dyn Fn() -> Arc<dyn std::any::Any>>); 5] = [
+    let ways: [(&str, Box<Held<'_>>); 5] = [
         (
             "k8s-openapi Pod, managedFields kept",
             Box::new(|| Arc::new(decode(json, false))),
