@@ -20,6 +20,8 @@
 //! `BENCH_KINDS=slim` (a comma-separated subset of `dynamic,slim,metadata`) runs only those.
 //! `BENCH_STREAMING=1` makes the initial list a streaming list (`sendInitialEvents`);
 //! `BENCH_STRIP=1` skips `managedFields` while decoding (`strip_managed_fields`);
+//! `BENCH_COMPACT=1` keeps k8s-openapi `Pod`s' `managedFields` as text
+//! (`cache::compact_managed_fields`);
 //! `BENCH_RUNS=N` runs each client N times. With `--cfg bench_count_allocs` it also prints
 //! the heap bytes in use per cached object at sync.
 //!
@@ -240,7 +242,12 @@ fn serve(n: usize) {
 }
 
 /// Child process: sync an informer of type `K`, then count `UPDATES` watch events.
-fn client<K: Object>(url: &str, n: usize, ctl: &mut dyn FnMut(&str) -> String) -> Figures {
+fn client<K: Object>(
+    url: &str,
+    n: usize,
+    ctl: &mut dyn FnMut(&str) -> String,
+    transform: Option<kube_informer::cache::Transform<K>>,
+) -> Figures {
     let config = client_config(url);
     let kube_client = Client::new(config).unwrap();
     // With the `metrics` feature, everything the feature would export for this informer is
@@ -307,6 +314,10 @@ fn client<K: Object>(url: &str, n: usize, ctl: &mut dyn FnMut(&str) -> String) -
             // `BENCH_STRIP=1`: `managedFields` skipped while decoding.
             .strip_managed_fields(std::env::var_os("BENCH_STRIP").is_some()),
     );
+    let config = match transform {
+        Some(t) => config.transform(t),
+        None => config,
+    };
     let informer = SharedIndexInformer::new(api, config);
     #[cfg(feature = "metrics")]
     metrics.register_informer(&informer);
@@ -498,11 +509,18 @@ fn main() {
             lines.next().unwrap().unwrap()
         };
         let r = match kind.as_str() {
-            "dynamic" => client::<DynamicObject>(url, n, &mut ctl),
-            "metadata" => client::<PartialObjectMetadata>(url, n, &mut ctl),
+            "dynamic" => client::<DynamicObject>(url, n, &mut ctl, None),
+            "metadata" => client::<PartialObjectMetadata>(url, n, &mut ctl, None),
+            // `BENCH_COMPACT=1`: `managedFields` kept, each `fieldsV1` as its JSON text.
             #[cfg(feature = "k8s-openapi")]
-            "k8s-openapi" => client::<k8s_openapi::api::core::v1::Pod>(url, n, &mut ctl),
-            _ => client::<SlimPod>(url, n, &mut ctl),
+            "k8s-openapi" => client::<k8s_openapi::api::core::v1::Pod>(
+                url,
+                n,
+                &mut ctl,
+                std::env::var_os("BENCH_COMPACT")
+                    .map(|_| kube_informer::cache::compact_managed_fields()),
+            ),
+            _ => client::<SlimPod>(url, n, &mut ctl, None),
         };
         println!(
             "RESULT {} {} {} {} {} {}",

@@ -27,6 +27,9 @@
 //! `ObjectMeta` has no fast path), and their `ObjectMeta` keeps `managedFields` decoded into
 //! entries (our own `ObjectMeta` keeps it as raw text): strip it with the reflector's
 //! [`strip_managed_fields`](crate::cache::strip_managed_fields) transform when you do not read it.
+//! Those entries' `FieldsV1` trees of small `BTreeMap`s are half a typed pod's heap; to keep
+//! `managedFields` in a fraction of it, cache each one as its JSON text with the
+//! [`compact_managed_fields`](crate::cache::compact_managed_fields) transform.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as K8sObjectMeta;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference as K8sOwnerReference;

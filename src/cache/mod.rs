@@ -84,6 +84,8 @@
 
 mod backoff;
 mod catch;
+#[cfg(feature = "k8s-openapi")]
+mod compact_managed_fields;
 mod delta;
 mod delta_fifo;
 mod factory;
@@ -101,6 +103,10 @@ mod store;
 
 pub use backoff::Backoff;
 pub use catch::{PanicHandler, Transform};
+#[cfg(feature = "k8s-openapi")]
+pub use compact_managed_fields::{
+    compact_fields_v1, compact_managed_fields, expand_managed_fields, fields_v1_tree,
+};
 pub use delta::{key_of, DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType};
 pub use delta_fifo::{Closed, DeltaFifo, KnownObjects, WatchChange, DEFAULT_HIGH_WATER};
 pub use factory::{FactoryOptions, InformerScope, Namespaces, SharedInformerFactory, SyncReport};
