@@ -83,9 +83,20 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de, '_> {
         visitor.visit_some(self)
     }
 
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        if name == RAW_VALUE_TOKEN {
+            return visit_raw(self, visitor);
+        }
+        visitor.visit_newtype_struct(self)
+    }
+
     forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        bytes byte_buf unit unit_struct seq tuple
         tuple_struct map struct enum identifier ignored_any
     }
 }
@@ -280,9 +291,44 @@ impl<'de> MapAccess<'de> for MessageMap<'de> {
                 result.map_err(|e| e.in_field(name))
             }
             Pending::Null => seed.deserialize(NullDe),
-            Pending::Text(text) => seed.deserialize(text.into_deserializer()),
+            Pending::Text(text) => seed.deserialize(TextDe(text)),
             Pending::None => Err(ProtobufError::new("value asked for before its key")),
         }
+    }
+}
+
+/// serde_json's name for a raw value (`RawValue`, and the library's `RawJson`): the caller
+/// wants the value's JSON text. It gets the text of what this decoder renders.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+fn visit_raw<'de, D, V>(de: D, visitor: V) -> Result<V::Value>
+where
+    D: de::Deserializer<'de, Error = ProtobufError>,
+    V: Visitor<'de>,
+{
+    let value: serde_json::Value = serde::Deserialize::deserialize(de)?;
+    let text = serde_json::to_string(&value).map_err(|_| ProtobufError::new("unwritable JSON"))?;
+    visitor.visit_map(de::value::MapDeserializer::new(std::iter::once((
+        RAW_VALUE_TOKEN,
+        text,
+    ))))
+}
+
+/// `apiVersion` or `kind` from the envelope.
+struct TextDe(String);
+
+impl<'de> de::Deserializer<'de> for TextDe {
+    type Error = ProtobufError;
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_string(self.0)
+    }
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_some(self)
+    }
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
     }
 }
 
@@ -334,9 +380,19 @@ impl<'de> de::Deserializer<'de> for SeqOrMap<'de> {
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         visitor.visit_some(self)
     }
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        if name == RAW_VALUE_TOKEN {
+            return visit_raw(self, visitor);
+        }
+        visitor.visit_newtype_struct(self)
+    }
     forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        bytes byte_buf unit unit_struct seq tuple
         tuple_struct map struct enum identifier ignored_any
     }
 }
