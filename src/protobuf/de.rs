@@ -828,3 +828,116 @@ impl ClassifyText for serde_json::Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::wire::{put_bytes, put_varint};
+    use super::super::{decode, encode, message_by_name, message_for};
+    use serde_json::{json, Value as Json};
+
+    fn schema_nested(levels: usize) -> Vec<u8> {
+        // JSONSchemaProps.not (field 28): a pointer to another JSONSchemaProps.
+        let mut bytes = Vec::new();
+        for _ in 0..levels {
+            let mut outer = Vec::new();
+            put_bytes(&mut outer, 28, &bytes);
+            bytes = outer;
+        }
+        bytes
+    }
+
+    #[test]
+    fn nesting_is_bounded_as_the_json_path() {
+        let props = message_by_name(
+            "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps",
+        )
+        .unwrap();
+        let ok: Json = decode(props, &schema_nested(60)).unwrap();
+        assert!(ok["not"]["not"].is_object());
+        let err = decode::<Json>(props, &schema_nested(1_000)).unwrap_err();
+        assert!(err.to_string().contains("nested too deeply"), "{err}");
+        let mut deep = json!({});
+        for _ in 0..300 {
+            deep = json!({ "not": deep });
+        }
+        assert!(encode(props, &deep)
+            .unwrap_err()
+            .to_string()
+            .contains("nested too deeply"));
+    }
+
+    #[test]
+    fn hostile_bytes_are_errors_not_panics_or_allocations() {
+        let pod = message_for("v1", "Pod").unwrap();
+        let mut huge = vec![0x0a]; // metadata, with a length of 2^60
+        put_varint(&mut huge, 1 << 60);
+        let err = decode::<Json>(pod, &huge).unwrap_err();
+        assert_eq!(err.what(), "length beyond the end of the input");
+        assert!(decode::<Json>(pod, &[0x08, 0x01]).is_err()); // metadata as a varint
+        assert_eq!(decode::<Json>(pod, &[0xf8, 0x07, 0x01]).unwrap(), json!({})); // unknown field 127
+        assert!(decode::<Json>(pod, &[0x0b]).is_err()); // a group
+        let value = json!({"metadata": {"name": "web", "labels": {"a": "b"}, "creationTimestamp": "2026-11-28T11:31:33Z"},
+            "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}]}});
+        let bytes = encode(pod, &value).unwrap();
+        for i in 0..bytes.len() {
+            for b in [0x00, 0x01, 0x02, 0x07, 0x0a, 0x7f, 0x80, 0xff] {
+                let mut mutated = bytes.clone();
+                mutated[i] = b;
+                let _ = decode::<Json>(pod, &mutated);
+                let _ = decode::<Json>(pod, &mutated[..i]);
+            }
+        }
+    }
+
+    #[test]
+    fn go_json_shapes() {
+        let pod = message_for("v1", "Pod").unwrap();
+        // A repeated field whose elements are not contiguous is one list.
+        let container = |name: &str| {
+            let mut c = Vec::new();
+            put_bytes(&mut c, 1, name.as_bytes());
+            c
+        };
+        let mut spec = Vec::new();
+        put_bytes(&mut spec, 2, &container("a"));
+        put_bytes(&mut spec, 3, b"Always");
+        put_bytes(&mut spec, 2, &container("b"));
+        let mut body = Vec::new();
+        put_bytes(&mut body, 2, &spec);
+        let value: Json = decode(pod, &body).unwrap();
+        assert_eq!(
+            value["spec"]["containers"],
+            json!([{"name": "a"}, {"name": "b"}])
+        );
+        assert_eq!(value["spec"]["restartPolicy"], "Always");
+        // A zero Time under omitzero is absent, a zero pointer is present, a zero omitempty
+        // string is absent, absent lists that are not omitempty are null.
+        let meta = message_by_name("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta").unwrap();
+        let mut m = Vec::new();
+        put_bytes(&mut m, 1, b"");
+        put_bytes(&mut m, 8, b"");
+        m.extend_from_slice(&[0x50, 0x00]); // deletionGracePeriodSeconds = 0
+        let value: Json = decode(meta, &m).unwrap();
+        assert_eq!(value, json!({"deletionGracePeriodSeconds": 0}));
+        let spec_only: Json = decode(pod, &[0x12, 0x00]).unwrap();
+        assert_eq!(spec_only, json!({"spec": {"containers": null}}));
+        // Packed and unpacked repeated ints (a supplemental group list).
+        let security = message_by_name("k8s.io.api.core.v1.PodSecurityContext").unwrap();
+        let unpacked = [0x20, 0x01, 0x20, 0x02];
+        let packed = [0x22, 0x02, 0x01, 0x02];
+        for bytes in [&unpacked[..], &packed[..]] {
+            let value: Json = decode(security, bytes).unwrap();
+            assert_eq!(value["supplementalGroups"], json!([1, 2]));
+        }
+        // IntOrString, both ways.
+        for target in [json!(8080), json!("http")] {
+            let pod_json = json!({"spec": {"containers": [{"name": "c", "readinessProbe": {"httpGet": {"port": target}}}]}});
+            let bytes = encode(pod, &pod_json).unwrap();
+            let back: Json = decode(pod, &bytes).unwrap();
+            assert_eq!(
+                back["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"],
+                target
+            );
+        }
+    }
+}

@@ -107,10 +107,8 @@ fn write_field(field: &'static Field, value: &Json, out: &mut Vec<u8>, depth: us
         }
         return Ok(());
     }
-    if value.is_null() {
-        if field.has(POINTER) || field.2 == Kind::B {
-            return Ok(()); // nil: not written
-        }
+    if value.is_null() && (field.has(POINTER) || field.2 == Kind::B) {
+        return Ok(()); // nil: not written
     }
     write_value(field.0, field.0, field.2, value, out, depth)
 }
