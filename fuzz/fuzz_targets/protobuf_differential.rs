@@ -10,10 +10,14 @@ use kube_informer::protobuf::{decode, encode, message_for};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(pod) = serde_json::from_slice::<Pod>(data) else { return };
+    let Ok(pod) = serde_json::from_slice::<Pod>(data) else {
+        return;
+    };
     let message = message_for("v1", "Pod").unwrap();
     // Values Go cannot hold (an int32 out of range, a time before year 0) are refused.
-    let Ok(bytes) = encode(message, &pod) else { return };
+    let Ok(bytes) = encode(message, &pod) else {
+        return;
+    };
     // What a Go server would send back: JSON's omitempty zeros dropped.
     let from_protobuf: Pod = decode(message, &bytes).expect("an encoded Pod decodes");
     let json = serde_json::to_string(&from_protobuf).unwrap();
