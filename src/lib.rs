@@ -214,6 +214,8 @@ pub mod manager;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod pod;
+#[cfg(feature = "protobuf")]
+pub mod protobuf;
 #[cfg(any(feature = "probes", feature = "webhook"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "probes", feature = "webhook"))))]
 pub mod serve;
