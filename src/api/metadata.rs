@@ -38,6 +38,13 @@ pub const METADATA_ACCEPT: &str =
 pub const METADATA_LIST_ACCEPT: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
+/// [`METADATA_ACCEPT`] with the protobuf form first (feature `protobuf`).
+#[cfg(feature = "protobuf")]
+pub const METADATA_PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json";
+/// [`METADATA_LIST_ACCEPT`] with the protobuf form first (feature `protobuf`).
+#[cfg(feature = "protobuf")]
+pub const METADATA_PROTOBUF_LIST_ACCEPT: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json";
+
 /// An object's metadata only: what the server sends for `as=PartialObjectMetadata`.
 ///
 /// Use it with any resource, built-in or custom, through an
@@ -126,6 +133,17 @@ impl Object for PartialObjectMetadata {
     }
     const ACCEPT: &'static str = METADATA_ACCEPT;
     const LIST_ACCEPT: &'static str = METADATA_LIST_ACCEPT;
+
+    /// kube-apiserver serves the metadata-only forms in protobuf for every resource, custom
+    /// ones included.
+    #[cfg(feature = "protobuf")]
+    fn protobuf_message() -> Option<crate::protobuf::Message> {
+        crate::protobuf::message_by_name("k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata")
+    }
+    #[cfg(feature = "protobuf")]
+    const PROTOBUF_ACCEPT: &'static str = METADATA_PROTOBUF_ACCEPT;
+    #[cfg(feature = "protobuf")]
+    const PROTOBUF_LIST_ACCEPT: &'static str = METADATA_PROTOBUF_LIST_ACCEPT;
 
     /// The impl above, written out with the scanner (a metadata-only object is little but its
     /// metadata, so serde's per-member dispatch was a visible share of its cost): the same

@@ -67,6 +67,7 @@ mod cancel;
 mod client;
 mod config;
 mod deleted;
+mod frames;
 #[cfg(feature = "ws")]
 pub(crate) mod duplex;
 mod impersonate;
