@@ -215,6 +215,7 @@ pub mod manager;
 pub mod metrics;
 pub mod pod;
 #[cfg(feature = "protobuf")]
+#[cfg_attr(docsrs, doc(cfg(feature = "protobuf")))]
 pub mod protobuf;
 #[cfg(any(feature = "probes", feature = "webhook"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "probes", feature = "webhook"))))]

@@ -482,7 +482,7 @@ fn replay(names: &[&str]) -> Replay {
                         out.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n");
                         for ch in chunks {
                             let bytes = base64::engine::general_purpose::STANDARD
-                                .decode(ch.as_str().unwrap_or(""))
+                                .decode(ch.as_str().or(ch["base64"].as_str()).unwrap_or(""))
                                 .unwrap();
                             if bytes.is_empty() {
                                 continue;
