@@ -433,9 +433,14 @@ struct Replay {
 }
 
 fn replay(names: &[&str]) -> Replay {
+    replay_values(names.iter().map(|n| capture(n)).collect())
+}
+
+/// [`replay`] of answers given as capture-shaped values.
+fn replay_values(answers: Vec<Value>) -> Replay {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let mut queue: VecDeque<Value> = names.iter().map(|n| capture(n)).collect();
+    let mut queue: VecDeque<Value> = answers.into();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     std::thread::Builder::new()
@@ -656,4 +661,41 @@ fn the_client_reads_captured_protobuf_write_answers_and_json_fallbacks() {
     assert!(!g.get("x").unwrap().metadata.name().is_empty());
     let events = g.watch(&WatchParams::default()).unwrap().count();
     assert!(events > 0);
+}
+
+#[test]
+fn hostile_protobuf_watch_frames_are_errors_never_a_panic_a_hang_or_a_huge_allocation() {
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let watch = |chunks: Vec<Vec<u8>>| {
+        json!({"response": {
+            "status_line": "HTTP/1.1 200 OK",
+            "headers": [["Content-Type", "application/vnd.kubernetes.protobuf;stream=watch"]],
+            "body_chunks": chunks.iter().map(|c| b64(c)).collect::<Vec<_>>(),
+        }})
+    };
+    // A frame of garbage, then one frame announcing 4 GiB that never comes.
+    let mut garbage = 5u32.to_be_bytes().to_vec();
+    garbage.extend_from_slice(b"\xff\xff\xff\xff\xff");
+    let huge = u32::MAX.to_be_bytes().to_vec();
+    // A length cut in two (the stream ends after 2 of its 4 bytes).
+    let r = replay_values(vec![
+        watch(vec![garbage.clone(), huge, b"k8s".to_vec()]),
+        watch(vec![garbage, vec![0, 0]]),
+        json!({"response": {"status_line": "HTTP/1.1 403 Forbidden",
+            "headers": [["Content-Type", "application/vnd.kubernetes.protobuf"]],
+            "bodyBase64": b64(b"k8s\0\x0a\xff\xff\xff\xff\x0f")}}),
+    ]);
+    let pods: Api<Pod> = Api::namespaced(r.client(), NS);
+    for _ in 0..2 {
+        let items: Vec<_> = pods.watch(&WatchParams::default()).unwrap().collect();
+        assert_eq!(items.len(), 2, "{items:?}");
+        for item in &items {
+            let err = item.as_ref().unwrap_err();
+            assert!(matches!(err, kube_informer::Error::WatchLine { .. }), "{err}");
+        }
+    }
+    // An error body that is not a decodable Status: the code, never the bytes.
+    let err = pods.get("x").unwrap_err();
+    assert_eq!(err.status().unwrap().code, 403);
+    assert_eq!(err.status().unwrap().reason, "Forbidden");
 }
