@@ -642,6 +642,7 @@ fn the_client_reads_captured_protobuf_write_answers_and_json_fallbacks() {
         "status-401-bad-token",
         "crd-get-accept-protobuf-json",
         "crd-watch-accept-protobuf-json",
+        "delete-configmap-accept-protobuf",
     ]);
     let cms: Api<ConfigMap> = Api::namespaced(r.client(), "cap-pb-main");
     let created = cms
@@ -661,6 +662,15 @@ fn the_client_reads_captured_protobuf_write_answers_and_json_fallbacks() {
     assert!(!g.get("x").unwrap().metadata.name().is_empty());
     let events = g.watch(&WatchParams::default()).unwrap().count();
     assert!(events > 0);
+    // A DELETE answered by a protobuf Status.
+    match cms.delete("x", &DeleteParams::default()).unwrap() {
+        kube_informer::client::DeleteResponse::Status(st) => {
+            assert_eq!(st.status, "Success");
+            assert!(st.details.is_some());
+        }
+        kube_informer::client::DeleteResponse::Object(_) => panic!("an object"),
+    }
+    assert_eq!(r.accepts().last().map(String::as_str), Some(PB_OR_JSON));
 }
 
 #[test]

@@ -56,6 +56,17 @@ pub(crate) fn object<K: Object>(body: &[u8]) -> Result<K, String> {
     })
 }
 
+/// A DELETE's answer in protobuf: the object (still being deleted), or the `Status` saying
+/// it is gone.
+pub(crate) fn object_or_status<K: Object>(body: &[u8]) -> Result<Result<K, Box<Status>>, String> {
+    let (env, message) = open(body)?;
+    if env.kind == "Status" && env.api_version == "v1" {
+        let st = pb::decode(message, env.raw).map_err(|e| format!("decoding the Status: {e}"))?;
+        return Ok(Err(Box::new(st)));
+    }
+    object(body).map(Ok)
+}
+
 /// A `Status` in protobuf (an error's body, a DELETE's answer); `None` when `body` is not
 /// one.
 pub(crate) fn status(body: &[u8]) -> Option<Status> {

@@ -520,7 +520,23 @@ impl<K: Object> Api<K> {
     /// ```
     pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<DeleteResponse<K>> {
         let path = self.item(name)?;
-        self.delete_at(path, params)
+        let mut req = self.request(Method::DELETE, &path).accept(accept::<K>());
+        if let Some(body) = params.body() {
+            req = req.body(body);
+        }
+        let res = req.send()?;
+        #[cfg(feature = "protobuf")]
+        if is_protobuf(res.headers()) {
+            return match crate::api::protobuf_answers::object_or_status::<K>(res.body()) {
+                Ok(Ok(object)) => Ok(DeleteResponse::Object(object)),
+                Ok(Err(status)) => Ok(DeleteResponse::Status(status)),
+                Err(message) => Err(Error::Decode {
+                    request: res.request().to_owned(),
+                    message,
+                }),
+            };
+        }
+        DeleteResponse::decode(res.request(), res.body())
     }
 
     fn delete_at<T: DeserializeOwned>(

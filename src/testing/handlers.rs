@@ -202,7 +202,7 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
     // Protobuf (feature `protobuf`): chosen from `Accept` before anything else, as the JSON
     // forms below; from here on every answer of this request is protobuf when it is.
     #[cfg(feature = "protobuf")]
-    let (_protobuf, protobuf_form) = {
+    let (_protobuf, protobuf_form, converted) = {
         use super::protobuf_answers as pa;
         let (builtin, type_kind, api_version) = {
             let mut store = shared.store.lock();
@@ -229,12 +229,10 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
             }
             _ => (None, None),
         };
+        let mut converted = None;
         if kind == Target::Write && pa::has_protobuf_body(req) {
             match pa::body_as_json(req, &type_kind, &api_version, builtin) {
-                pa::BodyOutcome::Json(json) => {
-                    let fault = shared.take_fault(kind, false);
-                    return write(&json, &route, peer, shared, fault.as_ref());
-                }
+                pa::BodyOutcome::Json(json) => converted = Some(json),
                 pa::BodyOutcome::Refuse(st) => return fail(peer, &st),
                 pa::BodyOutcome::Drop => {
                     peer.drop_connection();
@@ -242,8 +240,11 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
                 }
             }
         }
-        (guard, form)
+        (guard, form, converted)
     };
+    // A protobuf body from here on is its JSON.
+    #[cfg(feature = "protobuf")]
+    let req = converted.as_ref().unwrap_or(req);
     #[cfg(not(feature = "protobuf"))]
     let protobuf_form: Option<metadata::Form> = None;
     // The media type first: a 406 is the server's answer before anything else happens.
