@@ -31,25 +31,25 @@ impl LineReader {
     /// See [`LineReader::take_buffered_line`].
     pub(super) fn take_buffered_frame(&mut self) -> bool {
         let buffered = self.reader.buffer();
-        let Some(n) = frame_len(buffered) else {
+        let Some(end) = frame_len(buffered).and_then(|n| n.checked_add(4)) else {
             return false;
         };
-        let Some(frame) = buffered.get(4..4 + n) else {
+        let Some(frame) = buffered.get(4..end) else {
             return false;
         };
         self.buf.clear();
         self.buf.extend_from_slice(frame);
-        self.reader.consume(4 + n);
+        self.reader.consume(end);
         true
     }
 
     /// See [`LineReader::with_buffered_line`].
     pub(super) fn with_buffered_frame<R>(&mut self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let buffered = self.reader.buffer();
-        let n = frame_len(buffered)?;
-        let frame = buffered.get(4..4 + n)?;
+        let end = frame_len(buffered)?.checked_add(4)?;
+        let frame = buffered.get(4..end)?;
         let result = f(frame);
-        self.reader.consume(4 + n);
+        self.reader.consume(end);
         Some(result)
     }
 
