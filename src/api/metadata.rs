@@ -140,6 +140,21 @@ impl Object for PartialObjectMetadata {
     fn protobuf_message() -> Option<crate::protobuf::Message> {
         crate::protobuf::message_by_name("k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata")
     }
+    /// The codec's decoding, with `apiVersion` and `kind` filled in as the JSON form has them
+    /// (protobuf carries them in the envelope only, and list items have none).
+    #[cfg(feature = "protobuf")]
+    fn from_protobuf(
+        message: crate::protobuf::Message,
+        raw: &[u8],
+    ) -> Result<Self, crate::protobuf::ProtobufError> {
+        static NAMES: std::sync::OnceLock<(SharedStr, SharedStr)> = std::sync::OnceLock::new();
+        let mut obj: PartialObjectMetadata = crate::protobuf::decode(message, raw)?;
+        let (api_version, kind) =
+            NAMES.get_or_init(|| ("meta.k8s.io/v1".into(), "PartialObjectMetadata".into()));
+        obj.api_version.get_or_insert_with(|| api_version.clone());
+        obj.kind.get_or_insert_with(|| kind.clone());
+        Ok(obj)
+    }
     #[cfg(feature = "protobuf")]
     const PROTOBUF_ACCEPT: &'static str = METADATA_PROTOBUF_ACCEPT;
     #[cfg(feature = "protobuf")]
