@@ -202,8 +202,13 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
     // Protobuf (feature `protobuf`): chosen from `Accept` before anything else, as the JSON
     // forms below; from here on every answer of this request is protobuf when it is.
     #[cfg(feature = "protobuf")]
-    let (_protobuf, protobuf_form, converted) = {
+    let (_protobuf, protobuf_form, converted) = 'protobuf: {
         use super::protobuf_answers as pa;
+        let asks = req.header("accept").is_some_and(|a| a.contains(crate::protobuf::CONTENT_TYPE));
+        if !asks && !pa::has_protobuf_body(req) {
+            // Nothing about protobuf: the request is answered exactly as without the feature.
+            break 'protobuf (None, None, None);
+        }
         let (builtin, type_kind, api_version) = {
             let mut store = shared.store.lock();
             let c = store.collection(&route.tk);
