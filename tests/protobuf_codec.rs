@@ -203,3 +203,41 @@ fn captured_watch_frames_reassemble_and_read() {
         }
     }
 }
+
+use kube_informer::protobuf::{decode, decode_envelope, encode, message_for, Message};
+
+fn object_envelope(name: &str) -> (Message, Vec<u8>, String, String) {
+    let body = body(name);
+    let envelope = read_envelope(&body).unwrap();
+    let message = message_for(envelope.api_version, envelope.kind)
+        .unwrap_or_else(|| panic!("{name}: {}", envelope.kind));
+    (
+        message,
+        envelope.raw.to_vec(),
+        envelope.api_version.to_owned(),
+        envelope.kind.to_owned(),
+    )
+}
+
+fn json_body(name: &str) -> Value {
+    let body = body(name);
+    serde_json::from_slice(&body).unwrap()
+}
+
+#[test]
+fn the_running_pod_decodes_to_its_json_twin() {
+    let body = body("get-pod-running.json");
+    let envelope = read_envelope(&body).unwrap();
+    let decoded: Value = decode_envelope(&envelope).unwrap();
+    let json = json_body("get-pod-running-json.json");
+    if decoded != json {
+        let a = serde_json::to_string_pretty(&decoded).unwrap();
+        let b = serde_json::to_string_pretty(&json).unwrap();
+        for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
+            if x != y {
+                panic!("line {i}: protobuf {x} json {y}");
+            }
+        }
+        panic!("lengths differ");
+    }
+}

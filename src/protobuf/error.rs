@@ -34,12 +34,6 @@ impl ProtobufError {
         }
     }
 
-    /// Sets the byte offset if none is set yet (the innermost reader knows best).
-    pub(crate) fn with_offset(mut self, offset: usize) -> Self {
-        self.offset.get_or_insert(offset);
-        self
-    }
-
     /// Prepends a field name: called while the error travels out of nested messages.
     pub(crate) fn in_field(mut self, name: &'static str) -> Self {
         if self.path.len() < 64 {

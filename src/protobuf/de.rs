@@ -1,0 +1,774 @@
+//! Decoding: a serde `Deserializer` driven by the descriptor tables over the wire bytes.
+//!
+//! No intermediate tree: each message is a serde map whose keys are the Go JSON names and
+//! whose values are read from the bytes as the visitor asks (a skipped field costs a
+//! skip). What a type gets is what the server's JSON would have given it:
+//! - a non-pointer `omitempty` scalar that is zero is absent, as `encoding/json` drops it
+//!   (Go's marshaller writes every non-pointer field, so it is on the wire); a pointer is
+//!   present whatever its value; a non-`omitempty` list, map or pointer absent from the wire
+//!   is `null` (Go's JSON of a nil slice);
+//! - `json:",inline"` messages (`Volume`'s `VolumeSource`, `Probe`'s handler) are flattened;
+//! - a repeated field is one list even when its elements are not contiguous; packed and
+//!   unpacked scalars are both read; a map is its repeated `{1: key, 2: value}` entries;
+//! - the special messages render as their Go `MarshalJSON` does: Time and MicroTime as
+//!   RFC 3339 (a zero Time as `null`, or absent under `omitzero`), Duration as Go's text,
+//!   Quantity as its string, IntOrString as a number or a string, FieldsV1, RawExtension and
+//!   apiextensions' JSON as the JSON value of their raw text, JSONSchemaPropsOr* as one of
+//!   their forms; `bytes` as base64;
+//! - unknown fields (a newer server's) are skipped by wire type.
+//!
+//! Hostile input: every length is checked before slicing (nothing is allocated from a
+//! length read from the input), nesting is bounded at [`MAX_DEPTH`] messages, as the JSON
+//! path's recursion limit, and every error names an offset and the field path.
+
+use base64::Engine;
+use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::forward_to_deserialize_any;
+
+use super::descriptor::{
+    Field, Kind, MessageDesc, Special, INLINE, MAP, MESSAGES, NOJSON, OMITEMPTY, OMITZERO, POINTER,
+    REPEATED,
+};
+use super::time::{format_duration, format_time};
+use super::wire::{Reader, Value, FIXED64, LEN, VARINT};
+use super::{Message, ProtobufError};
+
+/// Messages nested deeper than this are an error (serde_json's own limit is 128).
+pub const MAX_DEPTH: usize = 128;
+
+type Result<T> = std::result::Result<T, ProtobufError>;
+
+/// Decodes `raw` as `message` into `T`; `type_meta` adds `apiVersion` and `kind` first.
+pub(crate) fn decode_message<T: de::DeserializeOwned>(
+    message: Message,
+    raw: &[u8],
+    type_meta: Option<(&str, &str)>,
+) -> Result<T> {
+    T::deserialize(MessageDe {
+        desc: message.desc(),
+        buf: raw,
+        base: 0,
+        depth: 0,
+        type_meta,
+    })
+}
+
+/// A whole message (the top level, or a field's value).
+struct MessageDe<'a, 't> {
+    desc: &'static MessageDesc,
+    buf: &'a [u8],
+    base: usize,
+    depth: usize,
+    type_meta: Option<(&'t str, &'t str)>,
+}
+
+impl<'de> de::Deserializer<'de> for MessageDe<'de, '_> {
+    type Error = ProtobufError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        if self.depth >= MAX_DEPTH {
+            return Err(ProtobufError::at("messages nested too deeply", self.base));
+        }
+        let mut map = MessageMap::new(self.desc, self.buf, self.base, self.depth + 1);
+        if let Some((api_version, kind)) = self.type_meta {
+            map.type_meta = [
+                Some(("apiVersion", api_version.to_owned())),
+                Some(("kind", kind.to_owned())),
+            ];
+        }
+        visitor.visit_map(map)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_some(self)
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// One level of fields being read: the message itself or an inline one within it.
+struct Frame<'a> {
+    desc: &'static MessageDesc,
+    reader: Reader<'a>,
+    /// Field numbers seen (for the `null` of absent lists) and repeated ones already given.
+    seen: u64,
+    /// The next field to consider for a trailing `null`, once the bytes are read.
+    null_cursor: usize,
+}
+
+enum Pending<'a> {
+    None,
+    Single(&'static Field, Value<'a>, usize),
+    Repeated(&'static Field, Reader<'a>),
+    Null,
+    Text(String),
+}
+
+const MAX_INLINE: usize = 4;
+
+struct MessageMap<'a> {
+    frames: [Option<Frame<'a>>; MAX_INLINE],
+    len: usize,
+    depth: usize,
+    pending: Pending<'a>,
+    type_meta: [Option<(&'static str, String)>; 2],
+}
+
+impl<'a> MessageMap<'a> {
+    fn new(desc: &'static MessageDesc, buf: &'a [u8], base: usize, depth: usize) -> Self {
+        let frame = Frame {
+            desc,
+            reader: Reader::new(buf, base),
+            seen: 0,
+            null_cursor: 0,
+        };
+        MessageMap {
+            frames: [Some(frame), None, None, None],
+            len: 1,
+            depth,
+            pending: Pending::None,
+            type_meta: [None, None],
+        }
+    }
+
+    fn name_error(&self, e: ProtobufError) -> ProtobufError {
+        let top = self.frames[self.len - 1].as_ref().expect("a frame");
+        e.in_field(top.desc.name)
+    }
+}
+
+/// Whether a scalar on the wire is Go's zero value.
+fn is_zero(kind: Kind, value: &Value<'_>) -> bool {
+    match (kind, value) {
+        (Kind::S | Kind::B, Value::Len(b)) => b.is_empty(),
+        (Kind::I32 | Kind::I64 | Kind::Bool, Value::Varint(v)) => *v == 0,
+        (Kind::F64, Value::Fixed64(v)) => f64::from_bits(*v) == 0.0,
+        _ => false,
+    }
+}
+
+fn expected_wire_type(kind: Kind) -> u8 {
+    match kind {
+        Kind::S | Kind::B | Kind::M(_) => LEN,
+        Kind::I32 | Kind::I64 | Kind::Bool => VARINT,
+        Kind::F64 => FIXED64,
+    }
+}
+
+impl<'de> MapAccess<'de> for MessageMap<'de> {
+    type Error = ProtobufError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        for slot in &mut self.type_meta {
+            if let Some((key, value)) = slot.take() {
+                self.pending = Pending::Text(value);
+                return seed.deserialize(key.into_deserializer()).map(Some);
+            }
+        }
+        loop {
+            if self.len == 0 {
+                return Ok(None);
+            }
+            let depth = self.depth;
+            let frame = self.frames[self.len - 1].as_mut().expect("a frame");
+            if frame.reader.is_empty() {
+                // The bytes are read: Go's JSON has `null` for the lists, maps and pointers
+                // that are not `omitempty` and were not sent.
+                while let Some(field) = frame.desc.fields.get(frame.null_cursor) {
+                    frame.null_cursor += 1;
+                    let absent_null = !field.has(OMITEMPTY | NOJSON | INLINE)
+                        && field.has(REPEATED | MAP | POINTER)
+                        && frame.seen & (1 << field.0) == 0;
+                    if absent_null {
+                        self.pending = Pending::Null;
+                        return seed.deserialize(field.1.into_deserializer()).map(Some);
+                    }
+                }
+                self.frames[self.len - 1] = None;
+                self.len -= 1;
+                continue;
+            }
+            let before = frame.reader.clone();
+            let (number, at, value) = match frame.reader.field() {
+                Ok(Some(f)) => f,
+                Ok(None) => continue,
+                Err(e) => return Err(self.name_error(e)),
+            };
+            let Some(field) = frame.desc.field(number) else {
+                continue; // unknown: a newer server's field
+            };
+            let bit = 1u64 << number;
+            let repeated = field.has(REPEATED | MAP);
+            if repeated && frame.seen & bit != 0 {
+                continue; // given with the first occurrence
+            }
+            let wire_ok = value.wire_type() == expected_wire_type(field.2)
+                || (field.has(REPEATED) && value.wire_type() == LEN);
+            if !wire_ok {
+                return Err(ProtobufError::at("wrong wire type", at)
+                    .in_field(field.1)
+                    .in_field(frame.desc.name));
+            }
+            frame.seen |= bit;
+            if field.has(NOJSON) {
+                continue;
+            }
+            if field.has(INLINE) {
+                let (Kind::M(index), Value::Len(bytes)) = (field.2, value) else {
+                    return Err(ProtobufError::at("inline field is not a message", at));
+                };
+                if self.len == MAX_INLINE || depth + self.len >= MAX_DEPTH {
+                    return Err(ProtobufError::at("inline messages nested too deeply", at));
+                }
+                let desc = &MESSAGES[index as usize];
+                self.frames[self.len] = Some(Frame {
+                    desc,
+                    reader: Reader::new(bytes, at),
+                    seen: 0,
+                    null_cursor: 0,
+                });
+                self.len += 1;
+                continue;
+            }
+            if repeated {
+                self.pending = Pending::Repeated(field, before);
+            } else {
+                if !field.has(POINTER) && field.has(OMITEMPTY) && is_zero(field.2, &value) {
+                    continue;
+                }
+                if field.has(OMITZERO) && matches!(value, Value::Len(b) if b.is_empty()) {
+                    continue; // a zero Time under `omitzero`
+                }
+                self.pending = Pending::Single(field, value, at);
+            }
+            return seed.deserialize(field.1.into_deserializer()).map(Some);
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
+        let depth = self.depth;
+        match std::mem::replace(&mut self.pending, Pending::None) {
+            Pending::Single(field, value, at) => seed
+                .deserialize(ValueDe {
+                    kind: field.2,
+                    value,
+                    at,
+                    depth,
+                })
+                .map_err(|e| e.in_field(field.1)),
+            Pending::Repeated(field, reader) => {
+                let name = field.1;
+                let result = if field.has(MAP) {
+                    seed.deserialize(SeqOrMap {
+                        field,
+                        reader,
+                        depth,
+                        map: true,
+                    })
+                } else {
+                    seed.deserialize(SeqOrMap {
+                        field,
+                        reader,
+                        depth,
+                        map: false,
+                    })
+                };
+                result.map_err(|e| e.in_field(name))
+            }
+            Pending::Null => seed.deserialize(NullDe),
+            Pending::Text(text) => seed.deserialize(text.into_deserializer()),
+            Pending::None => Err(ProtobufError::new("value asked for before its key")),
+        }
+    }
+}
+
+/// `null`.
+struct NullDe;
+
+impl<'de> de::Deserializer<'de> for NullDe {
+    type Error = ProtobufError;
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_unit()
+    }
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_none()
+    }
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// A repeated field (all its occurrences, from the first on) or a map's entries.
+struct SeqOrMap<'a> {
+    field: &'static Field,
+    reader: Reader<'a>,
+    depth: usize,
+    map: bool,
+}
+
+impl<'de> de::Deserializer<'de> for SeqOrMap<'de> {
+    type Error = ProtobufError;
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        if self.map {
+            visitor.visit_map(Entries {
+                field: self.field,
+                reader: self.reader,
+                depth: self.depth,
+                value: None,
+            })
+        } else {
+            visitor.visit_seq(Elements {
+                field: self.field,
+                reader: self.reader,
+                depth: self.depth,
+                packed: None,
+            })
+        }
+    }
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_some(self)
+    }
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+struct Elements<'a> {
+    field: &'static Field,
+    reader: Reader<'a>,
+    depth: usize,
+    /// The rest of a packed run of scalars.
+    packed: Option<Reader<'a>>,
+}
+
+impl<'de> SeqAccess<'de> for Elements<'de> {
+    type Error = ProtobufError;
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
+        loop {
+            if let Some(packed) = &mut self.packed {
+                if !packed.is_empty() {
+                    let at = packed.offset();
+                    let value = match self.field.2 {
+                        Kind::F64 => {
+                            return Err(ProtobufError::at(
+                                "packed doubles are not used by Kubernetes",
+                                at,
+                            ))
+                        }
+                        _ => Value::Varint(packed.varint()?),
+                    };
+                    let de = ValueDe {
+                        kind: self.field.2,
+                        value,
+                        at,
+                        depth: self.depth,
+                    };
+                    return seed.deserialize(de).map(Some);
+                }
+                self.packed = None;
+            }
+            let Some((number, at, value)) = self.reader.field()? else {
+                return Ok(None);
+            };
+            if number != self.field.0 {
+                continue;
+            }
+            match (self.field.2, value) {
+                (Kind::I32 | Kind::I64 | Kind::Bool, Value::Len(bytes)) => {
+                    self.packed = Some(Reader::new(bytes, at));
+                    continue;
+                }
+                _ if value.wire_type() != expected_wire_type(self.field.2) => {
+                    return Err(ProtobufError::at("wrong wire type", at));
+                }
+                _ => {}
+            }
+            return seed
+                .deserialize(ValueDe {
+                    kind: self.field.2,
+                    value,
+                    at,
+                    depth: self.depth,
+                })
+                .map(Some);
+        }
+    }
+}
+
+/// A map's entries: `{1: key, 2: value}` messages, keys always strings in Kubernetes.
+struct Entries<'a> {
+    field: &'static Field,
+    reader: Reader<'a>,
+    depth: usize,
+    value: Option<(Value<'a>, usize)>,
+}
+
+impl<'de> MapAccess<'de> for Entries<'de> {
+    type Error = ProtobufError;
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        loop {
+            let Some((number, at, value)) = self.reader.field()? else {
+                return Ok(None);
+            };
+            if number != self.field.0 {
+                continue;
+            }
+            let Value::Len(entry) = value else {
+                return Err(ProtobufError::at("map entry is not a message", at));
+            };
+            let mut entry_reader = Reader::new(entry, at);
+            let mut key: Option<(&[u8], usize)> = None;
+            let mut val: Option<(Value<'de>, usize)> = None;
+            while let Some((n, at, v)) = entry_reader.field()? {
+                match (n, v) {
+                    (1, Value::Len(k)) => key = Some((k, at)),
+                    (1, _) => return Err(ProtobufError::at("map key is not a string", at)),
+                    (2, v) if v.wire_type() == expected_wire_type(self.field.2) => {
+                        val = Some((v, at))
+                    }
+                    (2, _) => return Err(ProtobufError::at("wrong wire type of a map value", at)),
+                    _ => {}
+                }
+            }
+            self.value = Some(val.unwrap_or((Value::Len(&[]), at)));
+            let (key, _) = key.unwrap_or((&[], at));
+            return seed.deserialize(StrDe(key)).map(Some);
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
+        let (value, at) = self
+            .value
+            .take()
+            .ok_or_else(|| ProtobufError::new("value asked for before its key"))?;
+        let value = match (self.field.2, value) {
+            // A missing value is the zero of its type.
+            (Kind::I32 | Kind::I64 | Kind::Bool, Value::Len(_)) => Value::Varint(0),
+            (Kind::F64, Value::Len(_)) => Value::Fixed64(0),
+            (_, v) => v,
+        };
+        seed.deserialize(ValueDe {
+            kind: self.field.2,
+            value,
+            at,
+            depth: self.depth,
+        })
+    }
+}
+
+/// A string from the wire, borrowed when it is UTF-8 (Go's JSON writes U+FFFD for the rest).
+struct StrDe<'a>(&'a [u8]);
+
+impl<'de> de::Deserializer<'de> for StrDe<'de> {
+    type Error = ProtobufError;
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match std::str::from_utf8(self.0) {
+            Ok(s) => visitor.visit_borrowed_str(s),
+            Err(_) => visitor.visit_string(String::from_utf8_lossy(self.0).into_owned()),
+        }
+    }
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        let s: String = String::from_utf8_lossy(self.0).into_owned();
+        visitor.visit_enum(s.into_deserializer())
+    }
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_some(self)
+    }
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct identifier ignored_any
+    }
+}
+
+/// One field value.
+struct ValueDe<'a> {
+    kind: Kind,
+    value: Value<'a>,
+    at: usize,
+    depth: usize,
+}
+
+/// The fields of a small special message, by number (the last occurrence wins, as in Go).
+fn small_fields<'a>(bytes: &'a [u8], at: usize) -> Result<[Option<Value<'a>>; 3]> {
+    let mut out = [None; 3];
+    let mut reader = Reader::new(bytes, at);
+    while let Some((n, _, v)) = reader.field()? {
+        if (1..=3).contains(&n) {
+            out[n as usize - 1] = Some(v);
+        }
+    }
+    Ok(out)
+}
+
+fn varint_of(v: Option<Value<'_>>, at: usize) -> Result<u64> {
+    match v {
+        None => Ok(0),
+        Some(Value::Varint(v)) => Ok(v),
+        Some(_) => Err(ProtobufError::at("wrong wire type", at)),
+    }
+}
+
+fn bytes_of<'a>(v: Option<Value<'a>>, at: usize) -> Result<&'a [u8]> {
+    match v {
+        None => Ok(&[]),
+        Some(Value::Len(b)) => Ok(b),
+        Some(_) => Err(ProtobufError::at("wrong wire type", at)),
+    }
+}
+
+impl<'de> ValueDe<'de> {
+    /// Whether this value is JSON's `null` (a zero Time, an empty raw JSON).
+    fn is_null(&self) -> bool {
+        let Kind::M(index) = self.kind else {
+            return false;
+        };
+        let Value::Len(bytes) = self.value else {
+            return false;
+        };
+        match MESSAGES[index as usize].special {
+            Special::Time | Special::MicroTime => bytes.is_empty(),
+            Special::RawJson => {
+                matches!(small_fields(bytes, self.at), Ok([None, ..]))
+                    || matches!(small_fields(bytes, self.at), Ok([Some(Value::Len(b)), ..]) if b.is_empty())
+            }
+            _ => false,
+        }
+    }
+
+    fn special<V: Visitor<'de>>(
+        self,
+        desc: &'static MessageDesc,
+        bytes: &'de [u8],
+        visitor: V,
+    ) -> Result<V::Value> {
+        let at = self.at;
+        match desc.special {
+            Special::None => MessageDe {
+                desc,
+                buf: bytes,
+                base: at,
+                depth: self.depth,
+                type_meta: None,
+            }
+            .deserialize_any_public(visitor),
+            Special::Time | Special::MicroTime => {
+                if bytes.is_empty() {
+                    return visitor.visit_unit();
+                }
+                let [s, n, _] = small_fields(bytes, at)?;
+                let seconds = varint_of(s, at)? as i64;
+                let nanos = varint_of(n, at)? as i64 as i32;
+                let text = format_time(seconds, nanos, desc.special == Special::MicroTime)
+                    .ok_or_else(|| ProtobufError::at("time out of range", at))?;
+                visitor.visit_string(text)
+            }
+            Special::Duration => {
+                let [d, ..] = small_fields(bytes, at)?;
+                visitor.visit_string(format_duration(varint_of(d, at)? as i64))
+            }
+            Special::Quantity => {
+                let [s, ..] = small_fields(bytes, at)?;
+                let s = bytes_of(s, at)?;
+                if s.is_empty() {
+                    return visitor.visit_borrowed_str("0");
+                }
+                StrDe(s).deserialize_any_public(visitor)
+            }
+            Special::IntOrString => {
+                let [t, i, s] = small_fields(bytes, at)?;
+                if varint_of(t, at)? == 1 {
+                    StrDe(bytes_of(s, at)?).deserialize_any_public(visitor)
+                } else {
+                    visitor.visit_i64(i64::from(varint_of(i, at)? as i64 as i32))
+                }
+            }
+            Special::RawJson => {
+                let [raw, ..] = small_fields(bytes, at)?;
+                let raw = bytes_of(raw, at)?;
+                if raw.is_empty() {
+                    return visitor.visit_unit();
+                }
+                let mut json = serde_json::Deserializer::from_slice(raw);
+                let value = de::Deserializer::deserialize_any(&mut json, visitor).map_err(|e| {
+                    ProtobufError::at(format!("raw JSON: {}", e.classify_text()), at)
+                })?;
+                json.end()
+                    .map_err(|_| ProtobufError::at("raw JSON: trailing characters", at))?;
+                Ok(value)
+            }
+            Special::Items => {
+                let field = desc
+                    .field(1)
+                    .ok_or_else(|| ProtobufError::at("no items field", at))?;
+                visitor.visit_seq(Elements {
+                    field,
+                    reader: Reader::new(bytes, at),
+                    depth: self.depth,
+                    packed: None,
+                })
+            }
+            Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStrings => {
+                self.schema_or(desc, bytes, visitor)
+            }
+        }
+    }
+
+    fn schema_or<V: Visitor<'de>>(
+        self,
+        desc: &'static MessageDesc,
+        bytes: &'de [u8],
+        visitor: V,
+    ) -> Result<V::Value> {
+        let at = self.at;
+        let fields = small_fields(bytes, at)?;
+        let (schema_number, list_number) = match desc.special {
+            Special::SchemaOrBool => (2, 0),
+            _ => (1, 2),
+        };
+        let has_list = list_number != 0 && {
+            let mut reader = Reader::new(bytes, at);
+            let mut found = false;
+            while let Some((n, _, _)) = reader.field()? {
+                found |= n == list_number;
+            }
+            found
+        };
+        if has_list {
+            let field = desc.field(list_number).expect("the list field");
+            return visitor.visit_seq(Elements {
+                field,
+                reader: Reader::new(bytes, at),
+                depth: self.depth,
+                packed: None,
+            });
+        }
+        match (
+            fields[schema_number as usize - 1],
+            desc.field(schema_number),
+        ) {
+            (Some(value @ Value::Len(_)), Some(field)) => ValueDe {
+                kind: field.2,
+                value,
+                at,
+                depth: self.depth,
+            }
+            .deserialize_any_public(visitor),
+            _ if desc.special == Special::SchemaOrBool => {
+                visitor.visit_bool(varint_of(fields[0], at)? != 0)
+            }
+            _ => visitor.visit_unit(),
+        }
+    }
+}
+
+/// `deserialize_any` without importing the trait at each call site.
+trait AnyPublic<'de>: de::Deserializer<'de, Error = ProtobufError> + Sized {
+    fn deserialize_any_public<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        self.deserialize_any(visitor)
+    }
+}
+impl<'de, D: de::Deserializer<'de, Error = ProtobufError>> AnyPublic<'de> for D {}
+
+impl<'de> de::Deserializer<'de> for ValueDe<'de> {
+    type Error = ProtobufError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        let at = self.at;
+        match (self.kind, self.value) {
+            (Kind::S, Value::Len(b)) => StrDe(b).deserialize_any(visitor),
+            (Kind::B, Value::Len(b)) => {
+                visitor.visit_string(base64::engine::general_purpose::STANDARD.encode(b))
+            }
+            (Kind::I32, Value::Varint(v)) => visitor.visit_i64(i64::from(v as i64 as i32)),
+            (Kind::I64, Value::Varint(v)) => visitor.visit_i64(v as i64),
+            (Kind::Bool, Value::Varint(v)) => visitor.visit_bool(v != 0),
+            (Kind::F64, Value::Fixed64(bits)) => {
+                let f = f64::from_bits(bits);
+                if !f.is_finite() {
+                    return Err(ProtobufError::at("a double that JSON cannot hold", at));
+                }
+                // Go's JSON writes integral doubles without a fraction: JSON readers see an integer.
+                if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
+                    if f >= 0.0 {
+                        visitor.visit_u64(f as u64)
+                    } else {
+                        visitor.visit_i64(f as i64)
+                    }
+                } else {
+                    visitor.visit_f64(f)
+                }
+            }
+            (Kind::M(index), Value::Len(bytes)) => {
+                self.special(&MESSAGES[index as usize], bytes, visitor)
+            }
+            _ => Err(ProtobufError::at("wrong wire type", at)),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        if self.is_null() {
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        match (self.kind, self.value) {
+            (Kind::S, Value::Len(b)) => StrDe(b).deserialize_enum(name, variants, visitor),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_unit()
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple
+        tuple_struct map struct identifier
+    }
+}
+
+trait ClassifyText {
+    fn classify_text(&self) -> &'static str;
+}
+
+impl ClassifyText for serde_json::Error {
+    fn classify_text(&self) -> &'static str {
+        match self.classify() {
+            serde_json::error::Category::Io => "I/O error",
+            serde_json::error::Category::Syntax => "syntax error",
+            serde_json::error::Category::Data => "unexpected value",
+            serde_json::error::Category::Eof => "truncated",
+        }
+    }
+}

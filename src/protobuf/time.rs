@@ -1,0 +1,263 @@
+//! The text forms Go's JSON gives Kubernetes' time types, and back: `metav1.Time`
+//! (RFC 3339 to the second, UTC), `metav1.MicroTime` (six fractional digits) and
+//! `metav1.Duration` (Go's `time.Duration.String`).
+
+use std::fmt::Write;
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// RFC 3339 in UTC; `micros` adds `.ffffff`. `None` outside years 0..=9999 (Go's JSON
+/// refuses those too).
+pub(crate) fn format_time(seconds: i64, nanos: i32, micros: bool) -> Option<String> {
+    let days = seconds.div_euclid(86_400);
+    let secs = seconds.rem_euclid(86_400);
+    let (y, mo, d) = civil(days);
+    if !(0..=9999).contains(&y) || !(0..1_000_000_000).contains(&nanos) {
+        return None;
+    }
+    let mut out = String::with_capacity(27);
+    let _ = write!(
+        out,
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    );
+    if micros {
+        let _ = write!(out, ".{:06}", nanos / 1000);
+    }
+    out.push('Z');
+    Some(out)
+}
+
+/// Parses RFC 3339 (`2026-11-28T11:31:33Z`, fractions and offsets allowed) into Unix
+/// seconds and nanoseconds.
+pub(crate) fn parse_time(text: &str) -> Option<(i64, i32)> {
+    let b = text.as_bytes();
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let s = b.get(range)?;
+        s.iter().try_fold(0i64, |acc, c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    };
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)? as u32, num(8..10)? as u32);
+    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut nanos = 0i64;
+    if b[i] == b'.' {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            if i - start < 9 {
+                nanos = nanos * 10 + i64::from(b[i] - b'0');
+            }
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        for _ in (i - start)..9 {
+            nanos *= 10;
+        }
+    }
+    let offset = match b.get(i)? {
+        b'Z' | b'z' if i + 1 == b.len() => 0,
+        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
+            let o = num(i + 1..i + 3)? * 3600 + num(i + 4..i + 6)? * 60;
+            if *sign == b'+' {
+                o
+            } else {
+                -o
+            }
+        }
+        _ => return None,
+    };
+    let seconds = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset;
+    Some((seconds, nanos as i32))
+}
+
+/// Go's `time.Duration.String()`: `1h2m3.5s`, `1m0s`, `0s`, `1.5ms`, `-2µs`.
+pub(crate) fn format_duration(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    let neg = nanos < 0;
+    let u = nanos.unsigned_abs();
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    let frac = |out: &mut String, v: u64, digits: u32| {
+        let unit = 10u64.pow(digits);
+        let _ = write!(out, "{}", v / unit);
+        let rest = v % unit;
+        if rest != 0 {
+            let text = format!("{:0width$}", rest, width = digits as usize);
+            out.push('.');
+            out.push_str(text.trim_end_matches('0'));
+        }
+    };
+    if u < 1_000_000_000 {
+        let (digits, unit) = match u {
+            0..=999 => (0, "ns"),
+            1_000..=999_999 => (3, "µs"),
+            _ => (6, "ms"),
+        };
+        frac(&mut out, u, digits);
+        out.push_str(unit);
+        return out;
+    }
+    let secs_total = u / 1_000_000_000;
+    let sub = u % 1_000_000_000;
+    let (h, m, s) = (secs_total / 3600, secs_total / 60 % 60, secs_total % 60);
+    if h > 0 {
+        let _ = write!(out, "{h}h");
+    }
+    if h > 0 || m > 0 {
+        let _ = write!(out, "{m}m");
+    }
+    frac(&mut out, s * 1_000_000_000 + sub, 9);
+    out.push('s');
+    out
+}
+
+/// Go's `time.ParseDuration`: `[-+]` then numbers with units (`ns us µs μs ms s m h`).
+pub(crate) fn parse_duration(text: &str) -> Option<i64> {
+    let (neg, mut rest) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: i128 = 0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let number = &rest[..digits];
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit: i128 = match &rest[..unit_len] {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+        if int.is_empty() && frac.is_empty() || int.len() > 20 || frac.contains('.') {
+            return None;
+        }
+        let int: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+        let mut value = int.checked_mul(unit)?;
+        let mut scale = unit;
+        for c in frac.bytes().take(30) {
+            scale /= 10;
+            value += i128::from(c - b'0') * scale;
+        }
+        total = total.checked_add(value)?;
+        if total > i128::from(i64::MAX) + 1 {
+            return None;
+        }
+    }
+    let total = if neg { -total } else { total };
+    i64::try_from(total).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_as_go_renders_them() {
+        assert_eq!(
+            format_time(1_795_865_493, 0, false).unwrap(),
+            "2026-11-28T11:31:33Z"
+        );
+        assert_eq!(format_time(0, 0, false).unwrap(), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            format_time(1_795_865_493, 123_456_789, true).unwrap(),
+            "2026-11-28T11:31:33.123456Z"
+        );
+        assert_eq!(
+            format_time(-62_135_596_800, 0, false).unwrap(),
+            "0001-01-01T00:00:00Z"
+        );
+        assert!(format_time(i64::MAX, 0, false).is_none());
+        assert!(format_time(i64::MIN, 0, false).is_none());
+        assert_eq!(parse_time("2026-11-28T11:31:33Z"), Some((1_795_865_493, 0)));
+        assert_eq!(
+            parse_time("2026-11-28T12:31:33.5+01:00"),
+            Some((1_795_865_493, 500_000_000))
+        );
+        assert_eq!(parse_time("2026-11-28"), None);
+        assert_eq!(parse_time("2026-11-28T11:31:33Zjunk"), None);
+    }
+
+    #[test]
+    fn durations_as_go_renders_them() {
+        for (ns, text) in [
+            (0, "0s"),
+            (1, "1ns"),
+            (1_500, "1.5µs"),
+            (1_500_000, "1.5ms"),
+            (1_000_000_000, "1s"),
+            (1_500_000_000, "1.5s"),
+            (60_000_000_000, "1m0s"),
+            (3_600_000_000_000, "1h0m0s"),
+            (3_723_500_000_000, "1h2m3.5s"),
+            (-2_000, "-2µs"),
+        ] {
+            assert_eq!(format_duration(ns), text);
+            assert_eq!(parse_duration(text), Some(ns), "{text}");
+        }
+        assert_eq!(format_duration(i64::MIN), "-2562047h47m16.854775808s");
+        assert_eq!(parse_duration("-2562047h47m16.854775808s"), Some(i64::MIN));
+        assert_eq!(parse_duration("1x"), None);
+        assert_eq!(parse_duration(""), None);
+        assert_eq!(parse_duration("9999999999999999999999h"), None);
+    }
+}
