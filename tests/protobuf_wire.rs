@@ -164,8 +164,11 @@ fn a_typed_pod_informer_syncs_over_protobuf_and_a_custom_resource_stays_json() {
         .start();
     let pods: Api<Pod> = Api::namespaced(client(&server), NS);
     for i in 0..7 {
-        pods.create(&PostParams::default(), &pod(&format!("web-{i}"), ["n1", "n2"][i % 2]))
-            .unwrap();
+        pods.create(
+            &PostParams::default(),
+            &pod(&format!("web-{i}"), ["n1", "n2"][i % 2]),
+        )
+        .unwrap();
     }
     let w: Api<DynamicObject> = Api::namespaced_with(client(&server), NS, &widgets());
     w.create(
@@ -190,7 +193,12 @@ fn a_typed_pod_informer_syncs_over_protobuf_and_a_custom_resource_stays_json() {
     let p = lister.get(Some(NS), "web-1").unwrap();
     assert_eq!(p.spec.as_ref().unwrap().node_name.as_deref(), Some("n2"));
     assert_eq!(
-        widget_informer.lister().get(Some(NS), "w-1").unwrap().metadata.name(),
+        widget_informer
+            .lister()
+            .get(Some(NS), "w-1")
+            .unwrap()
+            .metadata
+            .name(),
         "w-1"
     );
 
@@ -198,14 +206,26 @@ fn a_typed_pod_informer_syncs_over_protobuf_and_a_custom_resource_stays_json() {
     // custom resource; and the server's pod answers are protobuf (a raw request with the
     // client's Accept gets `k8s\0` back).
     let pod_accepts = accepts(&server, "/pods");
-    assert!(pod_accepts.iter().any(|a| a == PB_OR_JSON), "{pod_accepts:?}");
-    assert!(pod_accepts.iter().all(|a| a == PB_OR_JSON), "{pod_accepts:?}");
+    assert!(
+        pod_accepts.iter().any(|a| a == PB_OR_JSON),
+        "{pod_accepts:?}"
+    );
+    assert!(
+        pod_accepts.iter().all(|a| a == PB_OR_JSON),
+        "{pod_accepts:?}"
+    );
     let widget_accepts = accepts(&server, "/widgets");
     assert!(!widget_accepts.is_empty());
-    assert!(widget_accepts.iter().all(|a| !a.contains("protobuf")), "{widget_accepts:?}");
+    assert!(
+        widget_accepts.iter().all(|a| !a.contains("protobuf")),
+        "{widget_accepts:?}"
+    );
     let plain = ApiServer::builder().start();
     plain
-        .create(&ApiResource::of::<Pod>(), serde_json::to_value(pod("x", "n1")).unwrap())
+        .create(
+            &ApiResource::of::<Pod>(),
+            serde_json::to_value(pod("x", "n1")).unwrap(),
+        )
         .unwrap();
     let (code, ct, body) = raw(
         &plain,
@@ -234,7 +254,8 @@ fn a_typed_pod_informer_syncs_over_protobuf_and_a_custom_resource_stays_json() {
     // misses nothing.
     server.inject(Target::Watch, Fault::CloseAfterBytes(30));
     server.disconnect_all();
-    pods.create(&PostParams::default(), &pod("after-cut", "n1")).unwrap();
+    pods.create(&PostParams::default(), &pod("after-cut", "n1"))
+        .unwrap();
     wait_until("the pod created after the cut", || {
         lister.get(Some(NS), "after-cut").is_some()
     });
@@ -245,16 +266,25 @@ fn a_typed_pod_informer_syncs_over_protobuf_and_a_custom_resource_stays_json() {
     server.inject(Target::Watch, Fault::ErrorEventAfter(0, 410));
     server.disconnect_all();
     pods.delete("web-0", &DeleteParams::default()).unwrap();
-    wait_until("the deleted pod gone after the relist", || {
-        lister.get(Some(NS), "web-0").is_none()
+    // A pod bound to a node is deleted gracefully: it stays, marked, until its kubelet
+    // lets go.
+    wait_until("the deleted pod marked after the relist", || {
+        lister
+            .get(Some(NS), "web-0")
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
     });
     wait_until("a relist after the 410 frame", || {
         server.requests().iter().filter(|r| is_list(r)).count() > lists_before
     });
     // Bookmarks came (every 300 ms) and were read: the informer is still in step.
-    pods.create(&PostParams::default(), &pod("last", "n2")).unwrap();
+    pods.create(&PostParams::default(), &pod("last", "n2"))
+        .unwrap();
     wait_until("the last pod", || lister.get(Some(NS), "last").is_some());
-    assert_eq!(lister.list_all().len(), 8);
+    assert_eq!(
+        lister.list_all().len(),
+        9,
+        "web-0 stays, marked for deletion"
+    );
     factory.shutdown();
 }
 
@@ -269,8 +299,14 @@ fn gets_lists_writes_and_errors_are_answered_in_protobuf() {
     assert!(created.metadata.uid.is_some());
     let got = pods.get("web").unwrap();
     assert_eq!(got.metadata.uid, created.metadata.uid);
-    assert_eq!(got.spec.as_ref().unwrap().containers[0].image.as_deref(), Some("nginx:1.27"));
-    assert_eq!(pods.get_status("web").unwrap().metadata.uid, created.metadata.uid);
+    assert_eq!(
+        got.spec.as_ref().unwrap().containers[0].image.as_deref(),
+        Some("nginx:1.27")
+    );
+    assert_eq!(
+        pods.get_status("web").unwrap().metadata.uid,
+        created.metadata.uid
+    );
     for i in 0..4 {
         pods.create(&PostParams::default(), &pod(&format!("p-{i}"), "n2"))
             .unwrap();
@@ -292,7 +328,9 @@ fn gets_lists_writes_and_errors_are_answered_in_protobuf() {
     assert_eq!(Object::metadata(&patched).label("tier"), Some("front"));
     let mut stale = got.clone();
     stale.metadata.labels = Some(BTreeMap::from([("x".into(), "y".into())]));
-    let err = pods.replace("web", &PostParams::default(), &stale).unwrap_err();
+    let err = pods
+        .replace("web", &PostParams::default(), &stale)
+        .unwrap_err();
     assert!(err.is_conflict(), "{err}");
     let replaced = pods
         .replace("web", &PostParams::default(), &patched)
@@ -301,22 +339,47 @@ fn gets_lists_writes_and_errors_are_answered_in_protobuf() {
     // Errors in protobuf become the same typed errors as JSON ones.
     let err = pods.get("missing").unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    assert_eq!(err.status().unwrap().details.as_ref().unwrap().kind.as_deref(), Some("pods"));
+    assert_eq!(
+        err.status()
+            .unwrap()
+            .details
+            .as_ref()
+            .unwrap()
+            .kind
+            .as_deref(),
+        Some("pods")
+    );
     // Metadata-only, in protobuf.
     let meta: Api<PartialObjectMetadata> =
         Api::namespaced_with(client(&server), NS, &ApiResource::of::<Pod>());
-    assert_eq!(meta.get("web").unwrap().metadata.label("tier"), Some("front"));
+    assert_eq!(
+        meta.get("web").unwrap().metadata.label("tier"),
+        Some("front")
+    );
     assert_eq!(meta.list(&ListParams::default()).unwrap().items.len(), 5);
-    assert!(accepts(&server, "/pods")
-        .iter()
-        .any(|a| a.starts_with("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList")));
+    assert!(
+        accepts(&server, "/pods")
+            .iter()
+            .any(|a| a
+                .starts_with("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList"))
+    );
     // A watch from a list's version: frames.
-    let rv = pods.list(&ListParams::default()).unwrap().metadata.resource_version.unwrap();
+    let rv = pods
+        .list(&ListParams::default())
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
     let mut stream = pods
         .watch(&WatchParams::from_version(&rv).timeout(5))
         .unwrap();
     pods.delete("p-0", &DeleteParams::default()).unwrap();
     match stream.next().unwrap().unwrap() {
+        // Graceful: marked first (a pod bound to a node), or gone.
+        WatchEvent::Modified(p) => {
+            assert_eq!(p.metadata.name.as_deref(), Some("p-0"));
+            assert!(p.metadata.deletion_timestamp.is_some());
+        }
         WatchEvent::Deleted(p) => assert_eq!(p.metadata.name.as_deref(), Some("p-0")),
         other => panic!("{}", other.type_name()),
     }
@@ -384,7 +447,12 @@ fn gets_lists_writes_and_errors_are_answered_in_protobuf() {
         &[("accept", PB), ("content-type", PB)],
         &cm,
     );
-    assert_eq!((code, ct.as_str()), (201, PB), "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        (code, ct.as_str()),
+        (201, PB),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
     let cms: Api<ConfigMap> = Api::namespaced(client(&server), NS);
     let stored = cms.list(&ListParams::default()).unwrap();
     assert_eq!(stored.items.len(), 1);
@@ -525,7 +593,12 @@ impl Replay {
     }
 
     fn accepts(&self) -> Vec<String> {
-        self.seen.lock().unwrap().iter().map(|(_, a)| a.clone()).collect()
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, a)| a.clone())
+            .collect()
     }
 }
 
@@ -546,12 +619,17 @@ fn the_client_reads_a_captured_protobuf_pod_as_the_json_capture_of_it() {
     let m = meta.get("web-running").unwrap();
     assert_eq!(m.metadata.name(), "web-running");
     assert_eq!(m.metadata.uid(), from_json.metadata.uid.as_deref());
-    let err = pods.get("missing").unwrap_err();
+    let err = pods.get("nosuchpod").unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    assert_eq!(err.status().unwrap().message, "pods \"missing\" not found");
+    assert_eq!(
+        err.status().unwrap().message,
+        "pods \"nosuchpod\" not found"
+    );
     let accepts = r.accepts();
     assert_eq!(accepts[0], PB_OR_JSON);
-    assert!(accepts[1].starts_with("application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"));
+    assert!(accepts[1].starts_with(
+        "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+    ));
 }
 
 #[test]
@@ -568,7 +646,10 @@ fn the_client_reads_captured_protobuf_list_pages_and_metadata_lists() {
         .pages(&ListParams::default().limit(2))
         .map(|p| p.unwrap().list)
         .collect();
-    assert_eq!(pages.iter().map(|p| p.items.len()).collect::<Vec<_>>(), [2, 2, 1]);
+    assert_eq!(
+        pages.iter().map(|p| p.items.len()).collect::<Vec<_>>(),
+        [2, 2, 1]
+    );
     assert_eq!(pages[0].metadata.remaining_item_count, Some(3));
     assert_eq!(pages[1].metadata.remaining_item_count, Some(1));
     assert!(pages[2].metadata.continue_token.is_none());
@@ -600,14 +681,19 @@ fn the_client_reads_captured_protobuf_watches_cut_across_chunks() {
         .unwrap()
         .map(|e| e.unwrap().type_name())
         .collect();
-    assert_eq!(types, ["ADDED", "MODIFIED", "MODIFIED", "DELETED", "BOOKMARK", "BOOKMARK"]);
+    assert_eq!(
+        types,
+        ["ADDED", "MODIFIED", "MODIFIED", "DELETED", "BOOKMARK", "BOOKMARK"]
+    );
     let events: Vec<_> = pods
         .watch(&WatchParams::default())
         .unwrap()
         .map(Result::unwrap)
         .collect();
     assert_eq!(events.len(), 6);
-    assert!(events[..5].iter().all(|e| matches!(e, WatchEvent::Added(_))));
+    assert!(events[..5]
+        .iter()
+        .all(|e| matches!(e, WatchEvent::Added(_))));
     match &events[5] {
         WatchEvent::Bookmark(b) => {
             assert!(b.is_initial_events_end());
@@ -631,7 +717,10 @@ fn the_client_reads_captured_protobuf_watches_cut_across_chunks() {
     let first = pods.watch(&WatchParams::default()).unwrap().next().unwrap();
     let err = first.unwrap_err();
     assert!(err.is_gone(), "{err}");
-    assert_eq!(err.status().unwrap().message, "too old resource version: 1 (164594)");
+    assert_eq!(
+        err.status().unwrap().message,
+        "too old resource version: 1 (164594)"
+    );
 }
 
 #[test]
@@ -701,7 +790,10 @@ fn hostile_protobuf_watch_frames_are_errors_never_a_panic_a_hang_or_a_huge_alloc
         assert_eq!(items.len(), 2, "{items:?}");
         for item in &items {
             let err = item.as_ref().unwrap_err();
-            assert!(matches!(err, kube_informer::Error::WatchLine { .. }), "{err}");
+            assert!(
+                matches!(err, kube_informer::Error::WatchLine { .. }),
+                "{err}"
+            );
         }
     }
     // An error body that is not a decodable Status: the code, never the bytes.

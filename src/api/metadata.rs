@@ -138,7 +138,9 @@ impl Object for PartialObjectMetadata {
     /// ones included.
     #[cfg(feature = "protobuf")]
     fn protobuf_message() -> Option<crate::protobuf::Message> {
-        crate::protobuf::message_by_name("k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata")
+        crate::protobuf::message_by_name(
+            "k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata",
+        )
     }
     /// The codec's decoding, with `apiVersion` and `kind` filled in as the JSON form has them
     /// (protobuf carries them in the envelope only, and list items have none).
@@ -148,7 +150,16 @@ impl Object for PartialObjectMetadata {
         raw: &[u8],
     ) -> Result<Self, crate::protobuf::ProtobufError> {
         static NAMES: std::sync::OnceLock<(SharedStr, SharedStr)> = std::sync::OnceLock::new();
-        let mut obj: PartialObjectMetadata = crate::protobuf::decode(message, raw)?;
+        // Through a JSON value: our `ObjectMeta` keeps `managedFields` as raw JSON text
+        // (`RawJson`), which asks its deserializer for serde_json's raw-value form; a
+        // `serde_json::Value` answers that, the codec's deserializer does not (yet).
+        let value: serde_json::Value = crate::protobuf::decode(message, raw)?;
+        let mut obj = PartialObjectMetadata::deserialize(value).map_err(|e| {
+            // Kind and position only: serde's messages can quote values.
+            <crate::protobuf::ProtobufError as de::Error>::custom(crate::error::json_error_summary(
+                &e,
+            ))
+        })?;
         let (api_version, kind) =
             NAMES.get_or_init(|| ("meta.k8s.io/v1".into(), "PartialObjectMetadata".into()));
         obj.api_version.get_or_insert_with(|| api_version.clone());

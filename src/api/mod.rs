@@ -156,10 +156,10 @@ pub use metadata::{METADATA_PROTOBUF_ACCEPT, METADATA_PROTOBUF_LIST_ACCEPT};
 pub use owner_reference::{
     is_controlled_by, is_controlled_by_uid, AlreadyOwnedError, OwnerReferences,
 };
-pub use resource::{ApiResource, Object, Resource};
-pub(crate) use resource::{accept, list_accept};
 #[cfg(feature = "protobuf")]
 pub use resource::PROTOBUF_OR_JSON;
+pub(crate) use resource::{accept, list_accept};
+pub use resource::{ApiResource, Object, Resource};
 pub use reviews::{
     BoundObjectReference, NonResourceAttributes, ResourceAttributes, SelfSubjectReview,
     SelfSubjectReviewStatus, SubjectAccessReview, SubjectAccessReviewSpec,

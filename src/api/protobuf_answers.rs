@@ -81,17 +81,17 @@ pub(crate) fn status(body: &[u8]) -> Option<Status> {
 fn list_meta(raw: &[u8]) -> Result<(ListMeta, pb::ListParts<'_>), String> {
     let parts = pb::split_list(raw).map_err(|e| format!("the list: {e}"))?;
     let meta = pb::message_by_name(LIST_META).ok_or("the codec has no ListMeta")?;
-    let metadata = pb::decode(meta, parts.metadata)
-        .map_err(|e| format!("the list's metadata: {e}"))?;
+    let metadata =
+        pb::decode(meta, parts.metadata).map_err(|e| format!("the list's metadata: {e}"))?;
     Ok((metadata, parts))
 }
 
 /// A list (or one page of it) answered in protobuf.
 pub(crate) fn list<K: Object>(body: &[u8]) -> Result<ObjectList<K>, String> {
     let (env, message) = open(body)?;
-    let item = message.list_item().ok_or_else(|| {
-        format!("{} is not a list", quoted(env.kind))
-    })?;
+    let item = message
+        .list_item()
+        .ok_or_else(|| format!("{} is not a list", quoted(env.kind)))?;
     let (metadata, parts) = list_meta(env.raw)?;
     let mut items = Vec::with_capacity(parts.items.len());
     for (i, raw) in parts.items.iter().enumerate() {
@@ -116,9 +116,8 @@ pub(crate) fn peek_continue(body: &[u8]) -> Option<String> {
 pub(crate) fn watch_event<K: Object>(frame: &[u8]) -> Result<WatchEvent<K>, String> {
     let event = pb::read_watch_event(frame).map_err(|e| format!("the watch event: {e}"))?;
     let (env, message) = open(event.object).map_err(|e| format!("the event's object: {e}"))?;
-    let object = || {
-        K::from_protobuf(message, env.raw).map_err(|e| format!("the event's object: {e}"))
-    };
+    let object =
+        || K::from_protobuf(message, env.raw).map_err(|e| format!("the event's object: {e}"));
     Ok(match event.event_type {
         "ADDED" => WatchEvent::Added(object()?),
         "MODIFIED" => WatchEvent::Modified(object()?),

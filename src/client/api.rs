@@ -15,8 +15,8 @@ use super::request::{Request, Response};
 use super::scale::Scale;
 use super::watch::WatchStream;
 use super::write_params::{DeleteParams, PatchParams, PostParams};
-use crate::api::{accept, list_accept};
 use crate::api::url_encoding::path_segment;
+use crate::api::{accept, list_accept};
 use crate::api::{ApiResource, Meta, Object, ObjectList, Resource};
 use crate::error::{Error, Result};
 use crate::json::known_ends::{with_known_ends, KnownEnds};
@@ -998,11 +998,9 @@ impl CheckedPage {
 fn answer<K: Object>(res: Response) -> Result<K> {
     #[cfg(feature = "protobuf")]
     if is_protobuf(res.headers()) {
-        return crate::api::protobuf_answers::object(res.body()).map_err(|message| {
-            Error::Decode {
-                request: res.request().to_owned(),
-                message,
-            }
+        return crate::api::protobuf_answers::object(res.body()).map_err(|message| Error::Decode {
+            request: res.request().to_owned(),
+            message,
         });
     }
     res.json()

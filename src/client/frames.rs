@@ -69,18 +69,20 @@ impl LineReader {
         let n = frame_len(&self.buf).unwrap_or(0);
         self.buf.clear();
         if n > MAX_WATCH_LINE {
-            let skipped = std::io::copy(&mut (&mut self.reader).take(n as u64), &mut std::io::sink())?;
+            let skipped =
+                std::io::copy(&mut (&mut self.reader).take(n as u64), &mut std::io::sink())?;
             if (skipped as usize) < n {
                 return Ok(Line::Truncated);
             }
             return Ok(Line::TooLong(n));
         }
         // Grown as bytes come, never sized from the length alone.
-        (&mut self.reader).take(n as u64).read_to_end(&mut self.buf)?;
+        (&mut self.reader)
+            .take(n as u64)
+            .read_to_end(&mut self.buf)?;
         if self.buf.len() < n {
             return Ok(Line::Truncated);
         }
         Ok(Line::Complete)
     }
 }
-

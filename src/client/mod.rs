@@ -67,9 +67,9 @@ mod cancel;
 mod client;
 mod config;
 mod deleted;
-mod frames;
 #[cfg(feature = "ws")]
 pub(crate) mod duplex;
+mod frames;
 mod impersonate;
 mod lines;
 #[cfg(feature = "metrics")]

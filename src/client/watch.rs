@@ -154,7 +154,10 @@ impl<K: Object> Parsed<K> {
             Err(summary) => Parsed::Bad(summary, frame.len()),
         };
         #[cfg(not(feature = "protobuf"))]
-        Parsed::Bad("a protobuf frame (feature `protobuf` is off)".into(), frame.len())
+        Parsed::Bad(
+            "a protobuf frame (feature `protobuf` is off)".into(),
+            frame.len(),
+        )
     }
 
     fn of(line: &[u8]) -> Parsed<K> {

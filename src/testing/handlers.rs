@@ -204,7 +204,9 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
     #[cfg(feature = "protobuf")]
     let (_protobuf, protobuf_form, converted) = 'protobuf: {
         use super::protobuf_answers as pa;
-        let asks = req.header("accept").is_some_and(|a| a.contains(crate::protobuf::CONTENT_TYPE));
+        let asks = req
+            .header("accept")
+            .is_some_and(|a| a.contains(crate::protobuf::CONTENT_TYPE));
         if !asks && !pa::has_protobuf_body(req) {
             // Nothing about protobuf: the request is answered exactly as without the feature.
             break 'protobuf (None, None, None);
@@ -357,7 +359,13 @@ fn send_with<S: Peer>(
     }
     #[cfg(feature = "protobuf")]
     if encoded.is_some() {
-        return outcome(http::write_response_typed(peer, code, content_type, extra, body));
+        return outcome(http::write_response_typed(
+            peer,
+            code,
+            content_type,
+            extra,
+            body,
+        ));
     }
     outcome(http::write_response(peer, code, extra, body))
 }

@@ -243,7 +243,12 @@ impl<'a, W: Write> ChunkedWriter<'a, W> {
     /// [`start`](Self::start) with another content type (a protobuf watch).
     #[cfg_attr(not(feature = "protobuf"), allow(dead_code))]
     pub fn start_typed(w: &'a mut W, code: u16, content_type: &str) -> io::Result<Self> {
-        write_head_typed(w, code, content_type, &[("transfer-encoding", "chunked".into())])?;
+        write_head_typed(
+            w,
+            code,
+            content_type,
+            &[("transfer-encoding", "chunked".into())],
+        )?;
         w.write_all(b"\r\n")?;
         w.flush()?;
         Ok(ChunkedWriter { w, bytes_sent: 0 })

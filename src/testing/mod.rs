@@ -307,12 +307,12 @@ pub(crate) mod json_patch;
 mod managed_fields;
 mod metadata;
 mod patch;
-#[cfg(feature = "protobuf")]
-mod protobuf_answers;
 #[cfg(feature = "ws")]
 mod pod_exec;
 mod pod_logs;
 mod pods;
+#[cfg(feature = "protobuf")]
+mod protobuf_answers;
 mod read_versions;
 mod resources;
 mod reviews;

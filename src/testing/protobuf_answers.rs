@@ -80,7 +80,10 @@ pub(crate) fn choose(accept: Option<&str>, list: bool, builtin: bool) -> Choice 
         let mut parts = range.split(';');
         let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
         if media != pb::CONTENT_TYPE {
-            if matches!(media.as_str(), "application/json" | "application/*" | "*/*" | "application/yaml") {
+            if matches!(
+                media.as_str(),
+                "application/json" | "application/*" | "*/*" | "application/yaml"
+            ) {
                 return Choice::Other;
             }
             continue;
@@ -186,7 +189,12 @@ pub(crate) enum BodyOutcome {
 
 /// The protobuf body of a write to a resource of `kind` in `api_version` (`builtin` or
 /// not), turned into the JSON request the handlers know.
-pub(crate) fn body_as_json(req: &Request, kind: &str, api_version: &str, builtin: bool) -> BodyOutcome {
+pub(crate) fn body_as_json(
+    req: &Request,
+    kind: &str,
+    api_version: &str,
+    builtin: bool,
+) -> BodyOutcome {
     if req.method == "PATCH" {
         let mut st = Status::failure(415, "UnsupportedMediaType", "415: Unsupported Media Type");
         st.details = Some(Default::default());
@@ -198,7 +206,12 @@ pub(crate) fn body_as_json(req: &Request, kind: &str, api_version: &str, builtin
     let env = match pb::read_envelope(&req.body) {
         Ok(env) => env,
         Err(_) => {
-            let start: String = req.body.iter().take(32).map(|b| format!("{b:02x}")).collect();
+            let start: String = req
+                .body
+                .iter()
+                .take(32)
+                .map(|b| format!("{b:02x}"))
+                .collect();
             return BodyOutcome::Refuse(Status::failure(
                 400,
                 "BadRequest",
@@ -207,7 +220,10 @@ pub(crate) fn body_as_json(req: &Request, kind: &str, api_version: &str, builtin
         }
     };
     if env.kind != kind || env.api_version != api_version {
-        let (group, version) = env.api_version.rsplit_once('/').unwrap_or(("", env.api_version));
+        let (group, version) = env
+            .api_version
+            .rsplit_once('/')
+            .unwrap_or(("", env.api_version));
         let _ = group;
         return BodyOutcome::Refuse(Status::failure(
             400,
