@@ -252,10 +252,9 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
     // A protobuf body from here on is its JSON.
     #[cfg(feature = "protobuf")]
     let req = converted.as_ref().unwrap_or(req);
-    #[cfg(not(feature = "protobuf"))]
-    let protobuf_form: Option<metadata::Form> = None;
     // The media type first: a 406 is the server's answer before anything else happens.
     let form = match kind {
+        #[cfg(feature = "protobuf")]
         _ if protobuf_form.is_some() => protobuf_form.unwrap_or(metadata::Form::Full),
         Target::Get if route.subresource.is_some() => metadata::Form::Full,
         Target::Get | Target::List | Target::Watch => {
@@ -673,6 +672,7 @@ struct EventSink<'a, S: Peer> {
     /// etcd is (see `crd_defaults.rs`).
     defaults: Option<Value>,
     /// Protobuf frames instead of JSON lines (feature `protobuf`).
+    #[cfg_attr(not(feature = "protobuf"), allow(dead_code))]
     protobuf: bool,
 }
 
