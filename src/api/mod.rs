@@ -158,7 +158,7 @@ pub use owner_reference::{
 };
 #[cfg(feature = "protobuf")]
 pub use resource::PROTOBUF_OR_JSON;
-pub(crate) use resource::{accept, list_accept};
+pub(crate) use resource::{accept, list_accept, write_accept};
 pub use resource::{ApiResource, Object, Resource};
 pub use reviews::{
     BoundObjectReference, NonResourceAttributes, ResourceAttributes, SelfSubjectReview,

@@ -126,6 +126,18 @@ pub(crate) fn accept<K: Object>() -> &'static str {
     K::ACCEPT
 }
 
+/// The `Accept` header of writes and subresource reads answered by one `K`: JSON as always,
+/// with protobuf first for a type whose reads are plain objects (so a metadata-only type's
+/// writes keep asking for the whole object, as they did before the feature).
+#[inline]
+pub(crate) fn write_accept<K: Object>() -> &'static str {
+    #[cfg(feature = "protobuf")]
+    if K::ACCEPT == "application/json" && K::protobuf_message().is_some() {
+        return PROTOBUF_OR_JSON;
+    }
+    "application/json"
+}
+
 /// The `Accept` header of lists of `K` (see [`accept`]).
 #[inline]
 pub(crate) fn list_accept<K: Object>() -> &'static str {

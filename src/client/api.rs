@@ -16,7 +16,7 @@ use super::scale::Scale;
 use super::watch::WatchStream;
 use super::write_params::{DeleteParams, PatchParams, PostParams};
 use crate::api::url_encoding::path_segment;
-use crate::api::{accept, list_accept};
+use crate::api::{accept, list_accept, write_accept};
 use crate::api::{ApiResource, Meta, Object, ObjectList, Resource};
 use crate::error::{Error, Result};
 use crate::json::known_ends::{with_known_ends, KnownEnds};
@@ -209,13 +209,15 @@ impl<K: Object> Api<K> {
     /// # Ok::<(), kube_informer::Error>(())
     /// ```
     pub fn get(&self, name: &str) -> Result<K> {
-        self.send_object(self.client.request(Method::GET, &self.item(name)?))
+        let request = self.client.request(Method::GET, &self.item(name)?);
+        answer(request.accept(accept::<K>()).send()?)
     }
 
-    /// Sends a request whose answer is one `K`, accepting what `K` reads (protobuf first for
-    /// built-in types with the `protobuf` feature), and decodes it as its `Content-Type` says.
+    /// Sends a write (or a subresource read) answered by one `K`, accepting protobuf first
+    /// for built-in types with the `protobuf` feature, and decodes the answer as its
+    /// `Content-Type` says.
     fn send_object(&self, request: Request) -> Result<K> {
-        answer(request.accept(accept::<K>()).send()?)
+        answer(request.accept(write_accept::<K>()).send()?)
     }
 
     /// Reads one page (or, without a limit, the whole list). Not bounded by the client's
@@ -520,7 +522,7 @@ impl<K: Object> Api<K> {
     /// ```
     pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<DeleteResponse<K>> {
         let path = self.item(name)?;
-        let mut req = self.request(Method::DELETE, &path).accept(accept::<K>());
+        let mut req = self.request(Method::DELETE, &path).accept(write_accept::<K>());
         if let Some(body) = params.body() {
             req = req.body(body);
         }
