@@ -32,6 +32,17 @@ fn quoted(s: &str) -> String {
     format!("{short:?}")
 }
 
+/// `K` from a message's bytes, without `managedFields` when this thread's decoding skips
+/// them (the reflector's `strip_managed_fields`): the JSON decoder never reads them, the
+/// codec reads them and they are dropped here, so the cache holds the same either way.
+fn decoded<K: Object>(message: Message, raw: &[u8]) -> Result<K, pb::ProtobufError> {
+    let mut object = K::from_protobuf(message, raw)?;
+    if crate::json::decode_options::strip_managed_fields() {
+        crate::api::Meta::strip_managed_fields(object.metadata_mut());
+    }
+    Ok(object)
+}
+
 /// The envelope of `body` and the message its type names.
 fn open(body: &[u8]) -> Result<(Envelope<'_>, Message), String> {
     let env = pb::read_envelope(body).map_err(|e| format!("the protobuf envelope: {e}"))?;
@@ -48,7 +59,7 @@ fn open(body: &[u8]) -> Result<(Envelope<'_>, Message), String> {
 /// One object answered in protobuf (a get, a write's answer).
 pub(crate) fn object<K: Object>(body: &[u8]) -> Result<K, String> {
     let (env, message) = open(body)?;
-    K::from_protobuf(message, env.raw).map_err(|e| {
+    decoded::<K>(message, env.raw).map_err(|e| {
         format!(
             "decoding the {} from protobuf: {e}",
             quoted(env.kind).trim_matches('"')
@@ -95,7 +106,7 @@ pub(crate) fn list<K: Object>(body: &[u8]) -> Result<ObjectList<K>, String> {
     let (metadata, parts) = list_meta(env.raw)?;
     let mut items = Vec::with_capacity(parts.items.len());
     for (i, raw) in parts.items.iter().enumerate() {
-        items.push(K::from_protobuf(item, raw).map_err(|e| format!("item {i}: {e}"))?);
+        items.push(decoded::<K>(item, raw).map_err(|e| format!("item {i}: {e}"))?);
     }
     Ok(ObjectList {
         kind: Some(env.kind.to_owned()),
@@ -117,7 +128,7 @@ pub(crate) fn watch_event<K: Object>(frame: &[u8]) -> Result<WatchEvent<K>, Stri
     let event = pb::read_watch_event(frame).map_err(|e| format!("the watch event: {e}"))?;
     let (env, message) = open(event.object).map_err(|e| format!("the event's object: {e}"))?;
     let object =
-        || K::from_protobuf(message, env.raw).map_err(|e| format!("the event's object: {e}"));
+        || decoded::<K>(message, env.raw).map_err(|e| format!("the event's object: {e}"));
     Ok(match event.event_type {
         "ADDED" => WatchEvent::Added(object()?),
         "MODIFIED" => WatchEvent::Modified(object()?),
