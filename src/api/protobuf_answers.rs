@@ -127,8 +127,7 @@ pub(crate) fn peek_continue(body: &[u8]) -> Option<String> {
 pub(crate) fn watch_event<K: Object>(frame: &[u8]) -> Result<WatchEvent<K>, String> {
     let event = pb::read_watch_event(frame).map_err(|e| format!("the watch event: {e}"))?;
     let (env, message) = open(event.object).map_err(|e| format!("the event's object: {e}"))?;
-    let object =
-        || decoded::<K>(message, env.raw).map_err(|e| format!("the event's object: {e}"));
+    let object = || decoded::<K>(message, env.raw).map_err(|e| format!("the event's object: {e}"));
     Ok(match event.event_type {
         "ADDED" => WatchEvent::Added(object()?),
         "MODIFIED" => WatchEvent::Modified(object()?),

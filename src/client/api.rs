@@ -522,7 +522,9 @@ impl<K: Object> Api<K> {
     /// ```
     pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<DeleteResponse<K>> {
         let path = self.item(name)?;
-        let mut req = self.request(Method::DELETE, &path).accept(write_accept::<K>());
+        let mut req = self
+            .request(Method::DELETE, &path)
+            .accept(write_accept::<K>());
         if let Some(body) = params.body() {
             req = req.body(body);
         }
