@@ -18,6 +18,8 @@
 //! requests it took against the limiter's burst (the bucket starts full, so a sync within the
 //! burst waited for no token).
 //! `BENCH_KINDS=slim` (a comma-separated subset of `dynamic,slim,metadata`) runs only those.
+//! With `--features k8s-openapi,k8s-openapi/v1_35,protobuf`, `k8s-openapi` is the typed `Pod`
+//! over protobuf and `k8s-openapi-json` the same type over JSON (the protobuf figures).
 //! `BENCH_STREAMING=1` makes the initial list a streaming list (`sendInitialEvents`);
 //! `BENCH_STRIP=1` skips `managedFields` while decoding (`strip_managed_fields`);
 //! `BENCH_COMPACT=1` keeps k8s-openapi `Pod`s' `managedFields` as text
@@ -242,6 +244,25 @@ fn serve(n: usize) {
 }
 
 /// Child process: sync an informer of type `K`, then count `UPDATES` watch events.
+/// k8s-openapi's `Pod` read as JSON in a build with `protobuf`: the same type in a wrapper
+/// that has no protobuf message, so one binary gives both figures (`BENCH_KINDS=
+/// k8s-openapi,k8s-openapi-json` with `--features k8s-openapi,k8s-openapi/v1_35,protobuf`).
+#[cfg(all(feature = "k8s-openapi", feature = "protobuf"))]
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct JsonPod(k8s_openapi::api::core::v1::Pod);
+
+#[cfg(all(feature = "k8s-openapi", feature = "protobuf"))]
+impl Object for JsonPod {
+    type Meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    fn metadata(&self) -> &Self::Meta {
+        &self.0.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut Self::Meta {
+        &mut self.0.metadata
+    }
+}
+
 fn client<K: Object>(
     url: &str,
     n: usize,
@@ -520,6 +541,8 @@ fn main() {
                 std::env::var_os("BENCH_COMPACT")
                     .map(|_| kube_informer::cache::compact_managed_fields()),
             ),
+            #[cfg(all(feature = "k8s-openapi", feature = "protobuf"))]
+            "k8s-openapi-json" => client::<JsonPod>(url, n, &mut ctl, None),
             _ => client::<SlimPod>(url, n, &mut ctl, None),
         };
         println!(
@@ -601,7 +624,9 @@ fn main() {
         // k8s-openapi's `Pod` too when built with the feature (`cargo bench --bench informer
         // --features k8s-openapi,k8s-openapi/v1_35`). `BENCH_KINDS=slim,dynamic` runs some of
         // them (for a profiler, say).
-        let all = if cfg!(feature = "k8s-openapi") && !curve {
+        let all = if cfg!(all(feature = "k8s-openapi", feature = "protobuf")) && !curve {
+            "dynamic,slim,metadata,k8s-openapi,k8s-openapi-json"
+        } else if cfg!(feature = "k8s-openapi") && !curve {
             "dynamic,slim,metadata,k8s-openapi"
         } else {
             "dynamic,slim,metadata"
@@ -643,7 +668,9 @@ fn main() {
                         let label = match kind {
                             "dynamic" => "DynamicObject",
                             "metadata" => "metadata only",
+                            "k8s-openapi" if cfg!(feature = "protobuf") => "Pod protobuf",
                             "k8s-openapi" => "k8s-openapi Pod",
+                            "k8s-openapi-json" => "Pod JSON",
                             _ => "slim type",
                         };
                         println!(

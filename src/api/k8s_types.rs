@@ -137,6 +137,17 @@ where
     fn metadata_mut(&mut self) -> &mut K8sObjectMeta {
         k8s_openapi::Metadata::metadata_mut(self)
     }
+
+    /// The built-in message of this `apiVersion` and `kind`; `None` for a custom resource
+    /// (whose answers stay JSON).
+    #[cfg(feature = "protobuf")]
+    #[inline]
+    fn protobuf_message() -> Option<crate::protobuf::Message> {
+        crate::protobuf::message_for(
+            <K as k8s_openapi::Resource>::API_VERSION,
+            <K as k8s_openapi::Resource>::KIND,
+        )
+    }
 }
 
 /// The scope of a k8s-openapi resource as a constant: implemented for the cluster and

@@ -38,6 +38,13 @@ pub const METADATA_ACCEPT: &str =
 pub const METADATA_LIST_ACCEPT: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
+/// [`METADATA_ACCEPT`] with the protobuf form first (feature `protobuf`).
+#[cfg(feature = "protobuf")]
+pub const METADATA_PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json";
+/// [`METADATA_LIST_ACCEPT`] with the protobuf form first (feature `protobuf`).
+#[cfg(feature = "protobuf")]
+pub const METADATA_PROTOBUF_LIST_ACCEPT: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json";
+
 /// An object's metadata only: what the server sends for `as=PartialObjectMetadata`.
 ///
 /// Use it with any resource, built-in or custom, through an
@@ -126,6 +133,43 @@ impl Object for PartialObjectMetadata {
     }
     const ACCEPT: &'static str = METADATA_ACCEPT;
     const LIST_ACCEPT: &'static str = METADATA_LIST_ACCEPT;
+
+    /// kube-apiserver serves the metadata-only forms in protobuf for every resource, custom
+    /// ones included.
+    #[cfg(feature = "protobuf")]
+    fn protobuf_message() -> Option<crate::protobuf::Message> {
+        crate::protobuf::message_by_name(
+            "k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata",
+        )
+    }
+    /// The codec's decoding, with `apiVersion` and `kind` filled in as the JSON form has them
+    /// (protobuf carries them in the envelope only, and list items have none).
+    #[cfg(feature = "protobuf")]
+    fn from_protobuf(
+        message: crate::protobuf::Message,
+        raw: &[u8],
+    ) -> Result<Self, crate::protobuf::ProtobufError> {
+        static NAMES: std::sync::OnceLock<(SharedStr, SharedStr)> = std::sync::OnceLock::new();
+        // Through a JSON value: our `ObjectMeta` keeps `managedFields` as raw JSON text
+        // (`RawJson`), which asks its deserializer for serde_json's raw-value form; a
+        // `serde_json::Value` answers that, the codec's deserializer does not (yet).
+        let value: serde_json::Value = crate::protobuf::decode(message, raw)?;
+        let mut obj = PartialObjectMetadata::deserialize(value).map_err(|e| {
+            // Kind and position only: serde's messages can quote values.
+            <crate::protobuf::ProtobufError as de::Error>::custom(crate::error::json_error_summary(
+                &e,
+            ))
+        })?;
+        let (api_version, kind) =
+            NAMES.get_or_init(|| ("meta.k8s.io/v1".into(), "PartialObjectMetadata".into()));
+        obj.api_version.get_or_insert_with(|| api_version.clone());
+        obj.kind.get_or_insert_with(|| kind.clone());
+        Ok(obj)
+    }
+    #[cfg(feature = "protobuf")]
+    const PROTOBUF_ACCEPT: &'static str = METADATA_PROTOBUF_ACCEPT;
+    #[cfg(feature = "protobuf")]
+    const PROTOBUF_LIST_ACCEPT: &'static str = METADATA_PROTOBUF_LIST_ACCEPT;
 
     /// The impl above, written out with the scanner (a metadata-only object is little but its
     /// metadata, so serde's per-member dispatch was a visible share of its cost): the same

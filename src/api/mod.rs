@@ -127,6 +127,8 @@ mod meta;
 mod meta_trait;
 mod metadata;
 mod owner_reference;
+#[cfg(feature = "protobuf")]
+pub(crate) mod protobuf_answers;
 mod resource;
 mod resource_macro;
 mod reviews;
@@ -149,9 +151,14 @@ pub use meta_trait::{Meta, OwnerRef};
 pub use metadata::{
     PartialObjectMetadata, PartialObjectMetadataList, METADATA_ACCEPT, METADATA_LIST_ACCEPT,
 };
+#[cfg(feature = "protobuf")]
+pub use metadata::{METADATA_PROTOBUF_ACCEPT, METADATA_PROTOBUF_LIST_ACCEPT};
 pub use owner_reference::{
     is_controlled_by, is_controlled_by_uid, AlreadyOwnedError, OwnerReferences,
 };
+#[cfg(feature = "protobuf")]
+pub use resource::PROTOBUF_OR_JSON;
+pub(crate) use resource::{accept, list_accept, write_accept};
 pub use resource::{ApiResource, Object, Resource};
 pub use reviews::{
     BoundObjectReference, NonResourceAttributes, ResourceAttributes, SelfSubjectReview,

@@ -72,6 +72,80 @@ pub trait Object: DeserializeOwned + Send + Sync + 'static {
     {
         crate::json::deserializer::from_prefix(json)
     }
+
+    /// (Feature `protobuf`.) The protobuf message of this type's objects when the server may
+    /// send them in protobuf, `None` (the default) when it is JSON only. A function rather
+    /// than a constant because the answer is a look-up in the codec's tables: k8s-openapi's
+    /// types get theirs from their `apiVersion` and `kind` (a built-in kind has a message, a
+    /// custom resource deriving k8s-openapi's traits has none and stays JSON).
+    ///
+    /// When it is `Some`, requests reading `Self` send [`PROTOBUF_ACCEPT`](Self::PROTOBUF_ACCEPT)
+    /// (or [`PROTOBUF_LIST_ACCEPT`](Self::PROTOBUF_LIST_ACCEPT)), which keeps JSON as the
+    /// fallback, and the answer is read as its `Content-Type` says.
+    #[cfg(feature = "protobuf")]
+    fn protobuf_message() -> Option<crate::protobuf::Message> {
+        None
+    }
+
+    /// (Feature `protobuf`.) The `Accept` header of single GETs, writes, watches and streaming
+    /// lists when [`protobuf_message`](Self::protobuf_message) is `Some`.
+    #[cfg(feature = "protobuf")]
+    const PROTOBUF_ACCEPT: &'static str = PROTOBUF_OR_JSON;
+    /// (Feature `protobuf`.) The `Accept` header of lists in the same case.
+    #[cfg(feature = "protobuf")]
+    const PROTOBUF_LIST_ACCEPT: &'static str = PROTOBUF_OR_JSON;
+
+    /// (Feature `protobuf`.) Decodes one object from the bytes of a protobuf `message` (the
+    /// message the answer's envelope names, items of a list without their own envelope). The
+    /// default is the codec's [`decode`](crate::protobuf::decode): the same value `Self`'s
+    /// `Deserialize` makes of the server's JSON for that object.
+    #[cfg(feature = "protobuf")]
+    fn from_protobuf(
+        message: crate::protobuf::Message,
+        raw: &[u8],
+    ) -> Result<Self, crate::protobuf::ProtobufError>
+    where
+        Self: Sized,
+    {
+        crate::protobuf::decode(message, raw)
+    }
+}
+
+/// Protobuf first, JSON when the server cannot (custom resources, aggregated APIs).
+#[cfg(feature = "protobuf")]
+pub const PROTOBUF_OR_JSON: &str = "application/vnd.kubernetes.protobuf, application/json";
+
+/// The `Accept` header of single objects, writes and watches of `K`: its protobuf one when
+/// the feature is on and `K` has a message, its JSON one otherwise.
+#[inline]
+pub(crate) fn accept<K: Object>() -> &'static str {
+    #[cfg(feature = "protobuf")]
+    if K::protobuf_message().is_some() {
+        return K::PROTOBUF_ACCEPT;
+    }
+    K::ACCEPT
+}
+
+/// The `Accept` header of writes and subresource reads answered by one `K`: JSON as always,
+/// with protobuf first for a type whose reads are plain objects (so a metadata-only type's
+/// writes keep asking for the whole object, as they did before the feature).
+#[inline]
+pub(crate) fn write_accept<K: Object>() -> &'static str {
+    #[cfg(feature = "protobuf")]
+    if K::ACCEPT == "application/json" && K::protobuf_message().is_some() {
+        return PROTOBUF_OR_JSON;
+    }
+    "application/json"
+}
+
+/// The `Accept` header of lists of `K` (see [`accept`]).
+#[inline]
+pub(crate) fn list_accept<K: Object>() -> &'static str {
+    #[cfg(feature = "protobuf")]
+    if K::protobuf_message().is_some() {
+        return K::PROTOBUF_LIST_ACCEPT;
+    }
+    K::LIST_ACCEPT
 }
 
 /// An [`Object`] whose place in the API is fixed at compile time.

@@ -131,7 +131,7 @@ impl Bookmark {
 }
 
 #[derive(Deserialize)]
-struct BookmarkObject {
+pub(crate) struct BookmarkObject {
     metadata: BookmarkMeta,
 }
 

@@ -7,15 +7,16 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use ureq::http::Method;
 
-use super::client::{describe, Bound, Client, Outgoing};
+use super::client::{describe, is_protobuf, Bound, Client, Outgoing};
 use super::deleted::DeleteResponse;
 use super::params::{ListParams, Query, WatchParams};
 use super::patch::Patch;
-use super::request::Request;
+use super::request::{Request, Response};
 use super::scale::Scale;
 use super::watch::WatchStream;
 use super::write_params::{DeleteParams, PatchParams, PostParams};
 use crate::api::url_encoding::path_segment;
+use crate::api::{accept, list_accept, write_accept};
 use crate::api::{ApiResource, Meta, Object, ObjectList, Resource};
 use crate::error::{Error, Result};
 use crate::json::known_ends::{with_known_ends, KnownEnds};
@@ -208,10 +209,15 @@ impl<K: Object> Api<K> {
     /// # Ok::<(), kube_informer::Error>(())
     /// ```
     pub fn get(&self, name: &str) -> Result<K> {
-        self.client
-            .request(Method::GET, &self.item(name)?)
-            .accept(K::ACCEPT)
-            .send_json()
+        let request = self.client.request(Method::GET, &self.item(name)?);
+        answer(request.accept(accept::<K>()).send()?)
+    }
+
+    /// Sends a write (or a subresource read) answered by one `K`, accepting protobuf first
+    /// for built-in types with the `protobuf` feature, and decodes the answer as its
+    /// `Content-Type` says.
+    fn send_object(&self, request: Request) -> Result<K> {
+        answer(request.accept(write_accept::<K>()).send()?)
     }
 
     /// Reads one page (or, without a limit, the whole list). Not bounded by the client's
@@ -219,8 +225,13 @@ impl<K: Object> Api<K> {
     /// [`ClientConfig::list_read_timeout`](super::ClientConfig::list_read_timeout).
     pub fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let path = self.list_path(params);
-        self.client
-            .list_json(&path, params.continue_token.is_some(), K::LIST_ACCEPT)
+        let (raw, protobuf) = self.client.list_raw_into(
+            &path,
+            params.continue_token.is_some(),
+            list_accept::<K>(),
+            Vec::new(),
+        )?;
+        CheckedPage::unchecked(raw, protobuf).decode(&path).0
     }
 
     /// The path and query of a list call.
@@ -337,8 +348,9 @@ impl<K: Object> Api<K> {
         // Registered before connecting: cancelling ends the wait for the headers too.
         let attached = self.client.attach_agent(&agent, &request)?;
         let mut out = Outgoing::get(&path, Bound::Agent);
-        out.accept = K::ACCEPT;
+        out.accept = accept::<K>();
         let res = self.client.send(&agent, &out)?;
+        let framed = is_protobuf(res.headers());
         let reader = res.into_body().into_reader();
         Ok(WatchStream::new(
             reader,
@@ -346,6 +358,7 @@ impl<K: Object> Api<K> {
             agent,
             attached,
             self.client.cancel_token().cloned(),
+            framed,
         ))
     }
 
@@ -354,26 +367,25 @@ impl<K: Object> Api<K> {
         self.client.request(method, path)
     }
 
-    /// A write of `body` as JSON; the answer decoded as `T`.
-    fn write<B: Serialize + ?Sized, T: DeserializeOwned>(
+    /// A write of `body` as JSON.
+    fn write<B: Serialize + ?Sized>(
         &self,
         method: Method,
         path: &str,
         query: Query,
         body: &B,
-    ) -> Result<T> {
+    ) -> Request {
         self.request(method, &format!("{path}{}", query.finish()))
             .json(body)
-            .send_json()
     }
 
     /// A patch: its content type, its options, and apply's field manager checked first.
-    fn patch_at<P: Serialize, T: DeserializeOwned>(
+    fn patch_at<P: Serialize>(
         &self,
         path: &str,
         params: &PatchParams,
         patch: &Patch<P>,
-    ) -> Result<T> {
+    ) -> Result<Request> {
         if patch.is_apply() && params.field_manager.as_deref().unwrap_or("").is_empty() {
             // The server would answer 422 (fieldManager Required).
             return Err(Error::InvalidInput(format!(
@@ -385,10 +397,10 @@ impl<K: Object> Api<K> {
             .map_err(|e| Error::InvalidInput(format!("PATCH {path}: encoding the patch: {e}")))?;
         let mut q = Query::default();
         params.write_query(&mut q);
-        self.request(Method::PATCH, &format!("{path}{}", q.finish()))
+        Ok(self
+            .request(Method::PATCH, &format!("{path}{}", q.finish()))
             .content_type(patch.content_type())
-            .body(body)
-            .send_json()
+            .body(body))
     }
 
     /// Creates an object (in this Api's namespace); returns it as stored (or, with
@@ -416,7 +428,7 @@ impl<K: Object> Api<K> {
         }
         let mut q = Query::default();
         params.write_query(&mut q);
-        self.write(Method::POST, &self.collection(), q, object)
+        self.send_object(self.write(Method::POST, &self.collection(), q, object))
     }
 
     /// Replaces an object; with a `metadata.resourceVersion` the write fails with 409 if the
@@ -443,7 +455,7 @@ impl<K: Object> Api<K> {
     ) -> Result<K> {
         let mut q = Query::default();
         params.write_query(&mut q);
-        self.write(Method::PUT, &self.item(name)?, q, object)
+        self.send_object(self.write(Method::PUT, &self.item(name)?, q, object))
     }
 
     /// Patches an object with any kind of [`Patch`] (see its docs for which kind when). A
@@ -490,7 +502,7 @@ impl<K: Object> Api<K> {
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K> {
-        self.patch_at(&self.item(name)?, params, patch)
+        self.send_object(self.patch_at(&self.item(name)?, params, patch)?)
     }
 
     /// Deletes an object. The answer is the object when it is still being deleted (or, for
@@ -510,7 +522,25 @@ impl<K: Object> Api<K> {
     /// ```
     pub fn delete(&self, name: &str, params: &DeleteParams) -> Result<DeleteResponse<K>> {
         let path = self.item(name)?;
-        self.delete_at(path, params)
+        let mut req = self
+            .request(Method::DELETE, &path)
+            .accept(write_accept::<K>());
+        if let Some(body) = params.body() {
+            req = req.body(body);
+        }
+        let res = req.send()?;
+        #[cfg(feature = "protobuf")]
+        if is_protobuf(res.headers()) {
+            return match crate::api::protobuf_answers::object_or_status::<K>(res.body()) {
+                Ok(Ok(object)) => Ok(DeleteResponse::Object(object)),
+                Ok(Err(status)) => Ok(DeleteResponse::Status(status)),
+                Err(message) => Err(Error::Decode {
+                    request: res.request().to_owned(),
+                    message,
+                }),
+            };
+        }
+        DeleteResponse::decode(res.request(), res.body())
     }
 
     fn delete_at<T: DeserializeOwned>(
@@ -580,8 +610,7 @@ impl<K: Object> Api<K> {
     /// # Ok::<(), kube_informer::Error>(())
     /// ```
     pub fn get_status(&self, name: &str) -> Result<K> {
-        self.request(Method::GET, &self.sub(name, "status")?)
-            .send_json()
+        self.send_object(self.request(Method::GET, &self.sub(name, "status")?))
     }
 
     /// Replaces an object's status (the whole object is sent; only its status, and for
@@ -594,7 +623,7 @@ impl<K: Object> Api<K> {
     ) -> Result<K> {
         let mut q = Query::default();
         params.write_query(&mut q);
-        self.write(Method::PUT, &self.sub(name, "status")?, q, object)
+        self.send_object(self.write(Method::PUT, &self.sub(name, "status")?, q, object))
     }
 
     /// Patches an object's status (any kind of [`Patch`]). See
@@ -605,7 +634,7 @@ impl<K: Object> Api<K> {
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K> {
-        self.patch_at(&self.sub(name, "status")?, params, patch)
+        self.send_object(self.patch_at(&self.sub(name, "status")?, params, patch)?)
     }
 
     /// Reads the `scale` subresource.
@@ -635,6 +664,7 @@ impl<K: Object> Api<K> {
         let mut q = Query::default();
         params.write_query(&mut q);
         self.write(Method::PUT, &self.sub(name, "scale")?, q, scale)
+            .send_json()
     }
 
     /// Patches the `scale` subresource. See [`get_scale`](Self::get_scale).
@@ -644,7 +674,8 @@ impl<K: Object> Api<K> {
         params: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<Scale> {
-        self.patch_at(&self.sub(name, "scale")?, params, patch)
+        self.patch_at(&self.sub(name, "scale")?, params, patch)?
+            .send_json()
     }
 
     /// A request builder for any other subresource of one object, bytes in and bytes out:
@@ -761,13 +792,19 @@ impl<K: Object> Pages<K> {
                 "page",
             ))
             .spawn(move || {
-                let raw = client.list_raw_into(&request, continued, K::LIST_ACCEPT, buffer);
-                let _ = tx.send(raw.as_deref().ok().and_then(peek_continue));
-                raw.map(|raw| {
-                    if K::SCANNED {
-                        CheckedPage::check(raw)
+                let raw = client.list_raw_into(&request, continued, list_accept::<K>(), buffer);
+                let token = match &raw {
+                    Ok((raw, false)) => peek_continue(raw),
+                    #[cfg(feature = "protobuf")]
+                    Ok((raw, true)) => crate::api::protobuf_answers::peek_continue(raw),
+                    _ => None,
+                };
+                let _ = tx.send(token);
+                raw.map(|(raw, protobuf)| {
+                    if protobuf || !K::SCANNED {
+                        CheckedPage::unchecked(raw, protobuf)
                     } else {
-                        CheckedPage::Unchecked(raw)
+                        CheckedPage::check(raw)
                     }
                 })
             })
@@ -837,11 +874,13 @@ impl<K: Object> Pages<K> {
             None => {
                 let path = self.api.list_path(&self.params);
                 let continued = self.params.continue_token.is_some();
-                let raw =
-                    self.api
-                        .client
-                        .list_raw_into(&path, continued, K::LIST_ACCEPT, Vec::new())?;
-                CheckedPage::Unchecked(raw).decode(&path).0
+                let (raw, protobuf) = self.api.client.list_raw_into(
+                    &path,
+                    continued,
+                    list_accept::<K>(),
+                    Vec::new(),
+                )?;
+                CheckedPage::unchecked(raw, protobuf).decode(&path).0
             }
         }
     }
@@ -897,9 +936,22 @@ enum CheckedPage {
     Checked(String, KnownEnds),
     /// Not checked, or the check failed: decoding walks it all and says what is wrong.
     Unchecked(Vec<u8>),
+    /// A protobuf page (feature `protobuf`), decoded by the codec.
+    #[cfg(feature = "protobuf")]
+    Protobuf(Vec<u8>),
 }
 
 impl CheckedPage {
+    /// A page not checked ahead: JSON, or protobuf when the answer said so.
+    fn unchecked(raw: Vec<u8>, protobuf: bool) -> CheckedPage {
+        #[cfg(feature = "protobuf")]
+        if protobuf {
+            return CheckedPage::Protobuf(raw);
+        }
+        let _ = protobuf;
+        CheckedPage::Unchecked(raw)
+    }
+
     /// Checks the page's encoding and its whole JSON grammar, recording container ends.
     fn check(raw: Vec<u8>) -> CheckedPage {
         match String::from_utf8(raw) {
@@ -937,8 +989,25 @@ impl CheckedPage {
                 };
                 (list, raw)
             }
+            #[cfg(feature = "protobuf")]
+            CheckedPage::Protobuf(raw) => (
+                crate::api::protobuf_answers::list(&raw).map_err(decode_error),
+                raw,
+            ),
         }
     }
+}
+
+/// One object from a 2xx answer, in protobuf or JSON as its `Content-Type` says.
+fn answer<K: Object>(res: Response) -> Result<K> {
+    #[cfg(feature = "protobuf")]
+    if is_protobuf(res.headers()) {
+        return crate::api::protobuf_answers::object(res.body()).map_err(|message| Error::Decode {
+            request: res.request().to_owned(),
+            message,
+        });
+    }
+    res.json()
 }
 
 /// The continue token of a raw list page, read from the list metadata at its start without

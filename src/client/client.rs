@@ -439,33 +439,22 @@ impl Client {
         request.send_json()
     }
 
-    /// A list (or one page of it) decoded as `T`: bounded per read, not as a whole.
-    /// `continued`: a page after the first (see [`Bound::ListContinuation`]).
-    pub(crate) fn list_json<T: DeserializeOwned>(
-        &self,
-        path_and_query: &str,
-        continued: bool,
-        accept: &str,
-    ) -> Result<T> {
-        let mut out = Outgoing::get(path_and_query, list_bound(continued));
-        out.accept = accept;
-        let (_, bytes) = self.fetch(&out, Vec::new())?;
-        decode_json(&describe(&Method::GET, path_and_query), &bytes, "list")
-    }
-
     /// A list page's raw bytes, into a buffer given back from an earlier call (emptied
     /// first): a pager reuses a few page buffers instead of asking the allocator, and the
-    /// kernel to clear, megabytes of fresh memory per page. Bounded per read.
+    /// kernel to clear, megabytes of fresh memory per page. Bounded per read. `continued`:
+    /// a page after the first (see [`Bound::ListContinuation`]). The flag says whether the
+    /// answer is protobuf (its `Content-Type`), JSON otherwise.
     pub(crate) fn list_raw_into(
         &self,
         path_and_query: &str,
         continued: bool,
         accept: &str,
         bytes: Vec<u8>,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<(Vec<u8>, bool)> {
         let mut out = Outgoing::get(path_and_query, list_bound(continued));
         out.accept = accept;
-        Ok(self.fetch(&out, bytes)?.1)
+        let (parts, bytes) = self.fetch(&out, bytes)?;
+        Ok((bytes, is_protobuf(&parts.headers)))
     }
 
     /// Sends a request and returns a 2xx answer's status line and headers, and its body
@@ -807,6 +796,24 @@ pub(crate) fn decode_json<T: DeserializeOwned>(
     })
 }
 
+/// Whether an answer's `Content-Type` is kube-apiserver's protobuf (its media type, any
+/// parameters: `;stream=watch`, `;as=...`). Always false without the `protobuf` feature,
+/// whose requests never ask for it.
+#[inline]
+pub(crate) fn is_protobuf(headers: &ureq::http::HeaderMap) -> bool {
+    #[cfg(feature = "protobuf")]
+    return headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case(crate::protobuf::CONTENT_TYPE));
+    #[cfg(not(feature = "protobuf"))]
+    {
+        let _ = headers;
+        false
+    }
+}
+
 /// `GET /api/v1/pods?limit=500`: how errors name a request (never with credentials).
 pub(crate) fn describe(method: &Method, path_and_query: &str) -> String {
     format!("{method} {path_and_query}")
@@ -819,7 +826,15 @@ pub(crate) fn describe(method: &Method, path_and_query: &str) -> String {
 /// exact plain-text `404 page not found` of a path the API server does not serve (a
 /// deleted CRD's resource): a `NotFound` that says so.
 pub(crate) fn status_from_body(code: u16, body: &[u8], content_type: Option<&str>) -> Status {
-    if let Ok(mut st) = serde_json::from_slice::<Status>(body) {
+    // kube-apiserver sends its errors in protobuf whenever protobuf was accepted.
+    #[cfg(feature = "protobuf")]
+    let decoded = match body.starts_with(b"k8s\0") {
+        true => crate::api::protobuf_answers::status(body).ok_or(()),
+        false => serde_json::from_slice::<Status>(body).map_err(drop),
+    };
+    #[cfg(not(feature = "protobuf"))]
+    let decoded = serde_json::from_slice::<Status>(body);
+    if let Ok(mut st) = decoded {
         if st.code != 0 || !st.reason.is_empty() || !st.message.is_empty() {
             if st.code == 0 {
                 st.code = code;

@@ -35,9 +35,11 @@ pub(crate) enum Line {
 
 /// The lines of a response body, one at a time into one reused buffer.
 pub(crate) struct LineReader {
-    reader: BufReader<BodyReader<'static>>,
+    pub(super) reader: BufReader<BodyReader<'static>>,
     /// The last line read.
     pub(crate) buf: Vec<u8>,
+    /// Length-prefixed frames instead of lines (a protobuf watch, see `frames.rs`).
+    pub(super) framed: bool,
 }
 
 impl LineReader {
@@ -45,6 +47,7 @@ impl LineReader {
         LineReader {
             reader: BufReader::with_capacity(64 * 1024, reader),
             buf: Vec::with_capacity(8 * 1024),
+            framed: false,
         }
     }
 
@@ -52,6 +55,9 @@ impl LineReader {
     /// when the buffer holds no newline, so reading the line would mean waiting.
     #[inline]
     pub(crate) fn take_buffered_line(&mut self) -> bool {
+        if self.framed {
+            return self.take_buffered_frame();
+        }
         let buffered = self.reader.buffer();
         let Some(i) = find_newline(buffered) else {
             return false;
@@ -69,6 +75,9 @@ impl LineReader {
     /// read where it lies: no copy into `buf`. `None` when the buffer holds no newline.
     #[inline]
     pub(crate) fn with_buffered_line<R>(&mut self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if self.framed {
+            return self.with_buffered_frame(f);
+        }
         let buffered = self.reader.buffer();
         let i = find_newline(buffered)?;
         let line = &buffered[..i];
@@ -81,6 +90,9 @@ impl LineReader {
     /// Reads one line into `buf` (without the newline), holding at most `MAX_WATCH_LINE`.
     /// `read_until` finds the newline with the standard library's fast byte search.
     pub(crate) fn read_line(&mut self) -> std::io::Result<Line> {
+        if self.framed {
+            return self.read_frame();
+        }
         if self.take_buffered_line() {
             return Ok(Line::Complete);
         }

@@ -69,6 +69,7 @@ mod config;
 mod deleted;
 #[cfg(feature = "ws")]
 pub(crate) mod duplex;
+mod frames;
 mod impersonate;
 mod lines;
 #[cfg(feature = "metrics")]

@@ -1,4 +1,5 @@
-//! Reading a watch: one chunked HTTP response, one JSON event per line.
+//! Reading a watch: one chunked HTTP response, one JSON event per line (or, for a protobuf
+//! watch, one length-prefixed frame per event: see `frames.rs`).
 //!
 //! The stream is an iterator that never panics and never spins. A line that is not a usable
 //! event (not JSON, an unknown type, a missing object) is reported as an [`Error::WatchLine`]
@@ -96,9 +97,11 @@ impl<K: Object> WatchStream<K> {
         agent: Agent,
         attached: Option<Attached>,
         scope: Option<Cancel>,
+        framed: bool,
     ) -> Self {
+        let lines = LineReader::new(reader);
         WatchStream {
-            lines: LineReader::new(reader),
+            lines: if framed { lines.framed() } else { lines },
             request,
             line_no: 0,
             done: false,
@@ -143,6 +146,20 @@ enum Parsed<K> {
 }
 
 impl<K: Object> Parsed<K> {
+    /// One frame of a protobuf watch (feature `protobuf`; without it no stream is framed).
+    fn of_frame(frame: &[u8]) -> Parsed<K> {
+        #[cfg(feature = "protobuf")]
+        return match crate::api::protobuf_answers::watch_event::<K>(frame) {
+            Ok(event) => Parsed::Event(event),
+            Err(summary) => Parsed::Bad(summary, frame.len()),
+        };
+        #[cfg(not(feature = "protobuf"))]
+        Parsed::Bad(
+            "a protobuf frame (feature `protobuf` is off)".into(),
+            frame.len(),
+        )
+    }
+
     fn of(line: &[u8]) -> Parsed<K> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Parsed::Blank;
@@ -162,7 +179,7 @@ impl<K: Object> WatchStream<K> {
     /// decoded where it lies in the read buffer, without a copy.
     pub fn next_buffered(&mut self) -> Option<Result<WatchEvent<K>, Error>> {
         while !self.done {
-            let parsed = self.lines.with_buffered_line(Parsed::of)?;
+            let parsed = self.parse_buffered()?;
             match self.step(parsed) {
                 Step::Item(item) => return Some(item),
                 Step::Blank => {}
@@ -172,12 +189,22 @@ impl<K: Object> WatchStream<K> {
         None
     }
 
+    /// Decodes a whole line (or frame) that is already buffered, where it lies.
+    #[inline]
+    fn parse_buffered(&mut self) -> Option<Parsed<K>> {
+        if self.lines.framed {
+            self.lines.with_buffered_line(Parsed::of_frame)
+        } else {
+            self.lines.with_buffered_line(Parsed::of)
+        }
+    }
+
     /// Reads one line (waiting for it if need be) and turns it into an item.
     fn read_step(&mut self) -> Step<K> {
         if self.done {
             return Step::End;
         }
-        if let Some(parsed) = self.lines.with_buffered_line(Parsed::of) {
+        if let Some(parsed) = self.parse_buffered() {
             return self.step(parsed);
         }
         match self.lines.read_line() {
@@ -207,7 +234,11 @@ impl<K: Object> WatchStream<K> {
     fn after_read(&mut self, line: Line) -> Step<K> {
         let too_long = match line {
             Line::Complete => {
-                let parsed = Parsed::of(&self.lines.buf);
+                let parsed = if self.lines.framed {
+                    Parsed::of_frame(&self.lines.buf)
+                } else {
+                    Parsed::of(&self.lines.buf)
+                };
                 return self.step(parsed);
             }
             Line::End => {

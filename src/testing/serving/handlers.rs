@@ -58,6 +58,13 @@ pub(crate) fn write_status(
     st: &Status,
     extra: &[(&str, String)],
 ) -> io::Result<()> {
+    #[cfg(feature = "protobuf")]
+    if super::protobuf_answers::active() {
+        if let Some(body) = super::protobuf_answers::status(st) {
+            let ct = crate::protobuf::CONTENT_TYPE;
+            return http::write_response_typed(w, st.code, ct, extra, &body);
+        }
+    }
     http::write_response(w, st.code, extra, status_json(st).as_bytes())
 }
 
@@ -192,8 +199,63 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         ("GET", None) => Target::List,
         _ => Target::Write,
     };
+    // Protobuf (feature `protobuf`): chosen from `Accept` before anything else, as the JSON
+    // forms below; from here on every answer of this request is protobuf when it is.
+    #[cfg(feature = "protobuf")]
+    let (_protobuf, protobuf_form, converted) = 'protobuf: {
+        use super::protobuf_answers as pa;
+        let asks = req
+            .header("accept")
+            .is_some_and(|a| a.contains(crate::protobuf::CONTENT_TYPE));
+        if !asks && !pa::has_protobuf_body(req) {
+            // Nothing about protobuf: the request is answered exactly as without the feature.
+            break 'protobuf (None, None, None);
+        }
+        let (builtin, type_kind, api_version) = {
+            let mut store = shared.store.lock();
+            let c = store.collection(&route.tk);
+            (c.info.builtin, c.kind.clone(), c.api_version.clone())
+        };
+        let list = matches!(kind, Target::List);
+        let reads = matches!(kind, Target::Get | Target::List | Target::Watch);
+        let choice = pa::choose(req.header("accept"), list, builtin);
+        // A subresource other than status is not the resource's own type (a Scale): JSON.
+        let sub_ok = matches!(route.subresource.as_deref(), None | Some("status"));
+        let (guard, form) = match choice {
+            pa::Choice::Protobuf(version) if sub_ok || !reads => {
+                let form = match version {
+                    Some(version) if reads => Some(metadata::Form::Metadata { version }),
+                    _ if reads => Some(metadata::Form::Full),
+                    _ => None,
+                };
+                (Some(pa::begin()), form)
+            }
+            pa::Choice::NotAcceptable if reads => {
+                let _g = pa::begin();
+                return fail(peer, &pa::not_acceptable());
+            }
+            _ => (None, None),
+        };
+        let mut converted = None;
+        if kind == Target::Write && pa::has_protobuf_body(req) {
+            match pa::body_as_json(req, &type_kind, &api_version, builtin) {
+                pa::BodyOutcome::Json(json) => converted = Some(json),
+                pa::BodyOutcome::Refuse(st) => return fail(peer, &st),
+                pa::BodyOutcome::Drop => {
+                    peer.drop_connection();
+                    return Outcome::Close;
+                }
+            }
+        }
+        (guard, form, converted)
+    };
+    // A protobuf body from here on is its JSON.
+    #[cfg(feature = "protobuf")]
+    let req = converted.as_ref().unwrap_or(req);
     // The media type first: a 406 is the server's answer before anything else happens.
     let form = match kind {
+        #[cfg(feature = "protobuf")]
+        _ if protobuf_form.is_some() => protobuf_form.unwrap_or(metadata::Form::Full),
         Target::Get if route.subresource.is_some() => metadata::Form::Full,
         Target::Get | Target::List | Target::Watch => {
             let go_type = {
@@ -269,10 +331,22 @@ fn send_with<S: Peer>(
     body: &[u8],
     fault: Option<&Fault>,
 ) -> Outcome {
+    #[cfg(feature = "protobuf")]
+    let (encoded, content_type) = match super::protobuf_answers::active() {
+        true => match super::protobuf_answers::envelope_of(body) {
+            Some(pb) => (Some(pb), crate::protobuf::CONTENT_TYPE),
+            None => (None, "application/json"),
+        },
+        false => (None, "application/json"),
+    };
+    #[cfg(feature = "protobuf")]
+    let body = encoded.as_deref().unwrap_or(body);
+    #[cfg(not(feature = "protobuf"))]
+    let content_type = "application/json";
     if let Some(Fault::CloseAfterBytes(n)) = fault {
         let cut = (*n).min(body.len().saturating_sub(1));
         let head = format!(
-            "HTTP/1.1 {code} OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            "HTTP/1.1 {code} OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
             body.len()
         );
         let _ = peer
@@ -281,6 +355,16 @@ fn send_with<S: Peer>(
             .and_then(|_| peer.flush());
         peer.drop_connection();
         return Outcome::Close;
+    }
+    #[cfg(feature = "protobuf")]
+    if encoded.is_some() {
+        return outcome(http::write_response_typed(
+            peer,
+            code,
+            content_type,
+            extra,
+            body,
+        ));
     }
     outcome(http::write_response(peer, code, extra, body))
 }
@@ -587,6 +671,9 @@ struct EventSink<'a, S: Peer> {
     /// A custom resource's schema with defaults: each object is defaulted as a read from
     /// etcd is (see `crd_defaults.rs`).
     defaults: Option<Value>,
+    /// Protobuf frames instead of JSON lines (feature `protobuf`).
+    #[cfg_attr(not(feature = "protobuf"), allow(dead_code))]
+    protobuf: bool,
 }
 
 /// A write fails: the client is gone or the fault cut the line.
@@ -594,15 +681,20 @@ struct Dropped;
 
 impl<S: Peer> EventSink<'_, S> {
     fn line(&mut self, line: &str) -> Result<(), Dropped> {
+        self.bytes(line.as_bytes())
+    }
+
+    /// Sends one event's bytes (a JSON line or a protobuf frame).
+    fn bytes(&mut self, line: &[u8]) -> Result<(), Dropped> {
         if let Some(n) = self.close_after_bytes {
             let left = n.saturating_sub(self.out.bytes_sent);
             if line.len() > left {
-                let _ = self.out.chunk(&line.as_bytes()[..left]);
+                let _ = self.out.chunk(&line[..left]);
                 return Err(Dropped);
             }
-            return self.out.chunk(line.as_bytes()).map_err(|_| Dropped);
+            return self.out.chunk(line).map_err(|_| Dropped);
         }
-        self.pending.extend_from_slice(line.as_bytes());
+        self.pending.extend_from_slice(line);
         if self.pending.len() >= 256 * 1024 {
             self.flush()?;
         }
@@ -613,6 +705,17 @@ impl<S: Peer> EventSink<'_, S> {
     fn flush(&mut self) -> Result<(), Dropped> {
         if self.pending.is_empty() {
             return Ok(());
+        }
+        #[cfg(feature = "protobuf")]
+        if self.protobuf {
+            // Chunks that cut frames, as the real server's streaming list sends them.
+            let r = self
+                .pending
+                .chunks(super::protobuf_answers::CHUNK)
+                .try_for_each(|c| self.out.chunk(c))
+                .map_err(|_| Dropped);
+            self.pending.clear();
+            return r;
         }
         let r = self.out.chunk(&self.pending).map_err(|_| Dropped);
         self.pending.clear();
@@ -647,7 +750,19 @@ impl<S: Peer> EventSink<'_, S> {
         }
         line.push_str(rest);
         line.push_str("}\n");
-        self.line(&line)?;
+        #[cfg(feature = "protobuf")]
+        if self.protobuf {
+            // The object is the line's `object` member: the frame carries it in protobuf.
+            let object = &line[line.find("\"object\":").map_or(0, |i| i + 9)..line.len() - 2];
+            let mut frame = Vec::new();
+            if super::protobuf_answers::frame(ty, object.as_bytes(), &mut frame) {
+                line.clear();
+                self.bytes(&frame)?;
+            }
+        }
+        if !line.is_empty() {
+            self.line(&line)?;
+        }
         self.events += 1;
         if let Some((n, code)) = self.error_after_events.filter(|(n, _)| self.events >= *n) {
             let reason = match code {
@@ -679,10 +794,26 @@ impl<S: Peer> EventSink<'_, S> {
             "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{rv}\"{annotations}}}}}}}\n",
             self.kind, self.api_version
         );
+        #[cfg(feature = "protobuf")]
+        if self.protobuf {
+            let object = &line[28..line.len() - 2];
+            let mut frame = Vec::new();
+            if super::protobuf_answers::frame("BOOKMARK", object.as_bytes(), &mut frame) {
+                return self.bytes(&frame);
+            }
+        }
         self.line(&line)
     }
 
     fn error(&mut self, st: &Status) -> Result<(), Dropped> {
+        #[cfg(feature = "protobuf")]
+        if self.protobuf {
+            let mut frame = Vec::new();
+            if super::protobuf_answers::frame("ERROR", status_json(st).as_bytes(), &mut frame) {
+                self.bytes(&frame)?;
+                return self.flush();
+            }
+        }
         self.line(&format!(
             "{{\"type\":\"ERROR\",\"object\":{}}}\n",
             status_json(st)
@@ -800,7 +931,16 @@ fn watch<S: Peer>(
         };
         (cursor, initial, kind, api_version, refused, epoch, defaults)
     };
-    let out = match ChunkedWriter::start(peer, 200) {
+    #[cfg(feature = "protobuf")]
+    let protobuf = super::protobuf_answers::active();
+    #[cfg(not(feature = "protobuf"))]
+    let protobuf = false;
+    let started = match protobuf {
+        #[cfg(feature = "protobuf")]
+        true => ChunkedWriter::start_typed(peer, 200, crate::protobuf::WATCH_CONTENT_TYPE),
+        _ => ChunkedWriter::start(peer, 200),
+    };
+    let out = match started {
         Ok(o) => o,
         Err(_) => return Outcome::Close,
     };
@@ -829,6 +969,7 @@ fn watch<S: Peer>(
         pending: Vec::new(),
         metadata_only: matches!(form, metadata::Form::Metadata { .. }),
         defaults,
+        protobuf,
     };
     let result = (|| -> Result<(), Dropped> {
         if initial_events && !shared.streaming_list_supported.load(Ordering::SeqCst) {

@@ -147,8 +147,18 @@ fn reason_phrase(code: u16) -> &'static str {
 
 /// Writes the status line and the headers every answer has.
 fn write_head(w: &mut impl Write, code: u16, extra: &[(&str, String)]) -> io::Result<()> {
+    write_head_typed(w, code, "application/json", extra)
+}
+
+/// [`write_head`] with another content type (protobuf answers).
+fn write_head_typed(
+    w: &mut impl Write,
+    code: u16,
+    content_type: &str,
+    extra: &[(&str, String)],
+) -> io::Result<()> {
     let mut head = format!(
-        "HTTP/1.1 {code} {}\r\ncache-control: no-cache, private\r\ncontent-type: application/json\r\n",
+        "HTTP/1.1 {code} {}\r\ncache-control: no-cache, private\r\ncontent-type: {content_type}\r\n",
         reason_phrase(code)
     );
     for (k, v) in extra {
@@ -189,6 +199,22 @@ pub(crate) fn write_response_as_is(
     w.flush()
 }
 
+/// A whole response of `content_type` with a `Content-Length` body, sent as it is (a
+/// protobuf answer has no newline after it).
+#[cfg_attr(not(feature = "protobuf"), allow(dead_code))]
+pub(crate) fn write_response_typed(
+    w: &mut impl Write,
+    code: u16,
+    content_type: &str,
+    extra: &[(&str, String)],
+    body: &[u8],
+) -> io::Result<()> {
+    write_head_typed(w, code, content_type, extra)?;
+    write!(w, "content-length: {}\r\n\r\n", body.len())?;
+    w.write_all(body)?;
+    w.flush()
+}
+
 /// The Go HTTP mux's answer to a path nothing serves, as kube-apiserver sends it for the
 /// resources, verbs and discovery documents of a deleted CRD (and of any group it does not
 /// know): `404`, `text/plain`, the body `404 page not found` (captured in
@@ -211,7 +237,18 @@ pub(crate) struct ChunkedWriter<'a, W: Write> {
 
 impl<'a, W: Write> ChunkedWriter<'a, W> {
     pub fn start(w: &'a mut W, code: u16) -> io::Result<Self> {
-        write_head(w, code, &[("transfer-encoding", "chunked".into())])?;
+        Self::start_typed(w, code, "application/json")
+    }
+
+    /// [`start`](Self::start) with another content type (a protobuf watch).
+    #[cfg_attr(not(feature = "protobuf"), allow(dead_code))]
+    pub fn start_typed(w: &'a mut W, code: u16, content_type: &str) -> io::Result<Self> {
+        write_head_typed(
+            w,
+            code,
+            content_type,
+            &[("transfer-encoding", "chunked".into())],
+        )?;
         w.write_all(b"\r\n")?;
         w.flush()?;
         Ok(ChunkedWriter { w, bytes_sent: 0 })

@@ -11,6 +11,8 @@ pub(super) mod discovery;
 pub(super) mod faults;
 pub(super) mod handlers;
 pub(super) mod http;
+#[cfg(feature = "protobuf")]
+pub(super) mod protobuf_answers;
 pub(super) mod server;
 pub(super) mod tls;
 

@@ -1,0 +1,272 @@
+//! The test server's protobuf (feature `protobuf`), as kube-apiserver 1.36 answers it
+//! (`fixtures/apiserver/protobuf/`).
+//!
+//! Why a file of its own: the handlers build every answer as JSON; when the request's
+//! `Accept` picks protobuf for a built-in type, the same JSON is re-encoded here with the
+//! codec (`encode` of the message its `apiVersion`/`kind` name, inside `k8s\0` +
+//! `runtime.Unknown`), so the two encodings can never disagree about content. What the
+//! captures show, and this imitates:
+//!
+//! - the first acceptable media range of `Accept` wins; bare protobuf is acceptable for
+//!   built-in types only, `as=PartialObjectMetadata(List)` in protobuf for every resource,
+//!   `as=Table` never in protobuf; a custom resource asked in protobuf only gets a 406
+//!   `Status` in protobuf, with JSON also accepted it gets JSON;
+//! - once protobuf is chosen, every answer of that request is protobuf: objects, lists,
+//!   `Status` errors, watch frames (4-byte length + bare `WatchEvent` whose object is again
+//!   a whole envelope), with HTTP chunks that cut frames in the middle as the streaming
+//!   list's do;
+//! - request bodies in protobuf: a PATCH is 415; a POST/PUT of a built-in is decoded (400
+//!   with the captured texts for a message without the envelope or of another kind); one of
+//!   a custom resource gets no answer at all (kube-apiserver's CRD handler panics and drops
+//!   the connection: `crd-create-protobuf-body-no-response.json`).
+//!
+//! The choice is per request and held in a thread-local for the request's duration (the
+//! handlers answer a request on one thread), so the many error paths that end in
+//! `write_status` need no parameter of their own.
+
+use std::cell::Cell;
+
+use serde_json::Value;
+
+use super::http::Request;
+use crate::api::Status;
+use crate::protobuf as pb;
+
+thread_local! {
+    static ANSWERING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// While alive, the request being answered on this thread is answered in protobuf.
+pub(crate) struct Answering(());
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        ANSWERING.with(|a| a.set(false));
+    }
+}
+
+/// Starts answering in protobuf on this thread.
+pub(crate) fn begin() -> Answering {
+    ANSWERING.with(|a| a.set(true));
+    Answering(())
+}
+
+/// True while the request being answered chose protobuf.
+#[inline]
+pub(crate) fn active() -> bool {
+    ANSWERING.with(Cell::get)
+}
+
+/// What `Accept` chose.
+pub(crate) enum Choice {
+    /// Protobuf; `Some(version)`: the metadata-only form in `meta.k8s.io/<version>`.
+    Protobuf(Option<String>),
+    /// Not protobuf: JSON negotiation decides (and may answer 406 itself).
+    Other,
+    /// Protobuf only, and not for this resource: 406, in protobuf.
+    NotAcceptable,
+}
+
+const UNKNOWN_MEDIA: &str = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf";
+
+/// Picks protobuf or not from `Accept`, for a built-in resource or not. `list`: a list (not
+/// a watch or a get), which takes `as=PartialObjectMetadataList`.
+pub(crate) fn choose(accept: Option<&str>, list: bool, builtin: bool) -> Choice {
+    let Some(accept) = accept else {
+        return Choice::Other;
+    };
+    let mut asked = false;
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        if media != pb::CONTENT_TYPE {
+            if matches!(
+                media.as_str(),
+                "application/json" | "application/*" | "*/*" | "application/yaml"
+            ) {
+                return Choice::Other;
+            }
+            continue;
+        }
+        asked = true;
+        let (mut as_, mut g, mut v) = (None, None, None);
+        for p in parts {
+            if let Some((k, val)) = p.split_once('=') {
+                let val = val.trim().trim_matches('"');
+                match k.trim() {
+                    "as" => as_ = Some(val),
+                    "g" => g = Some(val),
+                    "v" => v = Some(val),
+                    _ => {}
+                }
+            }
+        }
+        match (as_, g, v) {
+            (None, _, _) if builtin => return Choice::Protobuf(None),
+            (None, _, _) => {}
+            (Some(a), Some("meta.k8s.io"), Some(v @ ("v1" | "v1beta1")))
+                if (a == "PartialObjectMetadataList") == list
+                    && a.starts_with("PartialObjectMetadata") =>
+            {
+                return Choice::Protobuf(Some(v.to_owned()));
+            }
+            // `as=Table` (or another form) in protobuf: kube-apiserver answers that one
+            // with its JSON 406 (`list-pods-table-protobuf.json`), left to the JSON side.
+            (Some(_), _, _) => return Choice::Other,
+        }
+    }
+    if asked {
+        Choice::NotAcceptable
+    } else {
+        Choice::Other
+    }
+}
+
+/// The 406 of a custom resource asked for in protobuf only.
+pub(crate) fn not_acceptable() -> Status {
+    Status::failure(406, "NotAcceptable", UNKNOWN_MEDIA)
+}
+
+/// `k8s\0` + `runtime.Unknown` around the protobuf of a JSON answer that names its
+/// `apiVersion` and `kind`; `None` when it does not, or the codec has no such message (the
+/// answer then goes out as JSON, and the client reads its `Content-Type`).
+pub(crate) fn envelope_of(json: &[u8]) -> Option<Vec<u8>> {
+    let value: Value = serde_json::from_slice(json).ok()?;
+    envelope_of_value(&value)
+}
+
+fn envelope_of_value(value: &Value) -> Option<Vec<u8>> {
+    let api_version = value.get("apiVersion")?.as_str()?;
+    let kind = value.get("kind")?.as_str()?;
+    let message = pb::message_for(api_version, kind)?;
+    let raw = pb::encode(message, value).ok()?;
+    let mut out = Vec::with_capacity(raw.len() + 32);
+    pb::write_envelope(api_version, kind, &raw, &mut out);
+    Some(out)
+}
+
+/// A `Status` in protobuf, as every error of a protobuf request is sent.
+pub(crate) fn status(st: &Status) -> Option<Vec<u8>> {
+    envelope_of(super::handlers::status_json(st).as_bytes())
+}
+
+/// One watch frame (length + bare `WatchEvent`) for an event whose object is `object`
+/// (JSON with its `kind` and `apiVersion`), appended to `out`; false if it cannot be encoded.
+pub(crate) fn frame(event_type: &str, object: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(envelope) = envelope_of(object) else {
+        return false;
+    };
+    let mut event = Vec::with_capacity(envelope.len() + 16);
+    pb::write_watch_event(event_type, &envelope, &mut event);
+    let Ok(len) = u32::try_from(event.len()) else {
+        return false;
+    };
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&event);
+    true
+}
+
+/// Chunks of a protobuf watch are at most this long: frames of a few kilobytes are cut
+/// across chunks, as kube-apiserver's streaming list cuts them.
+pub(crate) const CHUNK: usize = 2048;
+
+/// Whether a request's body is protobuf.
+pub(crate) fn has_protobuf_body(req: &Request) -> bool {
+    req.header("content-type")
+        .and_then(|t| t.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case(pb::CONTENT_TYPE))
+}
+
+/// What to do with a write whose body is protobuf.
+pub(crate) enum BodyOutcome {
+    /// The same request with the body as JSON.
+    Json(Request),
+    /// Answer this Status.
+    Refuse(Status),
+    /// No answer: the connection drops (a custom resource's handler panics).
+    Drop,
+}
+
+/// The protobuf body of a write to a resource of `kind` in `api_version` (`builtin` or
+/// not), turned into the JSON request the handlers know.
+pub(crate) fn body_as_json(
+    req: &Request,
+    kind: &str,
+    api_version: &str,
+    builtin: bool,
+) -> BodyOutcome {
+    if req.method == "PATCH" {
+        let mut st = Status::failure(415, "UnsupportedMediaType", "415: Unsupported Media Type");
+        st.details = Some(Default::default());
+        return BodyOutcome::Refuse(st);
+    }
+    if !builtin {
+        return BodyOutcome::Drop;
+    }
+    let env = match pb::read_envelope(&req.body) {
+        Ok(env) => env,
+        Err(_) => {
+            let start: String = req
+                .body
+                .iter()
+                .take(32)
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            return BodyOutcome::Refuse(Status::failure(
+                400,
+                "BadRequest",
+                format!("the object provided is unrecognized (must be of type {kind}): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] ({start})"),
+            ));
+        }
+    };
+    if env.kind != kind || env.api_version != api_version {
+        let (group, version) = env
+            .api_version
+            .rsplit_once('/')
+            .unwrap_or(("", env.api_version));
+        let _ = group;
+        return BodyOutcome::Refuse(Status::failure(
+            400,
+            "BadRequest",
+            format!(
+                "{} in version {version:?} cannot be handled as a {kind}: converting ({version}.{}) to (core.{kind}): unknown conversion",
+                env.kind, env.kind
+            ),
+        ));
+    }
+    let decoded = pb::message_for(env.api_version, env.kind)
+        .and_then(|m| pb::decode::<Value>(m, env.raw).ok());
+    let Some(mut value) = decoded else {
+        return BodyOutcome::Refuse(Status::failure(
+            400,
+            "BadRequest",
+            format!("the object provided is unrecognized (must be of type {kind}): the protobuf message could not be decoded"),
+        ));
+    };
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".into(), Value::from(env.api_version));
+        map.insert("kind".into(), Value::from(env.kind));
+    }
+    let body = serde_json::to_vec(&value).unwrap_or_default();
+    let mut headers = req.headers.clone();
+    headers.insert("content-type".into(), "application/json".into());
+    headers.insert("content-length".into(), body.len().to_string());
+    let header_list = req
+        .header_list
+        .iter()
+        .map(|(k, v)| match k.as_str() {
+            "content-type" => (k.clone(), "application/json".to_owned()),
+            "content-length" => (k.clone(), body.len().to_string()),
+            _ => (k.clone(), v.clone()),
+        })
+        .collect();
+    BodyOutcome::Json(Request {
+        method: req.method.clone(),
+        path: req.path.clone(),
+        query: req.query.clone(),
+        query_pairs: req.query_pairs.clone(),
+        headers,
+        header_list,
+        body,
+    })
+}
