@@ -130,6 +130,7 @@ pub(crate) fn accept<K: Object>() -> &'static str {
 /// with protobuf first for a type whose reads are plain objects (so a metadata-only type's
 /// writes keep asking for the whole object, as they did before the feature).
 #[inline]
+#[cfg_attr(not(feature = "protobuf"), allow(clippy::extra_unused_type_parameters))]
 pub(crate) fn write_accept<K: Object>() -> &'static str {
     #[cfg(feature = "protobuf")]
     if K::ACCEPT == "application/json" && K::protobuf_message().is_some() {
