@@ -65,7 +65,11 @@ fn allow(uid: &Value) -> Value {
 fn convert(path: &str, review: &Value) -> Value {
     let uid = &review["request"]["uid"];
     let desired = &review["request"]["desiredAPIVersion"];
-    if path == "/convert-failure" {
+    let poisoned = review["request"]["objects"].as_array().is_some_and(|os| {
+        os.iter()
+            .any(|o| !o["metadata"]["labels"]["poison"].is_null())
+    });
+    if path == "/convert-failure" || (path == "/convert-unless-poisoned" && poisoned) {
         return json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
             "response": {"uid": uid, "result": {"status": "Failure",
                 "message": "capture webhook cannot convert this object"}}});
@@ -991,4 +995,218 @@ fn a_mutating_hooks_change_is_stored_and_attributed_to_no_manager() {
         assert!(!fields.contains("mutated-by"), "{fields}");
         assert!(fields.contains("webhook-case"), "{fields}");
     }
+}
+
+/// What an informer's handler saw: (event, name, apiVersion, label `touched`).
+type Seen = Arc<Mutex<Vec<(String, String, String, Option<String>)>>>;
+
+fn v2_informer(
+    server: &ApiServer,
+) -> (
+    kube_informer::cache::SharedIndexInformer<kube_informer::api::DynamicObject>,
+    Seen,
+) {
+    use kube_informer::api::DynamicObject;
+    use kube_informer::cache::{HandlerFns, SharedIndexInformer};
+    let client = kube_informer::Client::new(server.client_config()).unwrap();
+    let informer = SharedIndexInformer::new(
+        kube_informer::Api::all_with(client, &widgets("v2")),
+        common::fast_config(),
+    );
+    let seen: Seen = Arc::default();
+    let note = |seen: &Seen, ty: &str, o: &DynamicObject| {
+        let v = serde_json::to_value(o).unwrap();
+        seen.lock().unwrap().push((
+            ty.to_owned(),
+            v["metadata"]["name"].as_str().unwrap_or("").to_owned(),
+            v["apiVersion"].as_str().unwrap_or("").to_owned(),
+            v["metadata"]["labels"]["touched"]
+                .as_str()
+                .map(str::to_owned),
+        ));
+    };
+    let (a, u, d) = (seen.clone(), seen.clone(), seen.clone());
+    informer
+        .add_event_handler(
+            HandlerFns::new()
+                .on_add(move |o: Arc<DynamicObject>, _| note(&a, "ADDED", &o))
+                .on_update(move |_, o: Arc<DynamicObject>| note(&u, "MODIFIED", &o))
+                .on_delete(move |o| match o {
+                    // A tombstone would mean the watch missed the event: recorded as such.
+                    kube_informer::cache::DeletedObject::Object(o) => note(&d, "DELETED", &o),
+                    _ => d.lock().unwrap().push((
+                        "TOMBSTONE".into(),
+                        String::new(),
+                        String::new(),
+                        None,
+                    )),
+                }),
+        )
+        .unwrap();
+    informer.start().unwrap();
+    assert!(informer.wait_for_cache_sync(common::PATIENCE));
+    (informer, seen)
+}
+
+/// Reviews of `name` the webhook got so far.
+fn reviews_of(hook: &Webhook, name: &str) -> usize {
+    hook.calls()
+        .iter()
+        .filter(|c| c.body["request"]["objects"][0]["metadata"]["name"] == name)
+        .count()
+}
+
+#[test]
+fn informers_on_another_version_sync_and_see_converted_events_one_review_per_version() {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert");
+    let (first, seen1) = v2_informer(&server);
+    let (second, seen2) = v2_informer(&server);
+    for seen in [&seen1, &seen2] {
+        common::wait_until("the three objects delivered", || {
+            seen.lock().unwrap().len() >= 3
+        });
+        let s = seen.lock().unwrap().clone();
+        assert_eq!(s.len(), 3, "{s:?}");
+        assert!(s
+            .iter()
+            .all(|(ty, _, v, _)| ty == "ADDED" && v == "capture.example.com/v2"));
+    }
+    assert_eq!(
+        hook.calls().len(),
+        3,
+        "w1..w3 once each, for both informers"
+    );
+
+    let v1 = widgets("v1");
+    let mut w3 = server.get(&v1, Some("cap-webhook"), "w3").unwrap();
+    w3["metadata"]["labels"]["touched"] = json!("yes");
+    server.update(&v1, w3).unwrap();
+    let mut w4 = server.get(&v1, Some("cap-webhook"), "w2").unwrap();
+    let meta = w4["metadata"].as_object_mut().unwrap();
+    for k in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "managedFields",
+    ] {
+        meta.remove(k);
+    }
+    meta.insert("name".into(), json!("w4"));
+    server.create(&v1, w4).unwrap();
+    server.delete(&v1, Some("cap-webhook"), "w1").unwrap();
+
+    for seen in [&seen1, &seen2] {
+        common::wait_until("the modification, addition and deletion in v2", || {
+            seen.lock().unwrap().len() >= 6
+        });
+        let s = seen.lock().unwrap()[3..].to_vec();
+        let v2 = "capture.example.com/v2".to_owned();
+        assert_eq!(
+            s,
+            vec![
+                (
+                    "MODIFIED".into(),
+                    "w3".into(),
+                    v2.clone(),
+                    Some("yes".into())
+                ),
+                ("ADDED".into(), "w4".into(), v2.clone(), None),
+                ("DELETED".into(), "w1".into(), v2.clone(), None),
+            ]
+        );
+    }
+    // One review per object version, whatever the number of watchers.
+    assert_eq!(reviews_of(&hook, "w3"), 2);
+    assert_eq!(reviews_of(&hook, "w4"), 1);
+    assert_eq!(
+        reviews_of(&hook, "w1"),
+        2,
+        "its state at deletion is a new version"
+    );
+    for c in hook.calls() {
+        assert_eq!(c.body["request"]["objects"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            c.body["request"]["desiredAPIVersion"],
+            "capture.example.com/v2"
+        );
+    }
+    first.stop();
+    second.stop();
+}
+
+#[test]
+fn a_watch_in_another_version_converts_objects_not_bookmarks_and_ends_at_an_object_it_cannot_convert(
+) {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert-unless-poisoned");
+    let list = capture::body_json(&get(&server, LIST_V1));
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let v1 = widgets("v1");
+    let mut ok = list["items"][0].clone();
+    let meta = ok["metadata"].as_object_mut().unwrap();
+    for k in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "managedFields",
+    ] {
+        meta.remove(k);
+    }
+    meta.insert("name".into(), json!("fine"));
+    server.create(&v1, ok.clone()).unwrap();
+    ok["metadata"]["name"] = json!("poisoned");
+    ok["metadata"]["labels"]["poison"] = json!("yes");
+    server.create(&v1, ok.clone()).unwrap();
+    ok["metadata"]["name"] = json!("never-sent");
+    ok["metadata"]["labels"] = json!({});
+    server.create(&v1, ok).unwrap();
+
+    // Longer than the client's patience: only an ended stream lets this return.
+    let answer = get(
+        &server,
+        &format!("{LIST_V2}?watch=1&resourceVersion={rv}&timeoutSeconds=600"),
+    );
+    assert_eq!(answer.code, 200);
+    let lines: Vec<Value> = String::from_utf8(answer.body)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["type"], "ADDED");
+    assert_eq!(lines[0]["object"]["apiVersion"], "capture.example.com/v2");
+    assert_eq!(lines[0]["object"]["kind"], "CvWidget");
+    assert_eq!(lines[0]["object"]["metadata"]["name"], "fine");
+    assert_eq!(reviews_of(&hook, "never-sent"), 0);
+
+    // A bookmark is not converted: only its resourceVersion, in the version watched.
+    let answer = get(
+        &server,
+        &format!("{LIST_V2}?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1&labelSelector=none%3Dnone"),
+    );
+    let text = String::from_utf8(answer.body).unwrap();
+    let bookmark: Value = serde_json::from_str(text.lines().last().unwrap_or("null")).unwrap();
+    assert_eq!(bookmark["type"], "BOOKMARK", "{text}");
+    assert_eq!(bookmark["object"]["apiVersion"], "capture.example.com/v2");
+    assert_eq!(
+        {
+            let mut keys: Vec<&String> = bookmark["object"]["metadata"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect();
+            keys.sort();
+            keys
+        },
+        vec!["annotations", "resourceVersion"]
+    );
+    assert_eq!(
+        bookmark["object"].as_object().unwrap().len(),
+        3,
+        "{bookmark}"
+    );
 }

@@ -11,6 +11,11 @@
 //!   the webhook; when one cannot be converted the list is the real server's 429
 //!   `storage is (re)initializing: failed to list ...` with `Retry-After: 1` (no
 //!   `limit`/`continue` paging: the whole list in one page);
+//! - a watch in another version is the stored version's watch with each event's object
+//!   converted, one review per object version shared by every watcher and by lists (the
+//!   same converted objects); BOOKMARKs carry only a resourceVersion and are not converted;
+//!   an object the webhook cannot convert ends the stream cleanly (no ERROR event), as the
+//!   real server's cacher ends its watchers when the version's cache cannot decode an event;
 //! - a create (POST) or an update (PUT) in another version: the body is converted to the
 //!   storage version, written as any write (admission webhooks included), and the answer
 //!   converted back; a DELETE goes through as it is.
@@ -22,10 +27,14 @@
 //! `Failure`, another number of objects or another uid) is a 500 `conversion webhook for
 //! <the source group/version>, Kind=<Kind> failed: ...` with no reason, as the real one.
 //!
-//! Not converted: watches and patches in a non-storage version (405 saying so), the
-//! `status` and `scale` subresources, label or field selectors on such a list. The real
-//! server also converts each written object for its caches at once (a review per write and
-//! version); here that happens at the next list.
+//! Not converted: patches in a non-storage version (405 saying so), the `status` and
+//! `scale` subresources, label or field selectors and `limit`/`continue` paging on such a
+//! list (the whole list, unfiltered). A watch's label or field selector is matched against
+//! the stored object, not the converted one (they differ only if the converter changes
+//! labels). The real server also converts each written object for its caches at once (a
+//! review per write and version); here that happens at the next list or watch event that
+//! needs it, and two watchers far apart in one object's history may convert a version
+//! twice.
 
 use std::collections::HashMap;
 
@@ -62,6 +71,9 @@ fn conversion_of<'a>(shared: &'a Shared, tk: &TypeKey) -> Option<&'a Conversion>
 #[derive(Default)]
 pub(crate) struct Converted {
     objects: Mutex<HashMap<CacheKey, (String, Value)>>,
+    /// Held by a watch while it looks an object up and converts it, so that N watchers of
+    /// one event make one review, as the real server's one cache does.
+    converting: Mutex<()>,
 }
 
 /// (storage group, plural, desired apiVersion, namespace/name); the value is the stored
@@ -204,7 +216,10 @@ pub(crate) fn handle<S: Peer>(
     let desired = tk.api_version();
     let answer = match (req.method.as_str(), name, subresource) {
         ("GET", Some(n), None) => get(shared, c, &storage, namespace, n, &desired),
-        ("GET", None, None) if !req.flag("watch") => list(shared, c, &storage, namespace, &desired),
+        ("GET", None, None) if req.flag("watch") => {
+            return Some(watch(req, shared, c, &storage, namespace, &desired, peer));
+        }
+        ("GET", None, None) => list(shared, c, &storage, namespace, &desired),
         ("POST", None, None) | ("PUT", Some(_), None) | ("DELETE", Some(_), None) => {
             write(req, shared, c, &storage, namespace, name, &desired)
         }
@@ -212,7 +227,7 @@ pub(crate) fn handle<S: Peer>(
             405,
             "MethodNotAllowed",
             format!(
-                "the test server converts {} {desired} only for get, list, create, update and delete (no watch, patch or subresource)",
+                "the test server converts {} {desired} only for get, list, create, update and delete (no patch or subresource)",
                 c.storage.plural
             ),
         )),
@@ -394,4 +409,76 @@ fn write(
         out = convert_one(shared, c, out, desired)?;
     }
     Ok((answer.code, out.to_string(), answer.warnings))
+}
+
+/// A watch in another version: the stored version's watch, each object converted once per
+/// resourceVersion (the converted object is shared with lists and other watchers through
+/// [`Converted`], as the real server's watch cache of that version holds it). BOOKMARKs carry
+/// only a resourceVersion and are not converted.
+///
+/// An object the webhook cannot convert ends the stream without an ERROR event: in
+/// kube-apiserver the version's watch cache fails to decode the event, its reflector
+/// restarts and the cacher terminates every watcher it serves, whose streams end as a
+/// timeout ends them; the client's next list or watch then finds the cache re-initializing
+/// (the list's 429 above).
+fn watch<S: Peer>(
+    req: &Request,
+    shared: &Shared,
+    c: &Conversion,
+    storage: &TypeKey,
+    namespace: Option<&str>,
+    desired: &str,
+    peer: &mut S,
+) -> Outcome {
+    let storage_version = storage.api_version();
+    let convert = |json: &str| -> Option<String> {
+        let mut object: Value = serde_json::from_str(json).ok()?;
+        let map = object.as_object_mut()?;
+        map.insert("apiVersion".into(), storage_version.as_str().into());
+        map.insert("kind".into(), c.storage.kind.as_str().into());
+        let meta = |k: &str| {
+            object
+                .pointer(&format!("/metadata/{k}"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let object_rv = meta("resourceVersion");
+        let key = format!("{}/{}", meta("namespace"), meta("name"));
+        let cache_key = (
+            storage.group.clone(),
+            storage.plural.clone(),
+            desired.to_owned(),
+            key,
+        );
+        let _one_at_a_time = shared.converted.converting.lock();
+        let cached = shared
+            .converted
+            .objects
+            .lock()
+            .get(&cache_key)
+            .filter(|(at, _)| *at == object_rv)
+            .map(|(_, o)| o.clone());
+        let mut out = match cached {
+            Some(o) => o,
+            None => {
+                let o = convert_one(shared, c, object, desired).ok()?;
+                let mut cache = shared.converted.objects.lock();
+                // A watcher behind the others never replaces a newer conversion.
+                let newer = cache.get(&cache_key).is_some_and(|(at, _)| {
+                    at.parse::<u64>().unwrap_or(0) > object_rv.parse::<u64>().unwrap_or(0)
+                });
+                if !newer {
+                    cache.insert(cache_key, (object_rv, o.clone()));
+                }
+                o
+            }
+        };
+        // The event line puts `kind` and `apiVersion` first itself.
+        let map = out.as_object_mut()?;
+        map.remove("kind");
+        map.remove("apiVersion");
+        Some(out.to_string())
+    };
+    super::handlers::watch_converted(req, storage, namespace, desired, &convert, peer, shared)
 }
