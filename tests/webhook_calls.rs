@@ -1210,3 +1210,100 @@ fn a_watch_in_another_version_converts_objects_not_bookmarks_and_ends_at_an_obje
         "{bookmark}"
     );
 }
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn lists_in_another_version_page_and_select_on_the_converted_objects() {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert-label");
+    // The converter's label selects in v2, not in v1 where it is not stored.
+    let by_label = "labelSelector=converted-by%3Dcapture-webhook";
+    let v2 = capture::body_json(&get(&server, &format!("{LIST_V2}?{by_label}")));
+    assert_eq!(names(&v2), ["w1", "w2", "w3"], "{v2}");
+    let v1 = capture::body_json(&get(&server, &format!("{LIST_V1}?{by_label}")));
+    assert_eq!(names(&v1), Vec::<String>::new());
+    let none = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?labelSelector=converted-by%21%3Dcapture-webhook"),
+    ));
+    assert_eq!(names(&none), Vec::<String>::new());
+    let w2 = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?fieldSelector=metadata.name%3Dw2"),
+    ));
+    assert_eq!(names(&w2), ["w2"]);
+    assert_eq!(
+        hook.calls().len(),
+        3,
+        "selectors read the objects converted once"
+    );
+
+    // Pages, the second read at the first's version although w3 changed in between.
+    let first = capture::body_json(&get(&server, &format!("{LIST_V2}?limit=2")));
+    assert_eq!(names(&first), ["w1", "w2"]);
+    assert_eq!(first["metadata"]["remainingItemCount"], 1);
+    let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    assert!(!token.is_empty());
+    let v1r = widgets("v1");
+    let mut w3 = server.get(&v1r, Some("cap-webhook"), "w3").unwrap();
+    w3["metadata"]["labels"]["touched"] = json!("yes");
+    server.update(&v1r, w3).unwrap();
+    let second = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?limit=2&continue={token}"),
+    ));
+    assert_eq!(names(&second), ["w3"], "{second}");
+    assert_eq!(second["metadata"]["continue"], "");
+    assert_eq!(
+        second["metadata"]["resourceVersion"],
+        first["metadata"]["resourceVersion"]
+    );
+    assert!(second["items"][0]["metadata"]["labels"]["touched"].is_null());
+    assert_eq!(second["items"][0]["apiVersion"], "capture.example.com/v2");
+    assert_eq!(
+        second["items"][0]["metadata"]["labels"]["converted-by"],
+        "capture-webhook"
+    );
+    // A selector and a limit: the page fills with matches only.
+    let sel = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?limit=1&labelSelector=touched%3Dyes"),
+    ));
+    assert_eq!(names(&sel), ["w3"]);
+    assert!(sel["metadata"]["remainingItemCount"].is_null());
+}
+
+#[test]
+fn a_list_in_another_version_at_an_exact_version_pages_as_captured() {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert");
+    let at = capture::body_json(&get(&server, LIST_V2))["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let v1 = widgets("v1");
+    server.delete(&v1, Some("cap-webhook"), "w1").unwrap();
+    // As `conversion-list-v2-exact-rv-limit`: the state at that version, two of them.
+    let page = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?resourceVersion={at}&resourceVersionMatch=Exact&limit=2"),
+    ));
+    assert_eq!(names(&page), ["w1", "w2"], "{page}");
+    assert_eq!(page["metadata"]["resourceVersion"], at.as_str());
+    assert_eq!(page["metadata"]["remainingItemCount"], 1);
+    // `resourceVersion=0` is the cache's whole list: the limit is ignored.
+    let whole = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?resourceVersion=0&limit=1"),
+    ));
+    assert_eq!(names(&whole), ["w2", "w3"]);
+    assert_eq!(whole["metadata"]["continue"], "");
+}

@@ -9,8 +9,10 @@
 //! - a list in another version is served from objects converted once (the real server's
 //!   watch cache of that version): only an object written since the last list is sent to
 //!   the webhook; when one cannot be converted the list is the real server's 429
-//!   `storage is (re)initializing: failed to list ...` with `Retry-After: 1` (no
-//!   `limit`/`continue` paging: the whole list in one page);
+//!   `storage is (re)initializing: failed to list ...` with `Retry-After: 1`; paged
+//!   (`limit`/`continue`, `resourceVersionMatch=Exact`, a continued page read at its
+//!   token's version; `resourceVersion=0` the whole list) and filtered by label and field
+//!   selectors on the converted objects, as the version's watch cache serves them;
 //! - a watch in another version is the stored version's watch with each event's object
 //!   converted, one review per object version shared by every watcher and by lists (the
 //!   same converted objects); BOOKMARKs carry only a resourceVersion and are not converted;
@@ -28,8 +30,7 @@
 //! <the source group/version>, Kind=<Kind> failed: ...` with no reason, as the real one.
 //!
 //! Not converted: patches in a non-storage version (405 saying so), the `status` and
-//! `scale` subresources, label or field selectors and `limit`/`continue` paging on such a
-//! list (the whole list, unfiltered). A watch's label or field selector is matched against
+//! `scale` subresources. A watch's label or field selector is matched against
 //! the stored object, not the converted one (they differ only if the converter changes
 //! labels). The real server also converts each written object for its caches at once (a
 //! review per write and version); here that happens at the next list or watch event that
@@ -45,7 +46,7 @@ use super::crd::Conversion;
 use super::handlers::{write_status, Outcome};
 use super::http::{self, Request};
 use super::server::{Peer, Shared};
-use super::store::TypeKey;
+use super::store::{Filter, Stored, StoredObject, TypeKey};
 use super::writes;
 use crate::api::Status;
 
@@ -219,7 +220,7 @@ pub(crate) fn handle<S: Peer>(
         ("GET", None, None) if req.flag("watch") => {
             return Some(watch(req, shared, c, &storage, namespace, &desired, peer));
         }
-        ("GET", None, None) => list(shared, c, &storage, namespace, &desired),
+        ("GET", None, None) => list(req, shared, c, &storage, namespace, &desired),
         ("POST", None, None) | ("PUT", Some(_), None) | ("DELETE", Some(_), None) => {
             write(req, shared, c, &storage, namespace, name, &desired)
         }
@@ -270,31 +271,90 @@ fn get(
     Ok((200, out.to_string(), Vec::new()))
 }
 
+/// A list in another version, from the objects converted once: paged (`limit`/`continue`,
+/// a continued page read at its token's version as the stored version's pages are) and
+/// filtered by label and field selectors on the converted objects, as kube-apiserver's
+/// watch cache of that version filters them.
 fn list(
+    req: &Request,
     shared: &Shared,
     c: &Conversion,
     storage: &TypeKey,
     namespace: Option<&str>,
     desired: &str,
 ) -> Result<Answer, Status> {
-    let (items, rv) = {
+    use crate::testing::read_versions::{self, ListAt};
+    let rv_text = req.param("resourceVersion").unwrap_or("");
+    let rv_match = req.param("resourceVersionMatch").unwrap_or("");
+    read_versions::validate_list(
+        rv_text,
+        rv_match,
+        req.param("continue").is_some_and(|t| !t.is_empty()),
+        req.param("sendInitialEvents").is_some(),
+    )?;
+    let filter = Filter::parse(req.param("labelSelector"), req.param("fieldSelector"))?;
+    let mut limit: Option<usize> = match req.param("limit") {
+        None | Some("") | Some("0") => None,
+        Some(l) => Some(
+            l.parse()
+                .map_err(|_| Status::failure(400, "BadRequest", format!("invalid limit {l:?}")))?,
+        ),
+    };
+    let token = match req.param("continue").filter(|t| !t.is_empty()) {
+        Some(t) => Some(super::handlers::decode_continue(t)?),
+        None => None,
+    };
+    let (items, rv, whole) = {
         let mut store = shared.store.lock();
-        let rv = store.rv;
+        let rv = match &token {
+            Some(t) => u64::try_from(t.rv).map_err(|_| super::handlers::continue_expired(t))?,
+            None => {
+                let asked = rv_text.parse::<u64>().ok();
+                match read_versions::list_at(asked, rv_match, limit.is_some(), store.rv)? {
+                    ListAt::Present { paged } => {
+                        if !paged {
+                            // `resourceVersion=0`: the cache's whole list, the limit ignored.
+                            limit = None;
+                        }
+                        store.rv
+                    }
+                    ListAt::Exact(at) => at,
+                }
+            }
+        };
+        let whole = token.is_none() && limit.is_none() && rv == store.rv;
+        let after = token
+            .as_ref()
+            .map(|t| t.start.trim_end_matches('\0').to_owned());
         let col = store.collection(storage);
-        let items: Vec<(String, String, Value)> = col
-            .objects
-            .values()
-            .filter(|o| namespace.is_none_or(|ns| o.namespace == ns))
+        let Some((objects, _)) =
+            col.list_page(rv, after.as_deref(), namespace, &|_| true, None, false)
+        else {
+            return Err(match &token {
+                Some(t) => super::handlers::continue_expired(t),
+                None => read_versions::list_expired(),
+            });
+        };
+        let items: Vec<(String, Stored, Value)> = objects
+            .into_iter()
             .filter_map(|o| {
                 let v = serde_json::from_str(&col.with_type_meta(&o.json)).ok()?;
-                Some((format!("{}/{}", o.namespace, o.name), o.rv.to_string(), v))
+                Some((format!("{}/{}", o.namespace, o.name), o, v))
             })
             .collect();
-        (items, rv)
+        (items, rv, whole)
     };
-    let mut converted = Vec::with_capacity(items.len());
+    let mut converted = Vec::new();
     let seen: std::collections::HashSet<String> = items.iter().map(|(k, _, _)| k.clone()).collect();
-    for (key, object_rv, object) in items {
+    let total = items.len();
+    let mut next = None;
+    for (i, (key, stored, object)) in items.into_iter().enumerate() {
+        if limit.is_some_and(|l| converted.len() >= l) {
+            // More objects follow the full page: the next page starts after the last one.
+            next = Some(i);
+            break;
+        }
+        let object_rv = stored.rv.to_string();
         let cache_key = (
             storage.group.clone(),
             storage.plural.clone(),
@@ -329,19 +389,31 @@ fn list(
                     });
                     st
                 })?;
-                shared
-                    .converted
-                    .objects
-                    .lock()
-                    .insert(cache_key, (object_rv, o.clone()));
+                let mut cache = shared.converted.objects.lock();
+                // A page read at an older version never replaces a newer conversion.
+                if cache
+                    .get(&cache_key)
+                    .is_none_or(|(at, _)| at.parse::<u64>().unwrap_or(0) <= stored.rv)
+                {
+                    cache.insert(cache_key, (object_rv, o.clone()));
+                }
                 o
             }
         };
-        converted.push(item);
+        // Selectors see the converted object: its labels may be the converter's.
+        let as_converted = StoredObject {
+            rv: stored.rv,
+            namespace: stored.namespace.clone(),
+            name: stored.name.clone(),
+            json: stored.json.clone(),
+            labels: serde_json::from_value(item["metadata"]["labels"].clone()).unwrap_or_default(),
+        };
+        if filter.matches(&as_converted) {
+            converted.push((stored, item));
+        }
     }
-    let items = converted;
-    // Forget what is no longer stored (bounded by the collection).
-    {
+    if whole {
+        // Forget what is no longer stored (bounded by the collection).
         let prefix = namespace.map(|ns| format!("{ns}/"));
         let mut cache = shared.converted.objects.lock();
         cache.retain(|(group, plural, version, key), _| {
@@ -352,10 +424,29 @@ fn list(
                 && !seen.contains(key))
         });
     }
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    match (next, converted.last()) {
+        (Some(i), Some((last, _))) => {
+            let key = if last.namespace.is_empty() {
+                last.name.clone()
+            } else {
+                format!("{}/{}", last.namespace, last.name)
+            };
+            meta["continue"] = json!(super::handlers::encode_continue(
+                rv as i64,
+                &format!("{key}\0")
+            ));
+            if filter.is_empty() {
+                meta["remainingItemCount"] = json!(total - i);
+            }
+        }
+        _ => meta["continue"] = json!(""),
+    }
+    let items: Vec<Value> = converted.into_iter().map(|(_, o)| o).collect();
     let body = json!({
         "apiVersion": desired,
         "kind": format!("{}List", c.storage.kind),
-        "metadata": {"continue": "", "resourceVersion": rv.to_string()},
+        "metadata": meta,
         "items": items,
     });
     Ok((200, body.to_string(), Vec::new()))

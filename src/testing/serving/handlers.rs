@@ -444,13 +444,13 @@ fn parse_rv(v: Option<&str>) -> Result<Option<u64>, Status> {
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
-struct ContinueToken {
+pub(crate) struct ContinueToken {
     v: String,
-    rv: i64,
-    start: String,
+    pub(crate) rv: i64,
+    pub(crate) start: String,
 }
 
-fn encode_continue(rv: i64, start: &str) -> String {
+pub(crate) fn encode_continue(rv: i64, start: &str) -> String {
     let tok = ContinueToken {
         v: "meta.k8s.io/v1".into(),
         rv,
@@ -460,7 +460,7 @@ fn encode_continue(rv: i64, start: &str) -> String {
         .encode(serde_json::to_vec(&tok).unwrap_or_default())
 }
 
-fn decode_continue(token: &str) -> Result<ContinueToken, Status> {
+pub(crate) fn decode_continue(token: &str) -> Result<ContinueToken, Status> {
     let bad = |why: &str| {
         Status::failure(
             400,
@@ -484,6 +484,13 @@ fn decode_continue(token: &str) -> Result<ContinueToken, Status> {
 }
 
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// The 410 of a continue token whose version was compacted away.
+pub(crate) fn continue_expired(tok: &ContinueToken) -> Status {
+    let mut st = Status::failure(410, "Expired", CONTINUE_EXPIRED);
+    st.metadata.continue_token = Some(encode_continue(-1, &tok.start));
+    st
+}
 
 fn list<S: Peer>(
     req: &Request,
@@ -556,9 +563,7 @@ fn list_body(
         read_versions::check_continue_version(rv_text)?;
         let after = tok.start.trim_end_matches('\0').to_owned();
         if tok.rv < 0 || (tok.rv as u64) < c.compacted {
-            let mut st = Status::failure(410, "Expired", CONTINUE_EXPIRED);
-            st.metadata.continue_token = Some(encode_continue(-1, &tok.start));
-            return Err(st);
+            return Err(continue_expired(&tok));
         }
         (tok.rv as u64, Some(after), limit)
     } else {
