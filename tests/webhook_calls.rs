@@ -1307,3 +1307,96 @@ fn a_list_in_another_version_at_an_exact_version_pages_as_captured() {
     assert_eq!(names(&whole), ["w2", "w3"]);
     assert_eq!(whole["metadata"]["continue"], "");
 }
+
+#[test]
+fn a_patch_in_another_version_is_applied_to_the_converted_object_and_stored_converted_back() {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert");
+    let w3 = format!("{LIST_V2}/w3");
+    let patch = |ct: &str, body: Value| {
+        capture::send_json(
+            server.addr(),
+            "PATCH",
+            &w3,
+            Some(ct),
+            body.to_string().into_bytes(),
+        )
+    };
+    let answer = patch(
+        "application/merge-patch+json",
+        json!({"metadata": {"labels": {"touched": "yes"}}, "spec": {"color": "blue"}}),
+    );
+    assert_eq!(answer.code, 200);
+    let body = capture::body_json(&answer);
+    assert_eq!(body["apiVersion"], "capture.example.com/v2");
+    assert_eq!(body["metadata"]["labels"]["touched"], "yes");
+    assert_eq!(body["spec"]["color"], "blue");
+    let stored = server
+        .get(&widgets("v1"), Some("cap-webhook"), "w3")
+        .unwrap();
+    assert_eq!(stored["metadata"]["labels"]["touched"], "yes");
+    assert_eq!(stored["spec"]["color"], "blue");
+    assert_eq!(
+        stored["metadata"]["resourceVersion"],
+        body["metadata"]["resourceVersion"]
+    );
+    let desired: Vec<Value> = hook
+        .calls()
+        .iter()
+        .map(|c| c.body["request"]["desiredAPIVersion"].clone())
+        .collect();
+    assert_eq!(
+        desired,
+        [
+            "capture.example.com/v2",
+            "capture.example.com/v1",
+            "capture.example.com/v2"
+        ],
+        "read, stored, answered"
+    );
+
+    // A JSON patch tests the converted object; a stale resourceVersion is a conflict.
+    let answer = patch(
+        "application/json-patch+json",
+        json!([{"op": "test", "path": "/apiVersion", "value": "capture.example.com/v2"},
+            {"op": "replace", "path": "/spec/size", "value": 9}]),
+    );
+    assert_eq!(
+        answer.code,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert_eq!(capture::body_json(&answer)["spec"]["size"], 9);
+    let answer = patch(
+        "application/merge-patch+json",
+        json!({"metadata": {"resourceVersion": "1"}, "spec": {"size": 1}}),
+    );
+    assert_eq!(
+        answer.code,
+        409,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let answer = patch(
+        "application/strategic-merge-patch+json",
+        json!({"spec": {"size": 1}}),
+    );
+    assert_eq!(answer.code, 415);
+    let answer = patch("application/merge-patch+json", json!({"spec": {"size": 1}}));
+    let missing = capture::send_json(
+        server.addr(),
+        "PATCH",
+        &format!("{LIST_V2}/nope"),
+        Some("application/merge-patch+json"),
+        b"{}".to_vec(),
+    );
+    assert_eq!(answer.code, 200);
+    assert_eq!(missing.code, 404);
+    assert_eq!(
+        server
+            .get(&widgets("v1"), Some("cap-webhook"), "w3")
+            .unwrap()["spec"]["size"],
+        1
+    );
+}

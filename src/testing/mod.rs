@@ -284,7 +284,7 @@
 //! served in its other versions through its conversion webhook (`conversion.rs`), one
 //! object per review: get, list (served from objects converted once, paged and selected
 //! on them; 429 `storage is (re)initializing` while one cannot be), create and update (the body converted to the
-//! storage version, the answer back), delete, and watch (each event's object converted
+//! storage version, the answer back), JSON and merge patches, delete, and watch (each event's object converted
 //! once per resourceVersion for every watcher; bookmarks as they are). A failed conversion is a 500 `conversion
 //! webhook for <group/version>, Kind=<Kind> failed: ...` (no reason); a converter that
 //! changes the kind, name, namespace or uid is refused (`returned invalid object: must have
@@ -308,7 +308,8 @@
 //!   credentials (an open server, a client certificate) is `kube-admin`.
 //! - A write in a converted version is admitted in the storage version (its rules match
 //!   that version).
-//! - Conversion: no patch or subresource in a non-storage version (405 saying so); a
+//! - Conversion: no server-side apply or subresource in a non-storage version (405 saying
+//!   so; JSON and merge patches are converted); a
 //!   watch's selector there sees the stored labels (a list's sees the converted ones); discovery lists the storage version only; the conversion webhook's
 //!   timeout is 30 s (kube-apiserver's). A create in another version converts the body as
 //!   sent (the real server converts it after giving it a uid, creationTimestamp and

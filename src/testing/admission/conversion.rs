@@ -20,7 +20,10 @@
 //!   real server's cacher ends its watchers when the version's cache cannot decode an event;
 //! - a create (POST) or an update (PUT) in another version: the body is converted to the
 //!   storage version, written as any write (admission webhooks included), and the answer
-//!   converted back; a DELETE goes through as it is.
+//!   converted back; a DELETE goes through as it is;
+//! - a JSON or merge patch in another version: applied to the stored object converted to
+//!   that version, the result converted back and written as an update (three reviews:
+//!   read, store, answer; its managed fields entry names the storage version).
 //!
 //! A converted object is checked as kube-apiserver checks it: the same kind, name,
 //! namespace and uid (`conversion webhook for <group>/<version>, Kind=<Kind> returned
@@ -29,8 +32,8 @@
 //! `Failure`, another number of objects or another uid) is a 500 `conversion webhook for
 //! <the source group/version>, Kind=<Kind> failed: ...` with no reason, as the real one.
 //!
-//! Not converted: patches in a non-storage version (405 saying so), the `status` and
-//! `scale` subresources. A watch's label or field selector is matched against
+//! Not converted: server-side apply in a non-storage version, the `status` and `scale`
+//! subresources (405 saying so). A watch's label or field selector is matched against
 //! the stored object, not the converted one (they differ only if the converter changes
 //! labels). The real server also converts each written object for its caches at once (a
 //! review per write and version); here that happens at the next list or watch event that
@@ -221,6 +224,7 @@ pub(crate) fn handle<S: Peer>(
             return Some(watch(req, shared, c, &storage, namespace, &desired, peer));
         }
         ("GET", None, None) => list(req, shared, c, &storage, namespace, &desired),
+        ("PATCH", Some(n), None) => patch(req, shared, c, &storage, namespace, n, &desired),
         ("POST", None, None) | ("PUT", Some(_), None) | ("DELETE", Some(_), None) => {
             write(req, shared, c, &storage, namespace, name, &desired)
         }
@@ -228,7 +232,7 @@ pub(crate) fn handle<S: Peer>(
             405,
             "MethodNotAllowed",
             format!(
-                "the test server converts {} {desired} only for get, list, create, update and delete (no patch or subresource)",
+                "the test server converts {} {desired} only for get, list, create, update and delete (no apply or subresource)",
                 c.storage.plural
             ),
         )),
@@ -572,4 +576,88 @@ fn watch<S: Peer>(
         Some(out.to_string())
     };
     super::handlers::watch_converted(req, storage, namespace, desired, &convert, peer, shared)
+}
+
+/// A JSON or merge patch in another version, as kube-apiserver applies it: the stored
+/// object converted to the version patched, the patch applied there, the result converted
+/// back to the storage version and written as an update (admission, managed fields and
+/// preconditions as a write of the stored version; a `resourceVersion` in the patch is a
+/// precondition), the answer converted to the version patched. A write between the read
+/// and the update is retried, as the real server's update loop retries it. Server-side
+/// apply in another version is not imitated (405).
+fn patch(
+    req: &Request,
+    shared: &Shared,
+    c: &Conversion,
+    storage: &TypeKey,
+    namespace: Option<&str>,
+    name: &str,
+    desired: &str,
+) -> Result<Answer, Status> {
+    use crate::testing::writing::patch::{patch_type, patched, PatchType};
+    let ty = patch_type(req.header("content-type").unwrap_or(""), false)?;
+    if ty == PatchType::Apply {
+        return Err(Status::failure(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "the test server does not apply {} {desired} in a version other than the stored one",
+                c.storage.plural
+            ),
+        ));
+    }
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let stored: Value = {
+            let mut store = shared.store.lock();
+            let o = store.get(storage, namespace, name)?;
+            serde_json::from_str(&store.collection(storage).with_type_meta(&o.json))
+                .unwrap_or_default()
+        };
+        let read_rv = stored["metadata"]["resourceVersion"].clone();
+        let current = convert_one(shared, c, stored, desired)?;
+        let mut object = patched(ty, &current, &req.body)?;
+        // The patch's own resourceVersion is a precondition; without one, the version read.
+        let pinned = object["metadata"]["resourceVersion"] != read_rv;
+        if let Some(m) = object.as_object_mut() {
+            m.insert("apiVersion".into(), desired.into());
+            m.insert("kind".into(), c.storage.kind.clone().into());
+        }
+        let back = convert_one(shared, c, object, &storage.api_version())?;
+        let mut headers = req.headers.clone();
+        headers.insert("content-type".into(), "application/json".into());
+        let mut header_list: Vec<(String, String)> = req
+            .header_list
+            .iter()
+            .filter(|(k, _)| k != "content-type")
+            .cloned()
+            .collect();
+        header_list.push(("content-type".into(), "application/json".into()));
+        let forwarded = Request {
+            method: "PUT".into(),
+            path: req.path.clone(),
+            query: req.query.clone(),
+            query_pairs: req.query_pairs.clone(),
+            headers,
+            header_list,
+            body: back.to_string().into_bytes(),
+        };
+        let address = writes::Address {
+            tk: storage,
+            namespace,
+            name: Some(name),
+            subresource: None,
+        };
+        let answer = match writes::write(&forwarded, &address, shared) {
+            Err(st) if st.code == 409 && !pinned && attempts < 5 => continue,
+            other => other?,
+        };
+        shared.notify();
+        let mut out: Value = serde_json::from_str(&answer.body).unwrap_or_default();
+        if out["kind"] == c.storage.kind.as_str() {
+            out = convert_one(shared, c, out, desired)?;
+        }
+        return Ok((answer.code, out.to_string(), answer.warnings));
+    }
 }
