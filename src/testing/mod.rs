@@ -283,9 +283,10 @@
 //! ([`ApiServerBuilder::custom_resource_definition`]) is stored in its storage version and
 //! served in its other versions through its conversion webhook (`conversion.rs`), one
 //! object per review: get, list (served from objects converted once, paged and selected
-//! on them; 429 `storage is (re)initializing` while one cannot be), create and update (the body converted to the
-//! storage version, the answer back), JSON and merge patches, delete, and watch (each event's object converted
-//! once per resourceVersion for every watcher; bookmarks as they are). A failed conversion is a 500 `conversion
+//! on them; 429 `storage is (re)initializing` while one cannot be), create and update (the
+//! body converted to the storage version, the answer back), JSON and merge patches,
+//! delete, and watch (each event's object converted once per resourceVersion for every
+//! watcher; bookmarks as they are). A failed conversion is a 500 `conversion
 //! webhook for <group/version>, Kind=<Kind> failed: ...` (no reason); a converter that
 //! changes the kind, name, namespace or uid is refused (`returned invalid object: must have
 //! the same name: a != b`), one that changes labels or annotations is taken.
