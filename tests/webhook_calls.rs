@@ -575,8 +575,17 @@ fn widgets(version: &str) -> ApiResource {
 /// The test server with the capture's CRD, converting through `path` of `hook`, and the
 /// capture's objects `w1`..`w3` stored at v1 (as the v2 LIST capture shows them).
 fn converting(hook: &Webhook, path: &str) -> ApiServer {
-    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+    converting_with(hook, path, json!({}))
+}
+
+/// [`converting`] with `subresources` in both versions.
+fn converting_with(hook: &Webhook, path: &str, subresources: Value) -> ApiServer {
+    let mut schema = json!({"type": "object", "properties": {"spec": {"type": "object",
         "properties": {"size": {"type": "integer"}, "color": {"type": "string"}}}}});
+    if !subresources["status"].is_null() {
+        schema["properties"]["status"] = json!({"type": "object",
+            "properties": {"ready": {"type": "boolean"}}});
+    }
     let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "cvwidgets.capture.example.com"},
         "spec": {"group": "capture.example.com", "scope": "Namespaced",
@@ -585,8 +594,10 @@ fn converting(hook: &Webhook, path: &str) -> ApiServer {
                 "clientConfig": {"url": hook.url(path),
                     "caBundle": base64::engine::general_purpose::STANDARD.encode(CA_PEM)}}},
             "versions": [
-                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}},
-                {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema}}]}});
+                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema},
+                    "subresources": subresources},
+                {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema},
+                    "subresources": subresources}]}});
     let server = ApiServer::builder()
         .custom_resource_definition(&crd)
         .unwrap()
@@ -1399,4 +1410,68 @@ fn a_patch_in_another_version_is_applied_to_the_converted_object_and_stored_conv
             .unwrap()["spec"]["size"],
         1
     );
+}
+
+#[test]
+fn status_in_another_version_is_converted_as_the_object_is() {
+    let hook = Webhook::start();
+    let plain = converting(&hook, "/convert");
+    let no_status = get(&plain, &format!("{W1_V2}/status"));
+    assert_eq!(no_status.code, 404, "the CRD has no status subresource");
+    assert!(hook.calls().is_empty());
+
+    let server = converting_with(&hook, "/convert", json!({"status": {}}));
+    let status_url = format!("{W1_V2}/status");
+    let answer = get(&server, &status_url);
+    assert_eq!(answer.code, 200);
+    assert_eq!(
+        capture::body_json(&answer)["apiVersion"],
+        "capture.example.com/v2"
+    );
+    let answer = capture::send_json(
+        server.addr(),
+        "PATCH",
+        &status_url,
+        Some("application/merge-patch+json"),
+        json!({"status": {"ready": true}, "spec": {"size": 99}})
+            .to_string()
+            .into_bytes(),
+    );
+    assert_eq!(
+        answer.code,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let body = capture::body_json(&answer);
+    assert_eq!(body["apiVersion"], "capture.example.com/v2");
+    let stored = server
+        .get(&widgets("v1"), Some("cap-webhook"), "w1")
+        .unwrap();
+    assert_eq!(stored["status"]["ready"], true, "{stored}");
+    assert_ne!(stored["spec"]["size"], 99, "a status write keeps the spec");
+    // An update of /status in v2: the body converted to v1, the spec again kept.
+    let mut o = body.clone();
+    o["status"]["ready"] = json!(false);
+    o["spec"]["size"] = json!(98);
+    let answer = capture::send_json(
+        server.addr(),
+        "PUT",
+        &status_url,
+        Some("application/json"),
+        o.to_string().into_bytes(),
+    );
+    assert_eq!(
+        answer.code,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let stored = server
+        .get(&widgets("v1"), Some("cap-webhook"), "w1")
+        .unwrap();
+    assert_eq!(stored["status"]["ready"], false);
+    assert_ne!(stored["spec"]["size"], 98);
+    // /scale is not imitated in another version: said so.
+    assert_eq!(get(&server, &format!("{W1_V2}/scale")).code, 405);
 }

@@ -309,8 +309,8 @@
 //!   credentials (an open server, a client certificate) is `kube-admin`.
 //! - A write in a converted version is admitted in the storage version (its rules match
 //!   that version).
-//! - Conversion: no server-side apply or subresource in a non-storage version (405 saying
-//!   so; JSON and merge patches are converted); a
+//! - Conversion: no server-side apply or `/scale` in a non-storage version (405 saying
+//!   so; JSON and merge patches and `/status` are converted); a
 //!   watch's selector there sees the stored labels (a list's sees the converted ones); discovery lists the storage version only; the conversion webhook's
 //!   timeout is 30 s (kube-apiserver's). A create in another version converts the body as
 //!   sent (the real server converts it after giving it a uid, creationTimestamp and

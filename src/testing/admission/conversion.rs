@@ -32,8 +32,9 @@
 //! `Failure`, another number of objects or another uid) is a 500 `conversion webhook for
 //! <the source group/version>, Kind=<Kind> failed: ...` with no reason, as the real one.
 //!
-//! Not converted: server-side apply in a non-storage version, the `status` and `scale`
-//! subresources (405 saying so). A watch's label or field selector is matched against
+//! Not converted: server-side apply and the `scale` subresource in a non-storage version
+//! (405 saying so). `/status` is converted as the object is (get, update, JSON and merge
+//! patches). A watch's label or field selector is matched against
 //! the stored object, not the converted one (they differ only if the converter changes
 //! labels). The real server also converts each written object for its caches at once (a
 //! review per write and version); here that happens at the next list or watch event that
@@ -224,15 +225,38 @@ pub(crate) fn handle<S: Peer>(
             return Some(watch(req, shared, c, &storage, namespace, &desired, peer));
         }
         ("GET", None, None) => list(req, shared, c, &storage, namespace, &desired),
-        ("PATCH", Some(n), None) => patch(req, shared, c, &storage, namespace, n, &desired),
+        ("PATCH", Some(n), None) => patch(req, shared, c, &storage, namespace, n, None, &desired),
         ("POST", None, None) | ("PUT", Some(_), None) | ("DELETE", Some(_), None) => {
-            write(req, shared, c, &storage, namespace, name, &desired)
+            write(req, shared, c, &storage, namespace, name, None, &desired)
+        }
+        // `/status` in another version: as the object itself, when the CRD has it.
+        (_, Some(_), Some("status"))
+            if !shared
+                .store
+                .lock()
+                .collection(&storage)
+                .info
+                .subresources
+                .status =>
+        {
+            Err(Status::failure(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ))
+        }
+        ("GET", Some(n), Some("status")) => get(shared, c, &storage, namespace, n, &desired),
+        ("PUT", Some(_), Some("status")) => {
+            write(req, shared, c, &storage, namespace, name, Some("status"), &desired)
+        }
+        ("PATCH", Some(n), Some("status")) => {
+            patch(req, shared, c, &storage, namespace, n, Some("status"), &desired)
         }
         _ => Err(Status::failure(
             405,
             "MethodNotAllowed",
             format!(
-                "the test server converts {} {desired} only for get, list, create, update and delete (no apply or subresource)",
+                "the test server converts {} {desired} only for get, list, create, update and delete (no apply or scale)",
                 c.storage.plural
             ),
         )),
@@ -456,6 +480,7 @@ fn list(
     Ok((200, body.to_string(), Vec::new()))
 }
 
+#[allow(clippy::too_many_arguments)] // the request's parts, as `handle` got them
 fn write(
     req: &Request,
     shared: &Shared,
@@ -463,6 +488,7 @@ fn write(
     storage: &TypeKey,
     namespace: Option<&str>,
     name: Option<&str>,
+    subresource: Option<&str>,
     desired: &str,
 ) -> Result<Answer, Status> {
     let mut body = req.body.clone();
@@ -495,7 +521,7 @@ fn write(
         tk: storage,
         namespace,
         name,
-        subresource: None,
+        subresource,
     };
     let answer = writes::write(&forwarded, &address, shared)?;
     shared.notify();
@@ -578,13 +604,15 @@ fn watch<S: Peer>(
     super::handlers::watch_converted(req, storage, namespace, desired, &convert, peer, shared)
 }
 
-/// A JSON or merge patch in another version, as kube-apiserver applies it: the stored
+/// A JSON or merge patch in another version (of the object or its `/status`), as
+/// kube-apiserver applies it: the stored
 /// object converted to the version patched, the patch applied there, the result converted
 /// back to the storage version and written as an update (admission, managed fields and
 /// preconditions as a write of the stored version; a `resourceVersion` in the patch is a
 /// precondition), the answer converted to the version patched. A write between the read
 /// and the update is retried, as the real server's update loop retries it. Server-side
 /// apply in another version is not imitated (405).
+#[allow(clippy::too_many_arguments)] // the request's parts, as `handle` got them
 fn patch(
     req: &Request,
     shared: &Shared,
@@ -592,6 +620,7 @@ fn patch(
     storage: &TypeKey,
     namespace: Option<&str>,
     name: &str,
+    subresource: Option<&str>,
     desired: &str,
 ) -> Result<Answer, Status> {
     use crate::testing::writing::patch::{patch_type, patched, PatchType};
@@ -647,7 +676,7 @@ fn patch(
             tk: storage,
             namespace,
             name: Some(name),
-            subresource: None,
+            subresource,
         };
         let answer = match writes::write(&forwarded, &address, shared) {
             Err(st) if st.code == 409 && !pinned && attempts < 5 => continue,
