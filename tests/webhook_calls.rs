@@ -1193,6 +1193,29 @@ fn a_watch_in_another_version_converts_objects_not_bookmarks_and_ends_at_an_obje
     assert_eq!(lines[0]["object"]["kind"], "CvWidget");
     assert_eq!(lines[0]["object"]["metadata"]["name"], "fine");
     assert_eq!(reviews_of(&hook, "never-sent"), 0);
+    // The version's cache is re-initializing: the next watch is refused (no reconnect
+    // storm), until the object that cannot be converted is gone.
+    let again = get(&server, &format!("{LIST_V2}?watch=1&resourceVersion={rv}"));
+    assert_eq!(again.code, 429, "{}", String::from_utf8_lossy(&again.body));
+    assert!(again
+        .headers
+        .iter()
+        .any(|(k, v)| k == "retry-after" && v == "1"));
+    let refused = capture::body_json(&again);
+    assert!(refused["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("storage is (re)initializing: failed to list capture.example.com/v2, Kind=CvWidget: conversion webhook for capture.example.com/v1, Kind=CvWidget failed: capture webhook cannot convert this object"), "{refused}");
+    server.delete(&v1, Some("cap-webhook"), "poisoned").unwrap();
+    let now = capture::body_json(&get(&server, LIST_V1))["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer = get(
+        &server,
+        &format!("{LIST_V2}?watch=1&resourceVersion={now}&timeoutSeconds=1"),
+    );
+    assert_eq!(answer.code, 200, "rebuilt once it converts again");
 
     // A bookmark is not converted: only its resourceVersion, in the version watched.
     let answer = get(

@@ -79,6 +79,10 @@ pub(crate) struct Converted {
     /// Held by a watch while it looks an object up and converts it, so that N watchers of
     /// one event make one review, as the real server's one cache does.
     converting: Mutex<()>,
+    /// Versions (storage group, plural, desired apiVersion) whose watch met an object the
+    /// webhook could not convert: as the real server's cache of that version, they answer
+    /// watches with 429 until a whole list converts again (no reconnect storm).
+    broken: Mutex<std::collections::HashSet<(String, String, String)>>,
 }
 
 /// (storage group, plural, desired apiVersion, namespace/name); the value is the stored
@@ -222,7 +226,10 @@ pub(crate) fn handle<S: Peer>(
     let answer = match (req.method.as_str(), name, subresource) {
         ("GET", Some(n), None) => get(shared, c, &storage, namespace, n, &desired),
         ("GET", None, None) if req.flag("watch") => {
-            return Some(watch(req, shared, c, &storage, namespace, &desired, peer));
+            match rebuilt(req, shared, c, &storage, &desired) {
+                Ok(()) => return Some(watch(req, shared, c, &storage, namespace, &desired, peer)),
+                Err(st) => Err(st),
+            }
         }
         ("GET", None, None) => list(req, shared, c, &storage, namespace, &desired),
         ("PATCH", Some(n), None) => patch(req, shared, c, &storage, namespace, n, None, &desired),
@@ -532,6 +539,38 @@ fn write(
     Ok((answer.code, out.to_string(), answer.warnings))
 }
 
+/// After a watch met an object it could not convert, the version's cache is rebuilt by
+/// converting every stored object (a whole list) before a watch is served again; while
+/// that fails, the watch is the list's 429 `storage is (re)initializing` (`Retry-After: 1`).
+fn rebuilt(
+    req: &Request,
+    shared: &Shared,
+    c: &Conversion,
+    storage: &TypeKey,
+    desired: &str,
+) -> Result<(), Status> {
+    let key = (
+        storage.group.clone(),
+        storage.plural.clone(),
+        desired.to_owned(),
+    );
+    if !shared.converted.broken.lock().contains(&key) {
+        return Ok(());
+    }
+    let whole = Request {
+        method: "GET".into(),
+        path: req.path.clone(),
+        query: HashMap::new(),
+        query_pairs: Vec::new(),
+        headers: HashMap::new(),
+        header_list: Vec::new(),
+        body: Vec::new(),
+    };
+    list(&whole, shared, c, storage, None, desired)?;
+    shared.converted.broken.lock().remove(&key);
+    Ok(())
+}
+
 /// A watch in another version: the stored version's watch, each object converted once per
 /// resourceVersion (the converted object is shared with lists and other watchers through
 /// [`Converted`], as the real server's watch cache of that version holds it). BOOKMARKs carry
@@ -541,7 +580,7 @@ fn write(
 /// kube-apiserver the version's watch cache fails to decode the event, its reflector
 /// restarts and the cacher terminates every watcher it serves, whose streams end as a
 /// timeout ends them; the client's next list or watch then finds the cache re-initializing
-/// (the list's 429 above).
+/// (the list's 429, see [`rebuilt`]).
 fn watch<S: Peer>(
     req: &Request,
     shared: &Shared,
@@ -583,7 +622,14 @@ fn watch<S: Peer>(
         let mut out = match cached {
             Some(o) => o,
             None => {
-                let o = convert_one(shared, c, object, desired).ok()?;
+                let Ok(o) = convert_one(shared, c, object, desired) else {
+                    shared.converted.broken.lock().insert((
+                        storage.group.clone(),
+                        storage.plural.clone(),
+                        desired.to_owned(),
+                    ));
+                    return None;
+                };
                 let mut cache = shared.converted.objects.lock();
                 // A watcher behind the others never replaces a newer conversion.
                 let newer = cache.get(&cache_key).is_some_and(|(at, _)| {
