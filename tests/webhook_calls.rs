@@ -65,7 +65,11 @@ fn allow(uid: &Value) -> Value {
 fn convert(path: &str, review: &Value) -> Value {
     let uid = &review["request"]["uid"];
     let desired = &review["request"]["desiredAPIVersion"];
-    if path == "/convert-failure" {
+    let poisoned = review["request"]["objects"].as_array().is_some_and(|os| {
+        os.iter()
+            .any(|o| !o["metadata"]["labels"]["poison"].is_null())
+    });
+    if path == "/convert-failure" || (path == "/convert-unless-poisoned" && poisoned) {
         return json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
             "response": {"uid": uid, "result": {"status": "Failure",
                 "message": "capture webhook cannot convert this object"}}});
@@ -571,8 +575,17 @@ fn widgets(version: &str) -> ApiResource {
 /// The test server with the capture's CRD, converting through `path` of `hook`, and the
 /// capture's objects `w1`..`w3` stored at v1 (as the v2 LIST capture shows them).
 fn converting(hook: &Webhook, path: &str) -> ApiServer {
-    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+    converting_with(hook, path, json!({}))
+}
+
+/// [`converting`] with `subresources` in both versions.
+fn converting_with(hook: &Webhook, path: &str, subresources: Value) -> ApiServer {
+    let mut schema = json!({"type": "object", "properties": {"spec": {"type": "object",
         "properties": {"size": {"type": "integer"}, "color": {"type": "string"}}}}});
+    if !subresources["status"].is_null() {
+        schema["properties"]["status"] = json!({"type": "object",
+            "properties": {"ready": {"type": "boolean"}}});
+    }
     let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "cvwidgets.capture.example.com"},
         "spec": {"group": "capture.example.com", "scope": "Namespaced",
@@ -581,8 +594,10 @@ fn converting(hook: &Webhook, path: &str) -> ApiServer {
                 "clientConfig": {"url": hook.url(path),
                     "caBundle": base64::engine::general_purpose::STANDARD.encode(CA_PEM)}}},
             "versions": [
-                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}},
-                {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema}}]}});
+                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema},
+                    "subresources": subresources},
+                {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": schema},
+                    "subresources": subresources}]}});
     let server = ApiServer::builder()
         .custom_resource_definition(&crd)
         .unwrap()
@@ -991,4 +1006,495 @@ fn a_mutating_hooks_change_is_stored_and_attributed_to_no_manager() {
         assert!(!fields.contains("mutated-by"), "{fields}");
         assert!(fields.contains("webhook-case"), "{fields}");
     }
+}
+
+/// What an informer's handler saw: (event, name, apiVersion, label `touched`).
+type Seen = Arc<Mutex<Vec<(String, String, String, Option<String>)>>>;
+
+fn v2_informer(
+    server: &ApiServer,
+) -> (
+    kube_informer::cache::SharedIndexInformer<kube_informer::api::DynamicObject>,
+    Seen,
+) {
+    use kube_informer::api::DynamicObject;
+    use kube_informer::cache::{HandlerFns, SharedIndexInformer};
+    let client = kube_informer::Client::new(server.client_config()).unwrap();
+    let informer = SharedIndexInformer::new(
+        kube_informer::Api::all_with(client, &widgets("v2")),
+        common::fast_config(),
+    );
+    let seen: Seen = Arc::default();
+    let note = |seen: &Seen, ty: &str, o: &DynamicObject| {
+        let v = serde_json::to_value(o).unwrap();
+        seen.lock().unwrap().push((
+            ty.to_owned(),
+            v["metadata"]["name"].as_str().unwrap_or("").to_owned(),
+            v["apiVersion"].as_str().unwrap_or("").to_owned(),
+            v["metadata"]["labels"]["touched"]
+                .as_str()
+                .map(str::to_owned),
+        ));
+    };
+    let (a, u, d) = (seen.clone(), seen.clone(), seen.clone());
+    informer
+        .add_event_handler(
+            HandlerFns::new()
+                .on_add(move |o: Arc<DynamicObject>, _| note(&a, "ADDED", &o))
+                .on_update(move |_, o: Arc<DynamicObject>| note(&u, "MODIFIED", &o))
+                .on_delete(move |o| match o {
+                    // A tombstone would mean the watch missed the event: recorded as such.
+                    kube_informer::cache::DeletedObject::Object(o) => note(&d, "DELETED", &o),
+                    _ => d.lock().unwrap().push((
+                        "TOMBSTONE".into(),
+                        String::new(),
+                        String::new(),
+                        None,
+                    )),
+                }),
+        )
+        .unwrap();
+    informer.start().unwrap();
+    assert!(informer.wait_for_cache_sync(common::PATIENCE));
+    (informer, seen)
+}
+
+/// Reviews of `name` the webhook got so far.
+fn reviews_of(hook: &Webhook, name: &str) -> usize {
+    hook.calls()
+        .iter()
+        .filter(|c| c.body["request"]["objects"][0]["metadata"]["name"] == name)
+        .count()
+}
+
+#[test]
+fn informers_on_another_version_sync_and_see_converted_events_one_review_per_version() {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert");
+    let (first, seen1) = v2_informer(&server);
+    let (second, seen2) = v2_informer(&server);
+    for seen in [&seen1, &seen2] {
+        common::wait_until("the three objects delivered", || {
+            seen.lock().unwrap().len() >= 3
+        });
+        let s = seen.lock().unwrap().clone();
+        assert_eq!(s.len(), 3, "{s:?}");
+        assert!(s
+            .iter()
+            .all(|(ty, _, v, _)| ty == "ADDED" && v == "capture.example.com/v2"));
+    }
+    assert_eq!(
+        hook.calls().len(),
+        3,
+        "w1..w3 once each, for both informers"
+    );
+
+    let v1 = widgets("v1");
+    let mut w3 = server.get(&v1, Some("cap-webhook"), "w3").unwrap();
+    w3["metadata"]["labels"]["touched"] = json!("yes");
+    server.update(&v1, w3).unwrap();
+    let mut w4 = server.get(&v1, Some("cap-webhook"), "w2").unwrap();
+    let meta = w4["metadata"].as_object_mut().unwrap();
+    for k in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "managedFields",
+    ] {
+        meta.remove(k);
+    }
+    meta.insert("name".into(), json!("w4"));
+    server.create(&v1, w4).unwrap();
+    server.delete(&v1, Some("cap-webhook"), "w1").unwrap();
+
+    for seen in [&seen1, &seen2] {
+        common::wait_until("the modification, addition and deletion in v2", || {
+            seen.lock().unwrap().len() >= 6
+        });
+        let s = seen.lock().unwrap()[3..].to_vec();
+        let v2 = "capture.example.com/v2".to_owned();
+        assert_eq!(
+            s,
+            vec![
+                (
+                    "MODIFIED".into(),
+                    "w3".into(),
+                    v2.clone(),
+                    Some("yes".into())
+                ),
+                ("ADDED".into(), "w4".into(), v2.clone(), None),
+                ("DELETED".into(), "w1".into(), v2.clone(), None),
+            ]
+        );
+    }
+    // One review per object version, whatever the number of watchers.
+    assert_eq!(reviews_of(&hook, "w3"), 2);
+    assert_eq!(reviews_of(&hook, "w4"), 1);
+    assert_eq!(
+        reviews_of(&hook, "w1"),
+        2,
+        "its state at deletion is a new version"
+    );
+    for c in hook.calls() {
+        assert_eq!(c.body["request"]["objects"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            c.body["request"]["desiredAPIVersion"],
+            "capture.example.com/v2"
+        );
+    }
+    first.stop();
+    second.stop();
+}
+
+#[test]
+fn a_watch_in_another_version_converts_objects_not_bookmarks_and_ends_at_an_object_it_cannot_convert(
+) {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert-unless-poisoned");
+    let list = capture::body_json(&get(&server, LIST_V1));
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let v1 = widgets("v1");
+    let mut ok = list["items"][0].clone();
+    let meta = ok["metadata"].as_object_mut().unwrap();
+    for k in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "managedFields",
+    ] {
+        meta.remove(k);
+    }
+    meta.insert("name".into(), json!("fine"));
+    server.create(&v1, ok.clone()).unwrap();
+    ok["metadata"]["name"] = json!("poisoned");
+    ok["metadata"]["labels"]["poison"] = json!("yes");
+    server.create(&v1, ok.clone()).unwrap();
+    ok["metadata"]["name"] = json!("never-sent");
+    ok["metadata"]["labels"] = json!({});
+    server.create(&v1, ok).unwrap();
+
+    // Longer than the client's patience: only an ended stream lets this return.
+    let answer = get(
+        &server,
+        &format!("{LIST_V2}?watch=1&resourceVersion={rv}&timeoutSeconds=600"),
+    );
+    assert_eq!(answer.code, 200);
+    let lines: Vec<Value> = String::from_utf8(answer.body)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["type"], "ADDED");
+    assert_eq!(lines[0]["object"]["apiVersion"], "capture.example.com/v2");
+    assert_eq!(lines[0]["object"]["kind"], "CvWidget");
+    assert_eq!(lines[0]["object"]["metadata"]["name"], "fine");
+    assert_eq!(reviews_of(&hook, "never-sent"), 0);
+    // The version's cache is re-initializing: the next watch is refused (no reconnect
+    // storm), until the object that cannot be converted is gone.
+    let again = get(&server, &format!("{LIST_V2}?watch=1&resourceVersion={rv}"));
+    assert_eq!(again.code, 429, "{}", String::from_utf8_lossy(&again.body));
+    assert!(again
+        .headers
+        .iter()
+        .any(|(k, v)| k == "retry-after" && v == "1"));
+    let refused = capture::body_json(&again);
+    assert!(refused["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("storage is (re)initializing: failed to list capture.example.com/v2, Kind=CvWidget: conversion webhook for capture.example.com/v1, Kind=CvWidget failed: capture webhook cannot convert this object"), "{refused}");
+    server.delete(&v1, Some("cap-webhook"), "poisoned").unwrap();
+    let now = capture::body_json(&get(&server, LIST_V1))["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer = get(
+        &server,
+        &format!("{LIST_V2}?watch=1&resourceVersion={now}&timeoutSeconds=1"),
+    );
+    assert_eq!(answer.code, 200, "rebuilt once it converts again");
+
+    // A bookmark is not converted: only its resourceVersion, in the version watched.
+    let answer = get(
+        &server,
+        &format!("{LIST_V2}?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1&labelSelector=none%3Dnone"),
+    );
+    let text = String::from_utf8(answer.body).unwrap();
+    let bookmark: Value = serde_json::from_str(text.lines().last().unwrap_or("null")).unwrap();
+    assert_eq!(bookmark["type"], "BOOKMARK", "{text}");
+    assert_eq!(bookmark["object"]["apiVersion"], "capture.example.com/v2");
+    assert_eq!(
+        {
+            let mut keys: Vec<&String> = bookmark["object"]["metadata"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect();
+            keys.sort();
+            keys
+        },
+        vec!["annotations", "resourceVersion"]
+    );
+    assert_eq!(
+        bookmark["object"].as_object().unwrap().len(),
+        3,
+        "{bookmark}"
+    );
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn lists_in_another_version_page_and_select_on_the_converted_objects() {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert-label");
+    // The converter's label selects in v2, not in v1 where it is not stored.
+    let by_label = "labelSelector=converted-by%3Dcapture-webhook";
+    let v2 = capture::body_json(&get(&server, &format!("{LIST_V2}?{by_label}")));
+    assert_eq!(names(&v2), ["w1", "w2", "w3"], "{v2}");
+    let v1 = capture::body_json(&get(&server, &format!("{LIST_V1}?{by_label}")));
+    assert_eq!(names(&v1), Vec::<String>::new());
+    let none = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?labelSelector=converted-by%21%3Dcapture-webhook"),
+    ));
+    assert_eq!(names(&none), Vec::<String>::new());
+    let w2 = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?fieldSelector=metadata.name%3Dw2"),
+    ));
+    assert_eq!(names(&w2), ["w2"]);
+    assert_eq!(
+        hook.calls().len(),
+        3,
+        "selectors read the objects converted once"
+    );
+
+    // Pages, the second read at the first's version although w3 changed in between.
+    let first = capture::body_json(&get(&server, &format!("{LIST_V2}?limit=2")));
+    assert_eq!(names(&first), ["w1", "w2"]);
+    assert_eq!(first["metadata"]["remainingItemCount"], 1);
+    let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    assert!(!token.is_empty());
+    let v1r = widgets("v1");
+    let mut w3 = server.get(&v1r, Some("cap-webhook"), "w3").unwrap();
+    w3["metadata"]["labels"]["touched"] = json!("yes");
+    server.update(&v1r, w3).unwrap();
+    let second = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?limit=2&continue={token}"),
+    ));
+    assert_eq!(names(&second), ["w3"], "{second}");
+    assert_eq!(second["metadata"]["continue"], "");
+    assert_eq!(
+        second["metadata"]["resourceVersion"],
+        first["metadata"]["resourceVersion"]
+    );
+    assert!(second["items"][0]["metadata"]["labels"]["touched"].is_null());
+    assert_eq!(second["items"][0]["apiVersion"], "capture.example.com/v2");
+    assert_eq!(
+        second["items"][0]["metadata"]["labels"]["converted-by"],
+        "capture-webhook"
+    );
+    // A selector and a limit: the page fills with matches only.
+    let sel = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?limit=1&labelSelector=touched%3Dyes"),
+    ));
+    assert_eq!(names(&sel), ["w3"]);
+    assert!(sel["metadata"]["remainingItemCount"].is_null());
+}
+
+#[test]
+fn a_list_in_another_version_at_an_exact_version_pages_as_captured() {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert");
+    let at = capture::body_json(&get(&server, LIST_V2))["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let v1 = widgets("v1");
+    server.delete(&v1, Some("cap-webhook"), "w1").unwrap();
+    // As `conversion-list-v2-exact-rv-limit`: the state at that version, two of them.
+    let page = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?resourceVersion={at}&resourceVersionMatch=Exact&limit=2"),
+    ));
+    assert_eq!(names(&page), ["w1", "w2"], "{page}");
+    assert_eq!(page["metadata"]["resourceVersion"], at.as_str());
+    assert_eq!(page["metadata"]["remainingItemCount"], 1);
+    // `resourceVersion=0` is the cache's whole list: the limit is ignored.
+    let whole = capture::body_json(&get(
+        &server,
+        &format!("{LIST_V2}?resourceVersion=0&limit=1"),
+    ));
+    assert_eq!(names(&whole), ["w2", "w3"]);
+    assert_eq!(whole["metadata"]["continue"], "");
+}
+
+#[test]
+fn a_patch_in_another_version_is_applied_to_the_converted_object_and_stored_converted_back() {
+    let hook = Webhook::start();
+    let server = converting(&hook, "/convert");
+    let w3 = format!("{LIST_V2}/w3");
+    let patch = |ct: &str, body: Value| {
+        capture::send_json(
+            server.addr(),
+            "PATCH",
+            &w3,
+            Some(ct),
+            body.to_string().into_bytes(),
+        )
+    };
+    let answer = patch(
+        "application/merge-patch+json",
+        json!({"metadata": {"labels": {"touched": "yes"}}, "spec": {"color": "blue"}}),
+    );
+    assert_eq!(answer.code, 200);
+    let body = capture::body_json(&answer);
+    assert_eq!(body["apiVersion"], "capture.example.com/v2");
+    assert_eq!(body["metadata"]["labels"]["touched"], "yes");
+    assert_eq!(body["spec"]["color"], "blue");
+    let stored = server
+        .get(&widgets("v1"), Some("cap-webhook"), "w3")
+        .unwrap();
+    assert_eq!(stored["metadata"]["labels"]["touched"], "yes");
+    assert_eq!(stored["spec"]["color"], "blue");
+    assert_eq!(
+        stored["metadata"]["resourceVersion"],
+        body["metadata"]["resourceVersion"]
+    );
+    let desired: Vec<Value> = hook
+        .calls()
+        .iter()
+        .map(|c| c.body["request"]["desiredAPIVersion"].clone())
+        .collect();
+    assert_eq!(
+        desired,
+        [
+            "capture.example.com/v2",
+            "capture.example.com/v1",
+            "capture.example.com/v2"
+        ],
+        "read, stored, answered"
+    );
+
+    // A JSON patch tests the converted object; a stale resourceVersion is a conflict.
+    let answer = patch(
+        "application/json-patch+json",
+        json!([{"op": "test", "path": "/apiVersion", "value": "capture.example.com/v2"},
+            {"op": "replace", "path": "/spec/size", "value": 9}]),
+    );
+    assert_eq!(
+        answer.code,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert_eq!(capture::body_json(&answer)["spec"]["size"], 9);
+    let answer = patch(
+        "application/merge-patch+json",
+        json!({"metadata": {"resourceVersion": "1"}, "spec": {"size": 1}}),
+    );
+    assert_eq!(
+        answer.code,
+        409,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let answer = patch(
+        "application/strategic-merge-patch+json",
+        json!({"spec": {"size": 1}}),
+    );
+    assert_eq!(answer.code, 415);
+    let answer = patch("application/merge-patch+json", json!({"spec": {"size": 1}}));
+    let missing = capture::send_json(
+        server.addr(),
+        "PATCH",
+        &format!("{LIST_V2}/nope"),
+        Some("application/merge-patch+json"),
+        b"{}".to_vec(),
+    );
+    assert_eq!(answer.code, 200);
+    assert_eq!(missing.code, 404);
+    assert_eq!(
+        server
+            .get(&widgets("v1"), Some("cap-webhook"), "w3")
+            .unwrap()["spec"]["size"],
+        1
+    );
+}
+
+#[test]
+fn status_in_another_version_is_converted_as_the_object_is() {
+    let hook = Webhook::start();
+    let plain = converting(&hook, "/convert");
+    let no_status = get(&plain, &format!("{W1_V2}/status"));
+    assert_eq!(no_status.code, 404, "the CRD has no status subresource");
+    assert!(hook.calls().is_empty());
+
+    let server = converting_with(&hook, "/convert", json!({"status": {}}));
+    let status_url = format!("{W1_V2}/status");
+    let answer = get(&server, &status_url);
+    assert_eq!(answer.code, 200);
+    assert_eq!(
+        capture::body_json(&answer)["apiVersion"],
+        "capture.example.com/v2"
+    );
+    let answer = capture::send_json(
+        server.addr(),
+        "PATCH",
+        &status_url,
+        Some("application/merge-patch+json"),
+        json!({"status": {"ready": true}, "spec": {"size": 99}})
+            .to_string()
+            .into_bytes(),
+    );
+    assert_eq!(
+        answer.code,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let body = capture::body_json(&answer);
+    assert_eq!(body["apiVersion"], "capture.example.com/v2");
+    let stored = server
+        .get(&widgets("v1"), Some("cap-webhook"), "w1")
+        .unwrap();
+    assert_eq!(stored["status"]["ready"], true, "{stored}");
+    assert_ne!(stored["spec"]["size"], 99, "a status write keeps the spec");
+    // An update of /status in v2: the body converted to v1, the spec again kept.
+    let mut o = body.clone();
+    o["status"]["ready"] = json!(false);
+    o["spec"]["size"] = json!(98);
+    let answer = capture::send_json(
+        server.addr(),
+        "PUT",
+        &status_url,
+        Some("application/json"),
+        o.to_string().into_bytes(),
+    );
+    assert_eq!(
+        answer.code,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let stored = server
+        .get(&widgets("v1"), Some("cap-webhook"), "w1")
+        .unwrap();
+    assert_eq!(stored["status"]["ready"], false);
+    assert_ne!(stored["spec"]["size"], 98);
+    // /scale is not imitated in another version: said so.
+    assert_eq!(get(&server, &format!("{W1_V2}/scale")).code, 405);
 }

@@ -282,9 +282,11 @@
 //! A CRD given with `spec.conversion.strategy: Webhook`
 //! ([`ApiServerBuilder::custom_resource_definition`]) is stored in its storage version and
 //! served in its other versions through its conversion webhook (`conversion.rs`), one
-//! object per review: get, list (served from objects converted once; 429 `storage is
-//! (re)initializing` while one cannot be), create and update (the body converted to the
-//! storage version, the answer back), delete. A failed conversion is a 500 `conversion
+//! object per review: get, list (served from objects converted once, paged and selected
+//! on them; 429 `storage is (re)initializing` while one cannot be), create and update (the
+//! body converted to the storage version, the answer back), JSON and merge patches,
+//! delete, and watch (each event's object converted once per resourceVersion for every
+//! watcher; bookmarks as they are). A failed conversion is a 500 `conversion
 //! webhook for <group/version>, Kind=<Kind> failed: ...` (no reason); a converter that
 //! changes the kind, name, namespace or uid is refused (`returned invalid object: must have
 //! the same name: a != b`), one that changes labels or annotations is taken.
@@ -307,11 +309,13 @@
 //!   credentials (an open server, a client certificate) is `kube-admin`.
 //! - A write in a converted version is admitted in the storage version (its rules match
 //!   that version).
-//! - Conversion: no watch, patch, subresource, paging or selector in a non-storage version
-//!   (405 saying so); discovery lists the storage version only; the conversion webhook's
+//! - Conversion: no server-side apply or `/scale` in a non-storage version (405 saying
+//!   so; JSON and merge patches and `/status` are converted); a
+//!   watch's selector there sees the stored labels (a list's sees the converted ones); discovery lists the storage version only; the conversion webhook's
 //!   timeout is 30 s (kube-apiserver's). A create in another version converts the body as
 //!   sent (the real server converts it after giving it a uid, creationTimestamp and
-//!   generation), and a written object is converted for lists at the next list, not at once.
+//!   generation), and a written object is converted at the next list or watch event that
+//!   needs it, not at once.
 
 // The test server passes `Status` bodies around by value: they are what it answers with,
 // and no hot path of the library goes through here.

@@ -313,7 +313,7 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         }
         Target::Get => get(&route, peer, shared, fault.as_ref(), &form),
         Target::List => list(req, &route, peer, shared, fault.as_ref(), &form),
-        Target::Watch => watch(req, &route, peer, shared, fault.as_ref(), &form),
+        Target::Watch => watch(req, &route, peer, shared, fault.as_ref(), &form, None),
         _ => write(req, &route, peer, shared, fault.as_ref()),
     }
 }
@@ -444,13 +444,13 @@ fn parse_rv(v: Option<&str>) -> Result<Option<u64>, Status> {
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
-struct ContinueToken {
+pub(crate) struct ContinueToken {
     v: String,
-    rv: i64,
-    start: String,
+    pub(crate) rv: i64,
+    pub(crate) start: String,
 }
 
-fn encode_continue(rv: i64, start: &str) -> String {
+pub(crate) fn encode_continue(rv: i64, start: &str) -> String {
     let tok = ContinueToken {
         v: "meta.k8s.io/v1".into(),
         rv,
@@ -460,7 +460,7 @@ fn encode_continue(rv: i64, start: &str) -> String {
         .encode(serde_json::to_vec(&tok).unwrap_or_default())
 }
 
-fn decode_continue(token: &str) -> Result<ContinueToken, Status> {
+pub(crate) fn decode_continue(token: &str) -> Result<ContinueToken, Status> {
     let bad = |why: &str| {
         Status::failure(
             400,
@@ -484,6 +484,13 @@ fn decode_continue(token: &str) -> Result<ContinueToken, Status> {
 }
 
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// The 410 of a continue token whose version was compacted away.
+pub(crate) fn continue_expired(tok: &ContinueToken) -> Status {
+    let mut st = Status::failure(410, "Expired", CONTINUE_EXPIRED);
+    st.metadata.continue_token = Some(encode_continue(-1, &tok.start));
+    st
+}
 
 fn list<S: Peer>(
     req: &Request,
@@ -556,9 +563,7 @@ fn list_body(
         read_versions::check_continue_version(rv_text)?;
         let after = tok.start.trim_end_matches('\0').to_owned();
         if tok.rv < 0 || (tok.rv as u64) < c.compacted {
-            let mut st = Status::failure(410, "Expired", CONTINUE_EXPIRED);
-            st.metadata.continue_token = Some(encode_continue(-1, &tok.start));
-            return Err(st);
+            return Err(continue_expired(&tok));
         }
         (tok.rv as u64, Some(after), limit)
     } else {
@@ -674,7 +679,14 @@ struct EventSink<'a, S: Peer> {
     /// Protobuf frames instead of JSON lines (feature `protobuf`).
     #[cfg_attr(not(feature = "protobuf"), allow(dead_code))]
     protobuf: bool,
+    /// A watch in another version of a CRD converted by webhook (`conversion.rs`): each
+    /// stored object (without `kind`/`apiVersion`) becomes the converted one; `None` when it
+    /// cannot be converted, which ends the stream.
+    convert: Option<Converter<'a>>,
 }
+
+/// Turns one stored object of a watch into the version watched (see [`watch_converted`]).
+pub(crate) type Converter<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// A write fails: the client is gone or the fault cut the line.
 struct Dropped;
@@ -723,20 +735,27 @@ impl<S: Peer> EventSink<'_, S> {
     }
 
     fn event(&mut self, ty: &str, json: &str) -> Result<(), Dropped> {
-        let cut;
-        let json = if self.metadata_only {
-            cut = metadata::metadata_only(json);
-            &cut
-        } else if let Some(d) = self
+        // Defaulted as read (none in the metadata form), converted, then cut to metadata.
+        let mut owned = self
             .defaults
             .as_ref()
-            .and_then(|s| super::crd_defaults::on_read(s, json))
-        {
-            cut = d;
-            &cut
-        } else {
-            json
-        };
+            .and_then(|s| super::crd_defaults::on_read(s, json));
+        if let Some(convert) = self.convert {
+            match convert(owned.as_deref().unwrap_or(json)) {
+                Some(c) => owned = Some(c),
+                None => {
+                    // The watch cache of this version cannot decode the object: the real
+                    // server ends its watchers (see `conversion.rs`); what came before it
+                    // goes out and the body ends properly.
+                    self.ended_by_error = true;
+                    return Err(Dropped);
+                }
+            }
+        }
+        if self.metadata_only {
+            owned = Some(metadata::metadata_only(owned.as_deref().unwrap_or(json)));
+        }
+        let json = owned.as_deref().unwrap_or(json);
         let rest = json.strip_prefix('{').unwrap_or(json);
         let mut line = String::with_capacity(json.len() + self.kind.len() + 64);
         line.push_str("{\"type\":\"");
@@ -841,6 +860,40 @@ enum Wake {
     Stopped,
 }
 
+/// A watch of the stored version `stored` of a CRD served as `api_version`, each object
+/// converted by `convert` (`conversion.rs`): the same events, bookmarks and versions as a
+/// watch of the stored version, the objects in the version watched.
+pub(crate) fn watch_converted<S: Peer>(
+    req: &Request,
+    stored: &TypeKey,
+    namespace: Option<&str>,
+    api_version: &str,
+    convert: Converter<'_>,
+    peer: &mut S,
+    shared: &Shared,
+) -> Outcome {
+    let route = Route {
+        tk: stored.clone(),
+        namespace: namespace.map(str::to_owned),
+        name: None,
+        subresource: None,
+    };
+    let go_type = {
+        let mut store = shared.store.lock();
+        let c = store.collection(stored);
+        metadata::go_type(&c.kind, c.info.builtin)
+    };
+    let form = match metadata::negotiate(req.header("accept"), false, &go_type) {
+        Ok(form) => form,
+        Err(e) => {
+            let body = e.body();
+            return outcome(http::write_response_as_is(peer, 406, &[], body.as_bytes()));
+        }
+    };
+    let converting = Some((api_version, convert));
+    watch(req, &route, peer, shared, None, &form, converting)
+}
+
 fn watch<S: Peer>(
     req: &Request,
     r: &Route,
@@ -848,6 +901,7 @@ fn watch<S: Peer>(
     shared: &Shared,
     fault: Option<&Fault>,
     form: &metadata::Form,
+    converting: Option<(&str, Converter<'_>)>,
 ) -> Outcome {
     let filter = match Filter::parse(req.param("labelSelector"), req.param("fieldSelector")) {
         Ok(f) => f,
@@ -888,7 +942,7 @@ fn watch<S: Peer>(
         let (kind, api_version) = match form {
             metadata::Form::Full => (
                 Value::from(c.kind.as_str()).to_string(),
-                Value::from(c.api_version.as_str()).to_string(),
+                Value::from(converting.map_or(c.api_version.as_str(), |(v, _)| v)).to_string(),
             ),
             metadata::Form::Metadata { version } => (
                 "\"PartialObjectMetadata\"".to_owned(),
@@ -970,6 +1024,7 @@ fn watch<S: Peer>(
         metadata_only: matches!(form, metadata::Form::Metadata { .. }),
         defaults,
         protobuf,
+        convert: converting.map(|(_, c)| c),
     };
     let result = (|| -> Result<(), Dropped> {
         if initial_events && !shared.streaming_list_supported.load(Ordering::SeqCst) {
