@@ -150,16 +150,9 @@ impl Object for PartialObjectMetadata {
         raw: &[u8],
     ) -> Result<Self, crate::protobuf::ProtobufError> {
         static NAMES: std::sync::OnceLock<(SharedStr, SharedStr)> = std::sync::OnceLock::new();
-        // Through a JSON value: our `ObjectMeta` keeps `managedFields` as raw JSON text
-        // (`RawJson`), which asks its deserializer for serde_json's raw-value form; a
-        // `serde_json::Value` answers that, the codec's deserializer does not (yet).
-        let value: serde_json::Value = crate::protobuf::decode(message, raw)?;
-        let mut obj = PartialObjectMetadata::deserialize(value).map_err(|e| {
-            // Kind and position only: serde's messages can quote values.
-            <crate::protobuf::ProtobufError as de::Error>::custom(crate::error::json_error_summary(
-                &e,
-            ))
-        })?;
+        // Straight from the wire: the codec answers serde_json's raw-value form, which our
+        // `ObjectMeta` asks for its `managedFields` (`RawJson`).
+        let mut obj: PartialObjectMetadata = crate::protobuf::decode(message, raw)?;
         let (api_version, kind) =
             NAMES.get_or_init(|| ("meta.k8s.io/v1".into(), "PartialObjectMetadata".into()));
         obj.api_version.get_or_insert_with(|| api_version.clone());
