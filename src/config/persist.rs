@@ -13,10 +13,23 @@
 //! - The file is parsed and written again as YAML values: its comments, key order within
 //!   a mapping aside, and formatting (quoting, indentation, flow style) are not kept.
 //!   kubectl rewrites the file the same way.
-//! - The new text goes to a temporary file in the same folder (created readable by the
-//!   owner only, then given the original file's permissions), is flushed to disk, and is
-//!   renamed over the file: a reader sees the old file or the new one, never half of one. A
-//!   symbolic link is followed: the file it points to is replaced, the link stays.
+//! - How the file is written: by a rename when that leaves the file what it was, else in
+//!   place, as client-go does. client-go's `WriteToFile` always writes in place (open,
+//!   truncate, write): the file stays the same file, so a kubeconfig bind-mounted alone
+//!   into a container (a rename over a mount point fails, `EBUSY`), hard links (the other
+//!   names would keep the old tokens), another user's or group's file (a new file would be
+//!   ours), its ACLs and extended attributes all keep working. Its cost is that a reader
+//!   that does not take the lock (kubectl, any client-go program) can see a half-written
+//!   file, and a write cut short (a full disk) leaves a cut file. So the new text first
+//!   goes to a temporary file in the same folder (created readable by the owner only, then
+//!   given the original's permissions), flushed to disk, and is renamed over the file only
+//!   when it is a regular file with one link and the temporary file got its owner and
+//!   group; a reader then sees the old file or the new one, never half of one. Otherwise,
+//!   or when the rename fails, the text is written in place under the lock (truncate,
+//!   write, flush to disk). What std cannot see is kept only in place: ACLs and extended
+//!   attributes of a one-link file we own are not carried over by the rename (set them on
+//!   the folder's defaults, or give the file a second link to keep it in place). A
+//!   symbolic link is followed: the file it points to is written, the link stays.
 //! - Error messages name the file and what failed, never a value.
 
 use std::collections::BTreeMap;
@@ -30,7 +43,7 @@ use super::file_lock::{FileLock, Patience};
 use crate::client::Cancel;
 
 /// Sets `changes` (key, value) in the `auth-provider.config` of user `user` in the kubeconfig
-/// at `path`, atomically, holding `<path>.lock` (waiting for it as `patience` says, or
+/// at `path` (see the module docs for how), holding `<path>.lock` (waiting for it as `patience` says, or
 /// until `cancel` fires). `Ok` is that user's string settings as written; `Err` says what
 /// failed (never a value).
 pub(crate) fn write_auth_provider_config(
@@ -56,12 +69,15 @@ pub(crate) fn write_auth_provider_config(
     let written = string_settings(config);
     let new_text = serde_yaml::to_string(&doc)
         .map_err(|_| format!("cannot encode the new contents of {shown}"))?;
-    replace_atomically(&real, new_text.as_bytes(), || {
+    let still_held = || {
         // A holder whose lock was judged stale and removed must not write over the
         // writer that took it since.
         lock.still_held()
             .then_some(())
             .ok_or_else(|| std::io::Error::other("the lock was removed by another program"))
+    };
+    write_back(&real, new_text.as_bytes(), still_held, |from, to| {
+        std::fs::rename(from, to)
     })
     .map_err(|e| format!("writing {shown}: {e}"))?;
     drop(lock);
@@ -112,20 +128,82 @@ fn provider_config<'a>(doc: &'a mut Value, user: &str) -> Option<&'a mut Mapping
     provider.get_mut(&key)?.as_mapping_mut()
 }
 
-/// Replaces `path` with `bytes` through a temporary file and a rename in the same folder,
-/// keeping the file's permissions; `may_rename` is asked last, just before the rename.
-fn replace_atomically(
+/// How [`write_back`] wrote the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Written {
+    /// A temporary file renamed over it.
+    Renamed,
+    /// The file itself, truncated and written.
+    InPlace,
+}
+
+/// Writes `bytes` to `path`: through a temporary file renamed over it when that keeps the
+/// file what it was (one link, same owner and group) and the rename succeeds, else in
+/// place. `still_held` is asked just before the file changes (either way); `rename` is
+/// `std::fs::rename` but for tests.
+fn write_back(
     path: &Path,
     bytes: &[u8],
-    may_rename: impl FnOnce() -> std::io::Result<()>,
-) -> std::io::Result<()> {
+    still_held: impl Fn() -> std::io::Result<()>,
+    rename: impl FnOnce(&Path, &Path) -> std::io::Result<()>,
+) -> std::io::Result<Written> {
+    let meta = std::fs::metadata(path)?;
+    if meta.is_file() && single_link(&meta) {
+        match replace_atomically(path, &meta, bytes, &still_held, rename)? {
+            Some(()) => return Ok(Written::Renamed),
+            None => log::debug!(
+                "{}: written in place (a rename would not keep the file as it is)",
+                path.display()
+            ),
+        }
+    }
+    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    still_held()?;
+    f.set_len(0)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok(Written::InPlace)
+}
+
+#[cfg(unix)]
+fn single_link(meta: &std::fs::Metadata) -> bool {
+    std::os::unix::fs::MetadataExt::nlink(meta) == 1
+}
+
+#[cfg(not(unix))]
+fn single_link(_: &std::fs::Metadata) -> bool {
+    true
+}
+
+/// Whether a file created now in the folder (`tmp`) has the owner and group of `file`.
+#[cfg(unix)]
+fn same_owner(file: &std::fs::Metadata, tmp: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    (file.uid(), file.gid()) == (tmp.uid(), tmp.gid())
+}
+
+#[cfg(not(unix))]
+fn same_owner(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    true
+}
+
+/// Replaces `path` with `bytes` through a temporary file and a rename in the same folder,
+/// keeping the file's permissions; `still_held` is asked last, just before the rename.
+/// `Ok(None)`: not replaced, nothing changed (the temporary file would have another owner or
+/// group, or the rename failed), so the caller writes in place.
+fn replace_atomically(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    bytes: &[u8],
+    still_held: impl Fn() -> std::io::Result<()>,
+    rename: impl FnOnce(&Path, &Path) -> std::io::Result<()>,
+) -> std::io::Result<Option<()>> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "kubeconfig".into());
-    let permissions = std::fs::metadata(path)?.permissions();
     let tmp = dir.join(format!(
         ".{name}.kube-informer-{}-{}.tmp",
         std::process::id(),
@@ -138,16 +216,30 @@ fn replace_atomically(
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
+    let mut f = match options.open(&tmp) {
+        Ok(f) => f,
+        // A folder we may not create in (the file alone is writable): in place.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(None),
+        Err(e) => return Err(e),
+    };
     let written = (|| {
-        let mut f = options.open(&tmp)?;
+        if !same_owner(meta, &f.metadata()?) {
+            return Ok(None);
+        }
         f.write_all(bytes)?;
-        f.set_permissions(permissions)?;
+        f.set_permissions(meta.permissions())?;
         f.sync_all()?;
-        drop(f);
-        may_rename()?;
-        std::fs::rename(&tmp, path)
+        still_held()?;
+        match rename(&tmp, path) {
+            Ok(()) => Ok(Some(())),
+            Err(e) => {
+                log::debug!("{}: cannot rename over it ({e})", path.display());
+                Ok(None)
+            }
+        }
     })();
-    if written.is_err() {
+    drop(f);
+    if !matches!(written, Ok(Some(()))) {
         let _ = std::fs::remove_file(&tmp);
     }
     written
@@ -232,5 +324,121 @@ mod tests {
             .collect();
         assert_eq!(lost, Vec::<usize>::new(), "users whose new token was lost");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    const ONE_USER: &str = "users:\n- name: me\n  user:\n    auth-provider:\n      name: oidc\n      config:\n        id-token: old\n";
+
+    fn id_token(path: &Path) -> Option<String> {
+        read_auth_provider_config(path, "me")?
+            .get("id-token")
+            .cloned()
+    }
+
+    #[cfg(unix)]
+    fn inode(path: &Path) -> u64 {
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_hard_linked_file_is_written_in_place_and_every_name_sees_the_new_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        let other = dir.path().join("other-name");
+        std::fs::write(&path, ONE_USER).unwrap();
+        std::fs::hard_link(&path, &other).unwrap();
+        let before = inode(&path);
+        write_auth_provider_config(&path, "me", &[("id-token", "new")], PATIENCE, None).unwrap();
+        assert_eq!(id_token(&path).as_deref(), Some("new"));
+        assert_eq!(
+            id_token(&other).as_deref(),
+            Some("new"),
+            "the other name kept the old file"
+        );
+        assert_eq!(inode(&path), before);
+        assert_eq!(inode(&other), before);
+        // No temporary file or lock left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_of_another_owner_keeps_its_owner_group_and_mode() {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, ONE_USER).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let me = std::fs::metadata(&path).unwrap();
+        // Only root can give a file away; anyone else can only own files that are theirs,
+        // and then the rename keeps the owner (checked too).
+        let given = std::os::unix::fs::chown(&path, Some(4242), Some(4243)).is_ok();
+        let owner = if given {
+            (4242, 4243)
+        } else {
+            (me.uid(), me.gid())
+        };
+        let before = inode(&path);
+        write_auth_provider_config(&path, "me", &[("id-token", "new")], PATIENCE, None).unwrap();
+        let after = std::fs::metadata(&path).unwrap();
+        assert_eq!(id_token(&path).as_deref(), Some("new"));
+        assert_eq!((after.uid(), after.gid()), owner);
+        assert_eq!(after.mode() & 0o7777, 0o640);
+        if given {
+            assert_eq!(inode(&path), before, "written in place");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_of_ours_with_one_link_is_replaced_by_a_rename() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, "old text").unwrap();
+        let ok = || Ok(());
+        let how = write_back(&path, b"new text", ok, |a, b| std::fs::rename(a, b)).unwrap();
+        assert_eq!(how, Written::Renamed);
+        assert_eq!(std::fs::read(&path).unwrap(), b"new text");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_rename_that_fails_as_over_a_bind_mount_falls_back_to_writing_in_place() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, "a longer old text than the new one").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let before = inode(&path);
+        let ok = || Ok(());
+        // What rename(2) answers for a file bind-mounted alone into a container.
+        let busy = |_: &Path, _: &Path| Err(std::io::Error::from_raw_os_error(16));
+        let how = write_back(&path, b"new text", ok, busy).unwrap();
+        assert_eq!(how, Written::InPlace);
+        assert_eq!(std::fs::read(&path).unwrap(), b"new text");
+        assert_eq!(inode(&path), before);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "temporary file left"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_lost_lock_writes_nothing_either_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, "old").unwrap();
+        let lost = || Err(std::io::Error::other("lost"));
+        let rename = |a: &Path, b: &Path| std::fs::rename(a, b);
+        assert!(write_back(&path, b"new", lost, rename).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        std::fs::hard_link(&path, dir.path().join("second")).unwrap();
+        assert!(write_back(&path, b"new", lost, rename).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }
