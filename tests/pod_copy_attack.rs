@@ -232,20 +232,60 @@ fn hard_links_then_overwrites_never_write_an_inode_twice() {
         w.append_file("x/f", 0o644, 0, 3, &b"one"[..]).unwrap();
         w.append_hard_link("x/g", "x/f", 0).unwrap();
         w.append_file("x/f", 0o600, 0, 3, &b"two"[..]).unwrap();
-        w.append_hard_link("x/h", "x/alias", 0).unwrap();
-        w.append_file("x/h", 0o777, 0, 4, &b"evil"[..]).unwrap();
+        w.append_hard_link("x/i", "x/g", 0).unwrap();
         w.append_file("x/alias", 0o777, 0, 4, &b"evil"[..]).unwrap();
         w.append_dir("x/alias", 0o777, 0).unwrap();
     });
     attack(root.path(), "/x", &archive, false).unwrap();
     let out = root.path().join("out");
     assert_eq!(fs::read(out.join("g")).unwrap(), b"one");
+    assert_eq!(fs::read(out.join("i")).unwrap(), b"one");
     assert_eq!(fs::read(out.join("f")).unwrap(), b"two");
     assert_eq!(fs::read(root.path().join("secret")).unwrap(), b"secret\n");
     assert_eq!(
         fs::metadata(root.path().join("secret")).unwrap().mode() & 0o777,
         0o644
     );
+}
+
+/// A hard link to a file that was in the destination before the copy (the user's own, or
+/// a name of a file outside) is refused: the container never gives a user's file another
+/// name, nor writes through one. kubectl makes every hard link entry an empty file; a
+/// link to a file the copy extracted is kept (tar's hard links, in the same archive).
+#[test]
+fn a_hard_link_never_names_a_file_that_was_there_before() {
+    for target in ["x/keep", "x/alias"] {
+        let root = world(true);
+        let alias = root.path().join("out/alias");
+        fs::hard_link(root.path().join("secret"), &alias).unwrap();
+        let archive = crafted(|w| {
+            w.append_hard_link("x/h", target, 0).unwrap();
+            w.append_file("x/h", 0o777, 0, 4, &b"evil"[..]).unwrap();
+        });
+        let before = snapshot(root.path());
+        let got = attack(root.path(), "/x", &archive, false);
+        assert!(
+            matches!(&got, Err(CopyError::HardLinkTarget { entry, .. }) if entry == "x/h"),
+            "{target}: {got:?}"
+        );
+        assert_eq!(snapshot(root.path()), before, "{target}");
+        assert!(fs::symlink_metadata(root.path().join("out/h")).is_err());
+        assert_eq!(
+            fs::metadata(root.path().join("out/keep")).unwrap().nlink(),
+            1
+        );
+        assert_eq!(fs::metadata(root.path().join("secret")).unwrap().nlink(), 2);
+    }
+    // A name the archive wrote first is the copy's own file: linking it is fine.
+    let root = world(true);
+    let archive = crafted(|w| {
+        w.append_file("x/keep", 0o644, 0, 3, &b"new"[..]).unwrap();
+        w.append_hard_link("x/h", "x/keep", 0).unwrap();
+    });
+    attack(root.path(), "/x", &archive, false).unwrap();
+    let out = root.path().join("out");
+    assert_eq!(fs::read(out.join("h")).unwrap(), b"new");
+    assert_eq!(fs::metadata(out.join("keep")).unwrap().nlink(), 2);
 }
 
 /// GNU long names and PAX `path`/`linkpath` override a harmless ustar name or link name.

@@ -1,6 +1,7 @@
 //! Extracting a container's archive under a local destination, refusing anything that
 //! would land outside it (see the [module docs](super) for the rules).
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -11,6 +12,10 @@ use crate::pod::tar::{Entry, EntryKind, TarReader};
 
 /// Entries listed in [`CopyReport::skipped`] before only a count is kept.
 const MAX_SKIPPED_LISTED: usize = 100;
+
+/// Files of this copy remembered as targets for its hard links (16 bytes each on Unix):
+/// past this many, a hard link to a later file is refused.
+const MAX_FILES_REMEMBERED: usize = 1 << 20;
 
 /// Symlinks looked through to judge where a new symlink leads (Linux's `MAXSYMLINKS`).
 const MAX_LINKS: u32 = 40;
@@ -61,6 +66,7 @@ pub fn extract_archive(
         skip_escaping_symlinks: options.skip_escaping_symlinks,
         report: &mut report,
         skipped_unlisted: 0,
+        made: Made::default(),
     }
     .run(&mut tar)?;
     report.archive_bytes = tar.offset();
@@ -74,6 +80,62 @@ pub(crate) struct Extractor<'a> {
     pub skip_escaping_symlinks: bool,
     pub report: &'a mut CopyReport,
     pub skipped_unlisted: u64,
+    /// The files this copy created: the only targets its hard links may have.
+    pub made: Made,
+}
+
+/// The regular files a copy created, by identity (device and inode on Unix, so that a file
+/// replaced under the same name by something else is not taken for ours), bounded by
+/// [`MAX_FILES_REMEMBERED`]. A hard link entry may only give another name to one of them:
+/// never to a file that was in the destination before the copy (the container would choose
+/// where a user's file gets a second name, and what later writes through it mean).
+#[derive(Default)]
+pub(crate) struct Made(HashSet<FileKey>);
+
+#[cfg(unix)]
+type FileKey = (u64, u64);
+#[cfg(not(unix))]
+type FileKey = PathBuf;
+
+#[cfg(unix)]
+fn file_key(_: &Path, m: &fs::Metadata) -> FileKey {
+    use std::os::unix::fs::MetadataExt as _;
+    (m.dev(), m.ino())
+}
+
+#[cfg(not(unix))]
+fn file_key(path: &Path, _: &fs::Metadata) -> FileKey {
+    path.to_owned()
+}
+
+/// Whether removing the name whose metadata is `m` removes the file itself (its last link).
+#[cfg(unix)]
+fn last_link(m: &fs::Metadata) -> bool {
+    std::os::unix::fs::MetadataExt::nlink(m) <= 1
+}
+
+#[cfg(not(unix))]
+fn last_link(_: &fs::Metadata) -> bool {
+    true
+}
+
+impl Made {
+    fn insert(&mut self, path: &Path, m: &fs::Metadata) {
+        if self.0.len() < MAX_FILES_REMEMBERED {
+            self.0.insert(file_key(path, m));
+        }
+    }
+
+    fn contains(&self, path: &Path, m: &fs::Metadata) -> bool {
+        self.0.contains(&file_key(path, m))
+    }
+
+    /// `path` (metadata `m`) is about to be removed.
+    fn removing(&mut self, path: &Path, m: &fs::Metadata) {
+        if last_link(m) {
+            self.0.remove(&file_key(path, m));
+        }
+    }
 }
 
 /// Where an entry lands.
@@ -203,8 +265,9 @@ impl Extractor<'_> {
         }
     }
 
-    /// A hard link's target: a regular file already extracted inside the destination,
-    /// reached through directories only, and not the link itself.
+    /// A hard link's target: a regular file this copy extracted inside the destination
+    /// (never one that was there before), reached through directories only, and not the
+    /// link itself.
     fn hard_link_target(
         &self,
         entry: &Entry,
@@ -223,8 +286,9 @@ impl Extractor<'_> {
             None if named => return Err(refused()),
             None => {}
         }
-        let regular = fs::symlink_metadata(&to.path).is_ok_and(|m| m.file_type().is_file());
-        if !regular || to.path == path {
+        let ours = fs::symlink_metadata(&to.path)
+            .is_ok_and(|m| m.file_type().is_file() && self.made.contains(&to.path, &m));
+        if !ours || to.path == path {
             return Err(refused());
         }
         Ok(to.path)
@@ -347,7 +411,8 @@ impl Extractor<'_> {
         }
         .ok();
         let is_dir = existing.as_ref().is_some_and(|m| m.is_dir());
-        if existing.is_some() && !is_dir {
+        if let Some(m) = existing.as_ref().filter(|_| !is_dir) {
+            self.made.removing(&path, m);
             fs::remove_file(&path).map_err(local(&path, "replacing"))?;
         }
         match entry.kind {
@@ -363,6 +428,9 @@ impl Extractor<'_> {
             }
             EntryKind::File => {
                 let mut f = create_new(&path, entry.mode)?;
+                if let Ok(m) = f.metadata() {
+                    self.made.insert(&path, &m);
+                }
                 loop {
                     let n = tar.read_data(buf).map_err(CopyError::Archive)?;
                     if n == 0 {

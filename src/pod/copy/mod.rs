@@ -29,8 +29,10 @@
 //! target is read from the destination's parent; a name below a symlink
 //! ([`CopyError::ThroughSymlink`]: a real `tar` never archives anything below a symlink, so
 //! this is a crafted archive, or a destination that already holds a symlink there); a hard
-//! link to anything but a regular file already extracted inside ([`CopyError::HardLinkTarget`]:
-//! a hard link to a symlink would re-read its target from another directory). A symlink's
+//! link to anything but a regular file this copy extracted ([`CopyError::HardLinkTarget`]:
+//! a hard link to a symlink would re-read its target from another directory, and one to a
+//! file that was in the destination before would let the container give a user's file a
+//! second name of its choosing; kubectl makes every hard link entry an empty file). A symlink's
 //! target is judged lexically: some `..` first, no more than the link's directory is deep,
 //! then names only, each of which, if a link, obeys the same rule — the links it meets
 //! are looked at too (at most 40), as one the user already had in an existing destination
@@ -228,9 +230,10 @@ pub enum CopyError {
         /// Its target.
         target: String,
     },
-    /// A hard link whose target is not a regular file already extracted inside the
-    /// destination (a symlink, a directory, nothing, the link itself): linking it could
-    /// give a name inside the destination to something that points outside.
+    /// A hard link whose target is not a regular file this copy extracted (a symlink, a
+    /// directory, nothing, the link itself, a file that was in the destination before):
+    /// linking it could give a name inside the destination to something that points
+    /// outside, or a user's own file a second name the container chose.
     HardLinkTarget {
         /// The link's name.
         entry: String,
@@ -307,7 +310,7 @@ impl std::fmt::Display for CopyError {
             ),
             CopyError::HardLinkTarget { entry, target } => write!(
                 f,
-                "copy: refusing hard link {entry:?} -> {target:?}: its target is not a regular file inside the destination"
+                "copy: refusing hard link {entry:?} -> {target:?}: its target is not a regular file this copy extracted"
             ),
             CopyError::ThroughSymlink { entry, symlink } => write!(
                 f,

@@ -60,6 +60,7 @@ pub(super) fn copy_from(
             skip_escaping_symlinks: options.skip_escaping_symlinks,
             report: &mut report,
             skipped_unlisted: 0,
+            made: Default::default(),
         }
         .run(&mut tar)
     };
