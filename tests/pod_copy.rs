@@ -303,6 +303,58 @@ fn names_and_links_leaving_the_destination_are_refused() {
     );
 }
 
+/// What follows the end-of-archive marker is not the archive (kubectl stops reading at the
+/// marker): a container that keeps sending after it does not keep the copy reading; the
+/// copy is complete and succeeds, and at most about 1 MiB more is read.
+#[test]
+fn bytes_after_the_end_of_the_archive_are_not_read_on_and_on() {
+    let root = tempfile::tempdir().unwrap();
+    let mut archive = crafted(|w| {
+        w.append_file("x", 0o644, 0, 5, &b"hello"[..]).unwrap();
+    });
+    let end = archive.len() as u64;
+    archive.extend(std::iter::repeat_n(b'!', 16 * 1024 * 1024));
+    let (_s, c) = hostile(archive);
+    let dest = root.path().join("x");
+    let report = c
+        .copy_from_pod("lab", "web", "/x", &dest, &CopyOptions::new())
+        .unwrap();
+    assert_eq!(fs::read(&dest).unwrap(), b"hello");
+    assert_eq!(report.files, 1);
+    assert!(
+        report.archive_bytes <= end + 1024 * 1024 + 8 * 1024,
+        "read {} bytes of a {end}-byte archive",
+        report.archive_bytes
+    );
+    // Zeros after the marker (a tar padding its record) and then the exit status: read to
+    // the end, and a failing status still fails the copy.
+    let mut archive = crafted(|w| {
+        w.append_file("x", 0o644, 0, 5, &b"hello"[..]).unwrap();
+    });
+    archive.extend([0u8; 64 * 1024]);
+    let server = ApiServer::start();
+    server.create_pod("lab", "web", &["app"]).unwrap();
+    server.runtime().command(&["tar"], move |_| CommandOutput {
+        stdout: archive.clone(),
+        stderr: b"tar: /x/y: Cannot open: Permission denied\n".to_vec(),
+        exit_code: 2,
+    });
+    let c = Client::new(server.client_config()).unwrap();
+    let e = c
+        .copy_from_pod(
+            "lab",
+            "web",
+            "/x",
+            root.path().join("y"),
+            &CopyOptions::new(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, CopyError::Command { stderr, .. } if stderr.contains("Cannot open")),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_broken_archive_is_a_typed_error() {
     let root = tempfile::tempdir().unwrap();

@@ -49,6 +49,7 @@ pub(super) fn copy_from(
         failure: None,
         stderr: Vec::new(),
         done: false,
+        past_end: false,
     };
     stream.open(1)?;
     let mut report = CopyReport::default();
@@ -71,25 +72,87 @@ pub(super) fn copy_from(
             (_, e) => e,
         });
     }
-    // What follows the end-of-archive marker (tar pads to its record size), to the status.
-    let mut sink = [0u8; 8 * 1024];
-    loop {
-        match stream.read(&mut sink) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) => {
-                return Err(stream
-                    .failure
-                    .take()
-                    .unwrap_or_else(|| CopyError::Exec(io_error(pod, e))))
-            }
-        }
-    }
+    after_the_end(&mut stream)?;
     report.archive_bytes = stream.bytes;
     report.retries = stream.retries;
     report.stderr = tar_warnings(&stream.stderr);
     Ok(report)
 }
+
+/// What follows the end-of-archive marker and the command's exit status, within bounds.
+///
+/// kubectl stops reading at the marker and never learns how the command ended. We read on
+/// for the exit status (tar exits non-zero for a file it could not read, and says so on
+/// stderr), but no further than a container deserves: past [`MAX_TRAILER`] bytes (tar pads
+/// its last record with zeros, 10 KiB by default, and nothing more), or when the session
+/// does not end within [`AFTER_END_GRACE`], the session is cancelled and the copy is what
+/// kubectl would make of it, a success (logged). A stream that drops after the marker is
+/// not resumed (nothing is missing): the copy succeeds too. An exit status that came is
+/// judged as during the copy.
+fn after_the_end(stream: &mut RemoteTar<'_>) -> Result<(), CopyError> {
+    stream.past_end = true;
+    let Some(canceller) = stream.session.as_ref().map(|s| s.process.canceller()) else {
+        // The session ended with the archive: its status is judged already.
+        return match stream.failure.take() {
+            Some(f) => Err(f),
+            None => Ok(()),
+        };
+    };
+    let (tx, rx) = crossbeam_channel::bounded::<()>(0);
+    let timer = std::thread::Builder::new()
+        .name(crate::thread_name::thread_name(stream.pod, "end"))
+        .spawn(move || {
+            if rx.recv_timeout(AFTER_END_GRACE) == Err(crossbeam_channel::RecvTimeoutError::Timeout)
+            {
+                canceller.cancel();
+            }
+        })
+        .map_err(|e| CopyError::Exec(io_error(stream.pod, e)))?;
+    let mut sink = [0u8; 8 * 1024];
+    let mut trailer = 0u64;
+    let ended = loop {
+        match stream.read(&mut sink) {
+            Ok(0) => break Ok(true),
+            Ok(n) => {
+                trailer += n as u64;
+                if trailer > MAX_TRAILER {
+                    break Ok(false);
+                }
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    drop(tx);
+    let _ = timer.join();
+    let unknown = |why: &str| {
+        log::warn!(
+            "copy from {}/{}: the archive is complete, but {why}; its exit status is not known",
+            stream.namespace,
+            stream.pod
+        );
+        Ok(())
+    };
+    match ended {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            // Dropping the session (with `stream`) cancels it.
+            unknown("the container sent more than 1 MiB after it")
+        }
+        Err(e) => match stream.failure.take() {
+            Some(CopyError::Exec(
+                Error::Io { .. } | Error::Transport { .. } | Error::Cancelled { .. },
+            )) => unknown("the session did not end cleanly after it"),
+            Some(f) => Err(f),
+            None => Err(CopyError::Exec(io_error(stream.pod, e))),
+        },
+    }
+}
+
+/// Bytes read after the end-of-archive marker, at most (see [`after_the_end`]).
+const MAX_TRAILER: u64 = 1024 * 1024;
+
+/// How long the session may take to end after the end-of-archive marker.
+const AFTER_END_GRACE: Duration = Duration::from_secs(10);
 
 fn io_error(pod: &str, e: io::Error) -> Error {
     Error::Io {
@@ -196,6 +259,8 @@ struct RemoteTar<'a> {
     /// The last session's stderr.
     stderr: Vec<u8>,
     done: bool,
+    /// The end-of-archive marker was read: a dropped stream is not resumed.
+    past_end: bool,
 }
 
 impl RemoteTar<'_> {
@@ -250,7 +315,7 @@ impl RemoteTar<'_> {
     fn resume_or_fail(&mut self, mut error: Error) {
         loop {
             let dropped = matches!(error, Error::Io { .. } | Error::Transport { .. });
-            if !dropped || self.retries >= self.options.retries {
+            if !dropped || self.past_end || self.retries >= self.options.retries {
                 self.failure = Some(CopyError::Exec(error));
                 return;
             }
