@@ -140,6 +140,87 @@ fn kubeconfig_merging_lets_the_first_file_win() {
     assert!(c.source.contains("context \"shared\""), "{}", c.source);
 }
 
+/// A name used twice in one file's `clusters`, `users` or `contexts` is an error, as
+/// client-go's conversion makes it (kubectl refuses the file), naming the list and the name
+/// and never an entry's settings; across files the first file's entry wins, but a later
+/// file with a duplicate of its own is refused too (client-go reads each file whole).
+#[test]
+fn a_name_twice_in_one_file_is_an_error_as_in_client_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = tls_server(ApiServer::builder().token("good"));
+    let entry = |list: &str| match list {
+        "clusters" => "- name: c1\n  cluster: {server: https://192.0.2.1:1}\n".to_string(),
+        "users" => "- name: u1\n  user: {token: s3cret-second}\n".to_string(),
+        _ => "- name: shared\n  context: {cluster: c1, user: u1, namespace: second}\n".to_string(),
+    };
+    let base = |extra: &str| {
+        let clusters = format!(
+            "- name: c1\n  cluster:\n    server: {}\n{}",
+            good.url(),
+            ca_data()
+        );
+        let users = "- name: u1\n  user: {token: good}\n".to_string();
+        let contexts =
+            "- name: shared\n  context: {cluster: c1, user: u1, namespace: first}\n".to_string();
+        let (mut c, mut u, mut x) = (clusters, users, contexts);
+        match extra {
+            "clusters" => c.push_str(&entry("clusters")),
+            "users" => u.push_str(&entry("users")),
+            "contexts" => x.push_str(&entry("contexts")),
+            _ => {}
+        }
+        format!("current-context: shared\nclusters:\n{c}users:\n{u}contexts:\n{x}")
+    };
+    for list in ["clusters", "users", "contexts"] {
+        let text = base(list);
+        let e = Config::from_kubeconfig_str(&text, &Default::default()).unwrap_err();
+        let m = e.to_string();
+        let name = match list {
+            "clusters" => "c1",
+            "users" => "u1",
+            _ => "shared",
+        };
+        assert!(
+            m.contains(&format!("duplicate name \"{name}\" in {list}")),
+            "{list}: {m}"
+        );
+        assert!(
+            !m.contains("s3cret") && !m.contains("good") && !m.contains("192.0.2.1"),
+            "{m}"
+        );
+        let file = write(dir.path(), list, &text);
+        let e = Config::from_kubeconfig(&file).unwrap_err();
+        assert!(e.to_string().contains(&file.display().to_string()), "{e}");
+    }
+    // Across files: the first file's entries win, whatever the second holds.
+    let first = write(dir.path(), "first", &base(""));
+    let second = write(
+        dir.path(),
+        "second",
+        &format!(
+            "clusters:\n{}users:\n{}contexts:\n{}",
+            entry("clusters"),
+            entry("users"),
+            entry("contexts")
+        ),
+    );
+    let c = Config::from_kubeconfig_paths(&[first.clone(), second.clone()], &Default::default())
+        .unwrap();
+    assert_eq!(c.namespace(), "first");
+    assert_eq!(reaches(&c).unwrap(), 1);
+    // A later file with a duplicate of its own is refused, though the first file wins.
+    let twice = write(
+        dir.path(),
+        "twice",
+        &base("users").replace("current-context: shared\n", ""),
+    );
+    let e = Config::from_kubeconfig_paths(&[first, twice], &Default::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("duplicate name \"u1\" in users"),
+        "{e}"
+    );
+}
+
 #[test]
 fn certificate_authority_checks() {
     let s = tls_server(ApiServer::builder().token("t"));

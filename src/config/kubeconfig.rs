@@ -342,14 +342,42 @@ impl Kubeconfig {
         if yaml.trim().is_empty() {
             return Ok(Kubeconfig::default());
         }
-        serde_yaml::from_str(yaml).map_err(|e| {
+        let kc: Kubeconfig = serde_yaml::from_str(yaml).map_err(|e| {
             let at = e
                 .location()
                 .map(|l| format!(" at line {} column {}", l.line(), l.column()))
                 .unwrap_or_default();
             let why = yaml_error_summary(&e);
             Error::Config(format!("kubeconfig {origin}: malformed YAML{at}: {why}"))
-        })
+        })?;
+        kc.no_duplicate_names()
+            .map_err(|m| Error::Config(format!("kubeconfig {origin}: {m}")))?;
+        Ok(kc)
+    }
+
+    /// client-go's rule for one file: a name used twice in `clusters`, `users` or
+    /// `contexts` makes the file an error (its conversion of the lists into maps fails,
+    /// and kubectl with it), rather than one entry silently winning. Across files the first
+    /// file wins instead ([`merge`](Self::merge)). The message names the list and the
+    /// name, never an entry's settings.
+    fn no_duplicate_names(&self) -> std::result::Result<(), String> {
+        fn check<'a>(
+            list: &str,
+            names: impl Iterator<Item = &'a str>,
+        ) -> std::result::Result<(), String> {
+            let mut seen = std::collections::HashSet::new();
+            for name in names {
+                if !seen.insert(name) {
+                    return Err(format!(
+                        "duplicate name {name:?} in {list} (client-go refuses such a file)"
+                    ));
+                }
+            }
+            Ok(())
+        }
+        check("clusters", self.clusters.iter().map(|c| c.name.as_str()))?;
+        check("users", self.users.iter().map(|u| u.name.as_str()))?;
+        check("contexts", self.contexts.iter().map(|c| c.name.as_str()))
     }
 
     /// Reads and parses one file, resolving its relative paths against its folder.
