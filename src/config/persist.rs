@@ -26,14 +26,15 @@
 //!   when it is a regular file with one link and the temporary file got its owner and
 //!   group; a reader then sees the old file or the new one, never half of one. Otherwise,
 //!   or when the rename fails, the text is written in place under the lock (truncate,
-//!   write, flush to disk). What std cannot see is kept only in place: ACLs and extended
+//!   write, flush to disk; a write that fails puts the old text back if it can). Anything
+//!   but a regular file (a FIFO, a device) is left alone. What std cannot see is kept only in place: ACLs and extended
 //!   attributes of a one-link file we own are not carried over by the rename (set them on
 //!   the folder's defaults, or give the file a second link to keep it in place). A
 //!   symbolic link is followed: the file it points to is written, the link stays.
 //! - Error messages name the file and what failed, never a value.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
+use std::io::{Seek as _, Write as _};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -76,9 +77,13 @@ pub(crate) fn write_auth_provider_config(
             .then_some(())
             .ok_or_else(|| std::io::Error::other("the lock was removed by another program"))
     };
-    write_back(&real, new_text.as_bytes(), still_held, |from, to| {
-        std::fs::rename(from, to)
-    })
+    write_back(
+        &real,
+        text.as_bytes(),
+        new_text.as_bytes(),
+        still_held,
+        |from, to| std::fs::rename(from, to),
+    )
     .map_err(|e| format!("writing {shown}: {e}"))?;
     drop(lock);
     Ok(written)
@@ -139,16 +144,21 @@ enum Written {
 
 /// Writes `bytes` to `path`: through a temporary file renamed over it when that keeps the
 /// file what it was (one link, same owner and group) and the rename succeeds, else in
-/// place. `still_held` is asked just before the file changes (either way); `rename` is
+/// place (where a failed write puts `old` back). `still_held` is asked just before the file changes (either way); `rename` is
 /// `std::fs::rename` but for tests.
 fn write_back(
     path: &Path,
+    old: &[u8],
     bytes: &[u8],
     still_held: impl Fn() -> std::io::Result<()>,
     rename: impl FnOnce(&Path, &Path) -> std::io::Result<()>,
 ) -> std::io::Result<Written> {
     let meta = std::fs::metadata(path)?;
-    if meta.is_file() && single_link(&meta) {
+    if !meta.is_file() {
+        // A FIFO would hold the write until someone reads it; a device is not a kubeconfig.
+        return Err(std::io::Error::other("not a regular file; left as it is"));
+    }
+    if single_link(&meta) {
         match replace_atomically(path, &meta, bytes, &still_held, rename)? {
             Some(()) => return Ok(Written::Renamed),
             None => log::debug!(
@@ -159,9 +169,18 @@ fn write_back(
     }
     let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
     still_held()?;
-    f.set_len(0)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
+    let write = |f: &mut std::fs::File, b: &[u8]| {
+        f.set_len(0)?;
+        f.seek(std::io::SeekFrom::Start(0))?;
+        f.write_all(b)?;
+        f.sync_all()
+    };
+    if let Err(e) = write(&mut f, bytes) {
+        // A write cut short (a full disk) must not leave a cut kubeconfig: the old text
+        // goes back if it can (its blocks were just freed).
+        let _ = write(&mut f, old);
+        return Err(e);
+    }
     Ok(Written::InPlace)
 }
 
@@ -397,7 +416,7 @@ mod tests {
         let path = dir.path().join("config");
         std::fs::write(&path, "old text").unwrap();
         let ok = || Ok(());
-        let how = write_back(&path, b"new text", ok, |a, b| std::fs::rename(a, b)).unwrap();
+        let how = write_back(&path, b"", b"new text", ok, |a, b| std::fs::rename(a, b)).unwrap();
         assert_eq!(how, Written::Renamed);
         assert_eq!(std::fs::read(&path).unwrap(), b"new text");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
@@ -415,7 +434,7 @@ mod tests {
         let ok = || Ok(());
         // What rename(2) answers for a file bind-mounted alone into a container.
         let busy = |_: &Path, _: &Path| Err(std::io::Error::from_raw_os_error(16));
-        let how = write_back(&path, b"new text", ok, busy).unwrap();
+        let how = write_back(&path, b"", b"new text", ok, busy).unwrap();
         assert_eq!(how, Written::InPlace);
         assert_eq!(std::fs::read(&path).unwrap(), b"new text");
         assert_eq!(inode(&path), before);
@@ -434,11 +453,32 @@ mod tests {
         std::fs::write(&path, "old").unwrap();
         let lost = || Err(std::io::Error::other("lost"));
         let rename = |a: &Path, b: &Path| std::fs::rename(a, b);
-        assert!(write_back(&path, b"new", lost, rename).is_err());
+        assert!(write_back(&path, b"old", b"new", lost, rename).is_err());
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
         std::fs::hard_link(&path, dir.path().join("second")).unwrap();
-        assert!(write_back(&path, b"new", lost, rename).is_err());
+        assert!(write_back(&path, b"old", b"new", lost, rename).is_err());
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_never_opened_for_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        if !made.is_ok_and(|s| s.success()) {
+            panic!("mkfifo is needed for this test");
+        }
+        // No reader: opening it for writing would wait forever.
+        let rename = |a: &Path, b: &Path| std::fs::rename(a, b);
+        let e = write_back(&path, b"", b"new", || Ok(()), rename).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        use std::os::unix::fs::FileTypeExt as _;
+        assert!(std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
