@@ -171,3 +171,96 @@ fn garbage_tokens_do_not_pin_their_bytes_in_the_access_cache() {
     );
     server.stop();
 }
+
+/// A connection to `addr` from the loopback address `from` (Linux answers the whole of
+/// 127.0.0.0/8): another peer for the server.
+#[cfg(target_os = "linux")]
+fn connect_from(from: std::net::Ipv4Addr, addr: SocketAddr) -> TcpStream {
+    use rustix::net::{AddressFamily, SocketType};
+    let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    rustix::net::bind(&fd, &SocketAddr::new(from.into(), 0)).unwrap();
+    rustix::net::connect(&fd, &addr).unwrap();
+    let s = TcpStream::from(std::os::fd::OwnedFd::from(fd));
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s
+}
+
+/// One peer that keeps every one of its connections busy (here: requests whose handler
+/// has not answered; a head sent a byte at a time holds a slot the same way) takes at most
+/// `max_connections_per_peer` slots: its next connection is refused, and another peer's
+/// probe is answered. Before the bound, such a peer left every other client a 503.
+#[cfg(target_os = "linux")]
+#[test]
+fn one_peer_keeping_its_connections_busy_never_takes_every_slot() {
+    use std::net::Ipv4Addr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let _one = one_at_a_time();
+    let held = Arc::new(AtomicUsize::new(0));
+    let (release, released) = crossbeam_channel::bounded::<()>(0);
+    let h = Arc::clone(&held);
+    let router = router().route("/hold", move |_: &Request| {
+        h.fetch_add(1, Ordering::SeqCst);
+        let _ = released.recv_timeout(PATIENCE);
+        Response::text(200, "held\n")
+    });
+    let limits = Limits::new().max_connections(8);
+    let server = Server::builder("attack")
+        .limits(limits)
+        .grace(Duration::from_secs(1))
+        .bind("127.0.0.1:0", router)
+        .unwrap();
+    let addr = server.addr();
+    let hostile = Ipv4Addr::new(127, 0, 0, 1);
+    let get = |s: &mut TcpStream, path: &str| {
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+    };
+    let answer = |mut s: TcpStream| {
+        let mut all = String::new();
+        let _ = s.read_to_string(&mut all);
+        all
+    };
+    // Three quarters of 8: six busy connections from the one peer.
+    let mut busy = Vec::new();
+    for i in 1..=6 {
+        let mut s = connect_from(hostile, addr);
+        get(&mut s, "/hold");
+        busy.push(s);
+        common::wait_until("the handler holding the request", || {
+            held.load(Ordering::SeqCst) == i
+        });
+    }
+    // Its seventh is refused at once, though two slots are free.
+    let mut s = connect_from(hostile, addr);
+    get(&mut s, "/healthz");
+    let refused = answer(s);
+    assert!(refused.starts_with("HTTP/1.1 503 "), "{refused:?}");
+    assert_eq!(held.load(Ordering::SeqCst), 6);
+    // Another peer's probes are answered, two at once.
+    let mut a = connect_from(Ipv4Addr::new(127, 0, 0, 2), addr);
+    let mut b = connect_from(Ipv4Addr::new(127, 0, 0, 3), addr);
+    get(&mut a, "/healthz");
+    get(&mut b, "/healthz");
+    for s in [a, b] {
+        let got = answer(s);
+        assert!(
+            got.starts_with("HTTP/1.1 200 ") && got.ends_with("ok\n"),
+            "{got:?}"
+        );
+    }
+    // The held requests are answered when their handler returns.
+    for _ in 0..6 {
+        release.send_timeout((), PATIENCE).unwrap();
+    }
+    for s in busy {
+        let got = answer(s);
+        assert!(
+            got.starts_with("HTTP/1.1 200 ") && got.ends_with("held\n"),
+            "{got:?}"
+        );
+    }
+    server.stop();
+}

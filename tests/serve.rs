@@ -36,6 +36,9 @@ fn small_limits() -> Limits {
         .max_headers(16)
         .max_body_bytes(1 << 20)
         .max_connections(32)
+        // Every client here is 127.0.0.1, one peer: these tests are about the bound on all
+        // connections (one peer's is `attack_serve.rs`'s).
+        .max_connections_per_peer(usize::MAX)
         .header_timeout(Duration::from_secs(2))
         .body_timeout(Duration::from_secs(2))
         .write_timeout(Duration::from_secs(2))

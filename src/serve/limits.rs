@@ -4,7 +4,8 @@
 //! ends by one of these times. Memory held for one connection is at most
 //! `max_head_bytes + max_body_bytes` (the head is bounded while it is read, the body by its
 //! `Content-Length` before a byte of it is read), plus the connection thread's stack (mostly
-//! untouched); for the whole server, `max_connections` times that.
+//! untouched); for the whole server, `max_connections` times that, and for one peer
+//! `max_connections_per_peer` times that.
 
 use std::time::Duration;
 
@@ -41,6 +42,10 @@ pub struct Limits {
     /// longest (waiting for a request, none of it received); when every one is busy it is
     /// refused at once (503 on plain HTTP, closed on TLS), never queued. Default 256.
     pub(crate) max_connections: usize,
+    /// Most connections open at once from one peer (one IPv4 address, or one IPv6 /64,
+    /// which a single host commonly holds whole). `None`: three quarters of
+    /// `max_connections` (at least one).
+    pub(crate) max_connections_per_peer: Option<usize>,
     /// Most requests answered on one keep-alive connection; the last answer says
     /// `Connection: close`. Default 1000.
     pub(crate) max_requests_per_connection: usize,
@@ -109,6 +114,29 @@ impl Limits {
         self
     }
 
+    /// Most connections open at once from one peer: one IPv4 address (an IPv4-mapped IPv6
+    /// address counts as its IPv4 one), or one IPv6 /64 (a single host commonly holds a
+    /// whole /64, and could otherwise take a slot per address). One more from that peer
+    /// makes room by closing that peer's own connection idle longest; when all of its
+    /// connections are busy it is refused at once (503 on plain HTTP, closed on TLS). So
+    /// one peer, however busy it keeps its connections, never takes the slots the others
+    /// (the kubelet's probes, kube-apiserver's webhook calls, the scraper) need. Default
+    /// three quarters of [`max_connections`](Self::max_connections), at least one:
+    /// kube-apiserver, the one peer a webhook serves, keeps most of the room. Behind a
+    /// proxy or a NAT every client is one peer: raise it to `max_connections` there.
+    pub fn max_connections_per_peer(mut self, value: usize) -> Self {
+        self.max_connections_per_peer = Some(value);
+        self
+    }
+
+    /// The bound on one peer's connections in effect (see
+    /// [`max_connections_per_peer`](Self::max_connections_per_peer)).
+    pub(crate) fn per_peer(&self) -> usize {
+        self.max_connections_per_peer
+            .unwrap_or(self.max_connections.saturating_mul(3) / 4)
+            .max(1)
+    }
+
     /// Most requests answered on one keep-alive connection; the last answer says
     /// `Connection: close`. Default 1000.
     pub fn max_requests_per_connection(mut self, value: usize) -> Self {
@@ -163,6 +191,7 @@ impl Default for Limits {
             max_headers: 64,
             max_body_bytes: 8 << 20,
             max_connections: 256,
+            max_connections_per_peer: None,
             max_requests_per_connection: 1000,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),

@@ -15,6 +15,13 @@
 //! HTTP, closed on TLS), never queued; a busy connection's time is bounded by the
 //! [`Limits`] timeouts.
 //!
+//! One peer (an IPv4 address, an IPv6 /64) holds at most
+//! [`Limits::max_connections_per_peer`] of the slots: a client that keeps every one of its
+//! connections busy (a request head a byte at a time, a body that trickles, until each
+//! timeout, then again) would otherwise hold every slot, so that a probe from the kubelet
+//! or a call from kube-apiserver is refused. Past its bound a peer's new connection makes
+//! room among that peer's own idle connections, or is refused; the others' slots stay.
+//!
 //! Stopping: no new connection is taken; idle keep-alive connections are closed at once; a
 //! request being answered gets the rest of the grace period to finish (its answer then says
 //! `Connection: close`); past the grace every socket is shut, which ends every wait on a
@@ -23,7 +30,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -275,6 +282,8 @@ struct Table {
 
 struct Slot {
     socket: TcpStream,
+    /// Whose it is (see [`Peer`]).
+    peer: Peer,
     /// Waiting for a request (or in the TLS handshake), no byte of it received.
     idle: bool,
     /// Since when it has been idle (the order in which idle connections make room).
@@ -352,8 +361,15 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
         // the bound on threads only bites if they somehow do not. Checked first, so that no
         // connection is closed for a newcomer that is then refused.
         let threads_full = table.threads.len() >= shared.limits.max_connections.saturating_mul(2);
+        let who = Peer::of(&peer);
+        let theirs = table.live.values().filter(|s| s.peer == who).count();
+        // The peer's own bound first: past it, only its own idle connection makes room.
+        let peer_full = theirs >= shared.limits.per_peer();
         let full = table.live.len() >= shared.limits.max_connections;
-        if threads_full || (full && !make_room(shared, &mut table)) {
+        let refused = threads_full
+            || (peer_full && !make_room(shared, &mut table, Some(who)))
+            || (!peer_full && full && !make_room(shared, &mut table, None));
+        if refused {
             drop(table);
             refuse(shared, socket);
             continue;
@@ -369,6 +385,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
             id,
             Slot {
                 socket: copy,
+                peer: who,
                 idle: true,
                 quiet_since: Instant::now(),
             },
@@ -391,14 +408,35 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
     }
 }
 
+/// The unit one peer's connections are counted in: an IPv4 address (an IPv4-mapped IPv6
+/// one as its IPv4 address), or the first 64 bits of an IPv6 address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Peer {
+    V4([u8; 4]),
+    V6([u8; 8]),
+}
+
+impl Peer {
+    fn of(addr: &SocketAddr) -> Peer {
+        match addr.ip().to_canonical() {
+            IpAddr::V4(ip) => Peer::V4(ip.octets()),
+            IpAddr::V6(ip) => {
+                let mut prefix = [0u8; 8];
+                prefix.copy_from_slice(&ip.octets()[..8]);
+                Peer::V6(prefix)
+            }
+        }
+    }
+}
+
 /// Closes the connection that has been idle longest, if one is, and takes it out of the
-/// table (its thread sees its socket shut, or `set_idle` say so, and ends). False when
-/// every connection is busy.
-fn make_room(shared: &Shared, table: &mut Table) -> bool {
+/// table (its thread sees its socket shut, or `set_idle` say so, and ends); only among
+/// `peer`'s connections when given. False when every such connection is busy.
+fn make_room(shared: &Shared, table: &mut Table, peer: Option<Peer>) -> bool {
     let oldest = table
         .live
         .iter()
-        .filter(|(_, slot)| slot.idle)
+        .filter(|(_, slot)| slot.idle && peer.is_none_or(|p| slot.peer == p))
         .min_by_key(|(id, slot)| (slot.quiet_since, **id))
         .map(|(id, _)| *id);
     let Some(slot) = oldest.and_then(|id| table.live.remove(&id)) else {
@@ -429,4 +467,21 @@ fn refuse(shared: &Shared, mut socket: TcpStream) {
         );
     }
     let _ = socket.shutdown(Shutdown::Both);
+}
+
+#[cfg(test)]
+mod peer_tests {
+    use super::Peer;
+
+    #[test]
+    fn a_peer_is_an_ipv4_address_or_an_ipv6_64() {
+        let of = |s: &str| Peer::of(&s.parse().unwrap());
+        assert_eq!(of("10.0.0.1:1"), of("10.0.0.1:2"));
+        assert_ne!(of("10.0.0.1:1"), of("10.0.0.2:1"));
+        // An IPv4-mapped address (a dual-stack listener) is its IPv4 address.
+        assert_eq!(of("[::ffff:10.0.0.1]:1"), of("10.0.0.1:1"));
+        // One host's /64: one peer, whichever address it picks.
+        assert_eq!(of("[2001:db8:1:2::1]:1"), of("[2001:db8:1:2:ffff::9]:7"));
+        assert_ne!(of("[2001:db8:1:2::1]:1"), of("[2001:db8:1:3::1]:1"));
+    }
 }
