@@ -138,3 +138,90 @@ fn a_line_of_more_pieces_than_remembered_is_not_repeated_after_a_drop() {
     got.push(after);
     assert_eq!(lines_of(&got), [long, "after".to_owned()]);
 }
+
+/// The log's bytes again from the items: each item's bytes, and a newline after every item
+/// that is neither a piece of a longer line nor the unterminated last one.
+fn bytes_of(items: &[LogLine]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for l in items {
+        out.extend_from_slice(&l.bytes);
+        if !l.partial && !l.unterminated {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// A log whose last line has no newline (`printf done`), read whole, in pieces, and
+/// followed: the items say which line was unterminated, so the bytes written back out are
+/// the log's, not one more or one fewer (kubectl prints them as they are).
+#[test]
+fn the_last_line_without_a_newline_is_said_and_no_byte_is_added_or_lost() {
+    for (log, max_line) in [
+        ("one\n\ntwo", None),
+        ("one\ntwo\n", None),
+        ("abcdefgh", Some(4)),
+        ("abcdefg", Some(4)),
+        ("abcd\nefgh", Some(4)),
+        ("x", Some(1)),
+    ] {
+        let server = ApiServer::start();
+        server.add_pod("lab", "web", &["app"]).unwrap();
+        server.write_log("lab", "web", "app", log);
+        let api = pods(&server);
+        let mut params = LogParams::default();
+        if let Some(m) = max_line {
+            params = params.max_line(m);
+        }
+        let items: Vec<LogLine> = api
+            .log_stream("web", &params)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(bytes_of(&items), log.as_bytes(), "{log:?}: {items:?}");
+        let last = items.last().unwrap();
+        assert_eq!(
+            last.unterminated,
+            !log.ends_with('\n'),
+            "{log:?}: {items:?}"
+        );
+        assert_eq!(
+            items.iter().filter(|l| l.unterminated).count(),
+            usize::from(!log.ends_with('\n')),
+            "{log:?}: {items:?}"
+        );
+        // The same through a follow that sees the container end.
+        let stream = api.log_stream("web", &params.clone().follow()).unwrap();
+        server.terminate_container("lab", "web", "app", 0);
+        let followed: Vec<LogLine> = stream.map(Result::unwrap).collect();
+        assert_eq!(bytes_of(&followed), log.as_bytes(), "{log:?}: {followed:?}");
+    }
+    // A line `limit_bytes` cuts has no newline after it either.
+    let server = ApiServer::start();
+    server.add_pod("lab", "web", &["app"]).unwrap();
+    server.write_log("lab", "web", "app", "one\ntwo\nthree\n");
+    let api = pods(&server);
+    for (limit, want) in [
+        (6u64, "one\ntw"),
+        (8, "one\ntwo\n"),
+        (4, "one\n"),
+        (3, "one"),
+    ] {
+        let items: Vec<LogLine> = api
+            .log_stream("web", &LogParams::default().limit_bytes(limit))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(bytes_of(&items), want.as_bytes(), "{limit}: {items:?}");
+        let items: Vec<LogLine> = api
+            .log_stream("web", &LogParams::default().follow().limit_bytes(limit))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            bytes_of(&items),
+            want.as_bytes(),
+            "follow {limit}: {items:?}"
+        );
+    }
+}

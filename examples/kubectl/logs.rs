@@ -126,7 +126,7 @@ fn run(argv: Vec<String>) -> Result<i32, String> {
             }
         };
         let _ = out.write_all(&line.bytes);
-        if !line.partial {
+        if !line.partial && !line.unterminated {
             let _ = out.write_all(b"\n");
         }
         if p.follow {

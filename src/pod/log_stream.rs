@@ -368,7 +368,13 @@ impl LogStream {
 
     /// Turns one piece (with the time read in front of it, for a line's first piece) into
     /// the caller's line, or `None` when it was delivered before.
-    fn deliver(&mut self, mut bytes: Vec<u8>, partial: bool, stamp: Stamp) -> Option<LogLine> {
+    fn deliver(
+        &mut self,
+        mut bytes: Vec<u8>,
+        partial: bool,
+        unterminated: bool,
+        stamp: Stamp,
+    ) -> Option<LogLine> {
         let (time, body_start) = match self.continuing {
             None => stamp.map_or((None, 0), |(t, len)| (Some(t), len)),
             Some(time) => (time, 0),
@@ -385,10 +391,13 @@ impl LogStream {
             bytes.drain(..body_start);
         }
         let mut partial = partial;
+        let mut unterminated = unterminated;
         if let (true, Some(limit)) = (self.resume, self.params.limit_bytes) {
             let left = limit.saturating_sub(self.delivered);
             let cost = bytes.len() as u64 + u64::from(!partial);
             if cost >= left {
+                // Its newline is within the limit only if the whole line and it fit.
+                unterminated |= partial || cost > left;
                 bytes.truncate(left.min(bytes.len() as u64) as usize);
                 self.done = true;
                 partial = false;
@@ -406,6 +415,7 @@ impl LogStream {
             timestamp: time,
             bytes,
             partial,
+            unterminated,
         })
     }
 }
@@ -456,13 +466,14 @@ impl Iterator for LogStream {
             let free_prefix = self.resume && !self.params.timestamps;
             match reader.read_piece(&mut buf, self.max_line, timed, free_prefix) {
                 Ok((Piece::Line, stamp)) => {
-                    if let Some(line) = self.deliver(std::mem::take(&mut buf), false, stamp) {
+                    if let Some(line) = self.deliver(std::mem::take(&mut buf), false, false, stamp)
+                    {
                         self.backoff.reset();
                         return Some(Ok(line));
                     }
                 }
                 Ok((Piece::Partial, stamp)) => {
-                    if let Some(line) = self.deliver(std::mem::take(&mut buf), true, stamp) {
+                    if let Some(line) = self.deliver(std::mem::take(&mut buf), true, false, stamp) {
                         self.backoff.reset();
                         return Some(Ok(line));
                     }
@@ -471,7 +482,7 @@ impl Iterator for LogStream {
                     // The body ended cleanly inside a line: the log's last line, written
                     // without a newline (`printf done`; or `limitBytes` cut it). kubectl
                     // prints it, and it is the end of what the server sends.
-                    let line = self.deliver(std::mem::take(&mut buf), false, stamp);
+                    let line = self.deliver(std::mem::take(&mut buf), false, true, stamp);
                     self.reader = None;
                     *self.stop.current.lock() = None;
                     self.done = true;

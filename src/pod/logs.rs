@@ -177,6 +177,12 @@ pub struct LogLine {
     pub bytes: Vec<u8>,
     /// True for a piece of a longer line that goes on in the next item.
     pub partial: bool,
+    /// True when no newline followed these bytes in the log and nothing follows them: the
+    /// log's last line, which the container wrote without one (`printf done`), or a line
+    /// `limit_bytes` cut. kubectl prints such a line as it is; a program writing the log
+    /// out byte for byte adds a newline after every item that is neither `partial` nor
+    /// `unterminated`, and after these none.
+    pub unterminated: bool,
 }
 
 impl LogLine {
