@@ -180,7 +180,7 @@ fn connect_from(from: std::net::Ipv4Addr, addr: SocketAddr) -> TcpStream {
     let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
     rustix::net::bind(&fd, &SocketAddr::new(from.into(), 0)).unwrap();
     rustix::net::connect(&fd, &addr).unwrap();
-    let s = TcpStream::from(std::os::fd::OwnedFd::from(fd));
+    let s = TcpStream::from(fd);
     s.set_read_timeout(Some(PATIENCE)).unwrap();
     s
 }
