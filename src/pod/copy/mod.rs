@@ -55,6 +55,12 @@
 //! 10 KiB records, so a tar reading records gets all of it); a tar that waits for the end
 //! of its input holds the copy until the idle timeout.
 //!
+//! **The end of the archive** (two zero blocks) ends the copy from a container, as it ends
+//! kubectl's: what follows is tar's padding, read only to learn the command's exit status
+//! (a tar that could not read a file exits non-zero and says so), at most 1 MiB of it and
+//! for at most 10 s; a container that keeps sending or keeps the stream open past that is
+//! cut off, and the copy, complete, succeeds (logged).
+//!
 //! Streaming, bounded memory: the archive is never held whole on either side; the buffers
 //! are the exec session's ([`PIPE_CAPACITY`](super::PIPE_CAPACITY)) and a block of 64 KiB.
 //! The container's stderr is kept up to 64 KiB (for the error message or
