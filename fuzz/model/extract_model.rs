@@ -1,8 +1,8 @@
 //! The model "nothing outside" for extracting a container's archive
 //! (`pod::copy::extract_archive`, what `copy_from_pod` runs): whatever the archive, no path
 //! outside the destination is created, written, removed, linked or changed, the destination
-//! the copy creates is never a symlink, and every symlink left under the destination
-//! resolves under it.
+//! the copy creates is never a symlink, every symlink left under the destination
+//! resolves under it, and no file that was in the destination before gets another name.
 //!
 //! Shared by the `tar_extract` fuzz target and `tests/pod_copy.rs` (seeded cases in every
 //! `cargo test`). No dependencies beyond the library and std.
@@ -160,6 +160,10 @@ impl Case {
             _ => {}
         }
         let before = outside(&base);
+        // The user's own files in the destination (their contents are never an archive's,
+        // which are `!`s): none may gain a name (a hard link). Not by inode: a file the
+        // archive replaces may give its inode number to the next one the copy creates.
+        let theirs: [&[u8]; 3] = [b"a\n", b"mine\n", b"file\n"];
         let options = CopyOptions::new().skip_escaping_symlinks(self.skip_escaping_symlinks);
         let result = extract_archive(&self.archive[..], self.remote, &out, &options);
         let after = outside(&base);
@@ -175,6 +179,7 @@ impl Case {
             if m.is_dir() {
                 links_stay_inside(&out, &out);
             }
+            no_new_names(&out, &theirs, &result);
         }
         // Whatever modes were extracted, the case's directory can be removed.
         make_removable(&base);
@@ -222,6 +227,27 @@ fn outside(base: &Path) -> Vec<String> {
     let mut out = Vec::new();
     walk(base, base, &mut out);
     out
+}
+
+/// No file under `path` (or `path` itself) with one of the contents `theirs` has more
+/// than its one name.
+fn no_new_names<T: std::fmt::Debug>(path: &Path, theirs: &[&[u8]], result: &T) {
+    let Ok(m) = fs::symlink_metadata(path) else {
+        return;
+    };
+    if m.is_file() && m.nlink() > 1 {
+        let content = fs::read(path).unwrap_or_default();
+        assert!(
+            !theirs.contains(&content.as_slice()),
+            "{} was there before and got another name ({result:?})",
+            path.display()
+        );
+    }
+    if m.is_dir() {
+        for e in fs::read_dir(path).unwrap() {
+            no_new_names(&e.unwrap().path(), theirs, result);
+        }
+    }
 }
 
 /// Every symlink under `dir` resolves under `dest` (or loops, or goes nowhere new).
