@@ -441,3 +441,96 @@ fn write_special(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protobuf::message_for;
+
+    fn exact(kind: &str, value: &Json) -> Result<Vec<u8>> {
+        let m = message_for("v1", kind).unwrap();
+        encode_message_exact(m, ("v1", kind), value)
+    }
+
+    fn lenient(kind: &str, value: &Json) -> Vec<u8> {
+        encode_message(message_for("v1", kind).unwrap(), value).unwrap()
+    }
+
+    #[test]
+    fn what_the_tables_know_encodes_exactly_as_the_lenient_mode_does() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "labels": {"app": "web"}, "creationTimestamp": "2026-11-28T11:31:33Z",
+                "managedFields": [{"manager": "m", "time": "2026-11-28T11:31:33Z", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {"containers": [{"name": "app", "image": "nginx",
+                "env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k"}}}],
+                "resources": {"requests": {"cpu": "250m", "memory": 64}},
+                "readinessProbe": {"httpGet": {"port": "http"}, "periodSeconds": 0}}],
+                "terminationGracePeriodSeconds": 30, "hostNetwork": false},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "lastProbeTime": null}]}});
+        // `configMapKeyRef.name` is a member of an inlined LocalObjectReference.
+        assert_eq!(exact("Pod", &pod).unwrap(), lenient("Pod", &pod));
+        let cm = json!({"metadata": {"name": "c"}, "binaryData": {"b": "AAH/"}, "immutable": false});
+        assert_eq!(exact("ConfigMap", &cm).unwrap(), lenient("ConfigMap", &cm));
+    }
+
+    #[test]
+    fn a_member_the_tables_do_not_know_is_refused_even_null_and_deep_down() {
+        for pod in [
+            json!({"metadata": {"name": "w"}, "futureField": "x"}),
+            json!({"metadata": {"name": "w"}, "futureField": null}),
+            json!({"metadata": {"name": "w", "Labels": {}}}),
+            json!({"spec": {"containers": [{"name": "a", "newThing": {"on": true}}]}}),
+            json!({"spec": {"containers": [{"name": "a", "env": [{"name": "A",
+                "valueFrom": {"configMapKeyRef": {"name": "cm", "extra": 1}}}]}]}}),
+            json!({"metadata": {"name": "w"}, "apiVersion": "v2"}),
+            json!({"metadata": {"name": "w"}, "kind": "Secret"}),
+            json!({"metadata": {"name": "w"}, "kind": null}),
+            json!([]),
+        ] {
+            let err = exact("Pod", &pod).unwrap_err();
+            // The error never quotes a member's name or value.
+            for secret in ["futureField", "newThing", "extra", "Secret", "v2", "Labels"] {
+                assert!(!err.to_string().contains(secret), "{err}");
+            }
+        }
+        // The lenient mode (the test server's answers) skips them.
+        assert!(encode_message(
+            message_for("v1", "Pod").unwrap(),
+            &json!({"futureField": "x"})
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_value_go_would_read_differently_is_refused() {
+        for pod in [
+            json!({"spec": {"terminationGracePeriodSeconds": 30.0}}),
+            json!({"spec": {"terminationGracePeriodSeconds": 1e3}}),
+            json!({"spec": {"terminationGracePeriodSeconds": u64::MAX}}),
+            json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 4_294_967_296_i64}]}]}}),
+            json!({"metadata": {"creationTimestamp": "2026-11-28T11:31:33.5Z"}}),
+            json!({"metadata": {"creationTimestamp": "2026-11-28T12:31:33+01:00"}}),
+            json!({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": " 1"}}}]}}),
+            json!({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": 0.5}}}]}}),
+            json!({"spec": {"containers": [{"name": "a", "readinessProbe": {"httpGet": {"port": 80.0}}}]}}),
+        ] {
+            assert!(exact("Pod", &pod).is_err(), "{pod}");
+        }
+        // Go's own forms pass.
+        for pod in [
+            json!({"metadata": {"creationTimestamp": "2026-11-28T11:31:33Z"}}),
+            json!({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": 2}}}]}}),
+            json!({"spec": {"containers": [{"name": "a", "readinessProbe": {"httpGet": {"port": 80}}}]}}),
+        ] {
+            assert!(exact("Pod", &pod).is_ok(), "{pod}");
+        }
+        let event = |t: &str| json!({"metadata": {"name": "e"}, "eventTime": t});
+        let m = message_for("events.k8s.io/v1", "Event").unwrap();
+        let ok = |v: &Json| encode_message_exact(m, ("events.k8s.io/v1", "Event"), v).is_ok();
+        assert!(ok(&event("2026-11-28T11:31:33.123456Z")));
+        assert!(!ok(&event("2026-11-28T11:31:33.1234567Z")));
+        assert!(!ok(&event("2026-11-28T11:31:33Z")));
+    }
+}
