@@ -441,6 +441,12 @@ impl<K: Object> Api<K> {
     /// `dry_run`, as it would be). With `metadata.generateName` and no `name`, the server
     /// picks the name (`cm-gen-` + 5 random characters).
     ///
+    /// The body is JSON, or (feature `protobuf`) protobuf for a built-in `K` when it carries
+    /// exactly what the JSON would: see
+    /// [`ClientConfig::protobuf_bodies`](super::ClientConfig::protobuf_bodies), which also
+    /// turns it off. The same holds for [`replace`](Self::replace) and
+    /// [`replace_status`](Self::replace_status).
+    ///
     /// ```
     /// # use kube_informer::{Api, Client, client::PostParams, api::{ApiResource, DynamicObject}};
     /// # let server = kube_informer::testing::ApiServer::start();

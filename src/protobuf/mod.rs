@@ -15,7 +15,8 @@
 //!   ([`message_for`], [`message_by_name`]);
 //! - `de`: [`decode`], a serde `Deserializer` driven by a descriptor over the bytes (no
 //!   intermediate tree), rendering Kubernetes' special shapes as Go's JSON does;
-//! - `ser`: [`encode`], any `Serialize` value written as Go's marshaller writes it;
+//! - `ser`: [`encode`], any `Serialize` value written as Go's marshaller writes it, and
+//!   [`encode_exact`] for request bodies (an error, never a skip, for what it cannot carry);
 //! - `time`: Time, MicroTime and Duration as Go's JSON text.
 //!
 //! Why tables and not generated structs (prost and protoc): users already hold their types

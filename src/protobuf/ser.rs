@@ -10,10 +10,10 @@
 //! requests and the test server, not the hot path, and a tree makes inline messages and
 //! Go's order simple to get right.
 //!
-//! Two modes. The lenient one ([`encode_message`]) skips the members a message does not
+//! Two modes. The lenient one (`encode_message`) skips the members a message does not
 //! declare, as a Go struct would when decoding the same JSON: right for the test server's
 //! answers, which are re-encodings of objects it already holds. The exact one
-//! ([`encode_message_exact`]) is for request bodies: a body must carry to kube-apiserver
+//! (`encode_message_exact`) is for request bodies: a body must carry to kube-apiserver
 //! exactly what its JSON would, so anything the tables cannot carry *exactly* is an error,
 //! never a silent skip, and the caller sends that write as JSON instead. It refuses:
 //! - a member the message's table does not declare (a field of a newer k8s-openapi or a
@@ -471,7 +471,8 @@ mod tests {
             "status": {"conditions": [{"type": "Ready", "status": "True", "lastProbeTime": null}]}});
         // `configMapKeyRef.name` is a member of an inlined LocalObjectReference.
         assert_eq!(exact("Pod", &pod).unwrap(), lenient("Pod", &pod));
-        let cm = json!({"metadata": {"name": "c"}, "binaryData": {"b": "AAH/"}, "immutable": false});
+        let cm =
+            json!({"metadata": {"name": "c"}, "binaryData": {"b": "AAH/"}, "immutable": false});
         assert_eq!(exact("ConfigMap", &cm).unwrap(), lenient("ConfigMap", &cm));
     }
 
