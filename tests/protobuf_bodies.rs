@@ -570,7 +570,10 @@ fn a_415_sends_the_write_again_in_json_once_and_that_type_stays_json_on_that_cli
 /// A loopback server answering each request with the next of `answers` (raw HTTP bytes;
 /// an empty answer drops the connection unanswered), recording each request's line and
 /// `Content-Type`.
-fn scripted(answers: Vec<Vec<u8>>) -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+/// Each request's line and `Content-Type`, as [`scripted`] saw them.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+fn scripted(answers: Vec<Vec<u8>>) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
