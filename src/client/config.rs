@@ -91,7 +91,7 @@ pub struct ClientConfig {
     ///
     /// Even when `true`, a write goes as JSON when protobuf could not carry it exactly (a
     /// field the library's protobuf tables do not know, from a newer k8s-openapi or your own
-    /// type: see [`protobuf::encode_exact`](crate::protobuf)), for custom resources,
+    /// type: see `protobuf::encode_exact`), for custom resources,
     /// metadata-only types and patches (kube-apiserver cannot take those in protobuf), and
     /// with [`FieldValidation::Strict`](super::FieldValidation) (protobuf has no unknown
     /// fields to report). A server that answers a protobuf body with 415 (an aggregated API,
