@@ -8,6 +8,13 @@
 //! than JSON); this measures what the client pays for it.
 //!
 //! Run: `cargo bench --bench protobuf_encode --features protobuf,k8s-openapi,k8s-openapi/v1_35`.
+//!
+//! One run, 2026-11-28, 2 cores at load average 17 (times are upper bounds; the allocation
+//! counts are exact): our protobuf body of the Pod is byte for byte kube-apiserver's own
+//! encoding (5,561 B against 8,072 B of JSON, 0.69x); it costs 495 µs and 951 allocations
+//! against serde_json's 73 µs and 29 (a ConfigMap: 10.7 µs against 0.4 µs). The encoder goes
+//! through a `serde_json::Value` tree and copies each nested message into its parent: the
+//! client pays several times JSON's CPU for a body the server decodes faster.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
