@@ -379,6 +379,40 @@ impl<K: Object> Api<K> {
             .json(body)
     }
 
+    /// A create or update of `body` answered by one `K`: in protobuf when
+    /// [`protobuf_body`](super::protobuf_body) says it can go so exactly (feature
+    /// `protobuf`), otherwise (and after a 415 to the protobuf) in JSON.
+    fn write_object<B: Serialize + ?Sized>(
+        &self,
+        method: Method,
+        path: &str,
+        params: &PostParams,
+        body: &B,
+    ) -> Result<K> {
+        let mut q = Query::default();
+        params.write_query(&mut q);
+        let path = format!("{path}{}", q.finish());
+        #[cfg(feature = "protobuf")]
+        if let Some(bytes) =
+            super::protobuf_body::encode::<K, B>(&self.client, &self.resource, params, body)
+        {
+            let request = self
+                .request(method.clone(), &path)
+                .content_type(crate::protobuf::CONTENT_TYPE)
+                .body(bytes);
+            match self.send_object(request) {
+                // 415 Unsupported Media Type: nothing was written; the same write in JSON,
+                // once, and JSON for this type from now on.
+                Err(e) if e.code() == Some(415) => {
+                    log::debug!("{e}; sending the write again as JSON");
+                    super::protobuf_body::refused(&self.client, &self.resource);
+                }
+                other => return other,
+            }
+        }
+        self.send_object(self.request(method, &path).json(body))
+    }
+
     /// A patch: its content type, its options, and apply's field manager checked first.
     fn patch_at<P: Serialize>(
         &self,
@@ -407,6 +441,12 @@ impl<K: Object> Api<K> {
     /// `dry_run`, as it would be). With `metadata.generateName` and no `name`, the server
     /// picks the name (`cm-gen-` + 5 random characters).
     ///
+    /// The body is JSON, or (feature `protobuf`) protobuf for a built-in `K` when it carries
+    /// exactly what the JSON would: see
+    /// [`ClientConfig::protobuf_bodies`](super::ClientConfig::protobuf_bodies), which also
+    /// turns it off. The same holds for [`replace`](Self::replace) and
+    /// [`replace_status`](Self::replace_status).
+    ///
     /// ```
     /// # use kube_informer::{Api, Client, client::PostParams, api::{ApiResource, DynamicObject}};
     /// # let server = kube_informer::testing::ApiServer::start();
@@ -426,9 +466,7 @@ impl<K: Object> Api<K> {
                 self.resource.plural
             )));
         }
-        let mut q = Query::default();
-        params.write_query(&mut q);
-        self.send_object(self.write(Method::POST, &self.collection(), q, object))
+        self.write_object(Method::POST, &self.collection(), params, object)
     }
 
     /// Replaces an object; with a `metadata.resourceVersion` the write fails with 409 if the
@@ -453,9 +491,7 @@ impl<K: Object> Api<K> {
         params: &PostParams,
         object: &B,
     ) -> Result<K> {
-        let mut q = Query::default();
-        params.write_query(&mut q);
-        self.send_object(self.write(Method::PUT, &self.item(name)?, q, object))
+        self.write_object(Method::PUT, &self.item(name)?, params, object)
     }
 
     /// Patches an object with any kind of [`Patch`] (see its docs for which kind when). A
@@ -621,9 +657,7 @@ impl<K: Object> Api<K> {
         params: &PostParams,
         object: &B,
     ) -> Result<K> {
-        let mut q = Query::default();
-        params.write_query(&mut q);
-        self.send_object(self.write(Method::PUT, &self.sub(name, "status")?, q, object))
+        self.write_object(Method::PUT, &self.sub(name, "status")?, params, object)
     }
 
     /// Patches an object's status (any kind of [`Patch`]). See

@@ -102,6 +102,9 @@ struct Inner {
     /// Told about every request (the `metrics` feature; installed once).
     #[cfg(feature = "metrics")]
     observer: std::sync::OnceLock<Arc<dyn super::observer::RequestObserver>>,
+    /// The types whose bodies go as JSON after a 415 to a protobuf body.
+    #[cfg(feature = "protobuf")]
+    json_bodies: super::protobuf_body::JsonBodies,
 }
 
 impl std::fmt::Debug for Client {
@@ -313,10 +316,22 @@ impl Client {
                 warnings: WarningSink::new(config.warning_handler.clone()),
                 #[cfg(feature = "metrics")]
                 observer: std::sync::OnceLock::new(),
+                #[cfg(feature = "protobuf")]
+                json_bodies: Default::default(),
                 config,
             }),
             scope: None,
         })
+    }
+
+    /// Whether creates and updates may go in protobuf (the setting), and the types a 415
+    /// moved back to JSON.
+    #[cfg(feature = "protobuf")]
+    pub(crate) fn protobuf_bodies(&self) -> Option<&super::protobuf_body::JsonBodies> {
+        self.inner
+            .config
+            .protobuf_bodies
+            .then_some(&self.inner.json_bodies)
     }
 
     /// A clone of this client whose requests give up when `cancel` fires: waits for the rate

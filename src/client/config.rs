@@ -84,6 +84,19 @@ pub struct ClientConfig {
     /// Default [`WarningHandler::LogOnce`]: each distinct text logged once per client at
     /// `warn` level. See [`Warning`](super::Warning).
     pub warning_handler: WarningHandler,
+    /// (Feature `protobuf`.) Send the bodies of creates and updates (`create`, `replace`,
+    /// `replace_status`) of built-in types in protobuf, which kube-apiserver decodes faster
+    /// than JSON. Default `true`; `false` keeps every body JSON. Without the feature, bodies
+    /// are always JSON and this does nothing.
+    ///
+    /// Even when `true`, a write goes as JSON when protobuf could not carry it exactly (a
+    /// field the library's protobuf tables do not know, from a newer k8s-openapi or your own
+    /// type: see `protobuf::encode_exact`), for custom resources,
+    /// metadata-only types and patches (kube-apiserver cannot take those in protobuf), and
+    /// with [`FieldValidation::Strict`](super::FieldValidation) (protobuf has no unknown
+    /// fields to report). A server that answers a protobuf body with 415 (an aggregated API,
+    /// an old server) gets the write again in JSON, and JSON for that type from then on.
+    pub protobuf_bodies: bool,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -112,6 +125,7 @@ impl std::fmt::Debug for ClientConfig {
             impersonate_uid,
             impersonate_extra,
             warning_handler,
+            protobuf_bodies,
         } = self;
         let redact = crate::config::redact_url;
         f.debug_struct("ClientConfig")
@@ -140,6 +154,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("impersonate_uid", impersonate_uid)
             .field("impersonate_extra", impersonate_extra)
             .field("warning_handler", warning_handler)
+            .field("protobuf_bodies", protobuf_bodies)
             .finish()
     }
 }
@@ -188,6 +203,7 @@ impl ClientConfig {
             impersonate_uid: None,
             impersonate_extra: BTreeMap::new(),
             warning_handler: WarningHandler::default(),
+            protobuf_bodies: true,
         }
     }
 }

@@ -76,6 +76,8 @@ mod lines;
 pub(crate) mod observer;
 mod params;
 mod patch;
+#[cfg(feature = "protobuf")]
+mod protobuf_body;
 mod rate_limit;
 mod request;
 mod retry;

@@ -15,7 +15,8 @@
 //!   ([`message_for`], [`message_by_name`]);
 //! - `de`: [`decode`], a serde `Deserializer` driven by a descriptor over the bytes (no
 //!   intermediate tree), rendering Kubernetes' special shapes as Go's JSON does;
-//! - `ser`: [`encode`], any `Serialize` value written as Go's marshaller writes it;
+//! - `ser`: [`encode`], any `Serialize` value written as Go's marshaller writes it, and
+//!   [`encode_exact`] for request bodies (an error, never a skip, for what it cannot carry);
 //! - `time`: Time, MicroTime and Duration as Go's JSON text.
 //!
 //! Why tables and not generated structs (prost and protoc): users already hold their types
@@ -98,4 +99,32 @@ pub fn encode<T: serde::Serialize + ?Sized>(
     value: &T,
 ) -> Result<Vec<u8>, ProtobufError> {
     ser::encode_message(message, value)
+}
+
+/// Encodes a request body's message *exactly*: as [`encode`], but anything the tables
+/// cannot carry exactly is an error instead of being skipped, so a write can never lose a
+/// field silently (a member the message does not declare, as a newer k8s-openapi or a
+/// user's own type may have, even `null`; a float where Go wants an integer; a time, a
+/// duration or a quantity in a form Go's JSON would read differently). At the top,
+/// `apiVersion` and `kind` may be present only with `type_meta`'s values. On an error, send
+/// the JSON instead: that is what [`Api`](crate::Api)'s writes do.
+///
+/// ```
+/// # #[cfg(feature = "protobuf")] {
+/// use kube_informer::protobuf::{encode_exact, message_for};
+/// let config_map = message_for("v1", "ConfigMap").unwrap();
+/// let known = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+///     "metadata": {"name": "settings"}, "data": {"mode": "fast"}});
+/// assert!(encode_exact(config_map, ("v1", "ConfigMap"), &known).is_ok());
+/// // A member the 1.36 tables do not declare: refused, never dropped.
+/// let newer = serde_json::json!({"metadata": {"name": "settings"}, "newField": true});
+/// assert!(encode_exact(config_map, ("v1", "ConfigMap"), &newer).is_err());
+/// # }
+/// ```
+pub fn encode_exact<T: serde::Serialize + ?Sized>(
+    message: Message,
+    type_meta: (&str, &str),
+    value: &T,
+) -> Result<Vec<u8>, ProtobufError> {
+    ser::encode_message_exact(message, type_meta, value)
 }
