@@ -8,6 +8,7 @@
 //! stored state itself, not about how a request reaches it: the HTTP side is in
 //! [`serving`](super::serving), the write rules in [`writing`](super::writing).
 
+pub(super) mod encoded;
 pub(super) mod events;
 pub(super) mod metadata;
 pub(super) mod read_versions;
