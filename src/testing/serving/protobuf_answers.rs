@@ -2,10 +2,15 @@
 //! (`fixtures/apiserver/protobuf/`).
 //!
 //! Why a file of its own: the handlers build every answer as JSON; when the request's
-//! `Accept` picks protobuf for a built-in type, the same JSON is re-encoded here with the
-//! codec (`encode` of the message its `apiVersion`/`kind` name, inside `k8s\0` +
-//! `runtime.Unknown`), so the two encodings can never disagree about content. What the
-//! captures show, and this imitates:
+//! `Accept` picks protobuf for a built-in type, the same JSON is encoded here with the codec
+//! (`encode` of the message its `apiVersion`/`kind` name, inside `k8s\0` +
+//! `runtime.Unknown`), so the two encodings can never disagree about content. Stored objects
+//! sent as they are stored (gets, list items, watch events; not defaulted or converted on
+//! read) are encoded once per stored version and kept with it (`storage/encoded.rs`); a
+//! [`Shape`] assembles the envelope, the list (ListMeta, then each item as field 2) or the
+//! watch frame around those bytes, byte for byte what encoding the whole JSON answer gives
+//! (`tests/protobuf_served.rs` compares them), so a protobuf answer costs the server about
+//! what a JSON one does. What the captures show, and this imitates:
 //!
 //! - the first acceptable media range of `Accept` wins; bare protobuf is acceptable for
 //!   built-in types only, `as=PartialObjectMetadata(List)` in protobuf for every resource,
