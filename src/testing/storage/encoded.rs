@@ -18,7 +18,9 @@
 //! and its metadata-only `PartialObjectMetadata` (`as=PartialObjectMetadata`).
 //!
 //! Memory: nothing is kept until a protobuf answer asks (a JSON-only user pays two empty
-//! slots per version); a failed encoding is remembered as "none" so it is not retried.
+//! slots, 32 bytes, per stored version); a failed encoding is remembered as "none" so it is
+//! not retried. A version's bytes live as long as the version does: in the store while it is
+//! current, in the event history until compaction or the history limit lets it go.
 
 #[cfg(feature = "protobuf")]
 use std::{borrow::Cow, sync::Arc, sync::OnceLock};
@@ -31,10 +33,10 @@ use crate::protobuf::{self as pb, Message};
 pub(crate) struct Encoded {
     /// The whole object as its own message (`Pod`).
     #[cfg(feature = "protobuf")]
-    full: OnceLock<Slot>,
+    full: OnceLock<Box<Slot>>,
     /// The object's `PartialObjectMetadata`.
     #[cfg(feature = "protobuf")]
-    metadata: OnceLock<Slot>,
+    metadata: OnceLock<Box<Slot>>,
 }
 
 /// The bytes of one form, and what they were made from.
@@ -57,7 +59,8 @@ impl std::fmt::Debug for Encoded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         #[cfg(feature = "protobuf")]
         {
-            let len = |s: &OnceLock<Slot>| s.get().and_then(|s| s.bytes.as_ref()).map(|b| b.len());
+            let len =
+                |s: &OnceLock<Box<Slot>>| s.get().and_then(|s| s.bytes.as_ref()).map(|b| b.len());
             f.debug_struct("Encoded")
                 .field("full_bytes", &len(&self.full))
                 .field("metadata_bytes", &len(&self.metadata))
@@ -101,16 +104,18 @@ impl Encoded {
 
 #[cfg(feature = "protobuf")]
 fn cached<'a>(
-    slot: &'a OnceLock<Slot>,
+    slot: &'a OnceLock<Box<Slot>>,
     json: &Arc<str>,
     message: Message,
     encode: impl FnOnce() -> Option<Vec<u8>>,
 ) -> Option<Cow<'a, [u8]>> {
     let mut encode = Some(encode);
-    let held = slot.get_or_init(|| Slot {
-        json: Arc::clone(json),
-        message,
-        bytes: encode.take().and_then(|f| f()).map(Vec::into_boxed_slice),
+    let held = slot.get_or_init(|| {
+        Box::new(Slot {
+            json: Arc::clone(json),
+            message,
+            bytes: encode.take().and_then(|f| f()).map(Vec::into_boxed_slice),
+        })
     });
     if Arc::ptr_eq(&held.json, json) && held.message == message {
         return held.bytes.as_deref().map(Cow::Borrowed);
@@ -153,6 +158,11 @@ mod tests {
         assert!(matches!(e.full(&a, pod_message()), Some(Cow::Borrowed(_))));
         // A clone starts empty.
         assert!(!e.clone().is_filled());
+    }
+
+    #[test]
+    fn a_json_only_server_pays_at_most_32_bytes_per_stored_version() {
+        assert!(std::mem::size_of::<Encoded>() <= 32);
     }
 
     #[test]
