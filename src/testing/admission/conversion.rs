@@ -442,6 +442,7 @@ fn list(
             name: stored.name.clone(),
             json: stored.json.clone(),
             labels: serde_json::from_value(item["metadata"]["labels"].clone()).unwrap_or_default(),
+            encoded: Default::default(),
         };
         if filter.matches(&as_converted) {
             converted.push((stored, item));

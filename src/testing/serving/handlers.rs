@@ -14,6 +14,8 @@ use serde_json::Value;
 use super::faults::{Fault, Target};
 use super::http::{self, ChunkedWriter, Request};
 use super::metadata;
+#[cfg(feature = "protobuf")]
+use super::protobuf_answers::Shape;
 use super::read_versions::{self, ListAt};
 use super::server::{Peer, Shared};
 use super::store::{EventType, Filter, StoredObject, TypeKey};
@@ -332,17 +334,56 @@ fn send_with<S: Peer>(
     fault: Option<&Fault>,
 ) -> Outcome {
     #[cfg(feature = "protobuf")]
-    let (encoded, content_type) = match super::protobuf_answers::active() {
-        true => match super::protobuf_answers::envelope_of(body) {
-            Some(pb) => (Some(pb), crate::protobuf::CONTENT_TYPE),
-            None => (None, "application/json"),
-        },
-        false => (None, "application/json"),
+    if super::protobuf_answers::active() {
+        if let Some(pb) = super::protobuf_answers::envelope_of(body) {
+            return send_as(
+                peer,
+                code,
+                Some(crate::protobuf::CONTENT_TYPE),
+                extra,
+                &pb,
+                fault,
+            );
+        }
+    }
+    send_as(peer, code, None, extra, body, fault)
+}
+
+/// The media type of a protobuf answer (`crate::protobuf::CONTENT_TYPE`, which exists only
+/// with the feature).
+const PROTOBUF_ANSWER: &str = "application/vnd.kubernetes.protobuf";
+
+/// A get answered from the object's protobuf encoded once (`storage/encoded.rs`); `None`
+/// when the request is not protobuf, the object is missing (the JSON path answers) or the
+/// codec cannot encode it.
+#[cfg(feature = "protobuf")]
+fn protobuf_get(r: &Route, shared: &Shared, form: &metadata::Form) -> Option<Vec<u8>> {
+    let (o, shape) = {
+        let mut store = shared.store.lock();
+        let o = store
+            .get(&r.tk, r.namespace.as_deref(), r.name.as_deref()?)
+            .ok()?;
+        let c = store.collection(&r.tk);
+        let shape = c
+            .info
+            .schema
+            .is_none()
+            .then(|| Shape::new(&c.api_version, &c.kind, form));
+        (o, shape.flatten()?)
     };
-    #[cfg(feature = "protobuf")]
-    let body = encoded.as_deref().unwrap_or(body);
-    #[cfg(not(feature = "protobuf"))]
-    let content_type = "application/json";
+    shape.object(&o)
+}
+
+/// [`send_with`] of a body already in its media type (`None`: JSON).
+fn send_as<S: Peer>(
+    peer: &mut S,
+    code: u16,
+    typed: Option<&str>,
+    extra: &[(&str, String)],
+    body: &[u8],
+    fault: Option<&Fault>,
+) -> Outcome {
+    let content_type = typed.unwrap_or("application/json");
     if let Some(Fault::CloseAfterBytes(n)) = fault {
         let cut = (*n).min(body.len().saturating_sub(1));
         let head = format!(
@@ -356,8 +397,7 @@ fn send_with<S: Peer>(
         peer.drop_connection();
         return Outcome::Close;
     }
-    #[cfg(feature = "protobuf")]
-    if encoded.is_some() {
+    if typed.is_some() {
         return outcome(http::write_response_typed(
             peer,
             code,
@@ -389,6 +429,10 @@ fn get<S: Peer>(
     form: &metadata::Form,
 ) -> Outcome {
     let name = r.name.as_deref().unwrap_or("");
+    #[cfg(feature = "protobuf")]
+    if let Some(pb) = protobuf_get(r, shared, form) {
+        return send_as(peer, 200, Some(PROTOBUF_ANSWER), &[], &pb, fault);
+    }
     let answer = {
         let mut store = shared.store.lock();
         store
@@ -509,7 +553,8 @@ fn list<S: Peer>(
     PAGE.with_borrow_mut(|buf| {
         buf.clear();
         let outcome = match list_body(req, r, shared, buf, form) {
-            Ok(()) => send(peer, 200, buf.as_bytes(), fault),
+            Ok(None) => send(peer, 200, buf.as_bytes(), fault),
+            Ok(Some(pb)) => send_as(peer, 200, Some(PROTOBUF_ANSWER), &[], &pb, fault),
             Err(st) => fail(peer, &st),
         };
         if buf.capacity() > 64 << 20 {
@@ -519,14 +564,14 @@ fn list<S: Peer>(
     })
 }
 
-/// Writes a list page into `out`.
+/// Writes a list page into `out`, or returns it already in protobuf.
 fn list_body(
     req: &Request,
     r: &Route,
     shared: &Shared,
     out: &mut String,
     form: &metadata::Form,
-) -> Result<(), Status> {
+) -> Result<Option<Vec<u8>>, Status> {
     let rv_text = req.param("resourceVersion").unwrap_or("");
     let rv_match = req.param("resourceVersionMatch").unwrap_or("");
     let token = req.param("continue").filter(|t| !t.is_empty());
@@ -614,7 +659,17 @@ fn list_body(
         metadata::Form::Full if builtin => Vec::new(),
         metadata::Form::Full => page.iter().map(|o| with_type_meta(&o.json)).collect(),
     };
+    #[cfg(feature = "protobuf")]
+    let shape = c
+        .info
+        .schema
+        .is_none()
+        .then(|| Shape::new(&c.api_version, &c.kind, form));
     drop(store);
+    #[cfg(feature = "protobuf")]
+    if let Some(pb) = shape.flatten().and_then(|s| s.list(&meta, &page)) {
+        return Ok(Some(pb));
+    }
     out.reserve(head.len() + page.iter().map(|o| o.json.len() + 65).sum::<usize>() + 2);
     out.push_str(&head);
     for (i, o) in page.iter().enumerate() {
@@ -624,7 +679,7 @@ fn list_body(
         out.push_str(typed.get(i).map_or(&*o.json, String::as_str));
     }
     out.push_str("]}");
-    Ok(())
+    Ok(None)
 }
 
 fn key_of(o: &StoredObject) -> String {
@@ -679,6 +734,9 @@ struct EventSink<'a, S: Peer> {
     /// Protobuf frames instead of JSON lines (feature `protobuf`).
     #[cfg_attr(not(feature = "protobuf"), allow(dead_code))]
     protobuf: bool,
+    /// How stored objects go out in protobuf from their kept bytes (feature `protobuf`).
+    #[cfg(feature = "protobuf")]
+    shape: Option<Shape>,
     /// A watch in another version of a CRD converted by webhook (`conversion.rs`): each
     /// stored object (without `kind`/`apiVersion`) becomes the converted one; `None` when it
     /// cannot be converted, which ends the stream.
@@ -734,7 +792,50 @@ impl<S: Peer> EventSink<'_, S> {
         r
     }
 
-    fn event(&mut self, ty: &str, json: &str) -> Result<(), Dropped> {
+    fn event(&mut self, ty: &str, object: &StoredObject) -> Result<(), Dropped> {
+        #[cfg(feature = "protobuf")]
+        let frame = self.kept_frame(ty, object);
+        #[cfg(not(feature = "protobuf"))]
+        let frame: Option<Vec<u8>> = None;
+        match frame {
+            Some(frame) => self.bytes(&frame)?,
+            None => self.encode(ty, &object.json)?,
+        }
+        self.events += 1;
+        if let Some((n, code)) = self.error_after_events.filter(|(n, _)| self.events >= *n) {
+            let reason = match code {
+                410 => "Expired",
+                504 => "Timeout",
+                _ => "InternalError",
+            };
+            let st = Status::failure(code, reason, format!("injected fault after {n} events"));
+            self.error(&st)?;
+            self.ended_by_error = true;
+            return Err(Dropped);
+        }
+        let close = self.close_after_events.is_some_and(|n| self.events >= n);
+        if close || self.silence_after_events.is_some_and(|n| self.events >= n) {
+            // What was sent so far goes out; then the connection drops or goes quiet.
+            self.flush()?;
+            return Err(Dropped);
+        }
+        Ok(())
+    }
+
+    /// The protobuf frame of a stored object sent as it is (not defaulted, not converted),
+    /// from its bytes kept by the store (`storage/encoded.rs`).
+    #[cfg(feature = "protobuf")]
+    fn kept_frame(&self, ty: &str, object: &StoredObject) -> Option<Vec<u8>> {
+        let shape = self.shape.as_ref()?;
+        if self.defaults.is_some() || self.convert.is_some() {
+            return None;
+        }
+        let mut frame = Vec::new();
+        shape.frame(ty, object, &mut frame).then_some(frame)
+    }
+
+    /// One event from the stored JSON: a JSON line, or its protobuf frame made from it.
+    fn encode(&mut self, ty: &str, json: &str) -> Result<(), Dropped> {
         // Defaulted as read (none in the metadata form), converted, then cut to metadata.
         let mut owned = self
             .defaults
@@ -781,24 +882,6 @@ impl<S: Peer> EventSink<'_, S> {
         }
         if !line.is_empty() {
             self.line(&line)?;
-        }
-        self.events += 1;
-        if let Some((n, code)) = self.error_after_events.filter(|(n, _)| self.events >= *n) {
-            let reason = match code {
-                410 => "Expired",
-                504 => "Timeout",
-                _ => "InternalError",
-            };
-            let st = Status::failure(code, reason, format!("injected fault after {n} events"));
-            self.error(&st)?;
-            self.ended_by_error = true;
-            return Err(Dropped);
-        }
-        let close = self.close_after_events.is_some_and(|n| self.events >= n);
-        if close || self.silence_after_events.is_some_and(|n| self.events >= n) {
-            // What was sent so far goes out; then the connection drops or goes quiet.
-            self.flush()?;
-            return Err(Dropped);
         }
         Ok(())
     }
@@ -989,6 +1072,8 @@ fn watch<S: Peer>(
     let protobuf = super::protobuf_answers::active();
     #[cfg(not(feature = "protobuf"))]
     let protobuf = false;
+    #[cfg(feature = "protobuf")]
+    let shape = Shape::quoted(&api_version, &kind, form);
     let started = match protobuf {
         #[cfg(feature = "protobuf")]
         true => ChunkedWriter::start_typed(peer, 200, crate::protobuf::WATCH_CONTENT_TYPE),
@@ -1024,6 +1109,8 @@ fn watch<S: Peer>(
         metadata_only: matches!(form, metadata::Form::Metadata { .. }),
         defaults,
         protobuf,
+        #[cfg(feature = "protobuf")]
+        shape,
         convert: converting.map(|(_, c)| c),
     };
     let result = (|| -> Result<(), Dropped> {
@@ -1045,7 +1132,7 @@ fn watch<S: Peer>(
             sink.line("this is not JSON {\n")?;
         }
         for o in initial.iter().filter(|o| in_scope(o)) {
-            sink.event("ADDED", &o.json)?;
+            sink.event("ADDED", o)?;
         }
         // The initial events (asked for, or those of a watch from the present) end with the
         // annotated bookmark, when bookmarks are allowed.
@@ -1134,7 +1221,7 @@ fn watch<S: Peer>(
                             EventType::Deleted if now_in => "DELETED",
                             _ => continue,
                         };
-                        sink.event(ty, &ev.object.json)?;
+                        sink.event(ty, &ev.object)?;
                     }
                 }
             }

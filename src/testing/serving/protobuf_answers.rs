@@ -2,10 +2,15 @@
 //! (`fixtures/apiserver/protobuf/`).
 //!
 //! Why a file of its own: the handlers build every answer as JSON; when the request's
-//! `Accept` picks protobuf for a built-in type, the same JSON is re-encoded here with the
-//! codec (`encode` of the message its `apiVersion`/`kind` name, inside `k8s\0` +
-//! `runtime.Unknown`), so the two encodings can never disagree about content. What the
-//! captures show, and this imitates:
+//! `Accept` picks protobuf for a built-in type, the same JSON is encoded here with the codec
+//! (`encode` of the message its `apiVersion`/`kind` name, inside `k8s\0` +
+//! `runtime.Unknown`), so the two encodings can never disagree about content. Stored objects
+//! sent as they are stored (gets, list items, watch events; not defaulted or converted on
+//! read) are encoded once per stored version and kept with it (`storage/encoded.rs`); a
+//! [`Shape`] assembles the envelope, the list (ListMeta, then each item as field 2) or the
+//! watch frame around those bytes, byte for byte what encoding the whole JSON answer gives
+//! (`tests/protobuf_served.rs` compares them), so a protobuf answer costs the server about
+//! what a JSON one does. What the captures show, and this imitates:
 //!
 //! - the first acceptable media range of `Accept` wins; bare protobuf is acceptable for
 //!   built-in types only, `as=PartialObjectMetadata(List)` in protobuf for every resource,
@@ -24,13 +29,16 @@
 //! handlers answer a request on one thread), so the many error paths that end in
 //! `write_status` need no parameter of their own.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 
 use serde_json::Value;
 
 use super::http::Request;
-use crate::api::Status;
-use crate::protobuf as pb;
+use super::metadata;
+use super::store::{Stored, StoredObject};
+use crate::api::{ListMeta, Status};
+use crate::protobuf::{self as pb, wire, Message};
 
 thread_local! {
     static ANSWERING: Cell<bool> = const { Cell::new(false) };
@@ -164,6 +172,169 @@ pub(crate) fn frame(event_type: &str, object: &[u8], out: &mut Vec<u8>) -> bool 
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&event);
     true
+}
+
+/// How the stored objects of one answer go out in protobuf, with their bytes encoded once
+/// per stored version (`storage/encoded.rs`) and the answer assembled around them: the
+/// envelope of a get, the items of a list page (field 2 of the `*List` message, after its
+/// `ListMeta`), the object of each watch frame. Byte for byte what encoding the same
+/// answer's JSON gives ([`envelope_of`], [`frame`]), which the tests compare.
+pub(crate) struct Shape {
+    api_version: String,
+    kind: String,
+    /// The item message: the resource's own, or `PartialObjectMetadata`.
+    message: Message,
+    metadata: bool,
+}
+
+impl Shape {
+    /// The shape of objects of `kind` in `api_version` answered in `form`, when this request
+    /// is answered in protobuf and the codec knows the message; `None` otherwise (the answer
+    /// is then built from JSON, as before). Only for stored JSON served as it is: a caller
+    /// whose objects are defaulted or converted on read must not ask.
+    pub(crate) fn new(api_version: &str, kind: &str, form: &metadata::Form) -> Option<Shape> {
+        if !active() {
+            return None;
+        }
+        let (api_version, kind, metadata) = match form {
+            metadata::Form::Full => (api_version.to_owned(), kind.to_owned(), false),
+            metadata::Form::Metadata { version } => (
+                format!("meta.k8s.io/{version}"),
+                "PartialObjectMetadata".to_owned(),
+                true,
+            ),
+        };
+        let message = pb::message_for(&api_version, &kind)?;
+        Some(Shape {
+            api_version,
+            kind,
+            message,
+            metadata,
+        })
+    }
+
+    /// [`Shape::new`] from the JSON string literals a watch keeps (`"Pod"`, `"v1"`).
+    pub(crate) fn quoted(api_version: &str, kind: &str, form: &metadata::Form) -> Option<Shape> {
+        let api_version: String = serde_json::from_str(api_version).ok()?;
+        let kind: String = serde_json::from_str(kind).ok()?;
+        Shape::new(&api_version, &kind, form)
+    }
+
+    /// The message bytes of one stored object (a list item; `raw` of an envelope).
+    fn item<'a>(&self, o: &'a StoredObject) -> Option<Cow<'a, [u8]>> {
+        match self.metadata {
+            false => o.encoded.full(&o.json, self.message),
+            true => o.encoded.metadata(&o.json, self.message),
+        }
+    }
+
+    /// A get's answer: the object in its envelope.
+    pub(crate) fn object(&self, o: &StoredObject) -> Option<Vec<u8>> {
+        let raw = self.item(o)?;
+        let mut out = Vec::with_capacity(envelope_len(&self.api_version, &self.kind, raw.len()));
+        put_envelope(&self.api_version, &self.kind, &raw, &mut out);
+        Some(out)
+    }
+
+    /// A list page: the `*List` message of `meta` and the page's objects, in its envelope.
+    /// `None` when the list's message is not `{1: ListMeta, 2: repeated items}` or an item
+    /// cannot be encoded.
+    pub(crate) fn list(&self, meta: &ListMeta, page: &[Stored]) -> Option<Vec<u8>> {
+        let list_kind = format!("{}List", self.kind);
+        let list = pb::message_for(&self.api_version, &list_kind)?;
+        // Items are appended after the rest of the message: right only when the message is
+        // exactly ListMeta (1) then the items (2), as every Kubernetes list is.
+        let numbers = list.desc().fields.iter().map(|f| f.0);
+        if list.list_item() != Some(self.message) || !numbers.eq([1, 2]) {
+            return None;
+        }
+        let head = pb::encode(list, &serde_json::json!({ "metadata": meta })).ok()?;
+        let items: Vec<Cow<'_, [u8]>> = page.iter().map(|o| self.item(o)).collect::<Option<_>>()?;
+        let raw_len = head.len()
+            + items
+                .iter()
+                .map(|i| 1 + wire::varint_len(i.len() as u64) + i.len())
+                .sum::<usize>();
+        let mut out = Vec::with_capacity(envelope_len(&self.api_version, &list_kind, raw_len));
+        put_envelope_head(&self.api_version, &list_kind, raw_len, &mut out);
+        out.extend_from_slice(&head);
+        for item in &items {
+            wire::put_bytes(&mut out, 2, item);
+        }
+        out.extend_from_slice(ENVELOPE_TAIL);
+        Some(out)
+    }
+
+    /// One watch frame (length + bare `WatchEvent`) for a stored object, appended to `out`;
+    /// false (nothing appended) if it cannot be encoded.
+    pub(crate) fn frame(&self, event_type: &str, o: &StoredObject, out: &mut Vec<u8>) -> bool {
+        let Some(raw) = self.item(o) else {
+            return false;
+        };
+        let envelope = envelope_len(&self.api_version, &self.kind, raw.len());
+        let extension = 1 + wire::varint_len(envelope as u64) + envelope;
+        let event = 1
+            + wire::varint_len(event_type.len() as u64)
+            + event_type.len()
+            + 1
+            + wire::varint_len(extension as u64)
+            + extension;
+        let Ok(len) = u32::try_from(event) else {
+            return false;
+        };
+        out.reserve(4 + event);
+        out.extend_from_slice(&len.to_be_bytes());
+        wire::put_bytes(out, 1, event_type.as_bytes());
+        wire::put_tag(out, 2, wire::LEN);
+        wire::put_varint(out, extension as u64);
+        wire::put_tag(out, 1, wire::LEN);
+        wire::put_varint(out, envelope as u64);
+        put_envelope(&self.api_version, &self.kind, &raw, out);
+        true
+    }
+}
+
+/// What follows `raw` in an envelope: empty `contentEncoding` (3) and `contentType` (4), as
+/// [`pb::write_envelope`] writes them.
+const ENVELOPE_TAIL: &[u8] = b"\x1a\x00\x22\x00";
+
+fn type_meta_len(api_version: &str, kind: &str) -> usize {
+    2 + wire::varint_len(api_version.len() as u64)
+        + api_version.len()
+        + wire::varint_len(kind.len() as u64)
+        + kind.len()
+}
+
+/// The length of [`pb::write_envelope`]'s output for a `raw` of `raw_len` bytes.
+fn envelope_len(api_version: &str, kind: &str, raw_len: usize) -> usize {
+    let type_meta = type_meta_len(api_version, kind);
+    pb::MAGIC.len()
+        + 1
+        + wire::varint_len(type_meta as u64)
+        + type_meta
+        + 1
+        + wire::varint_len(raw_len as u64)
+        + raw_len
+        + ENVELOPE_TAIL.len()
+}
+
+/// [`pb::write_envelope`] up to the bytes of `raw` (which the caller writes, then
+/// [`ENVELOPE_TAIL`]).
+fn put_envelope_head(api_version: &str, kind: &str, raw_len: usize, out: &mut Vec<u8>) {
+    out.extend_from_slice(pb::MAGIC);
+    wire::put_tag(out, 1, wire::LEN);
+    wire::put_varint(out, type_meta_len(api_version, kind) as u64);
+    wire::put_bytes(out, 1, api_version.as_bytes());
+    wire::put_bytes(out, 2, kind.as_bytes());
+    wire::put_tag(out, 2, wire::LEN);
+    wire::put_varint(out, raw_len as u64);
+}
+
+/// [`pb::write_envelope`], written as [`put_envelope_head`] + `raw` + [`ENVELOPE_TAIL`].
+fn put_envelope(api_version: &str, kind: &str, raw: &[u8], out: &mut Vec<u8>) {
+    put_envelope_head(api_version, kind, raw.len(), out);
+    out.extend_from_slice(raw);
+    out.extend_from_slice(ENVELOPE_TAIL);
 }
 
 /// Chunks of a protobuf watch are at most this long: frames of a few kilobytes are cut

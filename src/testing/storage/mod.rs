@@ -4,10 +4,11 @@
 //! resourceVersion, the event history, compaction, backups); `read_versions.rs` decides which
 //! state a list or watch answers; `resources.rs` says what is known about a resource beyond
 //! its objects; `metadata.rs` and `events.rs` shape what is stored or read for one kind of
-//! answer (metadata-only, Events). They live together because each of them is about the
+//! answer (metadata-only, Events); `encoded.rs` keeps a stored version's protobuf once made. They live together because each of them is about the
 //! stored state itself, not about how a request reaches it: the HTTP side is in
 //! [`serving`](super::serving), the write rules in [`writing`](super::writing).
 
+pub(super) mod encoded;
 pub(super) mod events;
 pub(super) mod metadata;
 pub(super) mod read_versions;

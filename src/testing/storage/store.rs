@@ -33,6 +33,9 @@ pub(crate) struct StoredObject {
     /// Compact JSON without `kind` and `apiVersion`.
     pub json: Arc<str>,
     pub labels: StringMap,
+    /// Its protobuf, made at the first protobuf answer that needs it (`encoded.rs`).
+    #[cfg_attr(not(feature = "protobuf"), allow(dead_code))]
+    pub encoded: super::encoded::Encoded,
 }
 
 pub(crate) type Stored = Arc<StoredObject>;
@@ -1583,6 +1586,7 @@ impl Store {
             name: name.to_owned(),
             json,
             labels: current.labels.clone(),
+            encoded: Default::default(),
         });
         self.record(
             tk,
@@ -1860,6 +1864,7 @@ fn seal(mut obj: Map<String, Value>, rv: Option<u64>, namespace: String, name: S
         name,
         json,
         labels,
+        encoded: Default::default(),
     })
 }
 
