@@ -10,12 +10,12 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::controllers::*;
 use common::*;
-use kube_informer::api::{ApiResource, DynamicObject};
+use kube_informer::api::DynamicObject;
 use kube_informer::cache::{DeletedObject, FactoryOptions, HandlerFns, SharedInformerFactory};
 use kube_informer::controller::{split_key, Action, Controller, EventFilter};
 use kube_informer::manager::Manager;
@@ -23,40 +23,6 @@ use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::Client;
 use parking_lot::Mutex;
 use serde_json::json;
-
-fn namespaces() -> ApiResource {
-    ApiResource::new("", "v1", "Namespace", "namespaces", false)
-}
-
-fn configmaps() -> ApiResource {
-    ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
-}
-
-fn deployments() -> ApiResource {
-    ApiResource::new("apps", "v1", "Deployment", "deployments", true)
-}
-
-fn replicasets() -> ApiResource {
-    ApiResource::new("apps", "v1", "ReplicaSet", "replicasets", true)
-}
-
-/// Reconciles per key.
-#[derive(Clone, Default)]
-struct Ledger(Arc<Mutex<HashMap<String, u32>>>);
-
-impl Ledger {
-    fn record(&self, key: &str) {
-        *self.0.lock().entry(key.to_owned()).or_default() += 1;
-    }
-    fn count(&self, key: &str) -> u32 {
-        self.0.lock().get(key).copied().unwrap_or(0)
-    }
-}
-
-fn idle(controller: &Controller<DynamicObject>) -> bool {
-    let m = controller.queue().metrics();
-    m.depth == 0 && m.processing == 0 && m.waiting_for_delay == 0
-}
 
 fn owned_by_namespace(ns: &str, name: &str, owner: &str) -> serde_json::Value {
     json!({"metadata": {"name": name, "namespace": ns, "ownerReferences": [

@@ -4,12 +4,12 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::controllers::*;
 use common::*;
-use kube_informer::api::{ApiResource, DynamicObject};
+use kube_informer::api::DynamicObject;
 use kube_informer::cache::{DeletedObject, HandlerFns, SharedInformerFactory};
 use kube_informer::controller::{Action, Controller};
 use kube_informer::testing::{ApiServer, Fault, Target};
@@ -17,34 +17,6 @@ use kube_informer::workqueue::ItemExponential;
 use kube_informer::Client;
 use parking_lot::Mutex;
 use serde_json::json;
-
-fn deployments() -> ApiResource {
-    ApiResource::new("apps", "v1", "Deployment", "deployments", true)
-}
-
-fn replicasets() -> ApiResource {
-    ApiResource::new("apps", "v1", "ReplicaSet", "replicasets", true)
-}
-
-fn configmaps() -> ApiResource {
-    ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
-}
-
-/// Reconciles per key.
-#[derive(Clone, Default)]
-struct Ledger(Arc<Mutex<HashMap<String, u32>>>);
-
-impl Ledger {
-    fn record(&self, key: &str) {
-        *self.0.lock().entry(key.to_owned()).or_default() += 1;
-    }
-    fn count(&self, key: &str) -> u32 {
-        self.0.lock().get(key).copied().unwrap_or(0)
-    }
-    fn snapshot(&self) -> HashMap<String, u32> {
-        self.0.lock().clone()
-    }
-}
 
 fn deployment(ns: &str, name: &str) -> serde_json::Value {
     json!({"metadata": {"name": name, "namespace": ns, "uid": format!("uid-{ns}-{name}")},
@@ -67,11 +39,6 @@ fn owner_ref(
         r["controller"] = c.into();
     }
     r
-}
-
-fn idle(controller: &Controller<DynamicObject>) -> bool {
-    let m = controller.queue().metrics();
-    m.depth == 0 && m.processing == 0 && m.waiting_for_delay == 0
 }
 
 #[test]
