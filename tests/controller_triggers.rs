@@ -16,7 +16,7 @@ use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::workqueue::ItemExponential;
 use kube_informer::Client;
 use parking_lot::Mutex;
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn deployment(ns: &str, name: &str) -> serde_json::Value {
     json!({"metadata": {"name": name, "namespace": ns, "uid": format!("uid-{ns}-{name}")},
@@ -302,13 +302,7 @@ fn configmap_controller(
 
 #[test]
 fn a_panicking_reconcile_is_caught_counted_and_retried_with_back_off() {
-    let server = ApiServer::builder().resource(&configmaps()).start();
-    server
-        .create(
-            &configmaps(),
-            json!({"metadata": {"name": "boom", "namespace": "lab"}}),
-        )
-        .unwrap();
+    let server = configmaps_server(&["boom"], Value::Null);
     let attempts: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let a = attempts.clone();
     let (controller, factory) = configmap_controller(&server, move |key| {
@@ -356,13 +350,7 @@ fn a_panicking_reconcile_is_caught_counted_and_retried_with_back_off() {
 #[test]
 fn a_key_added_while_its_reconcile_runs_is_reconciled_again_after_it() {
     for panics in [false, true] {
-        let server = ApiServer::builder().resource(&configmaps()).start();
-        server
-            .create(
-                &configmaps(),
-                json!({"metadata": {"name": "slow", "namespace": "lab"}, "data": {"v": "1"}}),
-            )
-            .unwrap();
+        let server = configmaps_server(&["slow"], json!({"v": "1"}));
         let (started_tx, started_rx) = crossbeam_channel::unbounded::<()>();
         let (release_tx, release_rx) = crossbeam_channel::unbounded::<()>();
         let calls = Arc::new(Mutex::new(0u32));
@@ -411,15 +399,7 @@ fn a_key_added_while_its_reconcile_runs_is_reconciled_again_after_it() {
 
 #[test]
 fn requeue_after_and_errors_are_counted() {
-    let server = ApiServer::builder().resource(&configmaps()).start();
-    for name in ["later", "fails"] {
-        server
-            .create(
-                &configmaps(),
-                json!({"metadata": {"name": name, "namespace": "lab"}}),
-            )
-            .unwrap();
-    }
+    let server = configmaps_server(&["later", "fails"], Value::Null);
     let ledger = Ledger::default();
     let l = ledger.clone();
     let (controller, factory) = configmap_controller(&server, move |key| {

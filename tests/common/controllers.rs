@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::controller::Controller;
+use kube_informer::testing::ApiServer;
 use parking_lot::Mutex;
+use serde_json::{json, Value};
 
 pub fn namespaces() -> ApiResource {
     ApiResource::new("", "v1", "Namespace", "namespaces", false)
@@ -47,4 +49,18 @@ impl Ledger {
 pub fn idle(controller: &Controller<DynamicObject>) -> bool {
     let m = controller.queue().metrics();
     m.depth == 0 && m.processing == 0 && m.waiting_for_delay == 0
+}
+
+/// A test API server serving ConfigMaps that holds `lab/<name>` for each of `names`, with
+/// `data` as their data unless it is `null`.
+pub fn configmaps_server(names: &[&str], data: Value) -> ApiServer {
+    let server = ApiServer::builder().resource(&configmaps()).start();
+    for name in names {
+        let mut cm = json!({"metadata": {"name": name, "namespace": "lab"}});
+        if !data.is_null() {
+            cm["data"] = data.clone();
+        }
+        server.create(&configmaps(), cm).unwrap();
+    }
+    server
 }
