@@ -203,6 +203,7 @@
 
 pub mod api;
 pub mod cache;
+mod civil_time;
 pub mod client;
 pub mod config;
 pub mod controller;

@@ -88,6 +88,19 @@ fn write_file(dir: &Path, text: &str) -> PathBuf {
     p
 }
 
+/// Writes in `dir` a kubeconfig for `server` whose user `me` has `issuer`'s `oidc` provider
+/// with these tokens; its path.
+fn oidc_config(
+    dir: &Path,
+    server: &ApiServer,
+    issuer: &Issuer,
+    id_token: Option<&str>,
+    refresh: Option<&str>,
+) -> PathBuf {
+    let provider = oidc_block(&issuer.url(), id_token, refresh);
+    write_file(dir, &kubeconfig(&server.url(), &provider))
+}
+
 fn list(config: &Config) -> kube_informer::Result<usize> {
     let api: Api<DynamicObject> = Api::all_with(config.client()?, &pods());
     Ok(api.list(&ListParams::default())?.items.len())
@@ -136,13 +149,7 @@ fn an_expired_id_token_is_refreshed_and_written_back_to_the_file() {
     let server = api_server(&[&new]);
     let issuer = issuer(&new, Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        &kubeconfig(
-            &server.url(),
-            &oidc_block(&issuer.url(), Some(&old), Some(REFRESH)),
-        ),
-    );
+    let path = oidc_config(dir.path(), &server, &issuer, Some(&old), Some(REFRESH));
     let config = Config::from_kubeconfig(&path).unwrap();
     assert_eq!(list(&config).unwrap(), 1);
     assert_eq!(list(&config).unwrap(), 1, "the new token is kept in memory");
@@ -206,13 +213,7 @@ fn a_token_that_expires_between_two_requests_is_refreshed_for_the_second() {
     let server = api_server(&[&short, &new]);
     let issuer = issuer(&new, Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        &kubeconfig(
-            &server.url(),
-            &oidc_block(&issuer.url(), Some(&short), Some(REFRESH)),
-        ),
-    );
+    let path = oidc_config(dir.path(), &server, &issuer, Some(&short), Some(REFRESH));
     let config = Config::from_kubeconfig(&path).unwrap();
     let api: Api<DynamicObject> = Api::all_with(config.client().unwrap(), &pods());
     api.list(&ListParams::default()).unwrap();
@@ -246,13 +247,7 @@ fn threads_finding_the_token_expired_together_refresh_it_once() {
     // A slow issuer, so the other threads arrive while the refresh is under way.
     let issuer = issuer(&new, Duration::from_millis(300));
     let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        &kubeconfig(
-            &server.url(),
-            &oidc_block(&issuer.url(), Some(&old), Some(REFRESH)),
-        ),
-    );
+    let path = oidc_config(dir.path(), &server, &issuer, Some(&old), Some(REFRESH));
     let client = Config::from_kubeconfig(&path).unwrap().client().unwrap();
     let threads = 4;
     let barrier = Arc::new(Barrier::new(threads));
@@ -331,31 +326,16 @@ fn without_a_usable_token_the_request_fails_and_is_never_sent() {
 
     // Expired, and no refresh token.
     let issuer = issuer(&new, Duration::ZERO);
-    let path = write_file(
-        dir.path(),
-        &kubeconfig(
-            &server.url(),
-            &oidc_block(&issuer.url(), Some(&jwt("old", -60)), None),
-        ),
-    );
+    let path = oidc_config(dir.path(), &server, &issuer, Some(&jwt("old", -60)), None);
     let m = oidc_failure(&Config::from_kubeconfig(&path).unwrap());
     assert!(m.contains("refresh-token"), "{m}");
 
     // No id-token at all, and no refresh token.
-    let path = write_file(
-        dir.path(),
-        &kubeconfig(&server.url(), &oidc_block(&issuer.url(), None, None)),
-    );
+    let path = oidc_config(dir.path(), &server, &issuer, None, None);
     oidc_failure(&Config::from_kubeconfig(&path).unwrap());
 
     // An id-token that is not a JWT.
-    let path = write_file(
-        dir.path(),
-        &kubeconfig(
-            &server.url(),
-            &oidc_block(&issuer.url(), Some("opaque"), Some(REFRESH)),
-        ),
-    );
+    let path = oidc_config(dir.path(), &server, &issuer, Some("opaque"), Some(REFRESH));
     let m = oidc_failure(&Config::from_kubeconfig(&path).unwrap());
     assert!(m.contains("not a JWT"), "{m}");
     assert_eq!(issuer.token_hits.load(Ordering::SeqCst), 0);
@@ -434,13 +414,7 @@ fn a_cancelled_client_stops_waiting_for_a_slow_issuer() {
     // The issuer never answers the token request in time.
     let issuer = issuer(&new, Duration::from_secs(600));
     let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        &kubeconfig(
-            &server.url(),
-            &oidc_block(&issuer.url(), Some(&old), Some(REFRESH)),
-        ),
-    );
+    let path = oidc_config(dir.path(), &server, &issuer, Some(&old), Some(REFRESH));
     let cancel = kube_informer::client::Cancel::new();
     let client = Config::from_kubeconfig(&path)
         .unwrap()
@@ -835,13 +809,7 @@ fn a_lock_a_dead_program_left_beside_the_file_does_not_stop_the_write_back() {
     let server = api_server(&[&new]);
     let issuer = issuer(&new, Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
-    let path = write_file(
-        dir.path(),
-        &kubeconfig(
-            &server.url(),
-            &oidc_block(&issuer.url(), Some(&old), Some(REFRESH)),
-        ),
-    );
+    let path = oidc_config(dir.path(), &server, &issuer, Some(&old), Some(REFRESH));
     // kubectl's lock (empty), left a minute ago by a kubectl that was killed mid-write.
     let lock = dir.path().join("config.lock");
     let left = std::fs::File::create(&lock).unwrap();

@@ -285,50 +285,34 @@ fn managers(obj: &DynamicObject) -> Vec<(String, String, Option<String>)> {
 
 // ---- server-side apply ----
 
-#[test]
-fn apply_creates_with_its_field_manager() {
-    let s = serve("apply-create-configmap");
-    let body = request_body("apply-create-configmap");
+/// Server-side applies the body of capture `name` to ConfigMap `fx-writes/cm-apply` with
+/// `params`, checks that what was sent is the captured request, and answers the object.
+fn apply_to_cm_apply(name: &str, params: &PatchParams) -> DynamicObject {
+    let s = serve(name);
+    let body = request_body(name);
     let cm = s
         .api(&configmaps(), "fx-writes")
-        .patch(
-            "cm-apply",
-            &PatchParams::apply("alice"),
-            &Patch::Apply(&body),
-        )
+        .patch("cm-apply", params, &Patch::Apply(&body))
         .unwrap();
-    s.assert_sent("apply-create-configmap");
+    s.assert_sent(name);
+    cm
+}
+
+#[test]
+fn apply_creates_with_its_field_manager() {
+    let cm = apply_to_cm_apply("apply-create-configmap", &PatchParams::apply("alice"));
     assert_eq!(cm.metadata.name(), "cm-apply");
     assert_eq!(managers(&cm), vec![("alice".into(), "Apply".into(), None)]);
 }
 
 #[test]
 fn apply_again_updates() {
-    let s = serve("apply-update-configmap");
-    let body = request_body("apply-update-configmap");
-    s.api(&configmaps(), "fx-writes")
-        .patch(
-            "cm-apply",
-            &PatchParams::apply("alice"),
-            &Patch::Apply(&body),
-        )
-        .unwrap();
-    s.assert_sent("apply-update-configmap");
+    apply_to_cm_apply("apply-update-configmap", &PatchParams::apply("alice"));
 }
 
 #[test]
 fn apply_with_force_takes_fields_over() {
-    let s = serve("apply-force-configmap");
-    let body = request_body("apply-force-configmap");
-    let cm = s
-        .api(&configmaps(), "fx-writes")
-        .patch(
-            "cm-apply",
-            &PatchParams::apply("bob").force(),
-            &Patch::Apply(&body),
-        )
-        .unwrap();
-    s.assert_sent("apply-force-configmap");
+    let cm = apply_to_cm_apply("apply-force-configmap", &PatchParams::apply("bob").force());
     let m = managers(&cm);
     assert!(m.iter().any(|(n, _, _)| n == "bob"), "{m:?}");
 }

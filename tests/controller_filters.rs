@@ -10,53 +10,19 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::controllers::*;
 use common::*;
-use kube_informer::api::{ApiResource, DynamicObject};
+use kube_informer::api::DynamicObject;
 use kube_informer::cache::{DeletedObject, FactoryOptions, HandlerFns, SharedInformerFactory};
 use kube_informer::controller::{split_key, Action, Controller, EventFilter};
 use kube_informer::manager::Manager;
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::Client;
 use parking_lot::Mutex;
-use serde_json::json;
-
-fn namespaces() -> ApiResource {
-    ApiResource::new("", "v1", "Namespace", "namespaces", false)
-}
-
-fn configmaps() -> ApiResource {
-    ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
-}
-
-fn deployments() -> ApiResource {
-    ApiResource::new("apps", "v1", "Deployment", "deployments", true)
-}
-
-fn replicasets() -> ApiResource {
-    ApiResource::new("apps", "v1", "ReplicaSet", "replicasets", true)
-}
-
-/// Reconciles per key.
-#[derive(Clone, Default)]
-struct Ledger(Arc<Mutex<HashMap<String, u32>>>);
-
-impl Ledger {
-    fn record(&self, key: &str) {
-        *self.0.lock().entry(key.to_owned()).or_default() += 1;
-    }
-    fn count(&self, key: &str) -> u32 {
-        self.0.lock().get(key).copied().unwrap_or(0)
-    }
-}
-
-fn idle(controller: &Controller<DynamicObject>) -> bool {
-    let m = controller.queue().metrics();
-    m.depth == 0 && m.processing == 0 && m.waiting_for_delay == 0
-}
+use serde_json::{json, Value};
 
 fn owned_by_namespace(ns: &str, name: &str, owner: &str) -> serde_json::Value {
     json!({"metadata": {"name": name, "namespace": ns, "ownerReferences": [
@@ -355,15 +321,7 @@ fn the_generation_filter_skips_status_writes_never_a_delete() {
 
 #[test]
 fn a_filter_that_drops_every_update_loses_no_delete_tombstone_or_resync() {
-    let server = ApiServer::builder().resource(&configmaps()).start();
-    for name in ["a", "b", "c"] {
-        server
-            .create(
-                &configmaps(),
-                json!({"metadata": {"name": name, "namespace": "lab"}, "data": {"n": "0"}}),
-            )
-            .unwrap();
-    }
+    let server = configmaps_server(&["a", "b", "c"], json!({"n": "0"}));
     let client = Client::new(server.client_config()).unwrap();
     let factory = SharedInformerFactory::new(client.clone());
     let informer = factory.dynamic_informer(&configmaps());
@@ -521,15 +479,7 @@ fn watches_filtered_judges_updates_before_mapping() {
 
 #[test]
 fn a_failing_reconcile_is_seen_in_health_and_readiness() {
-    let server = ApiServer::builder().resource(&configmaps()).start();
-    for name in ["bad", "good"] {
-        server
-            .create(
-                &configmaps(),
-                json!({"metadata": {"name": name, "namespace": "lab"}}),
-            )
-            .unwrap();
-    }
+    let server = configmaps_server(&["bad", "good"], Value::Null);
     let client = Client::new(server.client_config()).unwrap();
     let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let f = fail.clone();
@@ -640,15 +590,7 @@ fn a_failing_reconcile_is_seen_in_health_and_readiness() {
 #[cfg(feature = "metrics")]
 #[test]
 fn filtered_updates_and_failing_keys_are_exported() {
-    let server = ApiServer::builder().resource(&configmaps()).start();
-    for name in ["a", "bad"] {
-        server
-            .create(
-                &configmaps(),
-                json!({"metadata": {"name": name, "namespace": "lab"}, "data": {"n": "0"}}),
-            )
-            .unwrap();
-    }
+    let server = configmaps_server(&["a", "bad"], json!({"n": "0"}));
     let factory = SharedInformerFactory::new(Client::new(server.client_config()).unwrap());
     let controller = Controller::builder("cms-ctl", factory.dynamic_informer(&configmaps()))
         .filter(EventFilter::resource_version_changed().and(EventFilter::labels_changed()))

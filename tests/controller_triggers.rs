@@ -4,47 +4,19 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::controllers::*;
 use common::*;
-use kube_informer::api::{ApiResource, DynamicObject};
+use kube_informer::api::DynamicObject;
 use kube_informer::cache::{DeletedObject, HandlerFns, SharedInformerFactory};
 use kube_informer::controller::{Action, Controller};
 use kube_informer::testing::{ApiServer, Fault, Target};
 use kube_informer::workqueue::ItemExponential;
 use kube_informer::Client;
 use parking_lot::Mutex;
-use serde_json::json;
-
-fn deployments() -> ApiResource {
-    ApiResource::new("apps", "v1", "Deployment", "deployments", true)
-}
-
-fn replicasets() -> ApiResource {
-    ApiResource::new("apps", "v1", "ReplicaSet", "replicasets", true)
-}
-
-fn configmaps() -> ApiResource {
-    ApiResource::new("", "v1", "ConfigMap", "configmaps", true)
-}
-
-/// Reconciles per key.
-#[derive(Clone, Default)]
-struct Ledger(Arc<Mutex<HashMap<String, u32>>>);
-
-impl Ledger {
-    fn record(&self, key: &str) {
-        *self.0.lock().entry(key.to_owned()).or_default() += 1;
-    }
-    fn count(&self, key: &str) -> u32 {
-        self.0.lock().get(key).copied().unwrap_or(0)
-    }
-    fn snapshot(&self) -> HashMap<String, u32> {
-        self.0.lock().clone()
-    }
-}
+use serde_json::{json, Value};
 
 fn deployment(ns: &str, name: &str) -> serde_json::Value {
     json!({"metadata": {"name": name, "namespace": ns, "uid": format!("uid-{ns}-{name}")},
@@ -67,11 +39,6 @@ fn owner_ref(
         r["controller"] = c.into();
     }
     r
-}
-
-fn idle(controller: &Controller<DynamicObject>) -> bool {
-    let m = controller.queue().metrics();
-    m.depth == 0 && m.processing == 0 && m.waiting_for_delay == 0
 }
 
 #[test]
@@ -335,13 +302,7 @@ fn configmap_controller(
 
 #[test]
 fn a_panicking_reconcile_is_caught_counted_and_retried_with_back_off() {
-    let server = ApiServer::builder().resource(&configmaps()).start();
-    server
-        .create(
-            &configmaps(),
-            json!({"metadata": {"name": "boom", "namespace": "lab"}}),
-        )
-        .unwrap();
+    let server = configmaps_server(&["boom"], Value::Null);
     let attempts: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let a = attempts.clone();
     let (controller, factory) = configmap_controller(&server, move |key| {
@@ -389,13 +350,7 @@ fn a_panicking_reconcile_is_caught_counted_and_retried_with_back_off() {
 #[test]
 fn a_key_added_while_its_reconcile_runs_is_reconciled_again_after_it() {
     for panics in [false, true] {
-        let server = ApiServer::builder().resource(&configmaps()).start();
-        server
-            .create(
-                &configmaps(),
-                json!({"metadata": {"name": "slow", "namespace": "lab"}, "data": {"v": "1"}}),
-            )
-            .unwrap();
+        let server = configmaps_server(&["slow"], json!({"v": "1"}));
         let (started_tx, started_rx) = crossbeam_channel::unbounded::<()>();
         let (release_tx, release_rx) = crossbeam_channel::unbounded::<()>();
         let calls = Arc::new(Mutex::new(0u32));
@@ -444,15 +399,7 @@ fn a_key_added_while_its_reconcile_runs_is_reconciled_again_after_it() {
 
 #[test]
 fn requeue_after_and_errors_are_counted() {
-    let server = ApiServer::builder().resource(&configmaps()).start();
-    for name in ["later", "fails"] {
-        server
-            .create(
-                &configmaps(),
-                json!({"metadata": {"name": name, "namespace": "lab"}}),
-            )
-            .unwrap();
-    }
+    let server = configmaps_server(&["later", "fails"], Value::Null);
     let ledger = Ledger::default();
     let l = ledger.clone();
     let (controller, factory) = configmap_controller(&server, move |key| {

@@ -83,30 +83,26 @@ fn with_continue(name: &str, token: &str) -> capture::Request {
     req
 }
 
+/// Page `name` of a captured list, asked with the continue token of the page before it,
+/// checked against its capture.
+fn next_page(server: &ApiServer, before: &capture::Response, name: &str) -> capture::Response {
+    let token = before.json()["metadata"]["continue"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = capture::send(server.addr(), &with_continue(name, &token));
+    compare().assert(name, &page);
+    page
+}
+
 #[test]
 fn metadata_lists_and_get_answer_as_captured_for_pods() {
     let server = server();
     capture_pods(&server);
     let page1 = capture::replay(&server, "list-pods-metadata-page1");
     compare().assert("list-pods-metadata-page1", &page1);
-    let token = page1.json()["metadata"]["continue"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let page2 = capture::send(
-        server.addr(),
-        &with_continue("list-pods-metadata-page2", &token),
-    );
-    compare().assert("list-pods-metadata-page2", &page2);
-    let token = page2.json()["metadata"]["continue"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let page3 = capture::send(
-        server.addr(),
-        &with_continue("list-pods-metadata-page3", &token),
-    );
-    compare().assert("list-pods-metadata-page3", &page3);
+    let page2 = next_page(&server, &page1, "list-pods-metadata-page2");
+    next_page(&server, &page2, "list-pods-metadata-page3");
     compare().assert(
         "get-pod-metadata",
         &capture::replay(&server, "get-pod-metadata"),
@@ -149,15 +145,7 @@ fn metadata_lists_answer_as_captured_for_a_custom_resource() {
     capture_widgets(&server);
     let page1 = capture::replay(&server, "crd-list-metadata-page1");
     compare().assert("crd-list-metadata-page1", &page1);
-    let token = page1.json()["metadata"]["continue"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let page2 = capture::send(
-        server.addr(),
-        &with_continue("crd-list-metadata-page2", &token),
-    );
-    compare().assert("crd-list-metadata-page2", &page2);
+    next_page(&server, &page1, "crd-list-metadata-page2");
 }
 
 /// The event lines of a watch body, managed fields entries ordered by manager: the test

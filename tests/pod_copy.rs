@@ -6,17 +6,42 @@ use std::fs;
 use std::path::Path;
 
 use kube_informer::pod::tar::{TarError, TarWriter};
-use kube_informer::pod::{CopyError, CopyOptions, ExitStatus, PodError};
+use kube_informer::pod::{CopyError, CopyOptions, CopyReport, ExitStatus, PodError};
 use kube_informer::testing::{ApiServer, CommandOutput, ContainerFiles};
 use kube_informer::{Client, Error};
 
 fn setup() -> (ApiServer, Client, ContainerFiles) {
+    setup_pod("web", &["app"])
+}
+
+/// A pod `lab/<pod>` whose containers share one in-memory filesystem.
+fn setup_pod(pod: &str, containers: &[&str]) -> (ApiServer, Client, ContainerFiles) {
     let server = ApiServer::start();
-    server.create_pod("lab", "web", &["app"]).unwrap();
+    server.create_pod("lab", pod, containers).unwrap();
     let files = ContainerFiles::new();
     files.serve(server.runtime());
     let client = Client::new(server.client_config()).unwrap();
     (server, client, files)
+}
+
+/// `kubectl cp lab/web:<remote> <local>`.
+fn from_web(
+    c: &Client,
+    remote: &str,
+    local: impl AsRef<Path>,
+    o: &CopyOptions,
+) -> Result<CopyReport, CopyError> {
+    c.copy_from_pod("lab", "web", remote, local, o)
+}
+
+/// `kubectl cp <local> lab/web:<remote>`.
+fn to_web(
+    c: &Client,
+    local: impl AsRef<Path>,
+    remote: &str,
+    o: &CopyOptions,
+) -> Result<CopyReport, CopyError> {
+    c.copy_to_pod("lab", "web", local, remote, o)
 }
 
 /// Bytes that are not all the same (a shifted block would show).
@@ -53,9 +78,7 @@ fn a_directory_round_trips_with_long_names_symlinks_empty_files_and_modes() {
 
     let local = tempfile::tempdir().unwrap();
     let out = local.path().join("copy");
-    let report = client
-        .copy_from_pod("lab", "web", "/data", &out, &CopyOptions::new())
-        .unwrap();
+    let report = from_web(&client, "/data", &out, &CopyOptions::new()).unwrap();
     assert_eq!(report.files, 4, "{report:?}");
     assert_eq!(report.symlinks, 2);
     assert_eq!(report.bytes, 6 + 5 + 10);
@@ -90,9 +113,7 @@ fn a_directory_round_trips_with_long_names_symlinks_empty_files_and_modes() {
 
     // And back in, to a directory that exists: under its own name there.
     files.create_dir("/restore", 0o755);
-    let report = client
-        .copy_to_pod("lab", "web", &out, "/restore", &CopyOptions::new())
-        .unwrap();
+    let report = to_web(&client, &out, "/restore", &CopyOptions::new()).unwrap();
     assert_eq!((report.files, report.symlinks), (4, 2));
     assert_eq!(report.directories, 4);
     assert_eq!(
@@ -124,43 +145,23 @@ fn a_single_file_lands_at_the_path_or_in_a_directory_under_its_name() {
     files.write_file("/etc/app.conf", 0o644, b"port = 80\n");
     let local = tempfile::tempdir().unwrap();
     let o = CopyOptions::new();
-    client
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/etc/app.conf",
-            local.path().join("renamed"),
-            &o,
-        )
-        .unwrap();
+    from_web(&client, "/etc/app.conf", local.path().join("renamed"), &o).unwrap();
     assert_eq!(
         fs::read(local.path().join("renamed")).unwrap(),
         b"port = 80\n"
     );
-    client
-        .copy_from_pod("lab", "web", "/etc/app.conf", local.path(), &o)
-        .unwrap();
+    from_web(&client, "/etc/app.conf", local.path(), &o).unwrap();
     assert_eq!(
         fs::read(local.path().join("app.conf")).unwrap(),
         b"port = 80\n"
     );
     // Into the container: to a new name (no directory there), then into a directory.
-    client
-        .copy_to_pod(
-            "lab",
-            "web",
-            local.path().join("renamed"),
-            "/etc/other.conf",
-            &o,
-        )
-        .unwrap();
+    to_web(&client, local.path().join("renamed"), "/etc/other.conf", &o).unwrap();
     assert_eq!(
         files.read_file("/etc/other.conf").as_deref(),
         Some(&b"port = 80\n"[..])
     );
-    client
-        .copy_to_pod("lab", "web", local.path().join("renamed"), "/etc/", &o)
-        .unwrap();
+    to_web(&client, local.path().join("renamed"), "/etc/", &o).unwrap();
     assert!(files.read_file("/etc/renamed").is_some());
     // The archived mode, unless --no-preserve.
     #[cfg(unix)]
@@ -169,19 +170,15 @@ fn a_single_file_lands_at_the_path_or_in_a_directory_under_its_name() {
         let script = local.path().join("run.sh");
         fs::write(&script, "#!/bin/sh\n").unwrap();
         fs::set_permissions(&script, fs::Permissions::from_mode(0o777)).unwrap();
-        client
-            .copy_to_pod("lab", "web", &script, "/etc/kept.sh", &o)
-            .unwrap();
+        to_web(&client, &script, "/etc/kept.sh", &o).unwrap();
         assert_eq!(files.mode("/etc/kept.sh"), Some(0o777));
-        client
-            .copy_to_pod(
-                "lab",
-                "web",
-                &script,
-                "/etc/plain.sh",
-                &o.clone().no_preserve(true),
-            )
-            .unwrap();
+        to_web(
+            &client,
+            &script,
+            "/etc/plain.sh",
+            &o.clone().no_preserve(true),
+        )
+        .unwrap();
         assert_eq!(files.mode("/etc/plain.sh"), Some(0o755));
     }
 }
@@ -194,16 +191,12 @@ fn a_large_file_streams_both_ways() {
     let src = local.path().join("big.bin");
     fs::write(&src, &big).unwrap();
     files.create_dir("/tmp", 0o777);
-    let up = client
-        .copy_to_pod("lab", "web", &src, "/tmp", &CopyOptions::new())
-        .unwrap();
+    let up = to_web(&client, &src, "/tmp", &CopyOptions::new()).unwrap();
     assert_eq!(up.bytes, big.len() as u64);
     assert_eq!(up.archive_bytes % 10240, 0);
     assert!(files.read_file("/tmp/big.bin").unwrap() == big);
     let back = local.path().join("back.bin");
-    let down = client
-        .copy_from_pod("lab", "web", "/tmp/big.bin", &back, &CopyOptions::new())
-        .unwrap();
+    let down = from_web(&client, "/tmp/big.bin", &back, &CopyOptions::new()).unwrap();
     assert_eq!(down.bytes, big.len() as u64);
     assert!(fs::read(&back).unwrap() == big);
 }
@@ -234,7 +227,7 @@ fn names_and_links_leaving_the_destination_are_refused() {
     let o = CopyOptions::new();
     let copy = |archive: Vec<u8>, o: &CopyOptions| {
         let (_s, c) = hostile(archive);
-        c.copy_from_pod("lab", "web", "/x", &dest, o)
+        from_web(&c, "/x", &dest, o)
     };
 
     let e = copy(
@@ -266,7 +259,7 @@ fn names_and_links_leaving_the_destination_are_refused() {
     let (_s, c) = hostile(crafted(|w| {
         w.append_file("/abs", 0o644, 0, 1, &b"!"[..]).unwrap()
     }));
-    let e = c.copy_from_pod("lab", "web", "/", &dest, &o).unwrap_err();
+    let e = from_web(&c, "/", &dest, &o).unwrap_err();
     assert!(matches!(&e, CopyError::PathEscape { .. }), "{e}");
 
     for target in ["/etc/passwd", "../../outside", "sub/../../.."] {
@@ -364,29 +357,13 @@ fn a_broken_archive_is_a_typed_error() {
     });
     archive.truncate(3000);
     let (_s, c) = hostile(archive);
-    let e = c
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/x",
-            root.path().join("x"),
-            &CopyOptions::new(),
-        )
-        .unwrap_err();
+    let e = from_web(&c, "/x", root.path().join("x"), &CopyOptions::new()).unwrap_err();
     assert!(
         matches!(&e, CopyError::Archive(TarError::Truncated { .. })),
         "{e}"
     );
     let (_s, c) = hostile(b"this is not a tar archive".repeat(100));
-    let e = c
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/x",
-            root.path().join("x"),
-            &CopyOptions::new(),
-        )
-        .unwrap_err();
+    let e = from_web(&c, "/x", root.path().join("x"), &CopyOptions::new()).unwrap_err();
     assert!(
         matches!(&e, CopyError::Archive(TarError::Malformed { message, .. }) if message.starts_with("not a tar header")),
         "{e}"
@@ -395,15 +372,7 @@ fn a_broken_archive_is_a_typed_error() {
     let mut block = b"not a tar archive at all".repeat(30);
     block[148..156].copy_from_slice(b"0001234\0");
     let (_s, c) = hostile(block);
-    let e = c
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/x",
-            root.path().join("x"),
-            &CopyOptions::new(),
-        )
-        .unwrap_err();
+    let e = from_web(&c, "/x", root.path().join("x"), &CopyOptions::new()).unwrap_err();
     assert!(
         matches!(&e, CopyError::Archive(TarError::Checksum { .. })),
         "{e}"
@@ -416,15 +385,13 @@ fn no_tar_in_the_image_gives_kubectls_hint() {
     server.create_pod("lab", "web", &["app"]).unwrap();
     let client = Client::new(server.client_config()).unwrap();
     let local = tempfile::tempdir().unwrap();
-    let e = client
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/etc/hosts",
-            local.path().join("h"),
-            &CopyOptions::new(),
-        )
-        .unwrap_err();
+    let e = from_web(
+        &client,
+        "/etc/hosts",
+        local.path().join("h"),
+        &CopyOptions::new(),
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, CopyError::ToolMissing { tool, .. } if tool == "tar"),
         "{e}"
@@ -435,15 +402,13 @@ fn no_tar_in_the_image_gives_kubectls_hint() {
         "{e}"
     );
     fs::write(local.path().join("f"), "x").unwrap();
-    let e = client
-        .copy_to_pod(
-            "lab",
-            "web",
-            local.path().join("f"),
-            "/tmp/f",
-            &CopyOptions::new(),
-        )
-        .unwrap_err();
+    let e = to_web(
+        &client,
+        local.path().join("f"),
+        "/tmp/f",
+        &CopyOptions::new(),
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, CopyError::ToolMissing { tool, .. } if tool == "tar"),
         "{e}"
@@ -454,15 +419,13 @@ fn no_tar_in_the_image_gives_kubectls_hint() {
 fn a_failing_command_says_its_exit_code_and_stderr() {
     let (_server, client, files) = setup();
     let local = tempfile::tempdir().unwrap();
-    let e = client
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/nope",
-            local.path().join("n"),
-            &CopyOptions::new(),
-        )
-        .unwrap_err();
+    let e = from_web(
+        &client,
+        "/nope",
+        local.path().join("n"),
+        &CopyOptions::new(),
+    )
+    .unwrap_err();
     match &e {
         CopyError::Command { status, stderr, .. } => {
             assert_eq!(*status, ExitStatus::Code(2));
@@ -474,29 +437,25 @@ fn a_failing_command_says_its_exit_code_and_stderr() {
     assert!(e.to_string().contains("exited with code 2"), "{e}");
     // Into a directory that does not exist.
     fs::write(local.path().join("f"), "x").unwrap();
-    let e = client
-        .copy_to_pod(
-            "lab",
-            "web",
-            local.path().join("f"),
-            "/no/such/f",
-            &CopyOptions::new(),
-        )
-        .unwrap_err();
+    let e = to_web(
+        &client,
+        local.path().join("f"),
+        "/no/such/f",
+        &CopyOptions::new(),
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, CopyError::Command { stderr, .. } if stderr.contains("Cannot open")),
         "{e}"
     );
     // A local source that does not exist: kubectl's words.
-    let e = client
-        .copy_to_pod(
-            "lab",
-            "web",
-            local.path().join("missing"),
-            "/tmp",
-            &CopyOptions::new(),
-        )
-        .unwrap_err();
+    let e = to_web(
+        &client,
+        local.path().join("missing"),
+        "/tmp",
+        &CopyOptions::new(),
+    )
+    .unwrap_err();
     assert!(
         e.to_string()
             .ends_with("missing doesn't exist in local filesystem"),
@@ -513,40 +472,34 @@ fn a_dropped_stream_is_resumed_with_retries() {
     let local = tempfile::tempdir().unwrap();
     // Without retries the drop is the copy's failure.
     server.runtime().drop_streams(1);
-    let e = client
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/var/dump.bin",
-            local.path().join("a"),
-            &CopyOptions::new(),
-        )
-        .unwrap_err();
+    let e = from_web(
+        &client,
+        "/var/dump.bin",
+        local.path().join("a"),
+        &CopyOptions::new(),
+    )
+    .unwrap_err();
     assert!(matches!(&e, CopyError::Exec(Error::Io { .. })), "{e}");
     // With them, the next session carries on.
     server.runtime().drop_streams(2);
-    let report = client
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/var/dump.bin",
-            local.path().join("b"),
-            &CopyOptions::new().retries(3),
-        )
-        .unwrap();
+    let report = from_web(
+        &client,
+        "/var/dump.bin",
+        local.path().join("b"),
+        &CopyOptions::new().retries(3),
+    )
+    .unwrap();
     assert_eq!(report.retries, 2);
     assert!(fs::read(local.path().join("b")).unwrap() == data);
     // Cut part way, twice: each session resumes where the last one stopped.
     server.runtime().cut_streams(2, 1_000_003);
-    let report = client
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/var/dump.bin",
-            local.path().join("c"),
-            &CopyOptions::new().retries(2),
-        )
-        .unwrap();
+    let report = from_web(
+        &client,
+        "/var/dump.bin",
+        local.path().join("c"),
+        &CopyOptions::new().retries(2),
+    )
+    .unwrap();
     assert_eq!(report.retries, 2);
     assert!(fs::read(local.path().join("c")).unwrap() == data);
     assert_eq!(
@@ -555,28 +508,20 @@ fn a_dropped_stream_is_resumed_with_retries() {
     );
     // Out of retries: the copy fails with the drop.
     server.runtime().cut_streams(2, 1_000_003);
-    let e = client
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/var/dump.bin",
-            local.path().join("d"),
-            &CopyOptions::new().retries(1),
-        )
-        .unwrap_err();
+    let e = from_web(
+        &client,
+        "/var/dump.bin",
+        local.path().join("d"),
+        &CopyOptions::new().retries(1),
+    )
+    .unwrap_err();
     assert!(matches!(&e, CopyError::Exec(Error::Io { .. })), "{e}");
 }
 
 #[test]
 fn the_container_is_named_as_kubectl_c() {
-    let server = ApiServer::start();
-    server
-        .create_pod("lab", "two", &["app", "sidecar"])
-        .unwrap();
-    let files = ContainerFiles::new();
-    files.serve(server.runtime());
+    let (_server, client, files) = setup_pod("two", &["app", "sidecar"]);
     files.write_file("/f", 0o644, b"x");
-    let client = Client::new(server.client_config()).unwrap();
     let local = tempfile::tempdir().unwrap();
     let e = client
         .copy_from_pod(
@@ -684,7 +629,7 @@ fn the_copied_path_itself_as_a_symlink_never_redirects_the_destination() {
                 let before = snapshot(root.path());
                 let (_s, c) = hostile(archive.clone());
                 let o = CopyOptions::new().skip_escaping_symlinks(skip);
-                let got = c.copy_from_pod("lab", "web", remote, root.path().join("out"), &o);
+                let got = from_web(&c, remote, root.path().join("out"), &o);
                 nothing_outside(root.path(), &before);
                 let case = format!("{remote} {root_name:?} -> {target:?}, skip {skip}");
                 match got {
@@ -715,7 +660,7 @@ fn hard_links_only_to_regular_files_inside() {
     let dest = root.path().join("out");
     let copy = |archive: Vec<u8>, o: &CopyOptions| {
         let (_s, c) = hostile(archive);
-        c.copy_from_pod("lab", "web", "/x", &dest, o)
+        from_web(&c, "/x", &dest, o)
     };
     // A symlink that stays inside (`x/a/l` -> `../outside` is `out/outside`), linked one
     // level higher, would point to `root/outside`; with more `..`, anywhere.
@@ -829,15 +774,7 @@ fn a_destination_the_user_named_as_a_symlink_is_followed_and_files_are_created_a
         // Written again: a new file, never through the other name.
         w.append_file("x/g", 0o644, 0, 3, &b"two"[..]).unwrap();
     }));
-    let report = c
-        .copy_from_pod(
-            "lab",
-            "web",
-            "/x",
-            root.path().join("out"),
-            &CopyOptions::new(),
-        )
-        .unwrap();
+    let report = from_web(&c, "/x", root.path().join("out"), &CopyOptions::new()).unwrap();
     assert_eq!((report.files, report.hard_links), (2, 1));
     assert!(fs::symlink_metadata(root.path().join("out"))
         .unwrap()
@@ -908,14 +845,12 @@ fn a_slow_upload_is_not_cut_by_the_request_timeout() {
     let data = pattern(SIZE, 38);
     fs::write(local.path().join("big.bin"), &data).unwrap();
     let options = CopyOptions::new().idle_timeout(Duration::from_secs(15));
-    client
-        .copy_to_pod(
-            "lab",
-            "web",
-            local.path().join("big.bin"),
-            "/srv/big.bin",
-            &options,
-        )
-        .unwrap();
+    to_web(
+        &client,
+        local.path().join("big.bin"),
+        "/srv/big.bin",
+        &options,
+    )
+    .unwrap();
     assert!(files.read_file("/srv/big.bin").unwrap() == data);
 }

@@ -30,12 +30,23 @@
 //! lab         web-1    1/1     Running             2          0s
 //! lab         web-2    0/1     ContainerCreating   0          0s
 //! shop        cart-0   2/2     Running             0          0s
+//! $ cargo run --example kubectl -- get wdg -A
+//! NAMESPACE   NAME       AGE
+//! default     gizmo      0s
+//! lab         sprocket   0s
 //! $ cargo run --example kubectl -- get po -w --watch-for 3
-//! ...
+//! NAME    READY   STATUS    RESTARTS   AGE
+//! web-0   1/1     Running   0          0s
 //! ADDED    demo-watch   0/1     ContainerCreating   0          0s
 //! MODIFIED demo-watch   1/1     Running             0          0s
 //! DELETED  demo-watch   1/1     Running             0          1s
+//! $ cargo run --example kubectl -- get deploy -A --metadata-only -o name
+//! deployment.apps/web
+//! deployment.apps/web
+//! deployment.apps/cart
 //! ```
+//!
+//! (The banner line is on stderr and repeats on every run; it is shown once here.)
 //!
 //! Flags: `-n NS`, `-A` (all namespaces), `-l SELECTOR`, `-o name|json|yaml`,
 //! `--metadata-only`, `-w`, `--watch-for N|Ns`, `--cache-dir DIR`, `--kubeconfig PATH`,

@@ -332,34 +332,13 @@ mod writing;
 #[cfg(feature = "ws")]
 pub use kubelet::{container_files, runtime};
 // Used by the rest of the crate's unit tests (`api::crd`, `webhook::json_diff`) at these paths.
-#[cfg(all(test, feature = "crd"))]
-pub(crate) use schemas::{crd, structural};
-#[cfg(all(test, feature = "webhook"))]
-pub(crate) use writing::json_patch;
-// Transitional: every other moved module at its old path `testing::<module>`, for code
-// written against the flat layout (branches merged after the move). Remove once nothing
-// names a module through these.
-#[cfg(feature = "ws")]
-#[allow(unused_imports)]
-use kubelet::pod_exec;
-#[allow(unused_imports)]
-use {
-    admission::{conversion, reviews, webhooks},
-    kubelet::{eviction, pod_logs, pods},
-    schemas::{
-        crd_defaults, crd_embedded, crd_lifecycle, defaults, duplicate_fields, formats, schema,
-        validation,
-    },
-    serving::{discovery, faults, handlers, http, server, tls},
-    storage::{events, metadata, read_versions, resources, store},
-    writing::{apply, managed_fields, patch, scale, strategic_merge, writes},
-};
-
 pub use admission::reviews::API_AUDIENCE;
 #[cfg(feature = "ws")]
 pub use kubelet::container_files::ContainerFiles;
 #[cfg(feature = "ws")]
 pub use kubelet::runtime::{CommandOutput, ExecInput, Runtime};
+#[cfg(all(test, feature = "crd"))]
+pub(crate) use schemas::{crd, structural};
 pub use serving::faults::{Fault, Target};
 pub use serving::server::{ApiServer, ApiServerBuilder, Backup, RequestHeaders};
 pub use serving::tls::{
@@ -367,3 +346,5 @@ pub use serving::tls::{
     STRANGER_CERT_PEM, STRANGER_KEY_PEM,
 };
 pub use storage::resources::{is_builtin_group, ScaleSubresource, Subresources};
+#[cfg(all(test, feature = "webhook"))]
+pub(crate) use writing::json_patch;

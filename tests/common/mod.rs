@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod capture;
+pub mod controllers;
 pub mod proxies;
 
 use std::io::{BufRead, BufReader, Write};

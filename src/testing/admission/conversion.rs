@@ -46,9 +46,10 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
+use super::answers::{write_status, Outcome};
 use super::crd::Conversion;
-use super::handlers::{write_status, Outcome};
 use super::http::{self, Request};
+use super::read_versions::{self, ListAt};
 use super::server::{Peer, Shared};
 use super::store::{Filter, Stored, StoredObject, TypeKey};
 use super::writes;
@@ -318,7 +319,6 @@ fn list(
     namespace: Option<&str>,
     desired: &str,
 ) -> Result<Answer, Status> {
-    use crate::testing::read_versions::{self, ListAt};
     let rv_text = req.param("resourceVersion").unwrap_or("");
     let rv_match = req.param("resourceVersionMatch").unwrap_or("");
     read_versions::validate_list(
@@ -336,13 +336,13 @@ fn list(
         ),
     };
     let token = match req.param("continue").filter(|t| !t.is_empty()) {
-        Some(t) => Some(super::handlers::decode_continue(t)?),
+        Some(t) => Some(super::answers::decode_continue(t)?),
         None => None,
     };
     let (items, rv, whole) = {
         let mut store = shared.store.lock();
         let rv = match &token {
-            Some(t) => u64::try_from(t.rv).map_err(|_| super::handlers::continue_expired(t))?,
+            Some(t) => u64::try_from(t.rv).map_err(|_| super::answers::continue_expired(t))?,
             None => {
                 let asked = rv_text.parse::<u64>().ok();
                 match read_versions::list_at(asked, rv_match, limit.is_some(), store.rv)? {
@@ -366,7 +366,7 @@ fn list(
             col.list_page(rv, after.as_deref(), namespace, &|_| true, None, false)
         else {
             return Err(match &token {
-                Some(t) => super::handlers::continue_expired(t),
+                Some(t) => super::answers::continue_expired(t),
                 None => read_versions::list_expired(),
             });
         };
@@ -468,7 +468,7 @@ fn list(
             } else {
                 format!("{}/{}", last.namespace, last.name)
             };
-            meta["continue"] = json!(super::handlers::encode_continue(
+            meta["continue"] = json!(super::answers::encode_continue(
                 rv as i64,
                 &format!("{key}\0")
             ));

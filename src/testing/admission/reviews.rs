@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use super::handlers::{write_status, Outcome};
+use super::answers::{write_status, Outcome};
 use super::http::{self, Request};
 use super::server::{Peer, Shared};
 use super::store::{rfc3339_in, TypeKey};

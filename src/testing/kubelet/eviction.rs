@@ -38,7 +38,7 @@
 
 use serde_json::{json, Value};
 
-use super::handlers::{write_status, Outcome};
+use super::answers::{write_status, Outcome};
 use super::http::{self, Request};
 use super::server::{Peer, Shared};
 use super::store::{not_found, TypeKey};

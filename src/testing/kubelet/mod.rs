@@ -18,6 +18,6 @@ pub(super) mod pods;
 pub mod runtime;
 
 // What the pods take from the other rooms (their files name them `super::<module>`).
-use super::serving::{handlers, http, server};
+use super::serving::{answers, http, server};
 use super::storage::store;
 use super::writing::writes;

@@ -21,7 +21,7 @@ use std::time::Duration;
 use crossbeam_channel::{select, Receiver};
 use serde_json::{json, Value};
 
-use super::handlers::write_status;
+use super::answers::write_status;
 use super::http::Request;
 use super::runtime::{Behaviour, ExecInput};
 use super::server::{Peer, Shared};

@@ -35,7 +35,7 @@ use std::time::{Duration, SystemTime};
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Value};
 
-use super::handlers::{write_status, Outcome};
+use super::answers::{write_status, Outcome};
 use super::http::Request;
 use super::server::{ApiServer, Peer, Shared};
 use super::store::{not_found, TypeKey};

@@ -18,6 +18,10 @@
 //! that matched most (the first on a tie), `allOf` those of every branch, `not` none; the
 //! same problem found twice is reported once. Decoding first drops a `null` the schema does
 //! not allow (`nullable`) and stores a whole float (`5.0`) as an integer.
+//! A `null` the schema allows meets only the type check (passed, by `nullable`) and the
+//! `enum`, which refuses it whatever the list holds (`Unsupported value: null`): Go compares
+//! a null with nothing, so a `nullable` field with an `enum` cannot hold `null` in
+//! kube-apiserver either (a CRD that wants one leaves `enum` out or uses CEL).
 //!
 //! Supported: `properties`, `additionalProperties`, `items`,
 //! `x-kubernetes-preserve-unknown-fields`, `type`, `nullable`, `x-kubernetes-int-or-string`,
@@ -1161,6 +1165,53 @@ mod tests {
                 "Unsupported value: 3: supported values: \"1.5\", \"2\""
             )]
         );
+    }
+
+    /// kube-apiserver gives a `nullable` field's `null` to kube-openapi's validator, which
+    /// checks only the type (where `nullable` lets it through) and the `enum` (where it
+    /// does not: Go's comparison never finds a null in a list, even one that lists null).
+    /// `format` and the other checks are not run on a null. The same holds in `items` and
+    /// `additionalProperties`.
+    #[test]
+    fn a_null_on_a_nullable_field_passes_the_type_but_not_an_enum() {
+        let refused = |field: &str| {
+            p(
+                field,
+                "Unsupported value: null: supported values: \"a\", \"b\"",
+            )
+        };
+        let e = json!({"type": "string", "nullable": true, "enum": ["a", "b"]});
+        assert_eq!(problems(e.clone(), Value::Null), [refused("x")]);
+        assert!(problems(e.clone(), json!("a")).is_empty());
+        let listed = json!({"type": "string", "nullable": true, "enum": ["a", "b", null]});
+        assert_eq!(
+            problems(listed, Value::Null),
+            [p(
+                "x",
+                "Unsupported value: null: supported values: \"a\", \"b\", \"null\""
+            )]
+        );
+        let items = json!({"type": "array", "items": e.clone()});
+        assert_eq!(problems(items, json!(["a", null])), [refused("x[1]")]);
+        let map = json!({"type": "object", "additionalProperties": e});
+        assert_eq!(problems(map, json!({"k": null})), [refused("x.k")]);
+        // Type and format: a null on a nullable field is not checked against its format.
+        for f in ["date", "date-time", "int32", "uuid", "byte"] {
+            let t = if f == "int32" { "integer" } else { "string" };
+            let s = json!({"type": t, "format": f, "nullable": true});
+            assert!(problems(s, Value::Null).is_empty(), "{f}");
+        }
+        let s = json!({"type": "string", "format": "date"});
+        assert_eq!(
+            problems(s, Value::Null),
+            [p(
+                "x",
+                "Invalid value: \"null\": x in body must be of type string: \"null\""
+            )]
+        );
+        // Int-or-string, nullable: null passes its type.
+        let ios = json!({"x-kubernetes-int-or-string": true, "nullable": true});
+        assert!(problems(ios, Value::Null).is_empty());
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{json, Value};
 
-use super::handlers::Outcome;
+use super::answers::Outcome;
 use super::http::Request;
 use super::resources::is_builtin_group;
 use super::server::Shared;

@@ -155,7 +155,7 @@ fn envelope_of_value(value: &Value) -> Option<Vec<u8>> {
 
 /// A `Status` in protobuf, as every error of a protobuf request is sent.
 pub(crate) fn status(st: &Status) -> Option<Vec<u8>> {
-    envelope_of(super::handlers::status_json(st).as_bytes())
+    envelope_of(super::answers::status_json(st).as_bytes())
 }
 
 /// One watch frame (length + bare `WatchEvent`) for an event whose object is `object`

@@ -16,11 +16,11 @@ use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 
 use super::faults::{Fault, Faults, Target};
-use super::handlers;
 use super::http;
 use super::resources::Subresources;
 use super::store::{Store, TypeKey};
 use super::tls;
+use super::{answers, handlers};
 use crate::api::{ApiResource, Status};
 use crate::client::{Auth, ClientConfig, Identity, Secret};
 
@@ -1030,7 +1030,7 @@ fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
             Err(e) => {
                 if e.kind() == std::io::ErrorKind::InvalidData {
                     let st = Status::failure(400, "BadRequest", e.to_string());
-                    let _ = handlers::write_status(reader.get_mut(), &st, &[]);
+                    let _ = answers::write_status(reader.get_mut(), &st, &[]);
                 }
                 return;
             }
@@ -1061,7 +1061,7 @@ fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
         let stream = reader.get_mut();
         if !authorized(&req, stream.has_client_certificate(), shared) {
             let st = Status::failure(401, "Unauthorized", "Unauthorized");
-            if handlers::write_status(stream, &st, &[]).is_err() {
+            if answers::write_status(stream, &st, &[]).is_err() {
                 return;
             }
             continue;
@@ -1073,7 +1073,7 @@ fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
         }
         let keep = req.keep_alive();
         match handlers::handle(&req, stream, shared) {
-            handlers::Outcome::KeepAlive if keep => {}
+            answers::Outcome::KeepAlive if keep => {}
             _ => return,
         }
     }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::api::Status;
 
-use super::handlers::status_json;
+use super::answers::status_json;
 use super::store::{FieldValidation, TypeKey, WriteOptions};
 use super::writes::Answer;
 

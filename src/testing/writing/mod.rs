@@ -19,5 +19,5 @@ pub(super) mod writes;
 // What the writes take from the other rooms (their files name them `super::<module>`).
 use super::admission::webhooks;
 use super::schemas::{crd, crd_defaults, crd_lifecycle, duplicate_fields, validation};
-use super::serving::{handlers, http, server};
+use super::serving::{answers, http, server};
 use super::storage::{events, resources, store};

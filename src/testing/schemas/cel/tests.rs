@@ -180,6 +180,27 @@ fn timestamps_and_durations() {
     fails("duration('1y') > duration('1s')", "type conversion error");
 }
 
+/// cel-go reads a timestamp with Go's `time.Parse(time.RFC3339, ..)`: more than nine fraction
+/// digits are cut, a comma may stand for the point; a leap second, a lower-case `t` or `z`
+/// and a day its month lacks are refused.
+#[test]
+fn timestamps_parse_as_go_parses_them() {
+    yes("timestamp('2024-01-01T00:00:00.1234567891Z') == timestamp('2024-01-01T00:00:00.123456789Z')");
+    yes("timestamp('2024-01-01T00:00:00,5Z') == timestamp('2024-01-01T00:00:00.5Z')");
+    yes("timestamp('2024-01-02T00:00:00+24:00') == timestamp('2024-01-01T00:00:00Z')");
+    for bad in [
+        "2024-12-31T23:59:60Z",
+        "2024-01-01t00:00:00Z",
+        "2024-01-01T00:00:00z",
+        "2023-02-29T00:00:00Z",
+    ] {
+        fails(
+            &format!("timestamp('{bad}') == timestamp('2024-01-01T00:00:00Z')"),
+            "type conversion error",
+        );
+    }
+}
+
 #[test]
 fn escaped_field_names() {
     let obj = serde_json::json!({"x-y": 1, "a.b": 2, "if": 3, "a__b": 4});
