@@ -228,16 +228,23 @@ impl<'a> Scanner<'a> {
                 self.pos += 1;
                 return Ok(None);
             }
-            Some(b',') if !first => self.pos += 1,
+            Some(b',') if !first => {
+                self.pos += 1;
+                if self.peek() != Some(b'"') {
+                    return self.err("expected a member name");
+                }
+            }
             Some(b'"') if first => {}
             _ => return self.err("expected ',' or '}' in an object"),
         }
-        if self.peek() != Some(b'"') {
-            return self.err("expected a member name");
-        }
         let pos = self.pos;
         let (raw, escaped) = self.string_body()?;
-        self.expect(b':', "expected ':' after a member name")?;
+        // Compact JSON puts the colon right after the name.
+        if self.bytes.get(self.pos) == Some(&b':') {
+            self.pos += 1;
+        } else {
+            self.expect(b':', "expected ':' after a member name")?;
+        }
         Ok(Some(Key { raw, escaped, pos }))
     }
 
