@@ -17,8 +17,9 @@
 //!   says nothing), counted ahead, so a `Vec` is allocated once with exactly the room it
 //!   keeps. serde_json's `Vec`s grow (room for 4 when one element comes, for 8 at the fifth)
 //!   and keep the spare room: 17% of the heap of a cached k8s-openapi `Pod` (36.4 KB ->
-//!   30.3 KB). The count reads the array once more (skipping, containers with a known end in
-//!   one step), at most 64 KiB ahead and only 16 arrays deep.
+//!   30.3 KB). The count reads the array once more, by byte class without checking the
+//!   grammar ([`count_ahead`](super::count_ahead); decoding checks it), containers with a
+//!   known end in one step, at most 64 KiB ahead and only 16 arrays deep.
 //! - A string or member name with escapes is unescaped once into its own `String` and handed
 //!   over with `visit_string` (serde_json: `visit_str` on its scratch buffer, which the
 //!   visitor then copies). A visitor without its own `visit_string` sees `visit_str`.
@@ -31,10 +32,12 @@
 //!   `RawValue` (so [`RawJson`](crate::api::RawJson)), and our
 //!   [`ObjectMeta`](crate::api::ObjectMeta), read by the scanner's own decoder
 //!   ([`meta_scan`](super::meta_scan)) when it is an object.
+//! - Booleans, and integers of up to 18 digits asked for as an integer type, visited here as
+//!   serde_json visits them (`visit_bool`; `visit_u64`, or `visit_i64` when negative).
 //! - Handed to serde_json, on the exact text of the one value (checked first by the scanner):
-//!   numbers, booleans, `null` as unit, chars, bytes, and any value of the wrong type (so the
-//!   error is serde_json's own). Numbers keep serde_json's precision rules exactly: `u64`,
-//!   `i64`, `f64`, their overflow errors, and `i128`/`u128`.
+//!   other numbers, numbers asked for by `deserialize_any`, `null` as unit, chars, bytes, and
+//!   any value of the wrong type (so the error is serde_json's own). Numbers keep serde_json's
+//!   precision rules exactly: `u64`, `i64`, `f64`, their overflow errors, and `i128`/`u128`.
 //!
 //! Limits: a value handed to serde_json starts its own nesting count; only bytes read from an
 //! array and values of the wrong type are handed over in a container, so the 128 limit could
@@ -196,6 +199,54 @@ macro_rules! to_serde_json {
     )*};
 }
 
+/// An integer that fits a `u64` (or, negative, an `i64`), as serde_json hands it over: at
+/// most 18 digits, so it cannot overflow; `-0` is left to serde_json (which makes it a float).
+enum Integer {
+    Unsigned(u64),
+    Negative(i64),
+}
+
+/// The integer `text` (one value the scanner checked) is, when it is a short one.
+#[inline]
+fn short_integer(text: &str) -> Option<Integer> {
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', digits @ ..] => (true, digits),
+        digits => (false, digits),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(d - b'0');
+    }
+    match (negative, n) {
+        (false, n) => Some(Integer::Unsigned(n)),
+        (true, 0) => None,
+        // At most 18 digits: below 10^18, so the negation is exact.
+        (true, n) => Some(Integer::Negative(-(n as i64))),
+    }
+}
+
+/// Integer requests: a short integer is visited here exactly as serde_json visits it
+/// (`visit_u64`, or `visit_i64` when negative); anything else (floats, long or `-0`
+/// integers, values of the wrong type) is handed to serde_json.
+macro_rules! integers {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+            let text = self.value_text()?;
+            match short_integer(text) {
+                Some(Integer::Unsigned(n)) => visitor.visit_u64(n),
+                Some(Integer::Negative(n)) => visitor.visit_i64(n),
+                None => serde_json_reads(text, |de| de::Deserializer::$method(de, visitor)),
+            }
+        }
+    )*};
+}
+
 impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
     type Error = Error;
 
@@ -211,11 +262,23 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         }
     }
 
+    integers! {
+        deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_u8
+        deserialize_u16 deserialize_u32 deserialize_u64
+    }
+
     to_serde_json! {
-        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
-        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
-        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_bytes
-        deserialize_byte_buf deserialize_unit
+        deserialize_i128 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
+        deserialize_bytes deserialize_byte_buf deserialize_unit
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        let text = self.value_text()?;
+        match text {
+            "true" => visitor.visit_bool(true),
+            "false" => visitor.visit_bool(false),
+            _ => serde_json_reads(text, |de| de::Deserializer::deserialize_bool(de, visitor)),
+        }
     }
 
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {

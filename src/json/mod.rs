@@ -4,6 +4,8 @@
 //! the model says what an object is; this room says how its bytes are read. It holds:
 //! - `json_scan`: a validating JSON scanner that hands back slices of the input instead of
 //!   building a tree;
+//! - `count_ahead`: how many elements an array holds, read ahead so that a `Vec` gets exactly
+//!   its room;
 //! - `known_ends`: the container ends a list page's early check recorded, so later passes jump
 //!   over whole objects instead of rescanning them;
 //! - `deserializer`: a serde `Deserializer` driven by the scanner. Every `Deserialize` type
@@ -26,6 +28,7 @@
 //! - `string_map`: [`StringMap`](crate::api::StringMap), the compact map labels and
 //!   annotations decode into.
 
+mod count_ahead;
 pub(crate) mod decode_options;
 pub(crate) mod deserializer;
 pub(crate) mod json_scan;
