@@ -29,7 +29,7 @@ use super::descriptor::{
     Field, Kind, MessageDesc, Special, INLINE, MAP, MESSAGES, NOJSON, OMITEMPTY, OMITZERO, POINTER,
     REPEATED,
 };
-use super::time::{format_duration, format_time};
+use super::time::{format_duration, format_time_into};
 use super::wire::{Reader, Value, FIXED64, LEN, VARINT};
 use super::{Message, ProtobufError};
 
@@ -70,6 +70,10 @@ impl<'de> de::Deserializer<'de> for MessageDe<'de, '_> {
             return Err(ProtobufError::at("messages nested too deeply", self.base));
         }
         let mut map = MessageMap::new(self.desc, self.buf, self.base, self.depth + 1);
+        // As the JSON path: with `strip_managed_fields` on this thread, a `metadata`'s
+        // `managedFields` is jumped over (its lengths checked), never decoded then dropped.
+        map.skip_managed_fields =
+            self.desc.name == "ObjectMeta" && crate::json::decode_options::strip_managed_fields();
         if let Some((api_version, kind)) = self.type_meta {
             map.type_meta = [
                 Some(("apiVersion", api_version.to_owned())),
@@ -127,6 +131,8 @@ struct MessageMap<'a> {
     depth: usize,
     pending: Pending<'a>,
     type_meta: [Option<(&'static str, String)>; 2],
+    /// This is an `ObjectMeta` whose `managedFields` the thread skips.
+    skip_managed_fields: bool,
 }
 
 impl<'a> MessageMap<'a> {
@@ -143,6 +149,7 @@ impl<'a> MessageMap<'a> {
             depth,
             pending: Pending::None,
             type_meta: [None, None],
+            skip_managed_fields: false,
         }
     }
 
@@ -225,7 +232,7 @@ impl<'de> MapAccess<'de> for MessageMap<'de> {
                     .in_field(frame.desc.name));
             }
             frame.seen |= bit;
-            if field.has(NOJSON) {
+            if field.has(NOJSON) || (self.skip_managed_fields && field.1 == "managedFields") {
                 continue;
             }
             if field.has(INLINE) {
@@ -273,22 +280,13 @@ impl<'de> MapAccess<'de> for MessageMap<'de> {
                 .map_err(|e| e.in_field(field.1)),
             Pending::Repeated(field, reader) => {
                 let name = field.1;
-                let result = if field.has(MAP) {
-                    seed.deserialize(SeqOrMap {
-                        field,
-                        reader,
-                        depth,
-                        map: true,
-                    })
-                } else {
-                    seed.deserialize(SeqOrMap {
-                        field,
-                        reader,
-                        depth,
-                        map: false,
-                    })
-                };
-                result.map_err(|e| e.in_field(name))
+                seed.deserialize(SeqOrMap {
+                    field,
+                    reader,
+                    depth,
+                    map: field.has(MAP),
+                })
+                .map_err(|e| e.in_field(name))
             }
             Pending::Null => seed.deserialize(NullDe),
             Pending::Text(text) => seed.deserialize(TextDe(text)),
@@ -407,6 +405,38 @@ struct Elements<'a> {
 
 impl<'de> SeqAccess<'de> for Elements<'de> {
     type Error = ProtobufError;
+
+    /// How many elements are left, by a walk over the tags (no value is decoded), so that a
+    /// `Vec` is allocated once at its size instead of doubled as it fills, as the JSON path
+    /// gives serde exact sizes. The count is bounded by the bytes (an element takes at least
+    /// one), and serde caps what it allocates from a hint anyway.
+    fn size_hint(&self) -> Option<usize> {
+        let mut count = 0;
+        if let Some(packed) = &self.packed {
+            count += packed.varints_left();
+        }
+        // The run of elements from here: Go's marshaller writes a repeated field's elements
+        // together, so this is exact for a server's bytes (elements elsewhere in the
+        // message, which protobuf allows, only make the `Vec` grow once more).
+        let mut reader = self.reader.clone();
+        let mut started = false;
+        while let Ok(Some((number, _, value))) = reader.field() {
+            if number != self.field.0 {
+                if started {
+                    break;
+                }
+                continue;
+            }
+            started = true;
+            count += match (self.field.2, value) {
+                (Kind::I32 | Kind::I64 | Kind::Bool, Value::Len(bytes)) => {
+                    bytes.iter().filter(|b| **b < 0x80).count()
+                }
+                _ => 1,
+            };
+        }
+        Some(count)
+    }
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
         loop {
             if let Some(packed) = &mut self.packed {
@@ -597,10 +627,11 @@ impl<'de> ValueDe<'de> {
         };
         match MESSAGES[index as usize].special {
             Special::Time | Special::MicroTime => bytes.is_empty(),
-            Special::RawJson => {
-                matches!(small_fields(bytes, self.at), Ok([None, ..]))
-                    || matches!(small_fields(bytes, self.at), Ok([Some(Value::Len(b)), ..]) if b.is_empty())
-            }
+            Special::RawJson => match small_fields(bytes, self.at) {
+                Ok([None, ..]) => true,
+                Ok([Some(Value::Len(b)), ..]) => b.is_empty(),
+                _ => false,
+            },
             _ => false,
         }
     }
@@ -628,9 +659,12 @@ impl<'de> ValueDe<'de> {
                 let [s, n, _] = small_fields(bytes, at)?;
                 let seconds = varint_of(s, at)? as i64;
                 let nanos = varint_of(n, at)? as i64 as i32;
-                let text = format_time(seconds, nanos, desc.special == Special::MicroTime)
-                    .ok_or_else(|| ProtobufError::at("time out of range", at))?;
-                visitor.visit_string(text)
+                let (buf, len) =
+                    format_time_into(seconds, nanos, desc.special == Special::MicroTime)
+                        .ok_or_else(|| ProtobufError::at("time out of range", at))?;
+                let text = std::str::from_utf8(&buf[..len])
+                    .map_err(|_| ProtobufError::at("time out of range", at))?;
+                visitor.visit_str(text)
             }
             Special::Duration => {
                 let [d, ..] = small_fields(bytes, at)?;
@@ -658,7 +692,11 @@ impl<'de> ValueDe<'de> {
                 if raw.is_empty() {
                     return visitor.visit_unit();
                 }
-                let mut json = serde_json::Deserializer::from_slice(raw);
+                // One UTF-8 check of the whole text, then serde_json's `str` reader, which
+                // does not check each string again (a FieldsV1 holds hundreds of keys).
+                let raw = std::str::from_utf8(raw)
+                    .map_err(|_| ProtobufError::at("raw JSON: not UTF-8", at))?;
+                let mut json = serde_json::Deserializer::from_str(raw);
                 let value = de::Deserializer::deserialize_any(&mut json, visitor).map_err(|e| {
                     ProtobufError::at(format!("raw JSON: {}", e.classify_text()), at)
                 })?;
@@ -887,6 +925,99 @@ mod tests {
                 let _ = decode::<Json>(pod, &mutated[..i]);
             }
         }
+    }
+
+    #[test]
+    fn a_repeated_field_fills_a_vec_allocated_once_at_its_size() {
+        #[derive(serde::Deserialize)]
+        struct Spec {
+            containers: Vec<Json>,
+            #[serde(rename = "restartPolicy")]
+            _restart_policy: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Pod {
+            spec: Spec,
+        }
+        let pod = message_for("v1", "Pod").unwrap();
+        for n in [1, 3, 5, 9] {
+            let mut spec = Vec::new();
+            for i in 0..n {
+                let mut c = Vec::new();
+                put_bytes(&mut c, 1, format!("c{i}").as_bytes());
+                put_bytes(&mut spec, 2, &c);
+            }
+            put_bytes(&mut spec, 3, b"Always");
+            let mut body = Vec::new();
+            put_bytes(&mut body, 2, &spec);
+            let decoded: Pod = decode(pod, &body).unwrap();
+            assert_eq!(decoded.spec.containers.len(), n);
+            assert_eq!(decoded.spec.containers.capacity(), n, "{n} containers");
+        }
+        // Elements apart from the run still join the list (the Vec grows for them).
+        let mut spec = Vec::new();
+        for name in ["a", "b"] {
+            let mut c = Vec::new();
+            put_bytes(&mut c, 1, name.as_bytes());
+            put_bytes(&mut spec, 2, &c);
+            if name == "a" {
+                put_bytes(&mut spec, 3, b"Always");
+            }
+        }
+        let mut body = Vec::new();
+        put_bytes(&mut body, 2, &spec);
+        let decoded: Pod = decode(pod, &body).unwrap();
+        assert_eq!(decoded.spec.containers.len(), 2);
+    }
+
+    #[test]
+    fn stripping_managed_fields_jumps_over_them_undecoded() {
+        let pod = message_for("v1", "Pod").unwrap();
+        // A managedFields entry whose fieldsV1 is not JSON: decoding it fails, skipping it
+        // does not.
+        let mut fields_v1 = Vec::new();
+        put_bytes(&mut fields_v1, 1, b"{not json");
+        let mut entry = Vec::new();
+        put_bytes(&mut entry, 1, b"kubectl");
+        put_bytes(&mut entry, 7, &fields_v1);
+        let mut meta = Vec::new();
+        put_bytes(&mut meta, 1, b"web");
+        put_bytes(&mut meta, 17, &entry);
+        let mut body = Vec::new();
+        put_bytes(&mut body, 1, &meta);
+        assert!(decode::<Json>(pod, &body).is_err());
+        let _stripping = crate::api::strip_managed_fields_on_this_thread(true);
+        let value: Json = decode(pod, &body).unwrap();
+        assert_eq!(value, json!({"metadata": {"name": "web"}}));
+        // Skipped bytes still have their lengths checked.
+        let mut cut = body.clone();
+        cut.truncate(body.len() - 3);
+        assert!(decode::<Json>(pod, &cut).is_err());
+    }
+
+    #[test]
+    fn raw_json_that_is_not_utf8_is_an_error() {
+        let entry =
+            message_by_name("k8s.io.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry").unwrap();
+        let mut fields_v1 = Vec::new();
+        put_bytes(&mut fields_v1, 1, b"{\"f:a\xff\":{}}");
+        let mut body = Vec::new();
+        put_bytes(&mut body, 7, &fields_v1);
+        let err = decode::<Json>(entry, &body).unwrap_err();
+        assert!(err.to_string().contains("raw JSON"), "{err}");
+        let mut fields_v1 = Vec::new();
+        put_bytes(
+            &mut fields_v1,
+            1,
+            br#"{"f:metadata":{"f:labels":{".":{}}}}"#,
+        );
+        let mut body = Vec::new();
+        put_bytes(&mut body, 7, &fields_v1);
+        let ok: Json = decode(entry, &body).unwrap();
+        assert_eq!(
+            ok["fieldsV1"],
+            json!({"f:metadata": {"f:labels": {".": {}}}})
+        );
     }
 
     #[test]

@@ -10,57 +10,73 @@ use std::fmt;
 ///
 /// Its `Display` gives what was wrong, the byte offset in the input when it is known, and the
 /// path of fields being read (`Pod.spec.containers.ports`); never payload bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProtobufError {
+///
+/// One pointer wide (the details are boxed, as serde_json's error is): every `Result` the
+/// decoder passes up through each field and element stays small on the successful path.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProtobufError(Box<Details>);
+
+#[derive(Clone, PartialEq, Eq)]
+struct Details {
     what: Cow<'static, str>,
     offset: Option<usize>,
     path: Vec<&'static str>,
 }
 
+impl fmt::Debug for ProtobufError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProtobufError")
+            .field("what", &self.0.what)
+            .field("offset", &self.0.offset)
+            .field("path", &self.0.path)
+            .finish()
+    }
+}
+
 impl ProtobufError {
     pub(crate) fn new(what: impl Into<Cow<'static, str>>) -> Self {
-        ProtobufError {
+        ProtobufError(Box::new(Details {
             what: what.into(),
             offset: None,
             path: Vec::new(),
-        }
+        }))
     }
 
     pub(crate) fn at(what: impl Into<Cow<'static, str>>, offset: usize) -> Self {
-        ProtobufError {
+        ProtobufError(Box::new(Details {
             what: what.into(),
             offset: Some(offset),
             path: Vec::new(),
-        }
+        }))
     }
 
     /// Prepends a field name: called while the error travels out of nested messages.
     pub(crate) fn in_field(mut self, name: &'static str) -> Self {
-        if self.path.len() < 64 {
-            self.path.insert(0, name);
+        if self.0.path.len() < 64 {
+            self.0.path.insert(0, name);
         }
         self
     }
 
     /// What was wrong, without position.
     pub fn what(&self) -> &str {
-        &self.what
+        &self.0.what
     }
 
     /// The byte offset in the input where it went wrong, when known.
     pub fn offset(&self) -> Option<usize> {
-        self.offset
+        self.0.offset
     }
 }
 
 impl fmt::Display for ProtobufError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("protobuf: ")?;
-        f.write_str(&self.what)?;
-        if !self.path.is_empty() {
-            write!(f, " in {}", self.path.join("."))?;
+        f.write_str(&self.0.what)?;
+        if !self.0.path.is_empty() {
+            write!(f, " in {}", self.0.path.join("."))?;
         }
-        if let Some(offset) = self.offset {
+        if let Some(offset) = self.0.offset {
             write!(f, " at byte {offset}")?;
         }
         Ok(())

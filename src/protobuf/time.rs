@@ -27,28 +27,50 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// RFC 3339 in UTC; `micros` adds `.ffffff`. `None` outside years 0..=9999 (Go's JSON
-/// refuses those too).
-pub(crate) fn format_time(seconds: i64, nanos: i32, micros: bool) -> Option<String> {
+/// The longest text of [`format_time`]: `2026-11-28T11:31:33.123456Z`.
+pub(crate) const TIME_TEXT_MAX: usize = 27;
+
+/// RFC 3339 in UTC, written into a stack buffer (a Pod holds a dozen times: no allocation,
+/// no formatting machinery); `micros` adds `.ffffff`. Gives the buffer and the text's
+/// length, `None` outside years 0..=9999 (Go's JSON refuses those too).
+pub(crate) fn format_time_into(
+    seconds: i64,
+    nanos: i32,
+    micros: bool,
+) -> Option<([u8; TIME_TEXT_MAX], usize)> {
     let days = seconds.div_euclid(86_400);
     let secs = seconds.rem_euclid(86_400);
     let (y, mo, d) = civil(days);
     if !(0..=9999).contains(&y) || !(0..1_000_000_000).contains(&nanos) {
         return None;
     }
-    let mut out = String::with_capacity(27);
-    let _ = write!(
-        out,
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    );
+    let mut out = *b"0000-00-00T00:00:00.000000Z";
+    let digits = |out: &mut [u8], mut v: u64| {
+        for b in out.iter_mut().rev() {
+            *b = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    digits(&mut out[0..4], y as u64);
+    digits(&mut out[5..7], u64::from(mo));
+    digits(&mut out[8..10], u64::from(d));
+    digits(&mut out[11..13], (secs / 3600) as u64);
+    digits(&mut out[14..16], (secs / 60 % 60) as u64);
+    digits(&mut out[17..19], (secs % 60) as u64);
     if micros {
-        let _ = write!(out, ".{:06}", nanos / 1000);
+        digits(&mut out[20..26], (nanos / 1000) as u64);
+        Some((out, TIME_TEXT_MAX))
+    } else {
+        out[19] = b'Z';
+        Some((out, 20))
     }
-    out.push('Z');
-    Some(out)
+}
+
+/// [`format_time_into`] as a `String`.
+#[cfg(test)]
+pub(crate) fn format_time(seconds: i64, nanos: i32, micros: bool) -> Option<String> {
+    let (buf, len) = format_time_into(seconds, nanos, micros)?;
+    Some(String::from_utf8(buf[..len].to_vec()).expect("ASCII"))
 }
 
 /// Parses RFC 3339 (`2026-11-28T11:31:33Z`, fractions and offsets allowed) into Unix

@@ -57,8 +57,29 @@ impl<'a> Reader<'a> {
         self.pos >= self.buf.len()
     }
 
+    /// How many varints the rest holds (the bytes that end one), for a packed run.
+    pub(crate) fn varints_left(&self) -> usize {
+        self.buf[self.pos.min(self.buf.len())..]
+            .iter()
+            .filter(|b| **b < 0x80)
+            .count()
+    }
+
     /// A varint of at most ten bytes (the tenth may carry one bit).
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, ProtobufError> {
+        // Tags, lengths of short strings and small numbers: one byte.
+        if let Some(&byte) = self.buf.get(self.pos) {
+            if byte < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(byte));
+            }
+        }
+        self.varint_long()
+    }
+
+    #[inline(never)]
+    fn varint_long(&mut self) -> Result<u64, ProtobufError> {
         let start = self.offset();
         let mut value: u64 = 0;
         for i in 0..10 {
