@@ -33,7 +33,7 @@ use serde_json::{Map, Value as Json};
 use super::descriptor::{
     Field, Kind, MessageDesc, Special, INLINE, MAP, MESSAGES, NOJSON, POINTER, REPEATED,
 };
-use super::time::{format_duration, format_time, parse_duration, parse_time};
+use super::time::{format_duration, format_time_into, parse_duration, parse_time};
 use super::wire::{put_bytes, put_tag, put_varint, FIXED64, LEN, VARINT};
 use super::{de::MAX_DEPTH, Message, ProtobufError};
 
@@ -345,7 +345,9 @@ fn write_special(
                     parse_time(text).ok_or_else(|| ProtobufError::new("not an RFC 3339 time"))?;
                 let micros = desc.special == Special::MicroTime;
                 let nanos = if micros { nanos / 1000 * 1000 } else { 0 };
-                if exact && format_time(seconds, nanos, micros).as_deref() != Some(text) {
+                let canonical = format_time_into(seconds, nanos, micros)
+                    .is_some_and(|(buf, len)| buf[..len] == *text.as_bytes());
+                if exact && !canonical {
                     return Err(ProtobufError::new("a time not in Go's own form"));
                 }
                 put_int(out, 1, seconds);
