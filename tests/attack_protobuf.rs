@@ -426,5 +426,117 @@ fn repeated_map_entries_and_invalid_utf8_read_as_the_json_twin() {
     );
 }
 
+// ---- deep nesting ----
+
+/// A length-delimited field.
+fn field(number: u32, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for mut n in [(number << 3 | 2) as usize, bytes.len()] {
+        while n >= 0x80 {
+            out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// A CustomResourceDefinition whose schema nests `schemas` JSONSchemaProps (`not` in `not`)
+/// and whose innermost `default` is raw JSON of `arrays` nested arrays.
+fn deep_crd(schemas: usize, arrays: usize) -> Vec<u8> {
+    let raw = format!("{}{}", "[".repeat(arrays), "]".repeat(arrays));
+    let mut props = field(8, &field(1, raw.as_bytes())); // default: JSON{raw}
+    for _ in 0..schemas {
+        props = field(28, &props); // not
+    }
+    let validation = field(1, &props);
+    let mut version = field(1, b"v1");
+    version.extend(field(4, &validation));
+    let spec = field(7, &version);
+    let mut crd = field(1, &field(1, b"deep.example.com"));
+    crd.extend(field(2, &spec));
+    let mut out = Vec::new();
+    write_envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", &crd, &mut out);
+    out
+}
+
+/// The JSON twin of [`deep_crd`].
+fn deep_crd_json(schemas: usize, arrays: usize) -> Vec<u8> {
+    let mut props = format!(
+        "{{\"default\":{}{}}}",
+        "[".repeat(arrays),
+        "]".repeat(arrays)
+    );
+    for _ in 0..schemas {
+        props = format!("{{\"not\":{props}}}");
+    }
+    format!(
+        "{{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\",\
+         \"metadata\":{{\"name\":\"deep.example.com\"}},\"spec\":{{\"versions\":[{{\"name\":\"v1\",\
+         \"schema\":{{\"openAPIV3Schema\":{props}}}}}]}}}}"
+    )
+    .into_bytes()
+}
+
+/// Raw JSON (a CRD schema's `default`) nested inside nested messages: the protobuf path
+/// accepts what the JSON twin accepts and refuses what it refuses (one limit of 128 over the
+/// whole object), and refuses messages nested beyond [`MAX_DEPTH`] outright. Before, serde_json
+/// gave the raw JSON a fresh 128 levels and 128 messages cost more stack than a thread's
+/// 2 MiB: a hostile CRD aborted the process (a stack overflow cannot be caught). Decoded on a
+/// thread of 2 MiB, as the informer's.
+///
+/// [`MAX_DEPTH`]: kube_informer::protobuf::MAX_DEPTH
+#[test]
+fn nesting_deeper_than_the_json_twin_allows_is_refused_not_a_stack_overflow() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let a = attacker(vec![
+        ok(JSON, deep_crd_json(120, 127)),
+        ok(PB, deep_crd(120, 127)),
+        ok(JSON, deep_crd_json(60, 70)),
+        ok(PB, deep_crd(60, 70)),
+        ok(PB, deep_crd(120, 1)),
+        ok(JSON, deep_crd_json(60, 60)),
+        ok(PB, deep_crd(60, 60)),
+    ]);
+    let client = a.client();
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let crds: Api<CustomResourceDefinition> = Api::all(client);
+            for case in ["JSON 120+127", "protobuf 120+127", "JSON 60+70", "protobuf 60+70"] {
+                let err = crds.get("deep.example.com").unwrap_err();
+                assert!(matches!(err, Error::Decode { .. }), "{case}: {err}");
+            }
+            let err = crds.get("deep.example.com").unwrap_err();
+            assert!(err.to_string().contains("nested too deeply"), "{err}");
+            let from_json = crds.get("deep.example.com").unwrap();
+            let from_pb = crds.get("deep.example.com").unwrap();
+            assert_eq!(from_json, from_pb);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
 #[allow(dead_code)]
 fn unused(_: ConfigMap) {}
+
+#[test]
+fn scratch_depth() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let schemas: usize = std::env::var("S").unwrap().parse().unwrap();
+    let arrays: usize = std::env::var("A").unwrap().parse().unwrap();
+    let pb = std::env::var("PBX").is_ok();
+    let a = attacker(vec![if pb { ok(PB, deep_crd(schemas, arrays)) } else { ok(JSON, deep_crd_json(schemas, arrays)) }]);
+    let client = a.client();
+    std::thread::Builder::new()
+        .stack_size(std::env::var("STACK").map(|s| s.parse().unwrap()).unwrap_or(2 << 20))
+        .spawn(move || {
+            let crds: Api<CustomResourceDefinition> = Api::all(client);
+            println!("RESULT {:?}", crds.get("deep.example.com").map(|_| ()));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}

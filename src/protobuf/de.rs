@@ -33,8 +33,12 @@ use super::time::{format_duration, format_time};
 use super::wire::{Reader, Value, FIXED64, LEN, VARINT};
 use super::{Message, ProtobufError};
 
-/// Messages nested deeper than this are an error (serde_json's own limit is 128).
-pub const MAX_DEPTH: usize = 128;
+/// Messages nested deeper than this are an error. Lower than serde_json's 128: each level
+/// of a message costs more stack than a level of JSON text (a k8s-openapi
+/// `JSONSchemaProps` about 17 KiB in a debug build), and 128 of them overflowed a thread's
+/// 2 MiB. Raw JSON inside a message counts its enclosing messages against serde_json's 128,
+/// as the object's JSON form would.
+pub const MAX_DEPTH: usize = 100;
 
 type Result<T> = std::result::Result<T, ProtobufError>;
 
@@ -657,6 +661,12 @@ impl<'de> ValueDe<'de> {
                 let raw = bytes_of(raw, at)?;
                 if raw.is_empty() {
                     return visitor.visit_unit();
+                }
+                if super::nesting::json_deeper_than(
+                    raw,
+                    super::nesting::JSON_LIMIT.saturating_sub(self.depth),
+                ) {
+                    return Err(ProtobufError::at("raw JSON nested too deeply", at));
                 }
                 let mut json = serde_json::Deserializer::from_slice(raw);
                 let value = de::Deserializer::deserialize_any(&mut json, visitor).map_err(|e| {

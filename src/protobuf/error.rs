@@ -10,8 +10,15 @@ use std::fmt;
 ///
 /// Its `Display` gives what was wrong, the byte offset in the input when it is known, and the
 /// path of fields being read (`Pod.spec.containers.ports`); never payload bytes.
+///
+/// One pointer wide: every `Result` of the decoder carries it, and the decoder recurses once
+/// per nested message through serde's visitors (k8s-openapi's hold a temporary `Result` per
+/// field), so its size multiplies into the stack each level of nesting costs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProtobufError {
+pub struct ProtobufError(Box<Inner>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Inner {
     what: Cow<'static, str>,
     offset: Option<usize>,
     path: Vec<&'static str>,
@@ -19,48 +26,48 @@ pub struct ProtobufError {
 
 impl ProtobufError {
     pub(crate) fn new(what: impl Into<Cow<'static, str>>) -> Self {
-        ProtobufError {
+        ProtobufError(Box::new(Inner {
             what: what.into(),
             offset: None,
             path: Vec::new(),
-        }
+        }))
     }
 
     pub(crate) fn at(what: impl Into<Cow<'static, str>>, offset: usize) -> Self {
-        ProtobufError {
+        ProtobufError(Box::new(Inner {
             what: what.into(),
             offset: Some(offset),
             path: Vec::new(),
-        }
+        }))
     }
 
     /// Prepends a field name: called while the error travels out of nested messages.
     pub(crate) fn in_field(mut self, name: &'static str) -> Self {
-        if self.path.len() < 64 {
-            self.path.insert(0, name);
+        if self.0.path.len() < 64 {
+            self.0.path.insert(0, name);
         }
         self
     }
 
     /// What was wrong, without position.
     pub fn what(&self) -> &str {
-        &self.what
+        &self.0.what
     }
 
     /// The byte offset in the input where it went wrong, when known.
     pub fn offset(&self) -> Option<usize> {
-        self.offset
+        self.0.offset
     }
 }
 
 impl fmt::Display for ProtobufError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("protobuf: ")?;
-        f.write_str(&self.what)?;
-        if !self.path.is_empty() {
-            write!(f, " in {}", self.path.join("."))?;
+        f.write_str(&self.0.what)?;
+        if !self.0.path.is_empty() {
+            write!(f, " in {}", self.0.path.join("."))?;
         }
-        if let Some(offset) = self.offset {
+        if let Some(offset) = self.0.offset {
             write!(f, " at byte {offset}")?;
         }
         Ok(())
