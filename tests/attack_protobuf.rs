@@ -519,6 +519,43 @@ fn nesting_deeper_than_the_json_twin_allows_is_refused_not_a_stack_overflow() {
         .unwrap();
 }
 
+// ---- a failure in a 200 ----
+
+fn gone_status() -> Value {
+    json!({"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",
+        "message": "too old resource version: 1 (42)", "reason": "Expired", "code": 410})
+}
+
+/// A list answered `200 OK` with a 410 `Status` (a proxy answering an error with 200): the
+/// 410 it is, in both encodings, for a list and for a page, as client-go's `Result.Into`
+/// makes of it (and a reflector relists on it). Before, the JSON path read the Status as an
+/// empty list (no `items`), which a reflector would have put in place of its whole cache, and
+/// the protobuf path as an undecodable answer retried with the same resource version.
+#[test]
+fn a_failure_status_answered_200_for_a_list_is_that_failure_in_both_encodings() {
+    let st = gone_status();
+    let answers = || {
+        vec![
+            ok(JSON, serde_json::to_vec(&st).unwrap()),
+            ok(PB, envelope("v1", "Status", &st)),
+        ]
+    };
+    let a = attacker([answers(), answers()].concat());
+    for encoding in ["JSON", "protobuf"] {
+        let err = pods(&a).list(&ListParams::default()).unwrap_err();
+        assert!(err.is_gone(), "{encoding}: {err}");
+    }
+    for encoding in ["JSON page", "protobuf page"] {
+        let err = pods(&a)
+            .pages(&ListParams::default().limit(5))
+            .next()
+            .unwrap()
+            .unwrap_err();
+        assert!(err.is_gone(), "{encoding}: {err}");
+        assert_eq!(err.status().unwrap().message, "too old resource version: 1 (42)");
+    }
+}
+
 #[allow(dead_code)]
 fn unused(_: ConfigMap) {}
 
