@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube_informer::api::WatchEvent;
 use kube_informer::protobuf::{encode, message_for, write_envelope, write_watch_event};
 use kube_informer::{Api, Client, ClientConfig, Error, ListParams, WatchParams};
@@ -556,24 +556,102 @@ fn a_failure_status_answered_200_for_a_list_is_that_failure_in_both_encodings() 
     }
 }
 
-#[allow(dead_code)]
-fn unused(_: ConfigMap) {}
+// ---- odd events, odd content types, hostile tokens ----
 
+/// An ERROR whose object is a Pod, a BOOKMARK carrying a whole Pod, an unknown event type:
+/// the same items in both encodings (an error, a bookmark with the Pod's version, an error),
+/// and the watch goes on to the real ERROR after them.
 #[test]
-fn scratch_depth() {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    let schemas: usize = std::env::var("S").unwrap().parse().unwrap();
-    let arrays: usize = std::env::var("A").unwrap().parse().unwrap();
-    let pb = std::env::var("PBX").is_ok();
-    let a = attacker(vec![if pb { ok(PB, deep_crd(schemas, arrays)) } else { ok(JSON, deep_crd_json(schemas, arrays)) }]);
-    let client = a.client();
-    std::thread::Builder::new()
-        .stack_size(std::env::var("STACK").map(|s| s.parse().unwrap()).unwrap_or(2 << 20))
-        .spawn(move || {
-            let crds: Api<CustomResourceDefinition> = Api::all(client);
-            println!("RESULT {:?}", crds.get("deep.example.com").map(|_| ()));
-        })
-        .unwrap()
-        .join()
-        .unwrap();
+fn odd_watch_events_read_the_same_in_both_encodings() {
+    let p = pod_json("a", "5");
+    let mut json_body = line("ERROR", &p);
+    json_body.extend(line("BOOKMARK", &p));
+    json_body.extend(line("UPSERTED", &p));
+    json_body.extend(line("ERROR", &gone_status()));
+    let pod_env = envelope("v1", "Pod", &p);
+    let mut pb_body = frame("ERROR", &pod_env);
+    pb_body.extend(frame("BOOKMARK", &pod_env));
+    pb_body.extend(frame("UPSERTED", &pod_env));
+    pb_body.extend(frame("ERROR", &envelope("v1", "Status", &gone_status())));
+    let a = attacker(vec![ok(JSON, json_body), ok(PB_WATCH, pb_body)]);
+    let mut seen = Vec::new();
+    for _ in ["JSON", "protobuf"] {
+        let items: Vec<String> = pods(&a)
+            .watch(&WatchParams::default())
+            .unwrap()
+            .map(|i| match i {
+                Ok(WatchEvent::Bookmark(b)) => format!("BOOKMARK {}", b.resource_version),
+                Ok(e) => e.type_name().to_owned(),
+                Err(Error::Api { status, .. }) if status.code != 0 => {
+                    format!("ERROR {}", status.code)
+                }
+                // JSON reads what it can of a Pod as a Status (code 0), protobuf refuses
+                // the Pod's fields where a Status has others: an error either way.
+                Err(_) => "error".into(),
+            })
+            .collect();
+        seen.push(items);
+    }
+    assert_eq!(seen[0], ["error", "BOOKMARK 5", "error", "ERROR 410"], "{seen:?}");
+    assert_eq!(seen[1], seen[0]);
 }
+
+/// The answer's `Content-Type` decides, whatever its case and parameters; a body that is not
+/// what its `Content-Type` says is a decoding error (never a panic, never the other
+/// decoder's guess), as client-go picks its decoder by the media type.
+#[test]
+fn the_content_type_decides_whatever_its_case_and_parameters() {
+    let p = pod_json("a", "5");
+    let pb = envelope("v1", "Pod", &p);
+    let a = attacker(vec![
+        ok("Application/VND.Kubernetes.Protobuf ; charset=binary", pb.clone()),
+        ok(" application/vnd.kubernetes.protobuf", pb.clone()),
+        ok("APPLICATION/VND.KUBERNETES.PROTOBUF;STREAM=WATCH", frame("ADDED", &pb)),
+        ok(JSON, pb.clone()),
+        ok(PB, serde_json::to_vec(&p).unwrap()),
+        ok("application/vnd.kubernetes.protobuf+json", pb),
+    ]);
+    for _ in 0..2 {
+        assert_eq!(pods(&a).get("a").unwrap().metadata.name.as_deref(), Some("a"));
+    }
+    let event = pods(&a).watch(&WatchParams::default()).unwrap().next().unwrap();
+    assert!(matches!(event, Ok(WatchEvent::Added(_))), "{event:?}");
+    for case in ["protobuf as JSON", "JSON as protobuf", "an unknown media type"] {
+        let err = pods(&a).get("a").unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }), "{case}: {err}");
+    }
+}
+
+/// A protobuf page whose continue token holds query syntax, spaces, non-ASCII and invalid
+/// UTF-8: the next request carries it escaped in one `continue` parameter (nothing injected
+/// into the query), as the JSON path does.
+#[test]
+fn a_hostile_continue_token_is_sent_back_escaped() {
+    let page = |token: &[u8]| {
+        let mut meta = field(2, b"42");
+        if !token.is_empty() {
+            meta.extend(field(3, token));
+        }
+        let item = encode(message_for("v1", "Pod").unwrap(), &pod_json("a", "5")).unwrap();
+        let mut raw = field(1, &meta);
+        raw.extend(field(2, &item));
+        let mut out = Vec::new();
+        write_envelope("v1", "PodList", &raw, &mut out);
+        out
+    };
+    let a = attacker(vec![
+        ok(PB, page(b"x&watch=1&limit=1 #\xc3\xa9\xff")),
+        ok(PB, page(b"")),
+    ]);
+    let pages: Vec<_> = pods(&a)
+        .pages(&ListParams::default().limit(1))
+        .map(|p| p.unwrap().list.items.len())
+        .collect();
+    assert_eq!(pages, [1, 1]);
+    let requests = a.requests();
+    let second = &requests[1];
+    assert!(!second.contains("watch=1"), "{second}");
+    assert!(second.contains("continue=x%26watch%3D1%26limit%3D1"), "{second}");
+    assert_eq!(second.matches("limit=").count(), 1, "{second}");
+}
+
