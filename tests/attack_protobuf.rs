@@ -175,7 +175,10 @@ fn an_object_of_another_kind_is_refused_in_protobuf_as_in_json() {
     let a = attacker(vec![
         ok(JSON, serde_json::to_vec(&cm).unwrap()),
         ok(PB, envelope("v1", "ConfigMap", &cm)),
-        ok(PB, envelope("apps/v1", "Deployment", &json!({"metadata": {"name": "d"}}))),
+        ok(
+            PB,
+            envelope("apps/v1", "Deployment", &json!({"metadata": {"name": "d"}})),
+        ),
     ]);
     for encoding in ["JSON", "protobuf", "protobuf (another group)"] {
         match pods(&a).get("settings") {
@@ -192,7 +195,11 @@ fn an_object_of_another_kind_is_refused_in_protobuf_as_in_json() {
 #[test]
 fn a_list_of_another_kind_is_refused_in_protobuf() {
     let cm_list = || {
-        let item = encode(message_for("v1", "ConfigMap").unwrap(), &config_map_json("x")).unwrap();
+        let item = encode(
+            message_for("v1", "ConfigMap").unwrap(),
+            &config_map_json("x"),
+        )
+        .unwrap();
         let mut raw = vec![0x0a, 0x04, 0x12, 0x02, b'4', b'2', 0x12, item.len() as u8];
         raw.extend(item);
         let mut out = Vec::new();
@@ -206,7 +213,9 @@ fn a_list_of_another_kind_is_refused_in_protobuf() {
         ok(JSON, serde_json::to_vec(&json_list).unwrap()),
     ]);
     match pods(&a).list(&ListParams::default()) {
-        Err(Error::Decode { message, .. }) => assert!(message.contains("ConfigMapList"), "{message}"),
+        Err(Error::Decode { message, .. }) => {
+            assert!(message.contains("ConfigMapList"), "{message}")
+        }
         other => panic!("ConfigMaps listed as Pods: {other:?}"),
     }
     let json = pods(&a).list(&ListParams::default()).unwrap();
@@ -272,7 +281,11 @@ fn a_watch_cut_into_chunks_at_every_byte_gives_every_event_once() {
                 format!("{} {name}", e.type_name())
             })
             .collect();
-        assert_eq!(events, ["ADDED a", "MODIFIED b", "DELETED c"], "cut at {cut}");
+        assert_eq!(
+            events,
+            ["ADDED a", "MODIFIED b", "DELETED c"],
+            "cut at {cut}"
+        );
     }
 }
 
@@ -457,7 +470,12 @@ fn deep_crd(schemas: usize, arrays: usize) -> Vec<u8> {
     let mut crd = field(1, &field(1, b"deep.example.com"));
     crd.extend(field(2, &spec));
     let mut out = Vec::new();
-    write_envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", &crd, &mut out);
+    write_envelope(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        &crd,
+        &mut out,
+    );
     out
 }
 
@@ -504,7 +522,12 @@ fn nesting_deeper_than_the_json_twin_allows_is_refused_not_a_stack_overflow() {
         .stack_size(2 << 20)
         .spawn(move || {
             let crds: Api<CustomResourceDefinition> = Api::all(client);
-            for case in ["JSON 120+127", "protobuf 120+127", "JSON 60+70", "protobuf 60+70"] {
+            for case in [
+                "JSON 120+127",
+                "protobuf 120+127",
+                "JSON 60+70",
+                "protobuf 60+70",
+            ] {
                 let err = crds.get("deep.example.com").unwrap_err();
                 assert!(matches!(err, Error::Decode { .. }), "{case}: {err}");
             }
@@ -552,7 +575,10 @@ fn a_failure_status_answered_200_for_a_list_is_that_failure_in_both_encodings() 
             .unwrap()
             .unwrap_err();
         assert!(err.is_gone(), "{encoding}: {err}");
-        assert_eq!(err.status().unwrap().message, "too old resource version: 1 (42)");
+        assert_eq!(
+            err.status().unwrap().message,
+            "too old resource version: 1 (42)"
+        );
     }
 }
 
@@ -592,7 +618,11 @@ fn odd_watch_events_read_the_same_in_both_encodings() {
             .collect();
         seen.push(items);
     }
-    assert_eq!(seen[0], ["error", "BOOKMARK 5", "error", "ERROR 410"], "{seen:?}");
+    assert_eq!(
+        seen[0],
+        ["error", "BOOKMARK 5", "error", "ERROR 410"],
+        "{seen:?}"
+    );
     assert_eq!(seen[1], seen[0]);
 }
 
@@ -604,19 +634,36 @@ fn the_content_type_decides_whatever_its_case_and_parameters() {
     let p = pod_json("a", "5");
     let pb = envelope("v1", "Pod", &p);
     let a = attacker(vec![
-        ok("Application/VND.Kubernetes.Protobuf ; charset=binary", pb.clone()),
+        ok(
+            "Application/VND.Kubernetes.Protobuf ; charset=binary",
+            pb.clone(),
+        ),
         ok(" application/vnd.kubernetes.protobuf", pb.clone()),
-        ok("APPLICATION/VND.KUBERNETES.PROTOBUF;STREAM=WATCH", frame("ADDED", &pb)),
+        ok(
+            "APPLICATION/VND.KUBERNETES.PROTOBUF;STREAM=WATCH",
+            frame("ADDED", &pb),
+        ),
         ok(JSON, pb.clone()),
         ok(PB, serde_json::to_vec(&p).unwrap()),
         ok("application/vnd.kubernetes.protobuf+json", pb),
     ]);
     for _ in 0..2 {
-        assert_eq!(pods(&a).get("a").unwrap().metadata.name.as_deref(), Some("a"));
+        assert_eq!(
+            pods(&a).get("a").unwrap().metadata.name.as_deref(),
+            Some("a")
+        );
     }
-    let event = pods(&a).watch(&WatchParams::default()).unwrap().next().unwrap();
+    let event = pods(&a)
+        .watch(&WatchParams::default())
+        .unwrap()
+        .next()
+        .unwrap();
     assert!(matches!(event, Ok(WatchEvent::Added(_))), "{event:?}");
-    for case in ["protobuf as JSON", "JSON as protobuf", "an unknown media type"] {
+    for case in [
+        "protobuf as JSON",
+        "JSON as protobuf",
+        "an unknown media type",
+    ] {
         let err = pods(&a).get("a").unwrap_err();
         assert!(matches!(err, Error::Decode { .. }), "{case}: {err}");
     }
@@ -651,7 +698,9 @@ fn a_hostile_continue_token_is_sent_back_escaped() {
     let requests = a.requests();
     let second = &requests[1];
     assert!(!second.contains("watch=1"), "{second}");
-    assert!(second.contains("continue=x%26watch%3D1%26limit%3D1"), "{second}");
+    assert!(
+        second.contains("continue=x%26watch%3D1%26limit%3D1"),
+        "{second}"
+    );
     assert_eq!(second.matches("limit=").count(), 1, "{second}");
 }
-

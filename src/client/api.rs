@@ -1007,7 +1007,11 @@ impl CheckedPage {
 /// an error with 200) is that error, as client-go's `Result.Into` makes of it: a 410 in it
 /// relists as a 410 does. Read as a list, the JSON of a Status is an empty list (it has no
 /// `items`: a cache replaced by it loses every object) and its protobuf is no list at all.
-fn failure_in_page<K>(list: Result<ObjectList<K>>, raw: &[u8], path: &str) -> Result<ObjectList<K>> {
+fn failure_in_page<K>(
+    list: Result<ObjectList<K>>,
+    raw: &[u8],
+    path: &str,
+) -> Result<ObjectList<K>> {
     let status = match &list {
         Ok(l) if l.kind.as_deref() == Some("Status") => serde_json::from_slice::<Status>(raw).ok(),
         #[cfg(feature = "protobuf")]

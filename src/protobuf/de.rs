@@ -18,8 +18,9 @@
 //! - unknown fields (a newer server's) are skipped by wire type.
 //!
 //! Hostile input: every length is checked before slicing (nothing is allocated from a
-//! length read from the input), nesting is bounded at [`MAX_DEPTH`] messages, as the JSON
-//! path's recursion limit, and every error names an offset and the field path.
+//! length read from the input), nesting is bounded at [`MAX_DEPTH`] messages and raw JSON
+//! counts its enclosing messages against serde_json's limit (`nesting`), so no input recurses
+//! deeper than its JSON form could, and every error names an offset and the field path.
 
 use base64::Engine;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
