@@ -704,3 +704,28 @@ fn a_hostile_continue_token_is_sent_back_escaped() {
     );
     assert_eq!(second.matches("limit=").count(), 1, "{second}");
 }
+
+/// A DELETE answered with a `Status` whose envelope names `meta.k8s.io/v1` (its own group)
+/// rather than `v1`: a Status, as the JSON path tells it by its kind alone.
+#[test]
+fn a_delete_answered_with_a_status_of_either_api_version_is_a_status() {
+    use kube_informer::client::DeleteResponse;
+    let st = json!({"status": "Success", "details": {"name": "a", "kind": "pods"}});
+    let a = attacker(vec![
+        ok(PB, envelope("v1", "Status", &st)),
+        ok(PB, envelope("meta.k8s.io/v1", "Status", &st)),
+        ok(
+            JSON,
+            serde_json::to_vec(
+                &json!({"apiVersion": "meta.k8s.io/v1", "kind": "Status", "status": "Success"}),
+            )
+            .unwrap(),
+        ),
+    ]);
+    for case in ["v1", "meta.k8s.io/v1", "JSON"] {
+        match pods(&a).delete("a", &Default::default()) {
+            Ok(DeleteResponse::Status(st)) => assert_eq!(st.status, "Success", "{case}"),
+            other => panic!("{case}: {other:?}"),
+        }
+    }
+}

@@ -96,7 +96,9 @@ pub(crate) fn object<K: Object>(body: &[u8]) -> Result<K, String> {
 /// it is gone.
 pub(crate) fn object_or_status<K: Object>(body: &[u8]) -> Result<Result<K, Box<Status>>, String> {
     let (env, message) = open(body)?;
-    if env.kind == "Status" && env.api_version == "v1" {
+    // By its kind, whatever the group its apiVersion names (`v1`, `meta.k8s.io/v1`), as the
+    // JSON path tells a Status from the object.
+    if env.kind == "Status" {
         let st = pb::decode(message, env.raw).map_err(|e| format!("decoding the Status: {e}"))?;
         return Ok(Err(Box::new(st)));
     }
