@@ -56,9 +56,34 @@ fn open(body: &[u8]) -> Result<(Envelope<'_>, Message), String> {
     Ok((env, message))
 }
 
+/// The message of `meta.v1.PartialObjectMetadata`.
+const PARTIAL_OBJECT_METADATA: &str = "k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata";
+
+/// Refuses an object whose envelope names another type than `K`'s: `K`'s JSON decoding
+/// refuses another `apiVersion` or `kind` (k8s-openapi's types check both), and decoding one
+/// message's bytes as another's would hand the caller a wrong object (a ConfigMap's name and
+/// data as a Pod). A metadata-only `K` reads any object's metadata, as its JSON does, and a
+/// `K` without a message (never asked for protobuf) is left to its decoding.
+fn expect<K: Object>(env: &Envelope<'_>, message: Message) -> Result<(), String> {
+    match K::protobuf_message() {
+        Some(own)
+            if own != message && Some(own) != pb::message_by_name(PARTIAL_OBJECT_METADATA) =>
+        {
+            Err(format!(
+                "the answer is apiVersion {} kind {}, not {}",
+                quoted(env.api_version),
+                quoted(env.kind),
+                own.proto_name()
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// One object answered in protobuf (a get, a write's answer).
 pub(crate) fn object<K: Object>(body: &[u8]) -> Result<K, String> {
     let (env, message) = open(body)?;
+    expect::<K>(&env, message)?;
     decoded::<K>(message, env.raw).map_err(|e| {
         format!(
             "decoding the {} from protobuf: {e}",
@@ -71,7 +96,9 @@ pub(crate) fn object<K: Object>(body: &[u8]) -> Result<K, String> {
 /// it is gone.
 pub(crate) fn object_or_status<K: Object>(body: &[u8]) -> Result<Result<K, Box<Status>>, String> {
     let (env, message) = open(body)?;
-    if env.kind == "Status" && env.api_version == "v1" {
+    // By its kind, whatever the group its apiVersion names (`v1`, `meta.k8s.io/v1`), as the
+    // JSON path tells a Status from the object.
+    if env.kind == "Status" {
         let st = pb::decode(message, env.raw).map_err(|e| format!("decoding the Status: {e}"))?;
         return Ok(Err(Box::new(st)));
     }
@@ -103,6 +130,7 @@ pub(crate) fn list<K: Object>(body: &[u8]) -> Result<ObjectList<K>, String> {
     let item = message
         .list_item()
         .ok_or_else(|| format!("{} is not a list", quoted(env.kind)))?;
+    expect::<K>(&env, item)?;
     let (metadata, parts) = list_meta(env.raw)?;
     let mut items = Vec::with_capacity(parts.items.len());
     for (i, raw) in parts.items.iter().enumerate() {
@@ -127,7 +155,10 @@ pub(crate) fn peek_continue(body: &[u8]) -> Option<String> {
 pub(crate) fn watch_event<K: Object>(frame: &[u8]) -> Result<WatchEvent<K>, String> {
     let event = pb::read_watch_event(frame).map_err(|e| format!("the watch event: {e}"))?;
     let (env, message) = open(event.object).map_err(|e| format!("the event's object: {e}"))?;
-    let object = || decoded::<K>(message, env.raw).map_err(|e| format!("the event's object: {e}"));
+    let object = || {
+        expect::<K>(&env, message).map_err(|e| format!("the event's object: {e}"))?;
+        decoded::<K>(message, env.raw).map_err(|e| format!("the event's object: {e}"))
+    };
     Ok(match event.event_type {
         "ADDED" => WatchEvent::Added(object()?),
         "MODIFIED" => WatchEvent::Modified(object()?),

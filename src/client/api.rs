@@ -17,7 +17,7 @@ use super::watch::WatchStream;
 use super::write_params::{DeleteParams, PatchParams, PostParams};
 use crate::api::url_encoding::path_segment;
 use crate::api::{accept, list_accept, write_accept};
-use crate::api::{ApiResource, Meta, Object, ObjectList, Resource};
+use crate::api::{ApiResource, Meta, Object, ObjectList, Resource, Status};
 use crate::error::{Error, Result};
 use crate::json::known_ends::{with_known_ends, KnownEnds};
 
@@ -998,8 +998,13 @@ impl CheckedPage {
     }
 
     /// Decodes the page, its items with [`Object::from_json_prefix`]; gives the page's
-    /// buffer back for reuse.
+    /// buffer back for reuse. A page that is a failure `Status` is that failure.
     fn decode<K: Object>(self, path: &str) -> (Result<ObjectList<K>>, Vec<u8>) {
+        let (list, raw) = self.decode_page(path);
+        (failure_in_page(list, &raw, path), raw)
+    }
+
+    fn decode_page<K: Object>(self, path: &str) -> (Result<ObjectList<K>>, Vec<u8>) {
         let decode_error = |message: String| Error::Decode {
             request: describe(&Method::GET, path),
             message: format!("decoding the list: {message}"),
@@ -1029,6 +1034,32 @@ impl CheckedPage {
                 raw,
             ),
         }
+    }
+}
+
+/// A 2xx list answer that is a failure `Status` (a proxy or an aggregated server answering
+/// an error with 200) is that error, as client-go's `Result.Into` makes of it: a 410 in it
+/// relists as a 410 does. Read as a list, the JSON of a Status is an empty list (it has no
+/// `items`: a cache replaced by it loses every object) and its protobuf is no list at all.
+fn failure_in_page<K>(
+    list: Result<ObjectList<K>>,
+    raw: &[u8],
+    path: &str,
+) -> Result<ObjectList<K>> {
+    let status = match &list {
+        Ok(l) if l.kind.as_deref() == Some("Status") => serde_json::from_slice::<Status>(raw).ok(),
+        #[cfg(feature = "protobuf")]
+        Err(_) if raw.starts_with(crate::protobuf::MAGIC) => {
+            crate::api::protobuf_answers::status(raw)
+        }
+        _ => None,
+    };
+    match status {
+        Some(status) if status.status != "Success" => Err(Error::Api {
+            request: describe(&Method::GET, path),
+            status: Box::new(status),
+        }),
+        _ => list,
     }
 }
 

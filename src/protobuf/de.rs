@@ -18,8 +18,9 @@
 //! - unknown fields (a newer server's) are skipped by wire type.
 //!
 //! Hostile input: every length is checked before slicing (nothing is allocated from a
-//! length read from the input), nesting is bounded at [`MAX_DEPTH`] messages, as the JSON
-//! path's recursion limit, and every error names an offset and the field path.
+//! length read from the input), nesting is bounded at [`MAX_DEPTH`] messages and raw JSON
+//! counts its enclosing messages against serde_json's limit (`nesting`), so no input recurses
+//! deeper than its JSON form could, and every error names an offset and the field path.
 
 use base64::Engine;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
@@ -33,8 +34,12 @@ use super::time::{format_duration, format_time_into};
 use super::wire::{Reader, Value, FIXED64, LEN, VARINT};
 use super::{Message, ProtobufError};
 
-/// Messages nested deeper than this are an error (serde_json's own limit is 128).
-pub const MAX_DEPTH: usize = 128;
+/// Messages nested deeper than this are an error. Lower than serde_json's 128: each level
+/// of a message costs more stack than a level of JSON text (a k8s-openapi
+/// `JSONSchemaProps` about 17 KiB in a debug build), and 128 of them overflowed a thread's
+/// 2 MiB. Raw JSON inside a message counts its enclosing messages against serde_json's 128,
+/// as the object's JSON form would.
+pub const MAX_DEPTH: usize = 100;
 
 type Result<T> = std::result::Result<T, ProtobufError>;
 
@@ -691,6 +696,12 @@ impl<'de> ValueDe<'de> {
                 let raw = bytes_of(raw, at)?;
                 if raw.is_empty() {
                     return visitor.visit_unit();
+                }
+                if super::nesting::json_deeper_than(
+                    raw,
+                    super::nesting::JSON_LIMIT.saturating_sub(self.depth),
+                ) {
+                    return Err(ProtobufError::at("raw JSON nested too deeply", at));
                 }
                 // One UTF-8 check of the whole text, then serde_json's `str` reader, which
                 // does not check each string again (a FieldsV1 holds hundreds of keys).

@@ -12,7 +12,9 @@ use std::fmt;
 /// path of fields being read (`Pod.spec.containers.ports`); never payload bytes.
 ///
 /// One pointer wide (the details are boxed, as serde_json's error is): every `Result` the
-/// decoder passes up through each field and element stays small on the successful path.
+/// decoder passes up through each field and element stays small on the successful path, and
+/// since the decoder recurses once per nested message through serde's visitors (k8s-openapi's
+/// hold a temporary `Result` per field), its size multiplies into the stack each level costs.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ProtobufError(Box<Details>);
 

@@ -29,6 +29,7 @@ mod descriptor;
 mod envelope;
 mod error;
 mod message;
+mod nesting;
 mod ser;
 #[rustfmt::skip]
 mod tables;
