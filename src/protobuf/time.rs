@@ -4,29 +4,6 @@
 
 use std::fmt::Write;
 
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// The longest text of [`format_time`]: `2026-11-28T11:31:33.123456Z`.
 pub(crate) const TIME_TEXT_MAX: usize = 27;
 
@@ -40,7 +17,7 @@ pub(crate) fn format_time_into(
 ) -> Option<([u8; TIME_TEXT_MAX], usize)> {
     let days = seconds.div_euclid(86_400);
     let secs = seconds.rem_euclid(86_400);
-    let (y, mo, d) = civil(days);
+    let (y, mo, d) = crate::civil_time::civil_from_days(days);
     if !(0..=9999).contains(&y) || !(0..1_000_000_000).contains(&nanos) {
         return None;
     }
@@ -74,61 +51,9 @@ pub(crate) fn format_time(seconds: i64, nanos: i32, micros: bool) -> Option<Stri
 }
 
 /// Parses RFC 3339 (`2026-11-28T11:31:33Z`, fractions and offsets allowed) into Unix
-/// seconds and nanoseconds.
+/// seconds and nanoseconds, by Go's `time.Parse` rules as kube-apiserver reads a time.
 pub(crate) fn parse_time(text: &str) -> Option<(i64, i32)> {
-    let b = text.as_bytes();
-    let num = |range: std::ops::Range<usize>| -> Option<i64> {
-        let s = b.get(range)?;
-        s.iter().try_fold(0i64, |acc, c| {
-            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
-        })
-    };
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !matches!(b[10], b'T' | b't')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)? as u32, num(8..10)? as u32);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut nanos = 0i64;
-    if b[i] == b'.' {
-        i += 1;
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            if i - start < 9 {
-                nanos = nanos * 10 + i64::from(b[i] - b'0');
-            }
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        for _ in (i - start)..9 {
-            nanos *= 10;
-        }
-    }
-    let offset = match b.get(i)? {
-        b'Z' | b'z' if i + 1 == b.len() => 0,
-        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
-            let o = num(i + 1..i + 3)? * 3600 + num(i + 4..i + 6)? * 60;
-            if *sign == b'+' {
-                o
-            } else {
-                -o
-            }
-        }
-        _ => return None,
-    };
-    let seconds = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset;
-    Some((seconds, nanos as i32))
+    crate::civil_time::parse_rfc3339(text).map(|t| (t.secs, t.nanos as i32))
 }
 
 /// Go's `time.Duration.String()`: `1h2m3.5s`, `1m0s`, `0s`, `1.5ms`, `-2µs`.
