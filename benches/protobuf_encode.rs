@@ -16,38 +16,16 @@
 //! through a `serde_json::Value` tree and copies each nested message into its parent: the
 //! client pays several times JSON's CPU for a body the server decodes faster.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube_informer::protobuf::{decode, encode_exact, message_for, read_envelope, write_envelope};
 
-struct Counting;
-static BYTES: AtomicU64 = AtomicU64::new(0);
-static COUNT: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
-        COUNT.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
-        COUNT.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::counted;
 
 fn body(name: &str) -> Vec<u8> {
     let path = format!(
@@ -67,12 +45,12 @@ fn measure(label: &str, mut encode: impl FnMut() -> Vec<u8>) {
     for _ in 0..500 {
         drop(black_box(encode()));
     }
-    let (bytes0, count0) = (BYTES.load(Ordering::Relaxed), COUNT.load(Ordering::Relaxed));
+    let (bytes0, count0) = counted();
     drop(black_box(encode()));
-    let (bytes, count) = (
-        BYTES.load(Ordering::Relaxed) - bytes0,
-        COUNT.load(Ordering::Relaxed) - count0,
-    );
+    let (bytes, count) = {
+        let (b, c) = counted();
+        (b - bytes0, c - count0)
+    };
     let mut best = f64::MAX;
     for _ in 0..5 {
         let t = Instant::now();
