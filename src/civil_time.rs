@@ -217,6 +217,61 @@ pub(crate) fn format_rfc3339(t: Timestamp, fraction: Fraction) -> String {
     out
 }
 
+/// Go's `time.ParseDuration`: `[-+]` then numbers with units (`ns us µs μs ms s m h`), in
+/// nanoseconds within `i64` (a `metav1.Duration`'s text, and CEL's `duration()`).
+#[cfg_attr(not(any(feature = "testing", feature = "protobuf")), allow(dead_code))]
+pub(crate) fn parse_go_duration(text: &str) -> Option<i64> {
+    let (neg, mut rest) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: i128 = 0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let number = &rest[..digits];
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit: i128 = match &rest[..unit_len] {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+        if int.is_empty() && frac.is_empty() || int.len() > 20 || frac.contains('.') {
+            return None;
+        }
+        let int: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+        let mut value = int.checked_mul(unit)?;
+        let mut scale = unit;
+        for c in frac.bytes().take(30) {
+            scale /= 10;
+            value += i128::from(c - b'0') * scale;
+        }
+        total = total.checked_add(value)?;
+        if total > i128::from(i64::MAX) + 1 {
+            return None;
+        }
+    }
+    let total = if neg { -total } else { total };
+    i64::try_from(total).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

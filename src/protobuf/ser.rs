@@ -33,9 +33,10 @@ use serde_json::{Map, Value as Json};
 use super::descriptor::{
     Field, Kind, MessageDesc, Special, INLINE, MAP, MESSAGES, NOJSON, POINTER, REPEATED,
 };
-use super::time::{format_duration, format_time_into, parse_duration, parse_time};
+use super::time::{format_duration, format_time_into, parse_time};
 use super::wire::{put_bytes, put_tag, put_varint, FIXED64, LEN, VARINT};
 use super::{de::MAX_DEPTH, Message, ProtobufError};
+use crate::civil_time::parse_go_duration as parse_duration;
 
 type Result<T> = std::result::Result<T, ProtobufError>;
 

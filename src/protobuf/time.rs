@@ -101,59 +101,6 @@ pub(crate) fn format_duration(nanos: i64) -> String {
     out
 }
 
-/// Go's `time.ParseDuration`: `[-+]` then numbers with units (`ns us µs μs ms s m h`).
-pub(crate) fn parse_duration(text: &str) -> Option<i64> {
-    let (neg, mut rest) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: i128 = 0;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(rest.len());
-        let number = &rest[..digits];
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit: i128 = match &rest[..unit_len] {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-        if int.is_empty() && frac.is_empty() || int.len() > 20 || frac.contains('.') {
-            return None;
-        }
-        let int: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-        let mut value = int.checked_mul(unit)?;
-        let mut scale = unit;
-        for c in frac.bytes().take(30) {
-            scale /= 10;
-            value += i128::from(c - b'0') * scale;
-        }
-        total = total.checked_add(value)?;
-        if total > i128::from(i64::MAX) + 1 {
-            return None;
-        }
-    }
-    let total = if neg { -total } else { total };
-    i64::try_from(total).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,12 +146,22 @@ mod tests {
             (-2_000, "-2µs"),
         ] {
             assert_eq!(format_duration(ns), text);
-            assert_eq!(parse_duration(text), Some(ns), "{text}");
+            assert_eq!(
+                crate::civil_time::parse_go_duration(text),
+                Some(ns),
+                "{text}"
+            );
         }
         assert_eq!(format_duration(i64::MIN), "-2562047h47m16.854775808s");
-        assert_eq!(parse_duration("-2562047h47m16.854775808s"), Some(i64::MIN));
-        assert_eq!(parse_duration("1x"), None);
-        assert_eq!(parse_duration(""), None);
-        assert_eq!(parse_duration("9999999999999999999999h"), None);
+        assert_eq!(
+            crate::civil_time::parse_go_duration("-2562047h47m16.854775808s"),
+            Some(i64::MIN)
+        );
+        assert_eq!(crate::civil_time::parse_go_duration("1x"), None);
+        assert_eq!(crate::civil_time::parse_go_duration(""), None);
+        assert_eq!(
+            crate::civil_time::parse_go_duration("9999999999999999999999h"),
+            None
+        );
     }
 }

@@ -31,55 +31,12 @@ pub(crate) fn dur_in_range(d: i128) -> Option<i128> {
     (-MAX_DUR..=MAX_DUR).contains(&d).then_some(d)
 }
 
-/// A Go duration (`1h30m`, `-1.5s`, `300ms`, `0`).
+/// A Go duration (`1h30m`, `-1.5s`, `300ms`, `0`), read as cel-go reads it: Go's
+/// `time.ParseDuration` (within `i64` nanoseconds), then cel-go's range.
 pub(crate) fn parse_duration(s: &str) -> Option<i128> {
-    let (neg, mut rest) = match s.as_bytes().first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: i128 = 0;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let num = &rest[..num_end];
-        if num.is_empty() || num == "." {
-            return None;
-        }
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit: i128 = match &rest[..unit_end] {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => NANOS,
-            "m" => 60 * NANOS,
-            "h" => 3600 * NANOS,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-        let int: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-        total = total.checked_add(int.checked_mul(unit)?)?;
-        let mut scale = unit;
-        for c in frac.chars().take(20) {
-            scale /= 10;
-            total += i128::from(c.to_digit(10)?) * scale;
-        }
-        if total > MAX_DUR * 100 {
-            return None;
-        }
-    }
-    dur_in_range(if neg { -total } else { total })
+    civil_time::parse_go_duration(s)
+        .map(i128::from)
+        .and_then(dur_in_range)
 }
 
 /// RFC 3339 in UTC with as many fraction digits as needed, as cel-go prints a timestamp.
@@ -133,4 +90,21 @@ pub(crate) fn duration_getter(d: i128, name: &str) -> Option<i64> {
         _ => return None,
     };
     i64::try_from(v).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_stop_where_go_parse_duration_stops() {
+        // cel-go's `duration()` is Go's `time.ParseDuration`: 2562047h (about 292 years) is
+        // the last hour an i64 of nanoseconds holds, even though a protobuf Duration reaches
+        // 10,000 years.
+        assert_eq!(parse_duration("2562047h"), Some(2_562_047 * 3600 * NANOS));
+        assert_eq!(parse_duration("2562048h"), None);
+        assert_eq!(parse_duration("3000000h"), None);
+        assert_eq!(parse_duration("-1.5s"), Some(-1_500_000_000));
+        assert_eq!(parse_duration("1.2.3s"), None);
+    }
 }
