@@ -30,7 +30,12 @@
 //!   but a regular file (a FIFO, a device) is left alone. What std cannot see is kept only in place: ACLs and extended
 //!   attributes of a one-link file we own are not carried over by the rename (set them on
 //!   the folder's defaults, or give the file a second link to keep it in place). A
-//!   symbolic link is followed: the file it points to is written, the link stays.
+//!   symbolic link is followed: the file it points to is written, the link stays (as
+//!   kubectl does). The file is looked at again just before it is opened in place, and the
+//!   file opened must be the one looked at: a symbolic link, a FIFO or another file swapped
+//!   in meanwhile (by whoever may write the folder) is refused, not written through. The
+//!   temporary file's name is foreseeable; one already taken (made first by another user
+//!   of a shared folder) means writing in place, never a failed write.
 //! - Error messages name the file and what failed, never a value.
 
 use std::collections::BTreeMap;
@@ -58,7 +63,7 @@ pub(crate) fn write_auth_provider_config(
     let real = std::fs::canonicalize(path)
         .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
     let shown = real.display();
-    let text = std::fs::read_to_string(&real).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let text = read_regular(&real).map_err(|e| format!("cannot read {shown}: {e}"))?;
     let mut doc: Value = serde_yaml::from_str(&text)
         .map_err(|_| format!("{shown} is no longer valid YAML; left as it is"))?;
     let config = provider_config(&mut doc, user).ok_or_else(|| {
@@ -104,7 +109,7 @@ pub(crate) fn read_auth_provider_config(
     path: &Path,
     user: &str,
 ) -> Option<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = read_regular(path).ok()?;
     let doc: Value = serde_yaml::from_str(&text).ok()?;
     let entry = doc
         .get("users")?
@@ -113,6 +118,36 @@ pub(crate) fn read_auth_provider_config(
         .find(|u| u.get("name").and_then(Value::as_str) == Some(user))?;
     let config = entry.get("user")?.get("auth-provider")?.get("config")?;
     Some(string_settings(config.as_mapping()?))
+}
+
+/// The text of the regular file at `path` (a symbolic link followed): anything else (a
+/// FIFO, whose open would wait for a writer; a device) is never opened. The file opened
+/// must be the one just looked at (a file swapped in between is refused).
+fn read_regular(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file; left as it is"));
+    }
+    let mut f = std::fs::File::open(path)?;
+    if !same_file(&meta, &f.metadata()?) {
+        return Err(std::io::Error::other("replaced while being opened"));
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// Whether two looks at a name saw the same file (device and inode on Unix).
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    b.is_file() && (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    b.is_file()
 }
 
 /// The `users[name == user].user.auth-provider.config` mapping (created when the
@@ -153,7 +188,8 @@ fn write_back(
     still_held: impl Fn() -> std::io::Result<()>,
     rename: impl FnOnce(&Path, &Path) -> std::io::Result<()>,
 ) -> std::io::Result<Written> {
-    let meta = std::fs::metadata(path)?;
+    // `path` is resolved already: a symbolic link here was swapped in since.
+    let meta = std::fs::symlink_metadata(path)?;
     if !meta.is_file() {
         // A FIFO would hold the write until someone reads it; a device is not a kubeconfig.
         return Err(std::io::Error::other("not a regular file; left as it is"));
@@ -167,7 +203,17 @@ fn write_back(
             ),
         }
     }
+    // Looked at again: whatever took the name since the first look (a symbolic link or a
+    // FIFO swapped in while the rename was tried) is neither followed nor opened, and the
+    // file opened must be the one looked at.
+    let changed = || std::io::Error::other("replaced by something else meanwhile; left as it is");
+    if !same_file(&meta, &std::fs::symlink_metadata(path)?) {
+        return Err(changed());
+    }
     let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    if !same_file(&meta, &f.metadata()?) {
+        return Err(changed());
+    }
     still_held()?;
     let write = |f: &mut std::fs::File, b: &[u8]| {
         f.set_len(0)?;
@@ -206,6 +252,9 @@ fn same_owner(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
     true
 }
 
+/// Numbers the temporary files of this process.
+static TMP_NEXT: AtomicU64 = AtomicU64::new(0);
+
 /// Replaces `path` with `bytes` through a temporary file and a rename in the same folder,
 /// keeping the file's permissions; `still_held` is asked last, just before the rename.
 /// `Ok(None)`: not replaced, nothing changed (the temporary file would have another owner or
@@ -217,7 +266,6 @@ fn replace_atomically(
     still_held: impl Fn() -> std::io::Result<()>,
     rename: impl FnOnce(&Path, &Path) -> std::io::Result<()>,
 ) -> std::io::Result<Option<()>> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -226,7 +274,7 @@ fn replace_atomically(
     let tmp = dir.join(format!(
         ".{name}.kube-informer-{}-{}.tmp",
         std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
+        TMP_NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -237,8 +285,17 @@ fn replace_atomically(
     }
     let mut f = match options.open(&tmp) {
         Ok(f) => f,
-        // A folder we may not create in (the file alone is writable): in place.
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(None),
+        // A folder we may not create in (the file alone is writable): in place. So too
+        // when the name is taken: another user may have made it first in a shared folder
+        // (the name is foreseeable), and must not stop the write.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::AlreadyExists
+            ) =>
+        {
+            return Ok(None)
+        }
         Err(e) => return Err(e),
     };
     let written = (|| {
@@ -480,5 +537,161 @@ mod tests {
             .file_type()
             .is_fifo());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// Runs `f` on a thread and waits for it at most a minute; on a timeout `unblock` is
+    /// called (to free the thread) and the test fails.
+    #[cfg(unix)]
+    fn bounded<T: Send + 'static>(
+        what: &str,
+        f: impl FnOnce() -> T + Send + 'static,
+        unblock: impl FnOnce(),
+    ) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(v) => {
+                t.join().unwrap();
+                v
+            }
+            Err(_) => {
+                unblock();
+                let _ = t.join();
+                panic!("{what}: still blocked after a minute");
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    fn mkfifo(path: &Path) {
+        let made = std::process::Command::new("mkfifo").arg(path).status();
+        assert!(
+            made.is_ok_and(|s| s.success()),
+            "mkfifo is needed for this test"
+        );
+    }
+
+    /// Opens the FIFO at `path` without waiting (the other end of a thread stuck in `open`).
+    #[cfg(unix)]
+    fn poke_fifo(path: &Path, write: bool) {
+        use rustix::fs::{Mode, OFlags};
+        let how = if write {
+            OFlags::WRONLY
+        } else {
+            OFlags::RDONLY
+        };
+        let _ = rustix::fs::open(path, how | OFlags::NONBLOCK, Mode::empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_kubeconfig_is_never_opened_for_reading_either() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        mkfifo(&path);
+        // No writer: opening it for reading would wait forever, with the lock held.
+        let p = path.clone();
+        let err = bounded(
+            "the write-back of a FIFO kubeconfig",
+            move || write_auth_provider_config(&p, "me", &[("id-token", "x")], PATIENCE, None),
+            || poke_fifo(&path, true),
+        )
+        .unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        let p = path.clone();
+        let read = bounded(
+            "the re-read of a FIFO kubeconfig",
+            move || read_auth_provider_config(&p, "me"),
+            || poke_fifo(&path, true),
+        );
+        assert_eq!(read, None);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "lock left"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_swapped_in_before_the_in_place_write_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        let victim = dir.path().join("victim");
+        std::fs::write(&path, "old text").unwrap();
+        std::fs::write(&victim, "not a kubeconfig").unwrap();
+        // Between the first look and the in-place write (here: while the rename is tried),
+        // someone who may write the folder puts a link to another file in its place.
+        let swap = |_: &Path, to: &Path| {
+            std::fs::remove_file(to).unwrap();
+            std::os::unix::fs::symlink(&victim, to).unwrap();
+            Err(std::io::Error::from_raw_os_error(16))
+        };
+        let e = write_back(&path, b"old text", b"new text", || Ok(()), swap).unwrap_err();
+        assert!(e.to_string().contains("replaced"), "{e}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"not a kubeconfig");
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "temporary file left"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_swapped_in_before_the_in_place_write_is_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, "old text").unwrap();
+        let p = path.clone();
+        let result = bounded(
+            "an in-place write to a FIFO swapped in",
+            move || {
+                let swap = |_: &Path, to: &Path| {
+                    std::fs::remove_file(to).unwrap();
+                    mkfifo(to);
+                    Err(std::io::Error::from_raw_os_error(16))
+                };
+                write_back(&p, b"old text", b"new text", || Ok(()), swap).map_err(|e| e.to_string())
+            },
+            || poke_fifo(&path, false),
+        );
+        let e = result.unwrap_err();
+        assert!(
+            e.contains("not a regular file") || e.contains("replaced"),
+            "{e}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn temporary_names_taken_by_someone_else_do_not_stop_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, ONE_USER).unwrap();
+        // Another user of a shared folder makes the names this process will use next (the
+        // process id and a counter: foreseeable), as files and as links elsewhere.
+        let next = TMP_NEXT.load(Ordering::Relaxed);
+        let elsewhere = tempfile::tempdir().unwrap();
+        let target = elsewhere.path().join("theirs");
+        std::fs::write(&target, "theirs").unwrap();
+        for n in next..next + 256 {
+            let name = dir.path().join(format!(
+                ".config.kube-informer-{}-{n}.tmp",
+                std::process::id()
+            ));
+            if n % 2 == 0 {
+                std::fs::write(&name, "taken").unwrap();
+            } else {
+                std::os::unix::fs::symlink(&target, &name).unwrap();
+            }
+        }
+        write_auth_provider_config(&path, "me", &[("id-token", "new")], PATIENCE, None).unwrap();
+        assert_eq!(id_token(&path).as_deref(), Some("new"));
+        assert_eq!(std::fs::read(&target).unwrap(), b"theirs");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 257);
     }
 }
