@@ -264,3 +264,47 @@ fn one_peer_keeping_its_connections_busy_never_takes_every_slot() {
     }
     server.stop();
 }
+
+/// A peer's connections that end in the middle of a request (a head cut short, a body
+/// cut short, a head sent and the socket shut for writing) give their slots back: with a
+/// bound of two per peer, that peer's next connection is answered, again and again. A
+/// slot kept by a connection that is gone would leave the peer refused for good.
+#[cfg(target_os = "linux")]
+#[test]
+fn connections_cut_in_the_middle_of_a_request_give_their_slots_back() {
+    use std::net::{Ipv4Addr, Shutdown};
+    let _one = one_at_a_time();
+    let server = serve(Limits::new().max_connections(8).max_connections_per_peer(2));
+    let addr = server.addr();
+    let peer = Ipv4Addr::new(127, 0, 0, 9);
+    let probe = || {
+        let mut s = connect_from(peer, addr);
+        let sent = s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let mut all = String::new();
+        let _ = s.read_to_string(&mut all);
+        sent.is_ok() && all.starts_with("HTTP/1.1 200 ")
+    };
+    let cuts: [&[u8]; 4] = [
+        b"GET /healthz HTTP/1.1\r\nHo",
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nten bytes.",
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n",
+        b"G",
+    ];
+    for round in 0..5 {
+        for cut in cuts {
+            // Two at once: the peer's whole bound, each busy (a byte of a request came).
+            let mut a = connect_from(peer, addr);
+            let mut b = connect_from(peer, addr);
+            a.write_all(cut).unwrap();
+            b.write_all(cut).unwrap();
+            if round % 2 == 0 {
+                drop((a, b));
+            } else {
+                a.shutdown(Shutdown::Write).unwrap();
+                b.shutdown(Shutdown::Write).unwrap();
+            }
+            common::wait_until("the peer answered again after its cut requests", probe);
+        }
+    }
+    server.stop();
+}
