@@ -649,3 +649,66 @@ fn world_writable_modes_go_through_the_umask() {
         assert_eq!((mode("d"), mode("d/f")), (0o755, 0o644));
     }
 }
+
+/// A hard link entry names a file this copy extracted, and only while that name still is
+/// that file: not once the name became a symlink (even one inside, to a file that was there
+/// before), not a directory the copy made, not through `..`, not the copied path when the
+/// user named an existing file. Each is refused and nothing that was there gets a name.
+#[test]
+fn a_hard_link_never_reaches_past_the_files_the_copy_extracted() {
+    type Build = fn(&mut TarWriter<Vec<u8>>);
+    let cases: [(&str, Build); 4] = [
+        ("a file replaced by a symlink to a file that was there", |w| {
+            w.append_file("x/f", 0o644, 0, 3, &b"one"[..]).unwrap();
+            w.append_symlink("x/f", "keep", 0).unwrap();
+            w.append_hard_link("x/h", "x/f", 0).unwrap();
+        }),
+        ("a directory the copy made", |w| {
+            w.append_dir("x/d", 0o755, 0).unwrap();
+            w.append_file("x/d/f", 0o644, 0, 3, &b"one"[..]).unwrap();
+            w.append_hard_link("x/h", "x/d", 0).unwrap();
+        }),
+        ("a file reached through `..`", |w| {
+            w.append_dir("x/d", 0o755, 0).unwrap();
+            w.append_file("x/d/f", 0o644, 0, 3, &b"one"[..]).unwrap();
+            w.append_hard_link("x/h", "x/d/../d/f", 0).unwrap();
+        }),
+        ("a file whose folder became a symlink to a folder that was there", |w| {
+            w.append_dir("x/d", 0o755, 0).unwrap();
+            w.append_file("x/d/keep", 0o644, 0, 3, &b"one"[..]).unwrap();
+            w.append_file("x/e", 0o644, 0, 0, &b""[..]).unwrap();
+            w.append_symlink("x/e", ".", 0).unwrap();
+            w.append_hard_link("x/h", "x/e/keep", 0).unwrap();
+        }),
+    ];
+    for (what, build) in cases {
+        let root = world(true);
+        let archive = crafted(build);
+        let got = attack(root.path(), "/x", &archive, false);
+        assert!(
+            matches!(
+                &got,
+                Err(CopyError::HardLinkTarget { .. }
+                    | CopyError::PathEscape { .. }
+                    | CopyError::ThroughSymlink { .. })
+            ),
+            "{what}: {got:?}"
+        );
+        let out = root.path().join("out");
+        assert!(fs::symlink_metadata(out.join("h")).is_err(), "{what}");
+        assert_eq!(fs::metadata(out.join("keep")).unwrap().nlink(), 1, "{what}");
+        assert_eq!(fs::read(out.join("keep")).unwrap(), b"keep\n", "{what}");
+    }
+
+    // The user named an existing file: the copied path is that name, never a link target.
+    let root = world(true);
+    let archive = crafted(|w| {
+        w.append_file("x", 0o644, 0, 3, &b"new"[..]).unwrap();
+        w.append_hard_link("x", "x", 0).unwrap();
+    });
+    let dest = root.path().join("out/keep");
+    let got = extract_archive(&archive[..], "/x", &dest, &CopyOptions::new());
+    assert!(matches!(&got, Err(CopyError::HardLinkTarget { .. })), "{got:?}");
+    assert_eq!(fs::read(&dest).unwrap(), b"new");
+    assert_eq!(fs::metadata(&dest).unwrap().nlink(), 1);
+}
