@@ -658,11 +658,14 @@ fn world_writable_modes_go_through_the_umask() {
 fn a_hard_link_never_reaches_past_the_files_the_copy_extracted() {
     type Build = fn(&mut TarWriter<Vec<u8>>);
     let cases: [(&str, Build); 4] = [
-        ("a file replaced by a symlink to a file that was there", |w| {
-            w.append_file("x/f", 0o644, 0, 3, &b"one"[..]).unwrap();
-            w.append_symlink("x/f", "keep", 0).unwrap();
-            w.append_hard_link("x/h", "x/f", 0).unwrap();
-        }),
+        (
+            "a file replaced by a symlink to a file that was there",
+            |w| {
+                w.append_file("x/f", 0o644, 0, 3, &b"one"[..]).unwrap();
+                w.append_symlink("x/f", "keep", 0).unwrap();
+                w.append_hard_link("x/h", "x/f", 0).unwrap();
+            },
+        ),
         ("a directory the copy made", |w| {
             w.append_dir("x/d", 0o755, 0).unwrap();
             w.append_file("x/d/f", 0o644, 0, 3, &b"one"[..]).unwrap();
@@ -673,13 +676,16 @@ fn a_hard_link_never_reaches_past_the_files_the_copy_extracted() {
             w.append_file("x/d/f", 0o644, 0, 3, &b"one"[..]).unwrap();
             w.append_hard_link("x/h", "x/d/../d/f", 0).unwrap();
         }),
-        ("a file whose folder became a symlink to a folder that was there", |w| {
-            w.append_dir("x/d", 0o755, 0).unwrap();
-            w.append_file("x/d/keep", 0o644, 0, 3, &b"one"[..]).unwrap();
-            w.append_file("x/e", 0o644, 0, 0, &b""[..]).unwrap();
-            w.append_symlink("x/e", ".", 0).unwrap();
-            w.append_hard_link("x/h", "x/e/keep", 0).unwrap();
-        }),
+        (
+            "a file whose folder became a symlink to a folder that was there",
+            |w| {
+                w.append_dir("x/d", 0o755, 0).unwrap();
+                w.append_file("x/d/keep", 0o644, 0, 3, &b"one"[..]).unwrap();
+                w.append_file("x/e", 0o644, 0, 0, &b""[..]).unwrap();
+                w.append_symlink("x/e", ".", 0).unwrap();
+                w.append_hard_link("x/h", "x/e/keep", 0).unwrap();
+            },
+        ),
     ];
     for (what, build) in cases {
         let root = world(true);
@@ -708,7 +714,10 @@ fn a_hard_link_never_reaches_past_the_files_the_copy_extracted() {
     });
     let dest = root.path().join("out/keep");
     let got = extract_archive(&archive[..], "/x", &dest, &CopyOptions::new());
-    assert!(matches!(&got, Err(CopyError::HardLinkTarget { .. })), "{got:?}");
+    assert!(
+        matches!(&got, Err(CopyError::HardLinkTarget { .. })),
+        "{got:?}"
+    );
     assert_eq!(fs::read(&dest).unwrap(), b"new");
     assert_eq!(fs::metadata(&dest).unwrap().nlink(), 1);
 }
