@@ -225,3 +225,45 @@ fn the_last_line_without_a_newline_is_said_and_no_byte_is_added_or_lost() {
         );
     }
 }
+
+/// A followed log read with `limit_bytes` while the kubelet's answer is cut at many places
+/// (inside a time, inside a two-byte character, inside a line): the bytes are the log's
+/// first `limit_bytes`, cut where kube-apiserver cuts them (inside a character too), each
+/// line once; the last item is `unterminated` exactly when the limit fell inside a line,
+/// and no other item is.
+#[test]
+fn limit_bytes_across_cut_answers_is_the_logs_prefix_once() {
+    let server = ApiServer::start();
+    server.add_pod("lab", "web", &["app"]).unwrap();
+    let log = "añb\nčćd two\n\nthree é\nfour\n";
+    server.write_log("lab", "web", "app", log);
+    let api = pods(&server);
+    // Each limit with one of the cuts (a time, a character, a line, the second time, the
+    // third line): every pairing would take a reconnect each, for little more.
+    let cuts = [3usize, 33, 37, 40, 75];
+    for limit in 1..log.len() as u64 {
+        let cut = cuts[limit as usize % cuts.len()];
+        server.cut_next_log(cut);
+        let mut stream = api
+            .log_stream("web", &LogParams::default().follow().limit_bytes(limit))
+            .unwrap();
+        let mut items = Vec::new();
+        while let Some(item) = stream.next() {
+            items.push(item.unwrap());
+            assert!(items.len() <= log.len(), "{limit}/{cut}: {items:?}");
+        }
+        let want = &log.as_bytes()[..limit as usize];
+        assert_eq!(bytes_of(&items), want, "{limit}/{cut}: {items:?}");
+        let inside = want.last() != Some(&b'\n');
+        let flagged: Vec<usize> = (0..items.len())
+            .filter(|&i| items[i].unterminated)
+            .collect();
+        let expected = if inside {
+            vec![items.len() - 1]
+        } else {
+            vec![]
+        };
+        assert_eq!(flagged, expected, "{limit}/{cut}: {items:?}");
+        assert!(items.iter().all(|l| !l.partial), "{limit}/{cut}: {items:?}");
+    }
+}

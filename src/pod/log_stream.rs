@@ -405,7 +405,9 @@ impl LogStream {
                     c.cancel();
                 }
                 self.reader = None;
-                if bytes.is_empty() {
+                // Nothing of it fits. (An empty line whose newline fits exactly is
+                // delivered: that newline is the last byte within the limit.)
+                if bytes.is_empty() && unterminated {
                     return None;
                 }
             }
