@@ -267,3 +267,47 @@ fn limit_bytes_across_cut_answers_is_the_logs_prefix_once() {
         assert!(items.iter().all(|l| !l.partial), "{limit}/{cut}: {items:?}");
     }
 }
+
+/// The same with lines read in pieces (`max_line`) and with the times asked for (which
+/// count against the limit, as kube-apiserver counts them): a followed read cut and
+/// resumed gives the bytes a plain read with the same limit gives, the last item alone
+/// `unterminated` when the limit fell inside a line.
+#[test]
+fn limit_bytes_with_pieces_or_times_across_cut_answers_matches_a_plain_read() {
+    let server = ApiServer::start();
+    server.add_pod("lab", "web", &["app"]).unwrap();
+    let log = "añb\nčćd two\n\nthree é\nfour\n";
+    server.write_log("lab", "web", "app", log);
+    let api = pods(&server);
+    let read = |params: &LogParams| -> Vec<LogLine> {
+        let mut items = Vec::new();
+        for item in api.log_stream("web", params).unwrap() {
+            items.push(item.unwrap());
+            assert!(items.len() <= 400, "{params:?}: {items:?}");
+        }
+        items
+    };
+    let timed_len = bytes_of(&read(&LogParams::default().timestamps())).len() as u64;
+    let cuts = [3usize, 33, 37, 40, 75];
+    let variants = [
+        (LogParams::default().max_line(3), 1..log.len() as u64, 3),
+        (LogParams::default().timestamps(), 1..timed_len, 11),
+    ];
+    for (params, limits, step) in variants {
+        for limit in limits.step_by(step) {
+            let plain = read(&params.clone().limit_bytes(limit));
+            let cut = cuts[limit as usize % cuts.len()];
+            server.cut_next_log(cut);
+            let followed = read(&params.clone().follow().limit_bytes(limit));
+            let what = format!("{params:?} {limit}/{cut}: {followed:?}");
+            assert_eq!(bytes_of(&followed), bytes_of(&plain), "{what}");
+            assert_eq!(bytes_of(&followed).len() as u64, limit, "{what}");
+            let last = followed.len() - 1;
+            for (i, l) in followed.iter().enumerate() {
+                let inside = bytes_of(&followed).last() != Some(&b'\n');
+                assert_eq!(l.unterminated, i == last && inside, "{what}");
+                assert!(!(i == last && l.partial), "{what}");
+            }
+        }
+    }
+}
