@@ -31,9 +31,11 @@
 //!   attributes of a one-link file we own are not carried over by the rename (set them on
 //!   the folder's defaults, or give the file a second link to keep it in place). A
 //!   symbolic link is followed: the file it points to is written, the link stays (as
-//!   kubectl does). The file is looked at again just before it is opened in place, and the
-//!   file opened must be the one looked at: a symbolic link, a FIFO or another file swapped
-//!   in meanwhile (by whoever may write the folder) is refused, not written through. The
+//!   kubectl does). A file we may not write (`chmod 0400`) is refused, as kubectl's write
+//!   refuses it, never replaced by a rename. The file is opened (for writing, without a
+//!   change) before either way is taken, must be the one looked at, and its name must
+//!   still be that file when it is written in place: a symbolic link, a FIFO or another
+//!   file swapped in meanwhile (by whoever may write the folder) is refused. The
 //!   temporary file's name is foreseeable; one already taken (made first by another user
 //!   of a shared folder) means writing in place, never a failed write.
 //! - Error messages name the file and what failed, never a value.
@@ -194,6 +196,14 @@ fn write_back(
         // A FIFO would hold the write until someone reads it; a device is not a kubeconfig.
         return Err(std::io::Error::other("not a regular file; left as it is"));
     }
+    // Opened for writing first, either way (nothing changes yet): a file we may not write
+    // (`chmod 0400`) is refused as kubectl's write refuses it, rather than replaced by a
+    // rename the folder would allow. The file opened must be the one looked at.
+    let changed = || std::io::Error::other("replaced by something else meanwhile; left as it is");
+    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    if !same_file(&meta, &f.metadata()?) {
+        return Err(changed());
+    }
     if single_link(&meta) {
         match replace_atomically(path, &meta, bytes, &still_held, rename)? {
             Some(()) => return Ok(Written::Renamed),
@@ -203,15 +213,9 @@ fn write_back(
             ),
         }
     }
-    // Looked at again: whatever took the name since the first look (a symbolic link or a
-    // FIFO swapped in while the rename was tried) is neither followed nor opened, and the
-    // file opened must be the one looked at.
-    let changed = || std::io::Error::other("replaced by something else meanwhile; left as it is");
+    // Looked at again: a name that no longer is the file opened (a symbolic link or a FIFO
+    // swapped in while the rename was tried) is left alone.
     if !same_file(&meta, &std::fs::symlink_metadata(path)?) {
-        return Err(changed());
-    }
-    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
-    if !same_file(&meta, &f.metadata()?) {
         return Err(changed());
     }
     still_held()?;
@@ -693,5 +697,30 @@ mod tests {
         assert_eq!(id_token(&path).as_deref(), Some("new"));
         assert_eq!(std::fs::read(&target).unwrap(), b"theirs");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 257);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_we_may_not_write_is_refused_as_kubectl_refuses_it() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, ONE_USER).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+        if std::fs::OpenOptions::new().write(true).open(&path).is_ok() {
+            // Root (or CAP_DAC_OVERRIDE) may write any file, kubectl as root too: nothing
+            // to refuse here.
+            eprintln!("skipped: this user may write a 0400 file (running as root?)");
+            return;
+        }
+        let before = inode(&path);
+        let err = write_auth_provider_config(&path, "me", &[("id-token", "new")], PATIENCE, None)
+            .unwrap_err();
+        assert!(err.contains("ermission denied"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), ONE_USER);
+        assert_eq!(inode(&path), before, "replaced by a rename");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o400);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
