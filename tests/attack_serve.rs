@@ -308,3 +308,77 @@ fn connections_cut_in_the_middle_of_a_request_give_their_slots_back() {
     }
     server.stop();
 }
+
+/// On a dual-stack listener (`[::]`) every IPv4 client arrives as an IPv4-mapped IPv6
+/// address (`::ffff:a.b.c.d`), whose first 64 bits are all zero: counted by IPv6 /64,
+/// every IPv4 client would be one peer, and one of them keeping its connections busy would
+/// lock out the kubelet's probes. Each is its own IPv4 address instead, and `::1` another.
+#[cfg(target_os = "linux")]
+#[test]
+fn ipv4_clients_of_a_dual_stack_listener_are_each_their_own_peer() {
+    use std::net::Ipv4Addr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let _one = one_at_a_time();
+    let held = Arc::new(AtomicUsize::new(0));
+    let (release, released) = crossbeam_channel::bounded::<()>(0);
+    let h = Arc::clone(&held);
+    let router = router().route("/hold", move |_: &Request| {
+        h.fetch_add(1, Ordering::SeqCst);
+        let _ = released.recv_timeout(PATIENCE);
+        Response::text(200, "held\n")
+    });
+    let server = match Server::builder("attack")
+        .limits(Limits::new().max_connections(8).max_connections_per_peer(1))
+        .grace(Duration::from_secs(1))
+        .bind("[::]:0", router)
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("skipped: no IPv6 listener here ({e})");
+            return;
+        }
+    };
+    let port = server.addr().port();
+    let v4 = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let get = |s: &mut TcpStream, path: &str| {
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+    };
+    let answer = |mut s: TcpStream| {
+        let mut all = String::new();
+        let _ = s.read_to_string(&mut all);
+        all
+    };
+    let hostile = Ipv4Addr::new(127, 0, 0, 5);
+    let mut busy = connect_from(hostile, v4);
+    get(&mut busy, "/hold");
+    common::wait_until("the handler holding the request", || {
+        held.load(Ordering::SeqCst) == 1
+    });
+    // Its second is over its bound of one ...
+    let mut s = connect_from(hostile, v4);
+    get(&mut s, "/healthz");
+    let refused = answer(s);
+    assert!(refused.starts_with("HTTP/1.1 503 "), "{refused:?}");
+    // ... and another IPv4 client, and an IPv6 one, are answered.
+    let mut other = connect_from(Ipv4Addr::new(127, 0, 0, 6), v4);
+    get(&mut other, "/healthz");
+    let got = answer(other);
+    assert!(
+        got.starts_with("HTTP/1.1 200 "),
+        "another IPv4 client: {got:?}"
+    );
+    if let Ok(mut s) = TcpStream::connect(("::1", port)) {
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        get(&mut s, "/healthz");
+        let got = answer(s);
+        assert!(got.starts_with("HTTP/1.1 200 "), "an IPv6 client: {got:?}");
+    }
+    release.send_timeout((), PATIENCE).unwrap();
+    let got = answer(busy);
+    assert!(got.starts_with("HTTP/1.1 200 "), "{got:?}");
+    server.stop();
+}
