@@ -244,11 +244,11 @@ fn limit_bytes_across_cut_answers_is_the_logs_prefix_once() {
     for limit in 1..log.len() as u64 {
         let cut = cuts[limit as usize % cuts.len()];
         server.cut_next_log(cut);
-        let mut stream = api
+        let stream = api
             .log_stream("web", &LogParams::default().follow().limit_bytes(limit))
             .unwrap();
         let mut items = Vec::new();
-        while let Some(item) = stream.next() {
+        for item in stream {
             items.push(item.unwrap());
             assert!(items.len() <= log.len(), "{limit}/{cut}: {items:?}");
         }
