@@ -293,15 +293,17 @@ fn connections_cut_in_the_middle_of_a_request_give_their_slots_back() {
     for round in 0..5 {
         for cut in cuts {
             // Two at once: the peer's whole bound, each busy (a byte of a request came).
+            // (The server may still be ending the last round's connections, and turn one of
+            // these away: a write or shutdown that fails then is no matter.)
             let mut a = connect_from(peer, addr);
             let mut b = connect_from(peer, addr);
-            a.write_all(cut).unwrap();
-            b.write_all(cut).unwrap();
+            let _ = a.write_all(cut);
+            let _ = b.write_all(cut);
             if round % 2 == 0 {
                 drop((a, b));
             } else {
-                a.shutdown(Shutdown::Write).unwrap();
-                b.shutdown(Shutdown::Write).unwrap();
+                let _ = a.shutdown(Shutdown::Write);
+                let _ = b.shutdown(Shutdown::Write);
             }
             common::wait_until("the peer answered again after its cut requests", probe);
         }
