@@ -37,7 +37,9 @@
 //!   still be that file when it is written in place: a symbolic link, a FIFO or another
 //!   file swapped in meanwhile (by whoever may write the folder) is refused. The
 //!   temporary file's name is foreseeable; one already taken (made first by another user
-//!   of a shared folder) means writing in place, never a failed write.
+//!   of a shared folder) means writing in place, never a failed write. A temporary file of
+//!   ours left behind by a process that died before its rename (a copy of the tokens) is
+//!   removed by the next write, under the lock.
 //! - Error messages name the file and what failed, never a value.
 
 use std::collections::BTreeMap;
@@ -92,6 +94,9 @@ pub(crate) fn write_auth_provider_config(
         |from, to| std::fs::rename(from, to),
     )
     .map_err(|e| format!("writing {shown}: {e}"))?;
+    if lock.still_held() {
+        remove_left_temporaries(&real, &super::file_lock::lock_path(path));
+    }
     drop(lock);
     Ok(written)
 }
@@ -255,6 +260,58 @@ fn same_owner(file: &std::fs::Metadata, tmp: &std::fs::Metadata) -> bool {
 fn same_owner(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
     true
 }
+
+/// Removes the temporary files an earlier write of `path` left behind (its process died
+/// between making one and renaming it over the file): each holds a copy of the tokens,
+/// kept after the file itself changes. Called holding the lock, so no writer that still
+/// holds it is using one (a writer whose lock was broken gives its rename up). Only
+/// regular files of ours with one link, named as [`replace_atomically`] names them; best
+/// effort.
+#[cfg(unix)]
+fn remove_left_temporaries(path: &Path, our_lock: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.kube-informer-", name.to_string_lossy());
+    // Ours: owned by whoever owns the lock this process just made.
+    let Ok(me) = std::fs::symlink_metadata(our_lock).map(|m| m.uid()) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten().take(10_000) {
+        let file_name = entry.file_name();
+        let Some(n) = file_name.to_str() else {
+            continue;
+        };
+        let numbered = n
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .and_then(|ids| ids.split_once('-'))
+            .is_some_and(|(pid, count)| {
+                [pid, count]
+                    .iter()
+                    .all(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            });
+        if !numbered {
+            continue;
+        }
+        let p = entry.path();
+        let ours = std::fs::symlink_metadata(&p)
+            .is_ok_and(|m| m.is_file() && m.nlink() == 1 && m.uid() == me);
+        if ours && std::fs::remove_file(&p).is_ok() {
+            log::info!(
+                "{}: removed a temporary file left behind by an earlier write",
+                p.display()
+            );
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn remove_left_temporaries(_: &Path, _: &Path) {}
 
 /// Numbers the temporary files of this process.
 static TMP_NEXT: AtomicU64 = AtomicU64::new(0);
@@ -696,7 +753,10 @@ mod tests {
         write_auth_provider_config(&path, "me", &[("id-token", "new")], PATIENCE, None).unwrap();
         assert_eq!(id_token(&path).as_deref(), Some("new"));
         assert_eq!(std::fs::read(&target).unwrap(), b"theirs");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 257);
+        // The links stay. (The files go: one user plays both here, so they are ours, and
+        // a temporary file of ours found under the lock was left behind by a dead writer;
+        // another user's never goes.)
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 129);
     }
 
     #[cfg(unix)]
@@ -722,5 +782,41 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o7777, 0o400);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_temporary_file_left_by_a_process_that_died_is_removed_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, ONE_USER).unwrap();
+        // A process died between writing its temporary file and the rename.
+        let left = dir.path().join(".config.kube-informer-999999-3.tmp");
+        std::fs::write(&left, ONE_USER.replace("old", "a-token-of-then")).unwrap();
+        // Not ours to remove: other names, a directory, a link, a file with two names.
+        let keep = [
+            ".config.kube-informer-1-x.tmp",
+            ".other.kube-informer-1-1.tmp",
+            "config.kube-informer-1-1.tmp",
+            ".config.kube-informer--1.tmp",
+        ];
+        for k in keep {
+            std::fs::write(dir.path().join(k), "x").unwrap();
+        }
+        std::fs::create_dir(dir.path().join(".config.kube-informer-1-2.tmp")).unwrap();
+        std::os::unix::fs::symlink(&path, dir.path().join(".config.kube-informer-1-3.tmp"))
+            .unwrap();
+        std::fs::hard_link(
+            dir.path().join(keep[0]),
+            dir.path().join(".config.kube-informer-1-4.tmp"),
+        )
+        .unwrap();
+        write_auth_provider_config(&path, "me", &[("id-token", "new")], PATIENCE, None).unwrap();
+        assert_eq!(id_token(&path).as_deref(), Some("new"));
+        assert!(!left.exists(), "the left temporary file is still there");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1 + keep.len() + 3
+        );
     }
 }
