@@ -17,7 +17,14 @@
 //!   a member the tables do not know (a newer k8s-openapi's field, a user type's extra
 //!   field), a value Go's JSON would read differently, or `apiVersion`/`kind` naming another
 //!   type make it JSON. Nothing is remembered from such a refusal: the next object of the
-//!   same type may encode fine.
+//!   same type may encode fine;
+//! - the codec is given the JSON *text* the write would send, read back ([`as_sent`]), not
+//!   the body's `Serialize` straight: a body type may write what no JSON value holds, and
+//!   kube-apiserver stores what Go reads from the text. A member named twice in one object
+//!   (a `#[serde(flatten)]` beside a field of the same name) is merged by Go into one
+//!   struct, but a value keeps one of the two: such a body goes as JSON. An `f32` is
+//!   written as its own shortest digits (`0.1`), which Go keeps (in a `RawExtension` as
+//!   text); through a value it would widen to `0.10000000149011612` first.
 //!
 //! Patches are never protobuf (kube-apiserver answers 415). A 415 to a protobuf body (an
 //! aggregated API, an older server) is answered by the `Api` with the same write in JSON,
@@ -62,7 +69,15 @@ pub(crate) fn encode<K: Object, B: Serialize + ?Sized>(
     if pb::message_for(&api_version, &resource.kind) != Some(message) || json_bodies.has(resource) {
         return None;
     }
-    match pb::encode_exact(message, (&api_version, &resource.kind), object) {
+    let Some(json) = as_sent(object) else {
+        log::debug!(
+            "{} {}: sent as JSON, its JSON names a member twice in one object",
+            api_version,
+            resource.kind
+        );
+        return None;
+    };
+    match pb::encode_exact(message, (&api_version, &resource.kind), &json) {
         Ok(raw) => {
             let mut body =
                 Vec::with_capacity(raw.len() + 16 + api_version.len() + resource.kind.len());
@@ -78,6 +93,86 @@ pub(crate) fn encode<K: Object, B: Serialize + ?Sized>(
             );
             None
         }
+    }
+}
+
+/// The JSON value of `object` as its JSON body's text holds it: written as the JSON write
+/// would send it, then read back. `None` when it cannot be written, or the text names a
+/// member twice in one object (which no value can hold as Go reads it).
+fn as_sent<B: Serialize + ?Sized>(object: &B) -> Option<serde_json::Value> {
+    use serde::de::DeserializeSeed;
+    let text = serde_json::to_vec(object).ok()?;
+    let mut reader = serde_json::Deserializer::from_slice(&text);
+    let value = UniqueMembers.deserialize(&mut reader).ok()?;
+    reader.end().ok()?;
+    Some(value)
+}
+
+/// Reads a JSON value, refusing an object that names a member twice.
+#[derive(Clone, Copy)]
+struct UniqueMembers;
+
+impl<'de> serde::de::DeserializeSeed<'de> for UniqueMembers {
+    type Value = serde_json::Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for UniqueMembers {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members = serde_json::Map::new();
+        while let Some(name) = map.next_key::<String>()? {
+            let value = map.next_value_seed(self)?;
+            if members.insert(name, value).is_some() {
+                // Never the member's name: in a map, names are data.
+                return Err(serde::de::Error::custom("a member named twice"));
+            }
+        }
+        Ok(serde_json::Value::Object(members))
     }
 }
 

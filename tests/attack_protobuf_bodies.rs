@@ -1,0 +1,560 @@
+//! An outsider's attack on protobuf request bodies (`src/client/protobuf_body.rs`,
+//! `protobuf::encode_exact`) and on the test server's protobuf answers: make a write lose
+//! or change data, send protobuf where it must not, resend where it must not, leak a
+//! secret, or make the test server answer otherwise than kube-apiserver.
+//!
+//! The oracle for "what kube-apiserver stores": the protobuf body we send, decoded by our
+//! decoder, against the JSON text the same write would have sent, read as Go's
+//! `encoding/json` reads it (a member named twice in one object merges into the same Go
+//! struct; a number is its decimal text). A tiny raw loopback server records each request's
+//! `Content-Type` and body; the test server (`testing::ApiServer`) is used for its answers.
+//!
+//! Run with `cargo test --features protobuf,k8s-openapi,k8s-openapi/v1_35 --test attack_protobuf_bodies`.
+#![cfg(all(feature = "protobuf", feature = "k8s-openapi"))]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_informer::protobuf::{self as pb, message_for};
+use kube_informer::testing::ApiServer;
+use kube_informer::{Api, Client, ClientConfig, PostParams};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+const NS: &str = "lab";
+const PB: &str = "application/vnd.kubernetes.protobuf";
+const JSON: &str = "application/json";
+
+// ---- a raw loopback server that records what each write carried ----
+
+/// One request as the server read it.
+#[derive(Clone, Debug)]
+struct Seen {
+    line: String,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+/// Serves `answers` in order, one per connection, and records each request.
+fn recorder(answers: Vec<Vec<u8>>) -> (String, Log) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen: Log = Arc::default();
+    let log = seen.clone();
+    std::thread::Builder::new()
+        .name("test/atk-pb-bodies".into())
+        .spawn(move || {
+            let mut answers = answers.into_iter();
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let (mut line, mut first, mut ct, mut len) =
+                    (String::new(), String::new(), String::new(), 0usize);
+                while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                    let l = line.trim_end().to_owned();
+                    if first.is_empty() {
+                        first = l.clone();
+                    }
+                    if let Some((k, v)) = l.split_once(':') {
+                        match k.to_ascii_lowercase().as_str() {
+                            "content-type" => ct = v.trim().to_owned(),
+                            "content-length" => len = v.trim().parse().unwrap_or(0),
+                            _ => {}
+                        }
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0; len];
+                let _ = reader.read_exact(&mut body);
+                log.lock().unwrap().push(Seen {
+                    line: first,
+                    content_type: ct,
+                    body,
+                });
+                let Some(answer) = answers.next() else { return };
+                let _ = stream.write_all(&answer);
+                let _ = stream.flush();
+            }
+        })
+        .unwrap();
+    (url, seen)
+}
+
+fn http(status: &str, headers: &str, ct: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {ct}\r\n{headers}connection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+fn created(api_version: &str, kind: &str, extra: Value) -> Vec<u8> {
+    let mut v = json!({"apiVersion": api_version, "kind": kind,
+        "metadata": {"name": "a", "namespace": NS, "uid": "u-1"}});
+    v.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    http("201 Created", "", JSON, &serde_json::to_vec(&v).unwrap())
+}
+
+fn client(url: &str, max_retries: u32) -> Client {
+    let mut c = ClientConfig::new(url);
+    c.qps = 0.0;
+    c.max_retries = max_retries;
+    Client::new(c).unwrap()
+}
+
+fn seen(log: &Log) -> Vec<Seen> {
+    log.lock().unwrap().clone()
+}
+
+/// The object a protobuf body carries, decoded by our decoder (with its envelope's
+/// `apiVersion` and `kind`).
+fn carried(body: &[u8]) -> Value {
+    let envelope = pb::read_envelope(body).unwrap();
+    pb::decode_envelope(&envelope).unwrap()
+}
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(NS.into()),
+        ..ObjectMeta::default()
+    }
+}
+
+// ---- 1. bodies that would store something else than their JSON ----
+
+/// A body type naming `metadata` twice (a user's wrapper flattening a typed object beside a
+/// member of its own). serde_json writes both members; Go's `encoding/json` decodes both
+/// into the same `ObjectMeta`, so kube-apiserver keeps the first's name *and* the second's
+/// labels. A body made from a `serde_json::Value` of it keeps only the last.
+#[derive(Serialize)]
+struct Doubled {
+    #[serde(flatten)]
+    base: ConfigMap,
+    metadata: BTreeMap<String, Value>,
+}
+
+#[test]
+fn a_body_naming_a_member_twice_goes_as_the_json_go_merges() {
+    let (url, log) = recorder(vec![created("v1", "ConfigMap", json!({}))]);
+    let cms: Api<ConfigMap> = Api::namespaced(client(&url, 0), NS);
+    let body = Doubled {
+        base: ConfigMap {
+            metadata: meta("a"),
+            data: Some(BTreeMap::from([("k".into(), "v".into())])),
+            ..ConfigMap::default()
+        },
+        metadata: BTreeMap::from([("labels".into(), json!({"team": "x"}))]),
+    };
+    let text = serde_json::to_string(&body).unwrap();
+    assert_eq!(text.matches("\"metadata\"").count(), 2, "{text}");
+    cms.create(&PostParams::default(), &body).unwrap();
+    let s = seen(&log);
+    assert_eq!(s.len(), 1);
+    // Protobuf could carry only one of the two: the name would be lost.
+    if s[0].content_type == PB {
+        let got = carried(&s[0].body);
+        assert_eq!(
+            got["metadata"]["name"], "a",
+            "the protobuf body lost a member Go keeps: {got}"
+        );
+    }
+    assert_eq!(s[0].content_type, JSON);
+    assert_eq!(s[0].body, text.as_bytes());
+}
+
+/// A body type holding an `f32` inside a `RawExtension` (a ControllerRevision's `data`):
+/// serde_json writes the f32's own shortest digits (`0.1`), which is what Go stores; a
+/// detour through `serde_json::Value` widens it to f64 first (`0.10000000149011612`).
+#[derive(Serialize)]
+struct Revision {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    data: RevisionData,
+    revision: i64,
+}
+
+#[derive(Serialize)]
+struct RevisionData {
+    ratio: f32,
+    weights: Vec<f32>,
+}
+
+#[test]
+fn a_raw_extension_carries_the_numbers_the_json_text_has() {
+    let (url, log) = recorder(vec![created(
+        "apps/v1",
+        "ControllerRevision",
+        json!({"revision": 1}),
+    )]);
+    let revisions: Api<ControllerRevision> = Api::namespaced(client(&url, 0), NS);
+    let body = Revision {
+        api_version: "apps/v1",
+        kind: "ControllerRevision",
+        metadata: meta("a"),
+        data: RevisionData {
+            ratio: 0.1,
+            weights: vec![0.3, 1.0e-7, 16_777_217.0],
+        },
+        revision: 1,
+    };
+    revisions.create(&PostParams::default(), &body).unwrap();
+    let s = seen(&log);
+    assert_eq!(s.len(), 1);
+    let json_text: Value = serde_json::from_slice(&serde_json::to_vec(&body).unwrap()).unwrap();
+    let got = match s[0].content_type.as_str() {
+        PB => carried(&s[0].body),
+        _ => serde_json::from_slice(&s[0].body).unwrap(),
+    };
+    assert_eq!(got["data"], json_text["data"], "sent as {}", s[0].content_type);
+    assert_eq!(got["data"]["ratio"].to_string(), "0.1");
+}
+
+#[test]
+fn a_typed_object_with_nothing_odd_still_goes_in_protobuf_and_carries_its_json() {
+    // The fixes above must not send everything as JSON.
+    let (url, log) = recorder(vec![
+        created("v1", "ConfigMap", json!({})),
+        created("apps/v1", "ControllerRevision", json!({"revision": 1})),
+    ]);
+    let c = client(&url, 0);
+    let cm = ConfigMap {
+        metadata: meta("a"),
+        data: Some(BTreeMap::from([("k".into(), "ünïcode ✓ \u{0}".into())])),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(c.clone(), NS)
+        .create(&PostParams::default(), &cm)
+        .unwrap();
+    let rev = ControllerRevision {
+        metadata: meta("a"),
+        data: Some(k8s_openapi::apimachinery::pkg::runtime::RawExtension(
+            json!({"b": [1, 2.5, -0.0, 1e300, 18446744073709551615u64], "a": {"z": null}}),
+        )),
+        revision: 1,
+    };
+    Api::<ControllerRevision>::namespaced(c, NS)
+        .create(&PostParams::default(), &rev)
+        .unwrap();
+    let s = seen(&log);
+    assert_eq!(s.len(), 2);
+    for (seen, object) in s.iter().zip([
+        serde_json::to_value(&cm).unwrap(),
+        serde_json::to_value(&rev).unwrap(),
+    ]) {
+        assert_eq!(seen.content_type, PB, "{}", seen.line);
+        let got = carried(&seen.body);
+        for member in ["data", "revision"] {
+            assert_eq!(got.get(member), object.get(member), "{member}");
+        }
+    }
+}
+
+/// Pointer fields given `null` are nil in Go (the server defaults them); an encoder that
+/// wrote their zero would store `replicas: 0`, `maxUnavailable: 0`, `deletionTimestamp`
+/// at the epoch.
+#[test]
+fn null_pointers_stay_unset_and_set_zeros_stay_set() {
+    let m = message_for("apps/v1", "Deployment").unwrap();
+    let tm = ("apps/v1", "Deployment");
+    let nulls = json!({"metadata": {"name": "d", "deletionTimestamp": null,
+            "deletionGracePeriodSeconds": null, "labels": null},
+        "spec": {"replicas": null, "revisionHistoryLimit": null, "progressDeadlineSeconds": null,
+            "paused": false,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": null, "maxSurge": null}},
+            "template": {"spec": {"terminationGracePeriodSeconds": null, "automountServiceAccountToken": null,
+                "containers": [{"name": "a", "resources": {"limits": null}}],
+                "volumes": [{"name": "v", "emptyDir": {"sizeLimit": null}}]}}}});
+    let got: Value = pb::decode(m, &pb::encode_exact(m, tm, &nulls).unwrap()).unwrap();
+    let spec = &got["spec"];
+    for (what, v) in [
+        ("replicas", &spec["replicas"]),
+        ("revisionHistoryLimit", &spec["revisionHistoryLimit"]),
+        ("progressDeadlineSeconds", &spec["progressDeadlineSeconds"]),
+        ("maxUnavailable", &spec["strategy"]["rollingUpdate"]["maxUnavailable"]),
+        ("maxSurge", &spec["strategy"]["rollingUpdate"]["maxSurge"]),
+        ("deletionTimestamp", &got["metadata"]["deletionTimestamp"]),
+        ("grace", &spec["template"]["spec"]["terminationGracePeriodSeconds"]),
+        ("automount", &spec["template"]["spec"]["automountServiceAccountToken"]),
+        ("sizeLimit", &spec["template"]["spec"]["volumes"][0]["emptyDir"]["sizeLimit"]),
+    ] {
+        assert!(v.is_null(), "{what} became {v}");
+    }
+    // Zeros that were set stay set: `replicas: 0` is not "default to 1".
+    let zeros = json!({"metadata": {"name": "d"},
+        "spec": {"replicas": 0, "revisionHistoryLimit": 0,
+            "strategy": {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": "0%"}},
+            "template": {"spec": {"terminationGracePeriodSeconds": 0, "automountServiceAccountToken": false,
+                "containers": []}}}});
+    let got: Value = pb::decode(m, &pb::encode_exact(m, tm, &zeros).unwrap()).unwrap();
+    assert_eq!(got["spec"]["replicas"], 0);
+    assert_eq!(got["spec"]["revisionHistoryLimit"], 0);
+    assert_eq!(got["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
+    assert_eq!(got["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "0%");
+    let pod = &got["spec"]["template"]["spec"];
+    assert_eq!(pod["terminationGracePeriodSeconds"], 0);
+    assert_eq!(pod["automountServiceAccountToken"], false);
+    // An empty string in a pointer (`storageClassName: ""`: no class, not the default).
+    let pvc = message_for("v1", "PersistentVolumeClaim").unwrap();
+    let got: Value = pb::decode(
+        pvc,
+        &pb::encode_exact(
+            pvc,
+            ("v1", "PersistentVolumeClaim"),
+            &json!({"spec": {"storageClassName": ""}}),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(got["spec"]["storageClassName"], "");
+}
+
+/// Secret data in forms Go's base64 reads differently from the strict standard alphabet
+/// (no padding, the URL-safe alphabet, whitespace, non-zero trailing bits): never a
+/// protobuf body that stores other bytes; Go's own form is exact.
+#[test]
+fn secret_bytes_in_any_other_form_than_gos_go_as_json() {
+    let m = message_for("v1", "Secret").unwrap();
+    let tm = ("v1", "Secret");
+    for odd in ["YQ", "YQ=", "-_8=", "YQ==\n", " YQ==", "YR==", "Y Q==", "YQ==YQ==", "ＹＱ=="] {
+        let body = json!({"metadata": {"name": "s"}, "data": {"k": odd}});
+        assert!(
+            pb::encode_exact(m, tm, &body).is_err(),
+            "{odd:?} went in protobuf"
+        );
+    }
+    for (text, bytes) in [("", &b""[..]), ("YQ==", b"a"), ("+/8=", b"\xfb\xff")] {
+        let body = json!({"metadata": {"name": "s"}, "data": {"k": text}});
+        let raw = pb::encode_exact(m, tm, &body).unwrap();
+        let got: Secret = pb::decode(m, &raw).unwrap();
+        assert_eq!(got.data.unwrap()["k"].0, bytes, "{text:?}");
+    }
+}
+
+// ---- 2. resends: never a write twice ----
+
+fn status_json(code: u16, reason: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Status", "metadata": {},
+        "status": "Failure", "message": "m", "reason": reason, "code": code}))
+    .unwrap()
+}
+
+fn config_map(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: meta(name),
+        data: Some(BTreeMap::from([("k".into(), "v".into())])),
+        ..ConfigMap::default()
+    }
+}
+
+#[test]
+fn a_415_to_the_json_resend_too_is_the_error_with_no_third_try() {
+    // A 415 to the protobuf goes again once in JSON; a 415 to that JSON too is the error
+    // (no loop, no third encoding), and that type's next write goes straight as JSON.
+    let (url, log) = recorder(vec![
+        http(
+            "415 Unsupported Media Type",
+            "",
+            JSON,
+            &status_json(415, "UnsupportedMediaType"),
+        ),
+        http("415 Unsupported Media Type", "", "text/plain", b"no"),
+        created("v1", "ConfigMap", json!({})),
+    ]);
+    let cms: Api<ConfigMap> = Api::namespaced(client(&url, 3), NS);
+    let err = cms
+        .create(&PostParams::default(), &config_map("a"))
+        .unwrap_err();
+    assert_eq!(err.code(), Some(415), "{err}");
+    cms.create(&PostParams::default(), &config_map("a")).unwrap();
+    let types: Vec<String> = seen(&log).into_iter().map(|s| s.content_type).collect();
+    assert_eq!(types, [PB, JSON, JSON]);
+}
+
+#[test]
+fn a_retried_protobuf_write_sends_the_same_whole_body_again() {
+    let (url, log) = recorder(vec![
+        http(
+            "503 Service Unavailable",
+            "retry-after: 0\r\n",
+            JSON,
+            &status_json(503, "ServiceUnavailable"),
+        ),
+        http(
+            "429 Too Many Requests",
+            "retry-after: 0\r\n",
+            JSON,
+            &status_json(429, "TooManyRequests"),
+        ),
+        created("v1", "ConfigMap", json!({})),
+    ]);
+    let cms: Api<ConfigMap> = Api::namespaced(client(&url, 3), NS);
+    let mut cm = config_map("a");
+    cm.data
+        .as_mut()
+        .unwrap()
+        .insert("big".into(), "x".repeat(200_000));
+    cms.create(&PostParams::default(), &cm).unwrap();
+    let s = seen(&log);
+    assert_eq!(s.len(), 3);
+    for one in &s {
+        assert_eq!(one.content_type, PB);
+        assert_eq!(one.body, s[0].body);
+    }
+    assert_eq!(carried(&s[2].body)["data"]["big"].as_str().unwrap().len(), 200_000);
+}
+
+// ---- 3. a refusal never puts a secret in a log line ----
+
+struct Capture(Mutex<Vec<String>>);
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        self.0.lock().unwrap().push(format!("{}", record.args()));
+    }
+    fn flush(&self) {}
+}
+
+static LOGS: Capture = Capture(Mutex::new(Vec::new()));
+
+#[test]
+fn a_secret_the_encoder_refuses_is_never_in_a_log_line_or_an_error() {
+    let _ = log::set_logger(&LOGS);
+    log::set_max_level(log::LevelFilter::Trace);
+    let (url, log) = recorder(vec![
+        created("v1", "Secret", json!({})),
+        created("v1", "Secret", json!({})),
+        created("v1", "Secret", json!({})),
+    ]);
+    let secrets: Api<Secret> = Api::namespaced(client(&url, 0), NS);
+    let secret = "hunter2-SECRET-do-not-log";
+    // Refused for its value (not base64), for an unknown member holding it, for a key.
+    for body in [
+        json!({"metadata": {"name": "a"}, "data": {"password": format!("{secret}!")}}),
+        json!({"metadata": {"name": "a"}, "stringData": {"p": "x"}, secret: secret}),
+        json!({"metadata": {"name": "a", "annotations": {"k": 1}}, "data": {secret: "eA=="}}),
+    ] {
+        secrets.create(&PostParams::default(), &body).unwrap();
+    }
+    let s = seen(&log);
+    assert!(s.iter().all(|s| s.content_type == JSON));
+    let logs = LOGS.0.lock().unwrap();
+    assert!(logs.iter().any(|l| l.contains("sent as JSON")), "{logs:?}");
+    for l in logs.iter() {
+        assert!(!l.contains("hunter2"), "{l}");
+    }
+}
+
+// ---- 4. the test server chooses protobuf as kube-apiserver does ----
+
+/// One raw GET on its own connection: the answer's status code and `Content-Type`.
+fn get(server: &ApiServer, path: &str, accept: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\naccept: {accept}\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let head = String::from_utf8_lossy(&answer);
+    let code = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let ct = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_owned())
+        })
+        .unwrap_or_default();
+    (code, ct)
+}
+
+/// kube-apiserver sorts `Accept`'s ranges by q-value (then a concrete type before a
+/// wildcard, github.com/munnerz/goautoneg) and serves the first it can; a q of 0 is not
+/// dropped there.
+#[test]
+fn accept_q_values_and_wildcards_choose_as_kube_apiserver_does() {
+    let server = ApiServer::start();
+    let cms: Api<ConfigMap> = Api::namespaced(Client::new(server.client_config()).unwrap(), NS);
+    cms.create(&PostParams::default(), &config_map("a")).unwrap();
+    let path = format!("/api/v1/namespaces/{NS}/configmaps/a");
+    for (accept, expected) in [
+        ("application/vnd.kubernetes.protobuf, application/json", PB),
+        ("application/json, application/vnd.kubernetes.protobuf", JSON),
+        ("application/json;q=0.5, application/vnd.kubernetes.protobuf", PB),
+        ("application/vnd.kubernetes.protobuf;q=0.5, application/json", JSON),
+        ("application/vnd.kubernetes.protobuf;q=0.9,application/json;q=0.95", JSON),
+        ("application/json;q=0.1, application/vnd.kubernetes.protobuf;q=0.2", PB),
+        ("*/*, application/vnd.kubernetes.protobuf", PB),
+        ("application/*, application/vnd.kubernetes.protobuf", PB),
+        ("application/vnd.kubernetes.protobuf;q=0.9, */*", JSON),
+        ("application/vnd.kubernetes.protobuf;q=0", PB),
+    ] {
+        let (code, ct) = get(&server, &path, accept);
+        assert_eq!(code, 200, "{accept}");
+        assert!(ct.starts_with(expected), "{accept}: {ct}");
+    }
+    // The same for a list and a metadata-only list.
+    let list = format!("/api/v1/namespaces/{NS}/configmaps");
+    let (_, ct) = get(&server, &list, "application/json;q=0.5, application/vnd.kubernetes.protobuf");
+    assert!(ct.starts_with(PB), "{ct}");
+    let (_, ct) = get(
+        &server,
+        &list,
+        "application/json;q=0.5,application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+    );
+    assert!(ct.starts_with(PB), "{ct}");
+    // `as=Table` is never protobuf, whatever its q.
+    let (code, ct) = get(
+        &server,
+        &list,
+        "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, application/json;q=0.5",
+    );
+    assert!(code == 200 && ct.starts_with(JSON), "{code} {ct}");
+}
+
+#[test]
+fn a_deployment_written_in_protobuf_reads_back_from_the_test_server_as_its_json() {
+    // Through the real server: a protobuf create of a Deployment without replicas, then its
+    // JSON read: no `replicas: 0` invented on the way.
+    let server = ApiServer::start();
+    let deployments: Api<Deployment> = Api::namespaced(Client::new(server.client_config()).unwrap(), NS);
+    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "d", "namespace": NS},
+        "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}))
+    .unwrap();
+    deployments.create(&PostParams::default(), &d).unwrap();
+    let sent = server
+        .request_headers()
+        .iter()
+        .filter(|r| r.request.starts_with("POST"))
+        .map(|r| r.values("content-type").first().copied().unwrap_or("").to_owned())
+        .collect::<Vec<_>>();
+    assert_eq!(sent, [PB]);
+    let stored = server
+        .get(&kube_informer::api::ApiResource::of::<Deployment>(), Some(NS), "d")
+        .unwrap();
+    let spec = &stored["spec"];
+    assert!(spec.get("replicas").is_none_or(|r| r != 0), "{spec}");
+    assert!(spec.get("paused").is_none_or(|p| p == false), "{spec}");
+}
