@@ -221,7 +221,11 @@ fn a_raw_extension_carries_the_numbers_the_json_text_has() {
         PB => carried(&s[0].body),
         _ => serde_json::from_slice(&s[0].body).unwrap(),
     };
-    assert_eq!(got["data"], json_text["data"], "sent as {}", s[0].content_type);
+    assert_eq!(
+        got["data"], json_text["data"],
+        "sent as {}",
+        s[0].content_type
+    );
     assert_eq!(got["data"]["ratio"].to_string(), "0.1");
 }
 
@@ -286,12 +290,24 @@ fn null_pointers_stay_unset_and_set_zeros_stay_set() {
         ("replicas", &spec["replicas"]),
         ("revisionHistoryLimit", &spec["revisionHistoryLimit"]),
         ("progressDeadlineSeconds", &spec["progressDeadlineSeconds"]),
-        ("maxUnavailable", &spec["strategy"]["rollingUpdate"]["maxUnavailable"]),
+        (
+            "maxUnavailable",
+            &spec["strategy"]["rollingUpdate"]["maxUnavailable"],
+        ),
         ("maxSurge", &spec["strategy"]["rollingUpdate"]["maxSurge"]),
         ("deletionTimestamp", &got["metadata"]["deletionTimestamp"]),
-        ("grace", &spec["template"]["spec"]["terminationGracePeriodSeconds"]),
-        ("automount", &spec["template"]["spec"]["automountServiceAccountToken"]),
-        ("sizeLimit", &spec["template"]["spec"]["volumes"][0]["emptyDir"]["sizeLimit"]),
+        (
+            "grace",
+            &spec["template"]["spec"]["terminationGracePeriodSeconds"],
+        ),
+        (
+            "automount",
+            &spec["template"]["spec"]["automountServiceAccountToken"],
+        ),
+        (
+            "sizeLimit",
+            &spec["template"]["spec"]["volumes"][0]["emptyDir"]["sizeLimit"],
+        ),
     ] {
         assert!(v.is_null(), "{what} became {v}");
     }
@@ -304,7 +320,10 @@ fn null_pointers_stay_unset_and_set_zeros_stay_set() {
     let got: Value = pb::decode(m, &pb::encode_exact(m, tm, &zeros).unwrap()).unwrap();
     assert_eq!(got["spec"]["replicas"], 0);
     assert_eq!(got["spec"]["revisionHistoryLimit"], 0);
-    assert_eq!(got["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
+    assert_eq!(
+        got["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"],
+        0
+    );
     assert_eq!(got["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "0%");
     let pod = &got["spec"]["template"]["spec"];
     assert_eq!(pod["terminationGracePeriodSeconds"], 0);
@@ -331,7 +350,9 @@ fn null_pointers_stay_unset_and_set_zeros_stay_set() {
 fn secret_bytes_in_any_other_form_than_gos_go_as_json() {
     let m = message_for("v1", "Secret").unwrap();
     let tm = ("v1", "Secret");
-    for odd in ["YQ", "YQ=", "-_8=", "YQ==\n", " YQ==", "YR==", "Y Q==", "YQ==YQ==", "ＹＱ=="] {
+    for odd in [
+        "YQ", "YQ=", "-_8=", "YQ==\n", " YQ==", "YR==", "Y Q==", "YQ==YQ==", "ＹＱ==",
+    ] {
         let body = json!({"metadata": {"name": "s"}, "data": {"k": odd}});
         assert!(
             pb::encode_exact(m, tm, &body).is_err(),
@@ -349,8 +370,10 @@ fn secret_bytes_in_any_other_form_than_gos_go_as_json() {
 // ---- 2. resends: never a write twice ----
 
 fn status_json(code: u16, reason: &str) -> Vec<u8> {
-    serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Status", "metadata": {},
-        "status": "Failure", "message": "m", "reason": reason, "code": code}))
+    serde_json::to_vec(
+        &json!({"apiVersion": "v1", "kind": "Status", "metadata": {},
+        "status": "Failure", "message": "m", "reason": reason, "code": code}),
+    )
     .unwrap()
 }
 
@@ -381,7 +404,8 @@ fn a_415_to_the_json_resend_too_is_the_error_with_no_third_try() {
         .create(&PostParams::default(), &config_map("a"))
         .unwrap_err();
     assert_eq!(err.code(), Some(415), "{err}");
-    cms.create(&PostParams::default(), &config_map("a")).unwrap();
+    cms.create(&PostParams::default(), &config_map("a"))
+        .unwrap();
     let types: Vec<String> = seen(&log).into_iter().map(|s| s.content_type).collect();
     assert_eq!(types, [PB, JSON, JSON]);
 }
@@ -416,7 +440,10 @@ fn a_retried_protobuf_write_sends_the_same_whole_body_again() {
         assert_eq!(one.content_type, PB);
         assert_eq!(one.body, s[0].body);
     }
-    assert_eq!(carried(&s[2].body)["data"]["big"].as_str().unwrap().len(), 200_000);
+    assert_eq!(
+        carried(&s[2].body)["data"]["big"].as_str().unwrap().len(),
+        200_000
+    );
 }
 
 // ---- 3. a refusal never puts a secret in a log line ----
@@ -496,15 +523,31 @@ fn get(server: &ApiServer, path: &str, accept: &str) -> (u16, String) {
 fn accept_q_values_and_wildcards_choose_as_kube_apiserver_does() {
     let server = ApiServer::start();
     let cms: Api<ConfigMap> = Api::namespaced(Client::new(server.client_config()).unwrap(), NS);
-    cms.create(&PostParams::default(), &config_map("a")).unwrap();
+    cms.create(&PostParams::default(), &config_map("a"))
+        .unwrap();
     let path = format!("/api/v1/namespaces/{NS}/configmaps/a");
     for (accept, expected) in [
         ("application/vnd.kubernetes.protobuf, application/json", PB),
-        ("application/json, application/vnd.kubernetes.protobuf", JSON),
-        ("application/json;q=0.5, application/vnd.kubernetes.protobuf", PB),
-        ("application/vnd.kubernetes.protobuf;q=0.5, application/json", JSON),
-        ("application/vnd.kubernetes.protobuf;q=0.9,application/json;q=0.95", JSON),
-        ("application/json;q=0.1, application/vnd.kubernetes.protobuf;q=0.2", PB),
+        (
+            "application/json, application/vnd.kubernetes.protobuf",
+            JSON,
+        ),
+        (
+            "application/json;q=0.5, application/vnd.kubernetes.protobuf",
+            PB,
+        ),
+        (
+            "application/vnd.kubernetes.protobuf;q=0.5, application/json",
+            JSON,
+        ),
+        (
+            "application/vnd.kubernetes.protobuf;q=0.9,application/json;q=0.95",
+            JSON,
+        ),
+        (
+            "application/json;q=0.1, application/vnd.kubernetes.protobuf;q=0.2",
+            PB,
+        ),
         ("*/*, application/vnd.kubernetes.protobuf", PB),
         ("application/*, application/vnd.kubernetes.protobuf", PB),
         ("application/vnd.kubernetes.protobuf;q=0.9, */*", JSON),
@@ -516,7 +559,11 @@ fn accept_q_values_and_wildcards_choose_as_kube_apiserver_does() {
     }
     // The same for a list and a metadata-only list.
     let list = format!("/api/v1/namespaces/{NS}/configmaps");
-    let (_, ct) = get(&server, &list, "application/json;q=0.5, application/vnd.kubernetes.protobuf");
+    let (_, ct) = get(
+        &server,
+        &list,
+        "application/json;q=0.5, application/vnd.kubernetes.protobuf",
+    );
     assert!(ct.starts_with(PB), "{ct}");
     let (_, ct) = get(
         &server,
@@ -538,7 +585,8 @@ fn a_deployment_written_in_protobuf_reads_back_from_the_test_server_as_its_json(
     // Through the real server: a protobuf create of a Deployment without replicas, then its
     // JSON read: no `replicas: 0` invented on the way.
     let server = ApiServer::start();
-    let deployments: Api<Deployment> = Api::namespaced(Client::new(server.client_config()).unwrap(), NS);
+    let deployments: Api<Deployment> =
+        Api::namespaced(Client::new(server.client_config()).unwrap(), NS);
     let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "d", "namespace": NS},
         "spec": {"selector": {"matchLabels": {"a": "b"}},
             "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}))
@@ -548,11 +596,21 @@ fn a_deployment_written_in_protobuf_reads_back_from_the_test_server_as_its_json(
         .request_headers()
         .iter()
         .filter(|r| r.request.starts_with("POST"))
-        .map(|r| r.values("content-type").first().copied().unwrap_or("").to_owned())
+        .map(|r| {
+            r.values("content-type")
+                .first()
+                .copied()
+                .unwrap_or("")
+                .to_owned()
+        })
         .collect::<Vec<_>>();
     assert_eq!(sent, [PB]);
     let stored = server
-        .get(&kube_informer::api::ApiResource::of::<Deployment>(), Some(NS), "d")
+        .get(
+            &kube_informer::api::ApiResource::of::<Deployment>(),
+            Some(NS),
+            "d",
+        )
         .unwrap();
     let spec = &stored["spec"];
     assert!(spec.get("replicas").is_none_or(|r| r != 0), "{spec}");

@@ -71,7 +71,7 @@ pub(crate) fn encode<K: Object, B: Serialize + ?Sized>(
     }
     let Some(json) = as_sent(object) else {
         log::debug!(
-            "{} {}: sent as JSON, its JSON names a member twice in one object",
+            "{} {}: sent as JSON, its JSON text does not read back as one value (a member named twice, or nested past serde_json's limit)",
             api_version,
             resource.kind
         );
@@ -97,8 +97,9 @@ pub(crate) fn encode<K: Object, B: Serialize + ?Sized>(
 }
 
 /// The JSON value of `object` as its JSON body's text holds it: written as the JSON write
-/// would send it, then read back. `None` when it cannot be written, or the text names a
-/// member twice in one object (which no value can hold as Go reads it).
+/// would send it, then read back. `None` when it cannot be written, names a member twice
+/// in one object (which no value can hold as Go reads it), or nests past serde_json's
+/// recursion limit (128).
 fn as_sent<B: Serialize + ?Sized>(object: &B) -> Option<serde_json::Value> {
     use serde::de::DeserializeSeed;
     let text = serde_json::to_vec(object).ok()?;
