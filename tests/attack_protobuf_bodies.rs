@@ -557,6 +557,13 @@ fn accept_q_values_and_wildcards_choose_as_kube_apiserver_does() {
         assert_eq!(code, 200, "{accept}");
         assert!(ct.starts_with(expected), "{accept}: {ct}");
     }
+    // A hostile header of many ranges is sorted in bounded time, with the same keys.
+    let many = format!(
+        "{}application/vnd.kubernetes.protobuf",
+        "application/json;q=0.5,".repeat(400)
+    );
+    let (code, ct) = get(&server, &path, &many);
+    assert!(code == 200 && ct.starts_with(PB), "{code} {ct}");
     // The same for a list and a metadata-only list.
     let list = format!("/api/v1/namespaces/{NS}/configmaps");
     let (_, ct) = get(
