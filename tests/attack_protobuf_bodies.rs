@@ -229,6 +229,61 @@ fn a_raw_extension_carries_the_numbers_the_json_text_has() {
     assert_eq!(got["data"]["ratio"].to_string(), "0.1");
 }
 
+/// A body type holding integers past 64 bits (`u128`, `i128`) in a `RawExtension`:
+/// serde_json writes their digits, which Go keeps as text; read back into a value they
+/// would become floats (`1.8446744073709552e19`), other text in what kube-apiserver stores.
+#[derive(Serialize)]
+struct WideRevision {
+    metadata: ObjectMeta,
+    data: WideData,
+    revision: i64,
+}
+
+#[derive(Serialize)]
+struct WideData {
+    above: u128,
+    below: i128,
+    fits: u128,
+}
+
+#[test]
+fn a_raw_extension_keeps_the_digits_of_integers_past_64_bits() {
+    let (url, log) = recorder(vec![
+        created("apps/v1", "ControllerRevision", json!({"revision": 1})),
+        created("apps/v1", "ControllerRevision", json!({"revision": 1})),
+    ]);
+    let revisions: Api<ControllerRevision> = Api::namespaced(client(&url, 0), NS);
+    let wide = WideRevision {
+        metadata: meta("a"),
+        data: WideData {
+            above: u128::from(u64::MAX) + 2,
+            below: i128::from(i64::MIN) - 1,
+            fits: 7,
+        },
+        revision: 1,
+    };
+    revisions.create(&PostParams::default(), &wide).unwrap();
+    let s = seen(&log);
+    let text = String::from_utf8_lossy(&s[0].body).into_owned();
+    assert_eq!(s[0].content_type, JSON, "{text}");
+    assert!(text.contains("18446744073709551617") && text.contains("-9223372036854775809"));
+    // Within 64 bits it still goes in protobuf, digits intact.
+    let fits = WideRevision {
+        data: WideData {
+            above: u128::from(u64::MAX),
+            below: i128::from(i64::MIN),
+            fits: 7,
+        },
+        ..wide
+    };
+    revisions.create(&PostParams::default(), &fits).unwrap();
+    let s = seen(&log);
+    assert_eq!(s[1].content_type, PB);
+    let got = carried(&s[1].body);
+    assert_eq!(got["data"]["above"].as_u64(), Some(u64::MAX));
+    assert_eq!(got["data"]["below"].as_i64(), Some(i64::MIN));
+}
+
 #[test]
 fn a_typed_object_with_nothing_odd_still_goes_in_protobuf_and_carries_its_json() {
     // The fixes above must not send everything as JSON.
@@ -248,7 +303,7 @@ fn a_typed_object_with_nothing_odd_still_goes_in_protobuf_and_carries_its_json()
     let rev = ControllerRevision {
         metadata: meta("a"),
         data: Some(k8s_openapi::apimachinery::pkg::runtime::RawExtension(
-            json!({"b": [1, 2.5, -0.0, 1e300, 18446744073709551615u64], "a": {"z": null}}),
+            json!({"b": [1, 2.5, -0.0, 1e-300, 18446744073709551615u64, -9223372036854775808i64], "a": {"z": null}}),
         )),
         revision: 1,
     };

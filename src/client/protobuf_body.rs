@@ -24,7 +24,8 @@
 //!   (a `#[serde(flatten)]` beside a field of the same name) is merged by Go into one
 //!   struct, but a value keeps one of the two: such a body goes as JSON. An `f32` is
 //!   written as its own shortest digits (`0.1`), which Go keeps (in a `RawExtension` as
-//!   text); through a value it would widen to `0.10000000149011612` first.
+//!   text); through a value it would widen to `0.10000000149011612` first. Integers past
+//!   64 bits (a `u128`'s digits) would come back as floats: such a body goes as JSON.
 //!
 //! Patches are never protobuf (kube-apiserver answers 415). A 415 to a protobuf body (an
 //! aggregated API, an older server) is answered by the `Api` with the same write in JSON,
@@ -71,7 +72,7 @@ pub(crate) fn encode<K: Object, B: Serialize + ?Sized>(
     }
     let Some(json) = as_sent(object) else {
         log::debug!(
-            "{} {}: sent as JSON, its JSON text does not read back as one value (a member named twice, or nested past serde_json's limit)",
+            "{} {}: sent as JSON, its JSON text does not read back as one value (a member named twice, a number past 64 bits, or nested past serde_json's limit)",
             api_version,
             resource.kind
         );
@@ -98,8 +99,9 @@ pub(crate) fn encode<K: Object, B: Serialize + ?Sized>(
 
 /// The JSON value of `object` as its JSON body's text holds it: written as the JSON write
 /// would send it, then read back. `None` when it cannot be written, names a member twice
-/// in one object (which no value can hold as Go reads it), or nests past serde_json's
-/// recursion limit (128).
+/// in one object (which no value can hold as Go reads it), holds a number of 2^63 or more
+/// in magnitude that is not a 64-bit integer (its text would not survive), or nests past
+/// serde_json's recursion limit (128).
 fn as_sent<B: Serialize + ?Sized>(object: &B) -> Option<serde_json::Value> {
     use serde::de::DeserializeSeed;
     let text = serde_json::to_vec(object).ok()?;
@@ -140,7 +142,13 @@ impl<'de> serde::de::Visitor<'de> for UniqueMembers {
         Ok(v.into())
     }
 
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        // serde_json reads an integer past 64 bits (a `u128`'s digits) as a float: as a value
+        // it would be written back as other text (`1.8446744073709552e19`, in a
+        // `RawExtension` stored as text). Refused at that magnitude, floats' too (JSON then).
+        if v.abs() >= 9_223_372_036_854_775_808.0 {
+            return Err(E::custom("a number past 64 bits"));
+        }
         Ok(v.into())
     }
 
