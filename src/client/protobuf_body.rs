@@ -19,7 +19,8 @@
 //!   type make it JSON. Nothing is remembered from such a refusal: the next object of the
 //!   same type may encode fine;
 //! - the codec is given the JSON *text* the write would send, read back ([`as_sent`]), not
-//!   the body's `Serialize` straight: a body type may write what no JSON value holds, and
+//!   the body's `Serialize` straight (except for a `serde_json::Value` and k8s-openapi's
+//!   own types, whose text is their value): a body type may write what no JSON value holds, and
 //!   kube-apiserver stores what Go reads from the text. A member named twice in one object
 //!   (a `#[serde(flatten)]` beside a field of the same name) is merged by Go into one
 //!   struct, but a value keeps one of the two: such a body goes as JSON. An `f32` is
@@ -70,15 +71,21 @@ pub(crate) fn encode<K: Object, B: Serialize + ?Sized>(
     if pb::message_for(&api_version, &resource.kind) != Some(message) || json_bodies.has(resource) {
         return None;
     }
-    let Some(json) = as_sent(object) else {
-        log::debug!(
-            "{} {}: sent as JSON, its JSON text does not read back as one value (a member named twice, a number past 64 bits, or nested past serde_json's limit)",
-            api_version,
-            resource.kind
-        );
-        return None;
+    let type_meta = (api_version.as_str(), resource.kind.as_str());
+    let encoded = if text_is_value::<B>() {
+        pb::encode_exact(message, type_meta, object)
+    } else {
+        let Some(json) = as_sent(object) else {
+            log::debug!(
+                "{} {}: sent as JSON, its JSON text does not read back as one value (a member named twice, a number past 64 bits, or nested past serde_json's limit)",
+                api_version,
+                resource.kind
+            );
+            return None;
+        };
+        pb::encode_exact(message, type_meta, &json)
     };
-    match pb::encode_exact(message, (&api_version, &resource.kind), &json) {
+    match encoded {
         Ok(raw) => {
             let mut body =
                 Vec::with_capacity(raw.len() + 16 + api_version.len() + resource.kind.len());
@@ -95,6 +102,18 @@ pub(crate) fn encode<K: Object, B: Serialize + ?Sized>(
             None
         }
     }
+}
+
+/// Whether `B`'s JSON text is known to read back as exactly its `serde_json::Value`, so
+/// [`as_sent`]'s detour (which costs about twice the encoding) can be skipped: a
+/// `serde_json::Value` itself, or a k8s-openapi type that is not generic (its fields are
+/// written once each, with no `f32` and no integer past 64 bits; a generic one may hold a
+/// user's type). Known by the type's name: if that name ever reads otherwise, the write
+/// only takes the detour, never less care.
+fn text_is_value<B: ?Sized>() -> bool {
+    let name = std::any::type_name::<B>();
+    name == std::any::type_name::<serde_json::Value>()
+        || (name.starts_with("k8s_openapi::") && !name.contains('<'))
 }
 
 /// The JSON value of `object` as its JSON body's text holds it: written as the JSON write
