@@ -176,6 +176,49 @@ fn a_body_naming_a_member_twice_goes_as_the_json_go_merges() {
     assert_eq!(s[0].body, text.as_bytes());
 }
 
+/// The crate's own `DynamicObject` holds its top-level fields as a list of raw texts: the
+/// same member twice (two `data`) is written twice, and Go merges both maps.
+#[test]
+fn a_dynamic_object_naming_a_field_twice_goes_as_the_json_go_merges() {
+    use kube_informer::api::{DynamicObject, RawJson};
+    let (url, log) = recorder(vec![created("v1", "ConfigMap", json!({}))]);
+    let cms: Api<ConfigMap> = Api::namespaced(client(&url, 0), NS);
+    let raw = |t: &str| RawJson::from_string(t.to_owned()).unwrap();
+    let object = DynamicObject {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        metadata: serde_json::from_value(json!({"name": "a", "namespace": NS})).unwrap(),
+        fields: vec![
+            ("data".into(), raw(r#"{"first": "1"}"#)),
+            ("data".into(), raw(r#"{"second": "2"}"#)),
+        ],
+    };
+    cms.create(&PostParams::default(), &object).unwrap();
+    let s = seen(&log);
+    if s[0].content_type == PB {
+        let got = carried(&s[0].body);
+        assert_eq!(
+            got["data"]["first"], "1",
+            "the protobuf body lost a map entry Go keeps: {got}"
+        );
+    }
+    assert_eq!(s[0].content_type, JSON);
+    // One of each: protobuf.
+    let (url, log) = recorder(vec![created("v1", "ConfigMap", json!({}))]);
+    let cms: Api<ConfigMap> = Api::namespaced(client(&url, 0), NS);
+    let object = DynamicObject {
+        fields: vec![("data".into(), raw(r#"{"first": "1", "second": "2"}"#))],
+        ..object
+    };
+    cms.create(&PostParams::default(), &object).unwrap();
+    let s = seen(&log);
+    assert_eq!(s[0].content_type, PB);
+    assert_eq!(
+        carried(&s[0].body)["data"],
+        json!({"first": "1", "second": "2"})
+    );
+}
+
 /// A body type holding an `f32` inside a `RawExtension` (a ControllerRevision's `data`):
 /// serde_json writes the f32's own shortest digits (`0.1`), which is what Go stores; a
 /// detour through `serde_json::Value` widens it to f64 first (`0.10000000149011612`).
