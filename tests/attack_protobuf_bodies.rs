@@ -592,6 +592,12 @@ fn a_secret_the_encoder_refuses_is_never_in_a_log_line_or_an_error() {
 
 /// One raw GET on its own connection: the answer's status code and `Content-Type`.
 fn get(server: &ApiServer, path: &str, accept: &str) -> (u16, String) {
+    let (code, ct, _) = get_text(server, path, accept);
+    (code, ct)
+}
+
+/// [`get`], with the whole answer as text.
+fn get_text(server: &ApiServer, path: &str, accept: &str) -> (u16, String, String) {
     let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     write!(
@@ -611,7 +617,7 @@ fn get(server: &ApiServer, path: &str, accept: &str) -> (u16, String) {
                 .then(|| v.trim().to_owned())
         })
         .unwrap_or_default();
-    (code, ct)
+    (code, ct, head.into_owned())
 }
 
 /// kube-apiserver sorts `Accept`'s ranges by q-value (then a concrete type before a
@@ -683,6 +689,18 @@ fn accept_q_values_and_wildcards_choose_as_kube_apiserver_does() {
         "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, application/json;q=0.5",
     );
     assert!(code == 200 && ct.starts_with(JSON), "{code} {ct}");
+    // A Table asked only in protobuf is passed over: the plain JSON range after it is
+    // served, a list, not a Table.
+    let (code, ct, text) = get_text(
+        &server,
+        &list,
+        "application/json;q=0.1, application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1",
+    );
+    assert!(code == 200 && ct.starts_with(JSON), "{code} {ct}");
+    assert!(
+        text.contains("ConfigMapList") && !text.contains("\"Table\""),
+        "{text}"
+    );
 }
 
 #[test]
