@@ -656,6 +656,15 @@ fn accept_q_values_and_wildcards_choose_as_kube_apiserver_does() {
         ("application/*, application/vnd.kubernetes.protobuf", PB),
         ("application/vnd.kubernetes.protobuf;q=0.9, */*", JSON),
         ("application/vnd.kubernetes.protobuf;q=0", PB),
+        // Of two q's the last counts; a q that does not parse is 0.
+        (
+            "application/vnd.kubernetes.protobuf;q=1;q=0.1, application/json;q=0.5",
+            JSON,
+        ),
+        (
+            "application/vnd.kubernetes.protobuf;q=high, application/json;q=0.01",
+            JSON,
+        ),
     ] {
         let (code, ct) = get(&server, &path, accept);
         assert_eq!(code, 200, "{accept}");

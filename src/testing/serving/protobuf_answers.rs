@@ -14,8 +14,8 @@
 //!
 //! - `Accept`'s media ranges are tried in kube-apiserver's order ([`by_preference`]: by
 //!   q-value, then a concrete type before a wildcard) and the first acceptable one wins;
-//!   bare protobuf is acceptable for
-//!   built-in types only, `as=PartialObjectMetadata(List)` in protobuf for every resource,
+//!   bare protobuf is acceptable for built-in types only,
+//!   `as=PartialObjectMetadata(List)` in protobuf for every resource,
 //!   `as=Table` never in protobuf; a custom resource asked in protobuf only gets a 406
 //!   `Status` in protobuf, with JSON also accepted it gets JSON;
 //! - once protobuf is chosen, every answer of that request is protobuf: objects, lists,
@@ -134,11 +134,12 @@ pub(crate) fn choose(accept: Option<&str>, list: bool, builtin: bool) -> Choice 
 
 /// `Accept`'s media ranges in the order kube-apiserver tries them: its negotiation
 /// (github.com/munnerz/goautoneg's `ParseAccept`) sorts them by q-value, highest first, and
-/// puts a concrete type or subtype before a wildcard one (`*/*, application/vnd.kubernetes.protobuf`
-/// picks protobuf); a q of 0 is not dropped, and a q that does not parse counts as 0. Its
-/// comparison is not a total order, so its result is reproduced as Go's sort gets it for a
-/// header's few ranges (an insertion sort up to 12); past that, a stable sort on the same
-/// keys (bounded time for a hostile header).
+/// puts a concrete type or subtype before a wildcard one (so `*/*,
+/// application/vnd.kubernetes.protobuf` picks protobuf); a q of 0 is not dropped, a q that
+/// does not parse counts as 0, and of two q's the last counts. Its comparison is not a
+/// total order, so its result is reproduced as Go's sort gets it for a header's few ranges
+/// (an insertion sort up to 12); past that, a stable sort on the same keys (bounded time
+/// for a hostile header).
 fn by_preference(accept: &str) -> Vec<&str> {
     struct Range<'a> {
         q: f64,
@@ -154,7 +155,7 @@ fn by_preference(accept: &str) -> Vec<&str> {
             let (t, sub) = media.split_once('/').unwrap_or((media, "*"));
             let q = parts
                 .filter_map(|p| p.split_once('='))
-                .find(|(k, _)| k.trim() == "q")
+                .rfind(|(k, _)| k.trim() == "q")
                 .map_or(1.0, |(_, v)| v.parse::<f64>().unwrap_or(0.0));
             Range {
                 q,
