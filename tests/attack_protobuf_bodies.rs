@@ -367,6 +367,50 @@ fn a_typed_object_with_nothing_odd_still_goes_in_protobuf_and_carries_its_json()
     }
 }
 
+/// A typed Pod (encoded straight, without the read-back detour) whose quantities, ports and
+/// times are in every form Go's JSON accepts as they are: the protobuf carries each one's
+/// text as the JSON does (kube-apiserver parses the same text either way).
+#[test]
+fn a_typed_pod_carries_quantities_ports_and_times_as_their_json_text() {
+    use k8s_openapi::api::core::v1::Pod;
+    let pod: Pod = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": NS, "labels": {"": "", "a/b.c": "✓", "k": "\u{0}"},
+            "annotations": {"note": "line\nbreak \"quoted\" \u{1F600}"},
+            "creationTimestamp": "2026-11-28T11:31:33Z"},
+        "spec": {"containers": [{"name": "c", "image": "i",
+            "resources": {"requests": {"cpu": "1.0", "memory": "0.1Gi", "ephemeral-storage": "+1"},
+                "limits": {"cpu": "1e3", "memory": "1E3", "hugepages-2Mi": "0"}},
+            "ports": [{"containerPort": 65535, "hostPort": -1}],
+            "readinessProbe": {"httpGet": {"port": "http-alt"}, "periodSeconds": 2147483647},
+            "livenessProbe": {"tcpSocket": {"port": 0}}}],
+            "activeDeadlineSeconds": 9007199254740993i64,
+            "terminationGracePeriodSeconds": -9223372036854775808i64}}))
+    .unwrap();
+    let (url, log) = recorder(vec![created("v1", "Pod", json!({}))]);
+    Api::<Pod>::namespaced(client(&url, 0), NS)
+        .create(&PostParams::default(), &pod)
+        .unwrap();
+    let s = seen(&log);
+    assert_eq!(s[0].content_type, PB);
+    let got = carried(&s[0].body);
+    let sent = serde_json::to_value(&pod).unwrap();
+    let c = &got["spec"]["containers"][0];
+    assert_eq!(c["resources"], sent["spec"]["containers"][0]["resources"]);
+    assert_eq!(c["ports"][0]["containerPort"], 65535);
+    assert_eq!(c["ports"][0]["hostPort"], -1);
+    assert_eq!(c["readinessProbe"]["httpGet"]["port"], "http-alt");
+    assert_eq!(c["readinessProbe"]["periodSeconds"], 2147483647);
+    assert_eq!(c["livenessProbe"]["tcpSocket"]["port"], 0);
+    assert_eq!(got["spec"]["activeDeadlineSeconds"], 9007199254740993i64);
+    assert_eq!(got["spec"]["terminationGracePeriodSeconds"], i64::MIN);
+    assert_eq!(got["metadata"]["labels"], sent["metadata"]["labels"]);
+    assert_eq!(
+        got["metadata"]["annotations"],
+        sent["metadata"]["annotations"]
+    );
+    assert_eq!(got["metadata"]["creationTimestamp"], "2026-11-28T11:31:33Z");
+}
+
 /// Pointer fields given `null` are nil in Go (the server defaults them); an encoder that
 /// wrote their zero would store `replicas: 0`, `maxUnavailable: 0`, `deletionTimestamp`
 /// at the epoch.
