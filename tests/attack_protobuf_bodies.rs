@@ -550,6 +550,27 @@ fn a_415_to_the_json_resend_too_is_the_error_with_no_third_try() {
         .unwrap();
     let types: Vec<String> = seen(&log).into_iter().map(|s| s.content_type).collect();
     assert_eq!(types, [PB, JSON, JSON]);
+    // Any other refusal is that error, with no second write: the write may have been
+    // checked, admitted or even done.
+    for (status, code, reason) in [
+        ("400 Bad Request", 400, "BadRequest"),
+        ("406 Not Acceptable", 406, "NotAcceptable"),
+        ("409 Conflict", 409, "AlreadyExists"),
+        ("422 Unprocessable Entity", 422, "Invalid"),
+        ("500 Internal Server Error", 500, "InternalError"),
+    ] {
+        let (url, log) = recorder(vec![
+            http(status, "", JSON, &status_json(code, reason)),
+            created("v1", "ConfigMap", json!({})),
+        ]);
+        let cms: Api<ConfigMap> = Api::namespaced(client(&url, 3), NS);
+        let err = cms
+            .create(&PostParams::default(), &config_map("a"))
+            .unwrap_err();
+        assert_eq!(err.code(), Some(code), "{err}");
+        let types: Vec<String> = seen(&log).into_iter().map(|s| s.content_type).collect();
+        assert_eq!(types, [PB], "{status}");
+    }
 }
 
 #[test]
