@@ -12,8 +12,10 @@
 //! (`tests/protobuf_served.rs` compares them), so a protobuf answer costs the server about
 //! what a JSON one does. What the captures show, and this imitates:
 //!
-//! - the first acceptable media range of `Accept` wins; bare protobuf is acceptable for
-//!   built-in types only, `as=PartialObjectMetadata(List)` in protobuf for every resource,
+//! - `Accept`'s media ranges are tried in kube-apiserver's order ([`by_preference`]: by
+//!   q-value, then a concrete type before a wildcard) and the first acceptable one wins;
+//!   bare protobuf is acceptable for built-in types only,
+//!   `as=PartialObjectMetadata(List)` in protobuf for every resource,
 //!   `as=Table` never in protobuf; a custom resource asked in protobuf only gets a 406
 //!   `Status` in protobuf, with JSON also accepted it gets JSON;
 //! - once protobuf is chosen, every answer of that request is protobuf: objects, lists,
@@ -84,7 +86,7 @@ pub(crate) fn choose(accept: Option<&str>, list: bool, builtin: bool) -> Choice 
         return Choice::Other;
     };
     let mut asked = false;
-    for range in accept.split(',') {
+    for range in by_preference(accept) {
         let mut parts = range.split(';');
         let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
         if media != pb::CONTENT_TYPE {
@@ -128,6 +130,60 @@ pub(crate) fn choose(accept: Option<&str>, list: bool, builtin: bool) -> Choice 
     } else {
         Choice::Other
     }
+}
+
+/// `Accept`'s media ranges in the order kube-apiserver tries them: its negotiation
+/// (github.com/munnerz/goautoneg's `ParseAccept`) sorts them by q-value, highest first, and
+/// puts a concrete type or subtype before a wildcard one (so `*/*,
+/// application/vnd.kubernetes.protobuf` picks protobuf); a q of 0 is not dropped, a q that
+/// does not parse counts as 0, and of two q's the last counts. Its comparison is not a
+/// total order, so its result is reproduced as Go's sort gets it for a header's few ranges
+/// (an insertion sort up to 12); past that, a stable sort on the same keys (bounded time
+/// for a hostile header).
+fn by_preference(accept: &str) -> Vec<&str> {
+    struct Range<'a> {
+        q: f64,
+        any_type: bool,
+        any_subtype: bool,
+        text: &'a str,
+    }
+    let mut ranges: Vec<Range<'_>> = accept
+        .split(',')
+        .map(|text| {
+            let mut parts = text.split(';');
+            let media = parts.next().unwrap_or("").trim();
+            let (t, sub) = media.split_once('/').unwrap_or((media, "*"));
+            let q = parts
+                .filter_map(|p| p.split_once('='))
+                .rfind(|(k, _)| k.trim() == "q")
+                .map_or(1.0, |(_, v)| v.parse::<f64>().unwrap_or(0.0));
+            Range {
+                q,
+                any_type: t.trim() == "*",
+                any_subtype: sub.trim() == "*",
+                text,
+            }
+        })
+        .collect();
+    let before = |a: &Range<'_>, b: &Range<'_>| {
+        a.q > b.q || (!a.any_type && b.any_type) || (!a.any_subtype && b.any_subtype)
+    };
+    if ranges.len() <= 12 {
+        for i in 1..ranges.len() {
+            let mut j = i;
+            while j > 0 && before(&ranges[j], &ranges[j - 1]) {
+                ranges.swap(j, j - 1);
+                j -= 1;
+            }
+        }
+    } else {
+        ranges.sort_by(|a, b| {
+            b.q.total_cmp(&a.q)
+                .then(a.any_type.cmp(&b.any_type))
+                .then(a.any_subtype.cmp(&b.any_subtype))
+        });
+    }
+    ranges.into_iter().map(|r| r.text).collect()
 }
 
 /// The 406 of a custom resource asked for in protobuf only.
