@@ -18,6 +18,7 @@ pub(super) mod pods;
 pub mod runtime;
 
 // What the pods take from the other rooms (their files name them `super::<module>`).
-use super::serving::{answers, http, server};
-use super::storage::store;
+use super::admission::webhooks;
+use super::serving::{answers, http, peer};
+use super::storage::{db, store};
 use super::writing::writes;

@@ -11,22 +11,25 @@
 //! (conversion also the router's watch, `handlers::watch_converted`).
 
 pub(super) mod answers;
+pub(super) mod builtins;
 pub(super) mod discovery;
 pub(super) mod faults;
 pub(super) mod handlers;
 pub(super) mod http;
+pub(super) mod kubelet_api;
+pub(super) mod peer;
 #[cfg(feature = "protobuf")]
 pub(super) mod protobuf_answers;
 pub(super) mod server;
 pub(super) mod tls;
 
 // What the server takes from the other rooms (its files name them `super::<module>`).
-use super::admission::{conversion, reviews};
-use super::kubelet::{eviction, pod_logs};
+use super::admission::{conversion, reviews, webhooks};
+use super::kubelet::{eviction, pod_logs, pods};
 #[cfg(feature = "ws")]
 use super::kubelet::{pod_exec, runtime};
 use super::schemas::{crd, crd_defaults, crd_lifecycle};
-use super::storage::{metadata, read_versions, resources, store};
+use super::storage::{db, metadata, read_versions, resources, store};
 use super::writing::writes;
 #[cfg(feature = "ws")]
 use super::Runtime;

@@ -8,17 +8,19 @@
 //! stored state itself, not about how a request reaches it: the HTTP side is in
 //! [`serving`](super::serving), the write rules in [`writing`](super::writing).
 
+pub(super) mod db;
 pub(super) mod encoded;
 pub(super) mod events;
 pub(super) mod metadata;
 pub(super) mod read_versions;
 pub(super) mod resources;
 pub(super) mod store;
+pub(super) mod type_key;
 
 // What the store takes from the other rooms (its files name them `super::<module>`).
 use super::schemas::{
     crd_cel, crd_defaults, crd_embedded, crd_lifecycle, crd_status, defaults, list_types,
     object_meta, schema, validation,
 };
-use super::serving::discovery;
-use super::writing::{managed_fields, patch};
+use super::serving::builtins;
+use super::writing::{managed_fields, merge_patch};
