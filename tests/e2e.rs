@@ -328,7 +328,7 @@ fn custom_resource_via_dynamic_object(env: &Env) {
     let crd = e2e::open_crd(env, &widgets);
     let (crd_api, crd_name) = (&crd.api, &crd.name);
     wait_until("the CRD to be Established", || {
-        e2e::established(crd_api, &crd_name)
+        e2e::established(crd_api, crd_name)
     });
 
     let ns = test_namespace(env);

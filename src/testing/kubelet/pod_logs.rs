@@ -195,7 +195,7 @@ pub(crate) fn terminated_status(p: &mut Value, container: &str, exit_code: i32) 
             ("ephemeralContainers", "ephemeralContainerStatuses"),
         ]
         .into_iter()
-        .find(|(spec, _)| names(&p, spec).iter().any(|n| n == container))
+        .find(|(spec, _)| names(p, spec).iter().any(|n| n == container))
         .map_or("containerStatuses", |(_, status)| status);
         let list = p["status"][list_name].take();
         let mut list = list.as_array().cloned().unwrap_or_default();

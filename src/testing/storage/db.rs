@@ -36,7 +36,6 @@ impl Db {
     }
 
     /// True once the server is stopping: a long answer (a watch, a follow) ends.
-    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
     pub(crate) fn stopping(&self) -> bool {
         self.stopped.load(Ordering::SeqCst)
     }
