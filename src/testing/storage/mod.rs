@@ -4,7 +4,9 @@
 //! resourceVersion, the event history, compaction, backups); `read_versions.rs` decides which
 //! state a list or watch answers; `resources.rs` says what is known about a resource beyond
 //! its objects; `metadata.rs` and `events.rs` shape what is stored or read for one kind of
-//! answer (metadata-only, Events); `encoded.rs` keeps a stored version's protobuf once made. They live together because each of them is about the
+//! answer (metadata-only, Events); `encoded.rs` keeps a stored version's protobuf once made;
+//! `type_key.rs` names a resource; `db.rs` is the store as the rooms share it (with its change
+//! notification and the stop flag). They live together because each of them is about the
 //! stored state itself, not about how a request reaches it: the HTTP side is in
 //! [`serving`](super::serving), the write rules in [`writing`](super::writing).
 
