@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::e2e::{self, Env, Owned};
 use kube_informer::api::{ApiResource, DynamicObject, PartialObjectMetadata};
 use kube_informer::cache::{
     DeletedObject, EventHandler, HandlerFns, InformerConfig, ReflectorConfig, RelistCause,
@@ -54,57 +55,11 @@ use serde_json::{json, Value};
 const PATIENCE: Duration = Duration::from_secs(60);
 
 // ---------------------------------------------------------------------------------------
-// Where the tests run.
+// Where the tests run: `common::e2e` (a real cluster or the test server playing one).
 
-/// A cluster to test against: a real one, or the test API server playing one.
-struct Env {
-    config: ClientConfig,
-    client: Client,
-    /// Set when the "cluster" is `testing::ApiServer`.
-    fake: Option<ApiServer>,
-}
-
-impl Env {
-    /// The real cluster, or `None` (after saying why) when the suite is not enabled.
-    fn real() -> Option<Env> {
-        let config = common::real_cluster()?;
-        Some(Env::from_config(&config, None))
-    }
-
-    fn from_config(config: &Config, fake: Option<ApiServer>) -> Env {
-        println!("e2e: against {}", config.source);
-        let client = config
-            .client()
-            .expect("a client for the configured cluster");
-        Env {
-            config: config.client_config.clone(),
-            client,
-            fake,
-        }
-    }
-
-    /// `testing::ApiServer` over TLS.
-    fn fake() -> Env {
-        let server = ApiServer::builder()
-            .tls()
-            .bookmark_interval(Duration::from_millis(200))
-            .resource(&configmaps())
-            .start();
-        let config = server.client_config();
-        Env {
-            client: Client::new(config.clone()).unwrap(),
-            config,
-            fake: Some(server),
-        }
-    }
-}
-
-fn random_suffix() -> String {
-    format!("{:08x}", common::random_u64() as u32)
-}
-
-fn namespaces() -> ApiResource {
-    ApiResource::new("", "v1", "Namespace", "namespaces", false)
+/// The test server over TLS, serving ConfigMaps.
+fn fake_env() -> Env {
+    Env::fake_from(e2e::fake_server().resource(&configmaps()))
 }
 
 fn configmaps() -> ApiResource {
@@ -112,60 +67,13 @@ fn configmaps() -> ApiResource {
 }
 
 /// A namespace of the test's own, deleted on drop (also when the test panics).
-struct TestNamespace {
-    name: String,
-    api: Api<DynamicObject>,
-}
-
-impl TestNamespace {
-    fn create(env: &Env) -> TestNamespace {
-        let name = format!("kube-informer-e2e-{}", random_suffix());
-        let api = Api::all_with(env.client.clone(), &namespaces());
-        api.create(&PostParams::default(), &json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/created-by": "kube-informer-e2e"}}
-        }))
-        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
-        println!("e2e: namespace {name} created");
-        TestNamespace { name, api }
-    }
-}
-
-impl Drop for TestNamespace {
-    fn drop(&mut self) {
-        match self.api.delete(&self.name, &DeleteParams::default()) {
-            Ok(_) => println!("e2e: namespace {} deleted", self.name),
-            Err(e) => eprintln!("e2e: deleting namespace {}: {e}", self.name),
-        }
-    }
-}
-
-/// A CRD of the test's own, deleted on drop.
-struct TestCrd {
-    name: String,
-    api: Api<DynamicObject>,
-}
-
-impl Drop for TestCrd {
-    fn drop(&mut self) {
-        match self.api.delete(&self.name, &DeleteParams::default()) {
-            Ok(_) => println!("e2e: CRD {} deleted", self.name),
-            Err(e) => eprintln!("e2e: deleting CRD {}: {e}", self.name),
-        }
-    }
+fn test_namespace(env: &Env) -> Owned {
+    e2e::namespace(&env.client, "kube-informer-e2e")
 }
 
 /// Waits until `cond` holds; panics with `what` after [`PATIENCE`].
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out ({PATIENCE:?}) waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    e2e::wait_until(what, PATIENCE, cond)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -284,7 +192,7 @@ fn informer_config() -> InformerConfig<DynamicObject> {
 /// lists, not a list → watch → 410 loop. `restart` restarts the API server and returns once
 /// it is asked to (the body waits until the server answers again).
 fn informer_recovers_after_an_apiserver_restart(env: &Env, restart: &dyn Fn()) {
-    let ns = TestNamespace::create(env);
+    let ns = test_namespace(env);
     let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
     let cm = |name: &str| {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -352,7 +260,7 @@ fn informer_recovers_after_an_apiserver_restart(env: &Env, restart: &dyn Fn()) {
 
 /// (1) ConfigMaps created, updated and deleted: the handler sees each, the cache converges.
 fn configmaps_seen_by_an_informer(env: &Env) {
-    let ns = TestNamespace::create(env);
+    let ns = test_namespace(env);
     let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
     let inf = SharedIndexInformer::new(api.clone(), informer_config());
     let rec = Recorder::default();
@@ -415,58 +323,15 @@ fn configmaps_seen_by_an_informer(env: &Env) {
 /// (2) A custom resource through `DynamicObject`: CRD created and Established, objects
 /// created, listed and watched, the CRD deleted at the end.
 fn custom_resource_via_dynamic_object(env: &Env) {
-    let suffix = random_suffix();
-    let group = format!("e2e-{suffix}.kube-informer.test");
-    let crd_name = format!("widgets.{group}");
-    let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &common::crds());
-    crd_api
-        .create(&PostParams::default(), &json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": crd_name},
-            "spec": {
-                "group": group,
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                "scope": "Namespaced",
-                "versions": [{
-                    "name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-                }]
-            }
-        }))
-        .unwrap_or_else(|e| panic!("creating CRD {crd_name}: {e}"));
-    let _crd = TestCrd {
-        name: crd_name.clone(),
-        api: crd_api.clone(),
-    };
-    println!("e2e: CRD {crd_name} created");
-    if let Some(server) = &env.fake {
-        // What the API server's CRD controller does.
-        server
-            .patch(
-                &common::crds(),
-                None,
-                &crd_name,
-                &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}}),
-            )
-            .unwrap();
-    }
+    let group = format!("e2e-{}.kube-informer.test", e2e::random_suffix());
+    let widgets = ApiResource::new(&group, "v1", "Widget", "widgets", true);
+    let crd = e2e::open_crd(env, &widgets);
+    let (crd_api, crd_name) = (&crd.api, &crd.name);
     wait_until("the CRD to be Established", || {
-        let Ok(crd) = crd_api.get(&crd_name) else {
-            return false;
-        };
-        let status: Option<Value> = crd.decode_field("status").unwrap_or(None);
-        status
-            .and_then(|s| s.get("conditions").cloned())
-            .and_then(|c| c.as_array().cloned())
-            .is_some_and(|c| {
-                c.iter()
-                    .any(|c| c["type"] == "Established" && c["status"] == "True")
-            })
+        e2e::established(crd_api, crd_name)
     });
 
-    let ns = TestNamespace::create(env);
-    let widgets = ApiResource::new(&group, "v1", "Widget", "widgets", true);
+    let ns = test_namespace(env);
     let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &widgets);
     let widget = |name: &str, size: u32| {
         json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
@@ -554,7 +419,7 @@ fn forbidden_is_an_error_with_its_status(env: &Env) {
 /// (4) The connection is cut mid-watch and stays down while objects change; after it comes
 /// back the informer catches up and no change is lost.
 fn watch_resumes_after_the_connection_is_cut(env: &Env) {
-    let ns = TestNamespace::create(env);
+    let ns = test_namespace(env);
     let direct: Api<DynamicObject> =
         Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
     let fwd = Forwarder::start(&env.config.server);
@@ -640,7 +505,7 @@ struct Forwarder {
 /// its takeover, a JSON patch whose `test` fails, the status and scale subresources, and
 /// delete preconditions that do not hold.
 fn writes_a_controller_makes(env: &Env) {
-    let ns = TestNamespace::create(env);
+    let ns = test_namespace(env);
     let cms: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
     let mine = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": data});
     cms.patch(
@@ -974,7 +839,7 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
 fn two_electors_hand_over(env: &Env) {
     use kube_informer::controller::{LeaderCallbacks, LeaderElectionConfig, LeaderElector, Lease};
 
-    let ns = TestNamespace::create(env);
+    let ns = test_namespace(env);
     // (identity, started) in the order the callbacks ran; `false` entries are stops.
     let terms: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
     let start = |id: &str| {
@@ -1031,7 +896,7 @@ fn sharded_controller_moves_objects_between_shards(env: &Env) {
     };
     use kube_informer::controller::{Action, Controller, LeaderElectionConfig, Lease};
 
-    let ns = TestNamespace::create(env);
+    let ns = test_namespace(env);
     let ring = Ring::new("e2e-shards", &ns.name).unwrap();
     let cms: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
     for i in 0..12 {
@@ -1163,7 +1028,7 @@ fn an_event_about_an_object(env: &Env) {
         EventRecorder, EventRecorderConfig, EventType, ObjectReference,
     };
 
-    let ns = TestNamespace::create(env);
+    let ns = test_namespace(env);
     let cms: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &configmaps());
     let cm = cms
         .create(
@@ -1235,7 +1100,7 @@ fn discovery_and_a_metadata_only_informer(env: &Env) {
         "the second client reads the first one's files"
     );
 
-    let ns = TestNamespace::create(env);
+    let ns = test_namespace(env);
     let api: Api<PartialObjectMetadata> =
         Api::namespaced_with(env.client.clone(), &ns.name, &mapper.resolve("cm").unwrap());
     let inf = SharedIndexInformer::new(api.clone(), InformerConfig::default());
@@ -1391,54 +1256,54 @@ fn real_informer_recovers_after_an_apiserver_restart() {
 
 #[test]
 fn fake_discovery_and_a_metadata_only_informer() {
-    discovery_and_a_metadata_only_informer(&Env::fake());
+    discovery_and_a_metadata_only_informer(&fake_env());
 }
 
 #[test]
 fn fake_an_event_about_an_object() {
-    an_event_about_an_object(&Env::fake());
+    an_event_about_an_object(&fake_env());
 }
 
 #[test]
 fn fake_writes_a_controller_makes() {
-    writes_a_controller_makes(&Env::fake());
+    writes_a_controller_makes(&fake_env());
 }
 
 #[test]
 fn fake_configmaps_seen_by_an_informer() {
-    configmaps_seen_by_an_informer(&Env::fake());
+    configmaps_seen_by_an_informer(&fake_env());
 }
 
 #[test]
 fn fake_custom_resource_via_dynamic_object() {
-    custom_resource_via_dynamic_object(&Env::fake());
+    custom_resource_via_dynamic_object(&fake_env());
 }
 
 #[test]
 fn fake_forbidden_is_an_error_with_its_status() {
-    forbidden_is_an_error_with_its_status(&Env::fake());
+    forbidden_is_an_error_with_its_status(&fake_env());
 }
 
 #[test]
 fn fake_sharded_controller_moves_objects_between_shards() {
-    sharded_controller_moves_objects_between_shards(&Env::fake());
+    sharded_controller_moves_objects_between_shards(&fake_env());
 }
 
 #[test]
 fn fake_two_electors_hand_over() {
-    two_electors_hand_over(&Env::fake());
+    two_electors_hand_over(&fake_env());
 }
 
 #[test]
 fn fake_informer_recovers_after_an_apiserver_restart() {
-    let env = Env::fake();
+    let env = fake_env();
     let server = env.fake.as_ref().expect("the test API server");
     informer_recovers_after_an_apiserver_restart(&env, &|| server.restart().unwrap());
 }
 
 #[test]
 fn fake_watch_resumes_after_the_connection_is_cut() {
-    watch_resumes_after_the_connection_is_cut(&Env::fake());
+    watch_resumes_after_the_connection_is_cut(&fake_env());
 }
 
 /// The way in of the real suite, a kubeconfig, here naming the test API server.

@@ -21,12 +21,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::e2e::{self, Env, Owned};
 use kube_informer::api::crd::{CrdBuilder, PrinterColumn};
 use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::testing::ApiServer;
-use kube_informer::{Api, Client, DeleteParams, PostParams};
+use kube_informer::{Api, Client, PostParams};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -88,31 +89,8 @@ struct GadgetStatus {
     ready: Option<bool>,
 }
 
-/// The CRD, deleted on drop (also when the test panics).
-struct CrdGuard {
-    name: String,
-    api: Api<DynamicObject>,
-}
-
-impl Drop for CrdGuard {
-    fn drop(&mut self) {
-        match self.api.delete(&self.name, &DeleteParams::default()) {
-            Ok(_) => println!("e2e: CRD {} deleted", self.name),
-            Err(e) if e.code() == Some(404) => {}
-            Err(e) => eprintln!("e2e: deleting CRD {}: {e}", self.name),
-        }
-    }
-}
-
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out ({PATIENCE:?}) waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    e2e::wait_until(what, PATIENCE, cond)
 }
 
 fn generated_crd_is_accepted_and_served(client: &Client, fake: bool) {
@@ -127,7 +105,8 @@ fn generated_crd_is_accepted_and_served(client: &Client, fake: bool) {
     crd_api
         .create(&PostParams::default(), &crd)
         .unwrap_or_else(|e| panic!("creating CRD {}: {e}", builder.name()));
-    let guard = CrdGuard {
+    let guard = Owned {
+        what: "CRD",
         name: builder.name(),
         api: crd_api.clone(),
     };
@@ -136,17 +115,7 @@ fn generated_crd_is_accepted_and_served(client: &Client, fake: bool) {
     if !fake {
         // The test server serves a CRD at once and leaves its conditions to the test.
         wait_until("the CRD to be Established", || {
-            let Ok(crd) = crd_api.get(&guard.name) else {
-                return false;
-            };
-            let status: Option<Value> = crd.decode_field("status").unwrap_or(None);
-            status
-                .and_then(|s| s.get("conditions").cloned())
-                .and_then(|c| c.as_array().cloned())
-                .is_some_and(|c| {
-                    c.iter()
-                        .any(|c| c["type"] == "Established" && c["status"] == "True")
-                })
+            e2e::established(&crd_api, &guard.name)
         });
     }
 
@@ -231,13 +200,9 @@ fn generated_crd_is_accepted_and_served(client: &Client, fake: bool) {
 #[test]
 #[ignore = "needs a cluster: KUBE_E2E=1 cargo test --features crd --test e2e_crd_schema -- --ignored"]
 fn real_generated_crd_is_accepted_and_served() {
-    let Some(config) = common::real_cluster() else {
-        return;
-    };
-    let client = config
-        .client()
-        .expect("a client for the configured cluster");
-    generated_crd_is_accepted_and_served(&client, false);
+    if let Some(env) = Env::real() {
+        generated_crd_is_accepted_and_served(&env.client, false);
+    }
 }
 
 #[test]

@@ -16,64 +16,28 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::e2e::{self, Env, Owned};
 use common::view::View;
 use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::cache::{FactoryOptions, ReflectorConfig};
 use kube_informer::manager::Manager;
-use kube_informer::testing::ApiServer;
-use kube_informer::{Api, Client, DeleteParams, ListParams, PostParams};
+use kube_informer::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 
 /// Bound for anything waited on; a CRD's deletion waits for its objects' cleanup.
 const PATIENCE: Duration = Duration::from_secs(120);
 
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out ({PATIENCE:?}) waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A real cluster, or the test server playing one.
-struct Env {
-    client: Client,
-    fake: Option<ApiServer>,
-}
-
-impl Env {
-    fn real() -> Option<Env> {
-        let config = common::real_cluster()?;
-        Some(Env {
-            client: config
-                .client()
-                .expect("a client for the configured cluster"),
-            fake: None,
-        })
-    }
-
-    fn fake() -> Env {
-        let server = ApiServer::builder()
-            .tls()
-            .bookmark_interval(Duration::from_millis(200))
-            .start();
-        Env {
-            client: Client::new(server.client_config()).unwrap(),
-            fake: Some(server),
-        }
-    }
+fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    e2e::wait_until(what, PATIENCE, cond)
 }
 
 /// The test's CRD: created, deleted, created again; deleted on drop.
 struct TestCrd {
-    name: String,
     group: String,
-    api: Api<DynamicObject>,
+    /// The CRD's name and its API (`customresourcedefinitions`), deleted on drop.
+    owned: Owned,
 }
 
 impl TestCrd {
@@ -85,23 +49,14 @@ impl TestCrd {
         match &env.fake {
             Some(server) => server.serve_resource(&self.resource()),
             None => {
-                self.api
-                    .create(&PostParams::default(), &json!({
-                        "apiVersion": "apiextensions.k8s.io/v1",
-                        "kind": "CustomResourceDefinition",
-                        "metadata": {"name": self.name},
-                        "spec": {
-                            "group": self.group,
-                            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
-                            "scope": "Cluster",
-                            "versions": [{
-                                "name": "v1", "served": true, "storage": true,
-                                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-                            }]
-                        }
-                    }))
-                    .unwrap_or_else(|e| panic!("creating CRD {}: {e}", self.name));
-                println!("e2e: CRD {} created", self.name);
+                self.owned
+                    .api
+                    .create(
+                        &PostParams::default(),
+                        &e2e::open_crd_object(&self.resource()),
+                    )
+                    .unwrap_or_else(|e| panic!("creating CRD {}: {e}", self.owned.name));
+                println!("e2e: CRD {} created", self.owned.name);
             }
         }
         // Established can come a moment before the resource is served: 404 until then.
@@ -115,32 +70,24 @@ impl TestCrd {
         match &env.fake {
             Some(server) => server.remove_resource(&self.resource()),
             None => {
-                self.api
-                    .delete(&self.name, &DeleteParams::default())
-                    .unwrap_or_else(|e| panic!("deleting CRD {}: {e}", self.name));
-                println!("e2e: CRD {} deleted", self.name);
-            }
-        }
-    }
-}
-
-impl Drop for TestCrd {
-    fn drop(&mut self) {
-        if let Err(e) = self.api.delete(&self.name, &DeleteParams::default()) {
-            if e.code() != Some(404) {
-                eprintln!("e2e: deleting CRD {}: {e}", self.name);
+                let (api, name) = (&self.owned.api, &self.owned.name);
+                api.delete(name, &DeleteParams::default())
+                    .unwrap_or_else(|e| panic!("deleting CRD {name}: {e}"));
+                println!("e2e: CRD {name} deleted");
             }
         }
     }
 }
 
 fn a_deleted_crd_is_gone_and_its_informer_comes_back(env: &Env) {
-    let suffix = format!("{:08x}", common::random_u64() as u32);
-    let group = format!("e2e-{suffix}.kube-informer.test");
+    let group = format!("e2e-{}.kube-informer.test", e2e::random_suffix());
     let crd = TestCrd {
-        name: format!("gizmos.{group}"),
+        owned: Owned {
+            what: "CRD",
+            name: format!("gizmos.{group}"),
+            api: Api::all_with(env.client.clone(), &common::crds()),
+        },
         group,
-        api: Api::all_with(env.client.clone(), &common::crds()),
     };
     crd.create(env);
     let gizmos = crd.resource();
@@ -163,6 +110,10 @@ fn a_deleted_crd_is_gone_and_its_informer_comes_back(env: &Env) {
     wait_until("g1 cached and handled", || {
         view.snapshot().iter().any(|(k, _)| k == "g1")
     });
+    // Deleted while the informer watches, as the test means: a deletion between its list
+    // and its watch would leave the watch nothing to tell (on the test server, which
+    // removes a resource at once, that raced one run in four on a loaded machine).
+    wait_until("the informer watching", || informer.health().watching);
 
     crd.delete(env);
     wait_until("the informer to say gone", || informer.health().is_gone());

@@ -18,6 +18,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::e2e::{self, Env, Owned};
 use kube_informer::api::{ApiResource, DynamicObject};
 use kube_informer::pod::{LogParams, PodError};
 use kube_informer::testing::ApiServer;
@@ -38,45 +39,9 @@ fn pdbs() -> ApiResource {
     )
 }
 
-fn namespaces() -> ApiResource {
-    ApiResource::new("", "v1", "Namespace", "namespaces", false)
-}
-
-/// A namespace of the test's own, deleted on drop.
-struct TestNamespace {
-    name: String,
-    api: Api<DynamicObject>,
-}
-
-impl Drop for TestNamespace {
-    fn drop(&mut self) {
-        match self.api.delete(&self.name, &DeleteParams::default()) {
-            Ok(_) => println!("e2e: namespace {} deleted", self.name),
-            Err(e) => eprintln!("e2e: deleting namespace {}: {e}", self.name),
-        }
-    }
-}
-
-fn real_client() -> Option<Client> {
-    let config = common::real_cluster()?;
-    Some(
-        config
-            .client()
-            .expect("a client for the configured cluster"),
-    )
-}
-
 /// Creates the namespace and the pod on a real cluster and waits until it runs.
-fn real_setup(client: &Client) -> TestNamespace {
-    let name = format!("kube-informer-e2e-logs-{:08x}", common::random_u64() as u32);
-    let api = Api::all_with(client.clone(), &namespaces());
-    api.create(
-        &PostParams::default(),
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
-            "labels": {"app.kubernetes.io/created-by": "kube-informer-e2e"}}}),
-    )
-    .unwrap();
-    let ns = TestNamespace { name, api };
+fn real_setup(client: &Client) -> Owned {
+    let ns = e2e::namespace(client, "kube-informer-e2e-logs");
     let pods: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &pods());
     pods.create(
         &PostParams::default(),
@@ -186,7 +151,7 @@ fn scenario(client: &Client, ns: &str, budgets: &dyn Fn(Option<Value>)) {
 #[test]
 #[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e_pod_logs -- --ignored"]
 fn real_pod_logs_and_eviction() {
-    let Some(client) = real_client() else {
+    let Some(Env { client, .. }) = Env::real() else {
         return;
     };
     let ns = real_setup(&client);
@@ -243,7 +208,7 @@ fn last_line_scenario(client: &Client, ns: &str, finish: &dyn Fn()) {
 #[test]
 #[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e_pod_logs -- --ignored"]
 fn real_follow_ends_with_a_last_line_without_newline() {
-    let Some(client) = real_client() else {
+    let Some(Env { client, .. }) = Env::real() else {
         return;
     };
     let ns = real_setup(&client);

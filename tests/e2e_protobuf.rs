@@ -23,15 +23,13 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::e2e::{self, Env};
 use k8s_openapi::api::core::v1::Pod;
 use kube_informer::api::{ApiResource, DynamicObject, Meta, Object, PartialObjectMetadata};
 use kube_informer::cache::{InformerConfig, ReflectorConfig, SharedIndexInformer};
-use kube_informer::testing::ApiServer;
-use kube_informer::{
-    Api, Client, DeleteParams, ListParams, Method, Patch, PatchParams, PostParams,
-};
+use kube_informer::{Api, DeleteParams, ListParams, Method, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
 
 /// Bound for anything the test waits on; a real cluster can be slow (never a timing
@@ -39,58 +37,8 @@ use serde_json::{json, Value};
 const PATIENCE: Duration = Duration::from_secs(60);
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
-/// The cluster: a real one, or the test server playing one.
-struct Env {
-    client: Client,
-    fake: Option<ApiServer>,
-}
-
-impl Env {
-    fn real() -> Option<Env> {
-        let config = common::real_cluster()?;
-        let client = config
-            .client()
-            .expect("a client for the configured cluster");
-        Some(Env { client, fake: None })
-    }
-
-    fn fake() -> Env {
-        let server = ApiServer::builder()
-            .tls()
-            .bookmark_interval(Duration::from_millis(200))
-            .start();
-        Env {
-            client: Client::new(server.client_config()).unwrap(),
-            fake: Some(server),
-        }
-    }
-}
-
-/// Deletes what the test created (a namespace, a CRD) when dropped, also on a panic.
-struct Owned {
-    what: String,
-    name: String,
-    api: Api<DynamicObject>,
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        match self.api.delete(&self.name, &DeleteParams::default()) {
-            Ok(_) => println!("e2e: {} {} deleted", self.what, self.name),
-            Err(e) => eprintln!("e2e: deleting {} {}: {e}", self.what, self.name),
-        }
-    }
-}
-
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out ({PATIENCE:?}) waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    e2e::wait_until(what, PATIENCE, cond)
 }
 
 /// What one handler was told, in order: `+name@rv`, `~name@old->new`, `-name`.
@@ -100,9 +48,6 @@ struct Told(Arc<Mutex<Vec<String>>>);
 impl Told {
     fn saw(&self, s: &str) -> bool {
         self.0.lock().unwrap().iter().any(|e| e == s)
-    }
-    fn all(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
     }
 }
 
@@ -172,62 +117,15 @@ fn pod(ns: &str, name: &str) -> Value {
 /// of a custom resource (JSON: kube-apiserver serves custom resources in JSON only) on one
 /// client, both synced, both told of an update and a delete, both caches equal to the server.
 fn typed_protobuf_and_custom_resource_json_side_by_side(env: &Env) {
-    let suffix = format!("{:08x}", common::random_u64() as u32);
-    let group = format!("e2e-pb-{suffix}.kube-informer.test");
-    let crd_name = format!("gadgets.{group}");
-    let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &common::crds());
-    crd_api
-        .create(&PostParams::default(), &json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": crd_name},
-            "spec": {
-                "group": group,
-                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
-                "scope": "Namespaced",
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
-            }
-        }))
-        .unwrap_or_else(|e| panic!("creating CRD {crd_name}: {e}"));
-    let _crd = Owned {
-        what: "CRD".into(),
-        name: crd_name.clone(),
-        api: crd_api.clone(),
-    };
-    println!("e2e: CRD {crd_name} created");
-    if let Some(server) = &env.fake {
-        // What the API server's CRD controller does.
-        server
-            .patch(
-                &common::crds(),
-                None,
-                &crd_name,
-                &json!({"status": {"conditions": [{"type": "Established", "status": "True"}]}}),
-            )
-            .unwrap();
-    }
-
-    let ns = format!("kube-informer-e2e-{suffix}");
-    let ns_api: Api<DynamicObject> = Api::all_with(
-        env.client.clone(),
-        &ApiResource::new("", "v1", "Namespace", "namespaces", false),
-    );
-    ns_api
-        .create(&PostParams::default(), &json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": ns, "labels": {"app.kubernetes.io/created-by": "kube-informer-e2e"}}}))
-        .unwrap_or_else(|e| panic!("creating namespace {ns}: {e}"));
-    let _ns = Owned {
-        what: "namespace".into(),
-        name: ns.clone(),
-        api: ns_api,
-    };
-    println!("e2e: namespace {ns} created");
+    let group = format!("e2e-pb-{}.kube-informer.test", e2e::random_suffix());
+    let gadgets_ar = ApiResource::new(&group, "v1", "Gadget", "gadgets", true);
+    let _crd = e2e::open_crd(env, &gadgets_ar);
+    let ns_owned = e2e::namespace(&env.client, "kube-informer-e2e");
+    let ns = ns_owned.name.clone();
 
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &ns);
     let pod_names: Api<PartialObjectMetadata> =
         Api::namespaced_with(env.client.clone(), &ns, &ApiResource::of::<Pod>());
-    let gadgets_ar = ApiResource::new(&group, "v1", "Gadget", "gadgets", true);
     let gadgets: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns, &gadgets_ar);
     let gadget_names: Api<PartialObjectMetadata> =
         Api::namespaced_with(env.client.clone(), &ns, &gadgets_ar);
@@ -283,18 +181,15 @@ fn typed_protobuf_and_custom_resource_json_side_by_side(env: &Env) {
         gadget_inf.wait_for_cache_sync(PATIENCE),
         "the gadget informer's sync"
     );
+    // Handlers are told on their own threads, after the cache: synced is not yet told.
     let (p0_name, p0_rv) = name_rv(&p0);
-    assert!(
-        pods_told.saw(&format!("+{p0_name}@{p0_rv}")),
-        "{:?}",
-        pods_told.all()
-    );
+    let p0_added = format!("+{p0_name}@{p0_rv}");
+    wait_until("the pod handler told of p0", || pods_told.saw(&p0_added));
     let (_, g0_rv) = name_rv(&g0);
-    assert!(
-        gadgets_told.saw(&format!("+g0@{g0_rv}")),
-        "{:?}",
-        gadgets_told.all()
-    );
+    let g0_added = format!("+g0@{g0_rv}");
+    wait_until("the gadget handler told of g0", || {
+        gadgets_told.saw(&g0_added)
+    });
     assert_eq!(cached(&pod_inf).len(), 2);
     assert_eq!(cached(&gadget_inf).len(), 2);
 

@@ -19,100 +19,51 @@ mod common;
 
 use std::time::Duration;
 
+use common::e2e::{self, Env, Owned};
 use kube_informer::api::{ApiResource, DynamicObject, OwnerReference, OwnerReferences};
 use kube_informer::controller::wait::{self, conditions, Wait};
 use kube_informer::controller::{CreateOrPatch, OperationResult};
 use kube_informer::testing::ApiServer;
-use kube_informer::{Api, Client, DeleteParams, PostParams};
+use kube_informer::{Api, DeleteParams, PostParams};
 use serde_json::{json, Value};
 
 /// Bound for anything these tests wait on; a real cluster can be slow.
 const PATIENCE: Duration = Duration::from_secs(120);
 
-struct Env {
-    client: Client,
-    fake: Option<ApiServer>,
-}
-
-impl Env {
-    fn real() -> Option<Env> {
-        let config = common::real_cluster()?;
-        Some(Env {
-            client: config
-                .client()
-                .expect("a client for the configured cluster"),
-            fake: None,
-        })
-    }
-
-    /// The test server, serving the CRD of `group` (it lists in discovery only what it was
-    /// built with).
-    fn fake(group: &str) -> Env {
-        let server = ApiServer::builder()
+/// The test server, serving the CRD of `group` (it lists in discovery only what it was
+/// built with).
+fn fake_env(group: &str) -> Env {
+    Env::fake_from(
+        ApiServer::builder()
             .tls()
             .custom_resource_definition(&gadget_crd(group))
-            .unwrap()
-            .start();
-        Env {
-            client: Client::new(server.client_config()).unwrap(),
-            fake: Some(server),
-        }
-    }
+            .unwrap(),
+    )
 }
 
-fn random_suffix() -> String {
-    format!("{:08x}", common::random_u64() as u32)
+fn gadgets(group: &str) -> ApiResource {
+    ApiResource::new(group, "v1", "Gadget", "gadgets", true)
 }
 
 fn gadget_crd(group: &str) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("gadgets.{group}")},
-        "spec": {"group": group, "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
-}
-
-/// Deletes what it names on drop (also when the test panics).
-struct Guard {
-    what: String,
-    api: Api<DynamicObject>,
-    name: String,
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        match self.api.delete(&self.name, &DeleteParams::default()) {
-            Ok(_) => println!("e2e: {} deleted", self.what),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => eprintln!("e2e: deleting {}: {e}", self.what),
-        }
-    }
+    e2e::open_crd_object(&gadgets(group))
 }
 
 /// A namespace of the test's own, Active.
-fn test_namespace(env: &Env) -> Guard {
+fn test_namespace(env: &Env) -> Owned {
+    let owned = e2e::namespace(&env.client, "kube-informer-e2e");
+    let (api, name) = (&owned.api, &owned.name);
     let ns = ApiResource::new("", "v1", "Namespace", "namespaces", false);
-    let name = format!("kube-informer-e2e-{}", random_suffix());
-    let api: Api<DynamicObject> = Api::all_with(env.client.clone(), &ns);
-    api.create(&PostParams::default(), &json!({"apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/created-by": "kube-informer-e2e"}}}))
-        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
     if let Some(server) = &env.fake {
         server
-            .patch(&ns, None, &name, &json!({"status": {"phase": "Active"}}))
+            .patch(&ns, None, name, &json!({"status": {"phase": "Active"}}))
             .unwrap();
     }
-    Wait::new(&api, &name, PATIENCE)
+    Wait::new(api, name, PATIENCE)
         .until(conditions::namespace_active())
         .unwrap_or_else(|e| panic!("{e}"));
-    println!("e2e: namespace {name} created and Active");
-    Guard {
-        what: format!("namespace {name}"),
-        api,
-        name,
-    }
+    println!("e2e: namespace {name} Active");
+    owned
 }
 
 /// (1) A CRD applied and waited for until served: the first custom object is created at
@@ -121,8 +72,8 @@ fn a_crd_applied_is_served(env: &Env, group: &str) {
     let crd = gadget_crd(group);
     let name = format!("gadgets.{group}");
     let crd_api: Api<DynamicObject> = Api::all_with(env.client.clone(), &common::crds());
-    let _guard = Guard {
-        what: format!("CRD {name}"),
+    let _guard = Owned {
+        what: "CRD",
         api: crd_api.clone(),
         name: name.clone(),
     };
@@ -143,8 +94,8 @@ fn a_crd_applied_is_served(env: &Env, group: &str) {
     });
     println!("e2e: CRD {name} served");
     let ns = test_namespace(env);
-    let gadgets = ApiResource::new(group, "v1", "Gadget", "gadgets", true);
-    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &ns.name, &gadgets);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), &ns.name, &gadgets(group));
     let g = api
         .create(
             &PostParams::default(),
@@ -244,7 +195,10 @@ fn create_or_patch_an_owned_object(env: &Env) {
 #[ignore = "needs a cluster: KUBE_E2E=1 cargo test --test e2e_toolbox -- --ignored"]
 fn real_a_crd_applied_is_served() {
     if let Some(env) = Env::real() {
-        a_crd_applied_is_served(&env, &format!("e2e-{}.kube-informer.test", random_suffix()));
+        a_crd_applied_is_served(
+            &env,
+            &format!("e2e-{}.kube-informer.test", e2e::random_suffix()),
+        );
     }
 }
 
@@ -259,10 +213,10 @@ fn real_create_or_patch_an_owned_object() {
 #[test]
 fn fake_a_crd_applied_is_served() {
     let group = "e2e-fake.kube-informer.test";
-    a_crd_applied_is_served(&Env::fake(group), group);
+    a_crd_applied_is_served(&fake_env(group), group);
 }
 
 #[test]
 fn fake_create_or_patch_an_owned_object() {
-    create_or_patch_an_owned_object(&Env::fake("e2e-fake.kube-informer.test"));
+    create_or_patch_an_owned_object(&fake_env("e2e-fake.kube-informer.test"));
 }

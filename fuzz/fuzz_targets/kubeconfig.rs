@@ -6,7 +6,9 @@ use kube_informer::config::{Config, Kubeconfig, KubeconfigOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(kc) = Kubeconfig::parse(text, "fuzz") {
         let _ = Config::from_parsed(&kc, &KubeconfigOptions::default());
         if let Some(first) = kc.contexts.first() {

@@ -25,13 +25,19 @@ fuzz_target!(|data: &[u8]| {
     let [doc, patch] = <[Value; 2]>::try_from(pair).unwrap_or([Value::Null, Value::Null]);
     if let Ok(out) = json_patch::apply(&doc, &patch) {
         let whole = json!([{"op": "test", "path": "", "value": out.clone()}]);
-        assert!(json_patch::apply(&out, &whole).is_ok(), "test of the result failed");
+        assert!(
+            json_patch::apply(&out, &whole).is_ok(),
+            "test of the result failed"
+        );
     }
     if let Ok(out) = strategic_merge::apply(&doc, &patch) {
         assert!(out.is_object());
     }
     if doc.is_object() {
-        assert_eq!(strategic_merge::apply(&doc, &json!({})).ok(), Some(doc.clone()));
+        assert_eq!(
+            strategic_merge::apply(&doc, &json!({})).ok(),
+            Some(doc.clone())
+        );
     }
     for builtin in [true, false] {
         let schema = managed_fields::Schema { builtin };

@@ -39,8 +39,18 @@ fn comparable(e: &Entry) -> (String, EntryKind, u32, i64, String) {
         EntryKind::Directory => e.path.trim_end_matches('/').to_owned(),
         _ => e.path.clone(),
     };
-    let mode = if e.kind == EntryKind::Symlink { 0 } else { e.mode };
-    (path, e.kind, mode, e.mtime.clamp(0, 0o77777777777), e.link.clone())
+    let mode = if e.kind == EntryKind::Symlink {
+        0
+    } else {
+        e.mode
+    };
+    (
+        path,
+        e.kind,
+        mode,
+        e.mtime.clamp(0, 0o77777777777),
+        e.link.clone(),
+    )
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -57,8 +67,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let writable = entries.iter().all(|(e, _)| {
-        matches!(e.kind, EntryKind::File | EntryKind::Directory | EntryKind::Symlink)
-            && !e.path.contains('\0')
+        matches!(
+            e.kind,
+            EntryKind::File | EntryKind::Directory | EntryKind::Symlink
+        ) && !e.path.contains('\0')
             && !e.link.contains('\0')
     });
     if !writable {

@@ -12,7 +12,12 @@ fuzz_target!(|data: &[u8]| {
         let ours = serde_json::to_string(o).expect("a decoded object re-encodes");
         match serde_json::from_slice::<WatchEvent<DynamicObject>>(data) {
             Ok(WatchEvent::Added(s) | WatchEvent::Modified(s) | WatchEvent::Deleted(s)) => {
-                assert_eq!(ours, serde_json::to_string(&s).unwrap(), "{:?}", String::from_utf8_lossy(data));
+                assert_eq!(
+                    ours,
+                    serde_json::to_string(&s).unwrap(),
+                    "{:?}",
+                    String::from_utf8_lossy(data)
+                );
             }
             other => panic!(
                 "the scanner decoded {:?} but serde gave {other:?}",

@@ -14,9 +14,19 @@
 //!   thread per connection (`ki/<name>/conn`), the stop.
 //! - [`Limits`] (`limits.rs`): every bound, with its default and what passing it answers.
 //!   `connection.rs`, `read.rs` and `stream.rs` apply them.
-//! - With `webhook`: [`TlsFiles`] (`tls.rs`, certificates reloaded when their files change)
-//!   and [`RequireAccess`] (`access.rs`, TokenReview and SubjectAccessReview in front of a
-//!   handler); with `metrics`: [`MetricsHandler`].
+#![cfg_attr(
+    feature = "webhook",
+    doc = "- With `webhook`: [`TlsFiles`] (`tls.rs`, certificates reloaded when their files change)"
+)]
+#![cfg_attr(
+    not(feature = "webhook"),
+    doc = "- With `webhook`: `TlsFiles` (`tls.rs`, certificates reloaded when their files change)"
+)]
+#![cfg_attr(feature = "webhook", doc = "  and [`RequireAccess`]")]
+#![cfg_attr(not(feature = "webhook"), doc = "  and `RequireAccess`")]
+//!   (`access.rs`, TokenReview and SubjectAccessReview in front of a handler); with `metrics`:
+#![cfg_attr(feature = "metrics", doc = "  [`MetricsHandler`].")]
+#![cfg_attr(not(feature = "metrics"), doc = "  `MetricsHandler`.")]
 //!
 //! Why our own server: the crate is synchronous, and the servers of that kind on crates.io
 //! either set no timeouts (tiny_http, which this replaced: one thread answered everyone and

@@ -22,8 +22,16 @@
 //! the `uid` echoed, a panic turned into a denial, 400 for a malformed review, 413 for a
 //! body over the bound — are the hooks' own, so they hold behind any server.
 //!
-//! Test a webhook end to end with [`testing::ApiServer`](crate::testing::ApiServer): it
-//! calls the Validating- and MutatingWebhookConfigurations created through its API as
+//! Test a webhook end to end with
+#![cfg_attr(
+    feature = "testing",
+    doc = "[`testing::ApiServer`](crate::testing::ApiServer):"
+)]
+#![cfg_attr(
+    not(feature = "testing"),
+    doc = "`testing::ApiServer` (feature `testing`):"
+)]
+//! it calls the Validating- and MutatingWebhookConfigurations created through its API as
 //! kube-apiserver does (see its docs).
 //!
 //! ```

@@ -3,6 +3,7 @@
 
 pub mod capture;
 pub mod controllers;
+pub mod e2e;
 pub mod proxies;
 
 use std::io::{BufRead, BufReader, Write};

@@ -49,11 +49,32 @@ use serde_json::{json, Value};
 use super::answers::{write_status, Outcome};
 use super::crd::Conversion;
 use super::http::{self, Request};
+use super::peer::Peer;
 use super::read_versions::{self, ListAt};
-use super::server::{Peer, Shared};
 use super::store::{Filter, Stored, StoredObject, TypeKey};
+use super::webhooks::AdmissionHost;
 use super::writes;
 use crate::api::Status;
+
+/// What conversion needs of the server beside admission's needs: the conversions it was
+/// built with, the cache of converted objects, and its watch (which serves the converted
+/// events with the server's bookmarks and faults). The server implements it.
+pub(crate) trait ConversionHost: AdmissionHost {
+    /// The CRDs converted by webhook (`ApiServerBuilder::custom_resource_definition`).
+    fn conversions(&self) -> &[Conversion];
+    /// Objects converted for lists and watches in a non-storage version.
+    fn converted(&self) -> &Converted;
+    /// A watch of the stored type `stored` whose events `convert` turns into `api_version`.
+    fn watch_converted<S: Peer>(
+        &self,
+        req: &Request,
+        stored: &TypeKey,
+        namespace: Option<&str>,
+        api_version: &str,
+        convert: &dyn Fn(&str) -> Option<String>,
+        peer: &mut S,
+    ) -> Outcome;
+}
 
 fn outcome(r: std::io::Result<()>) -> Outcome {
     match r {
@@ -63,8 +84,8 @@ fn outcome(r: std::io::Result<()>) -> Outcome {
 }
 
 /// The CRD `tk` is a non-storage served version of, when it converts by webhook.
-fn conversion_of<'a>(shared: &'a Shared, tk: &TypeKey) -> Option<&'a Conversion> {
-    shared.opts().conversions.iter().find(|c| {
+fn conversion_of<'a>(shared: &'a impl ConversionHost, tk: &TypeKey) -> Option<&'a Conversion> {
+    shared.conversions().iter().find(|c| {
         c.storage.group == tk.group
             && c.storage.plural == tk.plural
             && c.others.contains(&tk.version)
@@ -111,7 +132,7 @@ fn conversion_error(message: String) -> Status {
 /// echoed, `Success`, one object of the desired version, with the same kind, name,
 /// namespace and uid; of the converted metadata only labels and annotations are taken.
 fn convert_one(
-    shared: &Shared,
+    shared: &impl ConversionHost,
     c: &Conversion,
     object: Value,
     desired: &str,
@@ -219,7 +240,7 @@ pub(crate) fn handle<S: Peer>(
     name: Option<&str>,
     subresource: Option<&str>,
     peer: &mut S,
-    shared: &Shared,
+    shared: &impl ConversionHost,
 ) -> Option<Outcome> {
     let c = conversion_of(shared, tk)?;
     let storage = TypeKey::of(&c.storage);
@@ -291,7 +312,7 @@ pub(crate) fn handle<S: Peer>(
 type Answer = (u16, String, Vec<String>);
 
 fn get(
-    shared: &Shared,
+    shared: &impl ConversionHost,
     c: &Conversion,
     storage: &TypeKey,
     namespace: Option<&str>,
@@ -313,7 +334,7 @@ fn get(
 /// watch cache of that version filters them.
 fn list(
     req: &Request,
-    shared: &Shared,
+    shared: &impl ConversionHost,
     c: &Conversion,
     storage: &TypeKey,
     namespace: Option<&str>,
@@ -397,7 +418,7 @@ fn list(
             key,
         );
         let cached = shared
-            .converted
+            .converted()
             .objects
             .lock()
             .get(&cache_key)
@@ -424,7 +445,7 @@ fn list(
                     });
                     st
                 })?;
-                let mut cache = shared.converted.objects.lock();
+                let mut cache = shared.converted().objects.lock();
                 // A page read at an older version never replaces a newer conversion.
                 if cache
                     .get(&cache_key)
@@ -451,7 +472,7 @@ fn list(
     if whole {
         // Forget what is no longer stored (bounded by the collection).
         let prefix = namespace.map(|ns| format!("{ns}/"));
-        let mut cache = shared.converted.objects.lock();
+        let mut cache = shared.converted().objects.lock();
         cache.retain(|(group, plural, version, key), _| {
             !(group == &storage.group
                 && plural == &storage.plural
@@ -491,7 +512,7 @@ fn list(
 #[allow(clippy::too_many_arguments)] // the request's parts, as `handle` got them
 fn write(
     req: &Request,
-    shared: &Shared,
+    shared: &impl ConversionHost,
     c: &Conversion,
     storage: &TypeKey,
     namespace: Option<&str>,
@@ -545,7 +566,7 @@ fn write(
 /// that fails, the watch is the list's 429 `storage is (re)initializing` (`Retry-After: 1`).
 fn rebuilt(
     req: &Request,
-    shared: &Shared,
+    shared: &impl ConversionHost,
     c: &Conversion,
     storage: &TypeKey,
     desired: &str,
@@ -555,7 +576,7 @@ fn rebuilt(
         storage.plural.clone(),
         desired.to_owned(),
     );
-    if !shared.converted.broken.lock().contains(&key) {
+    if !shared.converted().broken.lock().contains(&key) {
         return Ok(());
     }
     let whole = Request {
@@ -568,7 +589,7 @@ fn rebuilt(
         body: Vec::new(),
     };
     list(&whole, shared, c, storage, None, desired)?;
-    shared.converted.broken.lock().remove(&key);
+    shared.converted().broken.lock().remove(&key);
     Ok(())
 }
 
@@ -584,7 +605,7 @@ fn rebuilt(
 /// (the list's 429, see [`rebuilt`]).
 fn watch<S: Peer>(
     req: &Request,
-    shared: &Shared,
+    shared: &impl ConversionHost,
     c: &Conversion,
     storage: &TypeKey,
     namespace: Option<&str>,
@@ -612,9 +633,9 @@ fn watch<S: Peer>(
             desired.to_owned(),
             key,
         );
-        let _one_at_a_time = shared.converted.converting.lock();
+        let _one_at_a_time = shared.converted().converting.lock();
         let cached = shared
-            .converted
+            .converted()
             .objects
             .lock()
             .get(&cache_key)
@@ -624,14 +645,14 @@ fn watch<S: Peer>(
             Some(o) => o,
             None => {
                 let Ok(o) = convert_one(shared, c, object, desired) else {
-                    shared.converted.broken.lock().insert((
+                    shared.converted().broken.lock().insert((
                         storage.group.clone(),
                         storage.plural.clone(),
                         desired.to_owned(),
                     ));
                     return None;
                 };
-                let mut cache = shared.converted.objects.lock();
+                let mut cache = shared.converted().objects.lock();
                 // A watcher behind the others never replaces a newer conversion.
                 let newer = cache.get(&cache_key).is_some_and(|(at, _)| {
                     at.parse::<u64>().unwrap_or(0) > object_rv.parse::<u64>().unwrap_or(0)
@@ -648,7 +669,7 @@ fn watch<S: Peer>(
         map.remove("apiVersion");
         Some(out.to_string())
     };
-    super::handlers::watch_converted(req, storage, namespace, desired, &convert, peer, shared)
+    shared.watch_converted(req, storage, namespace, desired, &convert, peer)
 }
 
 /// A JSON or merge patch in another version (of the object or its `/status`), as
@@ -662,7 +683,7 @@ fn watch<S: Peer>(
 #[allow(clippy::too_many_arguments)] // the request's parts, as `handle` got them
 fn patch(
     req: &Request,
-    shared: &Shared,
+    shared: &impl ConversionHost,
     c: &Conversion,
     storage: &TypeKey,
     namespace: Option<&str>,

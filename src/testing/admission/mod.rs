@@ -13,6 +13,6 @@ pub(super) mod webhooks;
 
 // What the callouts take from the other rooms (their files name them `super::<module>`).
 use super::schemas::crd;
-use super::serving::{answers, handlers, http, server};
-use super::storage::{read_versions, store};
+use super::serving::{answers, http, peer};
+use super::storage::{db, read_versions, store};
 use super::writing::{json_patch, writes};

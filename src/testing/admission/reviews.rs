@@ -29,8 +29,9 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::answers::{write_status, Outcome};
+use super::db::Db;
 use super::http::{self, Request};
-use super::server::{Peer, Shared};
+use super::peer::Peer;
 use super::store::{rfc3339_in, TypeKey};
 use crate::api::{
     ApiResource, Status, SubjectAccessReview, SubjectAccessReviewSpec, TokenRequest, TokenReview,
@@ -261,11 +262,15 @@ fn with_meta(mut v: Value) -> Value {
 }
 
 /// Answers the review and token-request paths; `None` for any other request.
-pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> Option<Outcome> {
+pub(crate) fn handle<S: Peer>(
+    req: &Request,
+    peer: &mut S,
+    db: &Db,
+    ids: &Identities,
+) -> Option<Outcome> {
     if req.method != "POST" {
         return None;
     }
-    let ids = &shared.identities;
     match req.path.as_str() {
         "/apis/authentication.k8s.io/v1/tokenreviews" => {
             Some(match decode::<TokenReview>(req, "TokenReview") {
@@ -313,7 +318,7 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
             if name.contains('/') {
                 return None;
             }
-            Some(token_request(req, peer, shared, namespace, name))
+            Some(token_request(req, peer, db, ids, namespace, name))
         }
     }
 }
@@ -321,7 +326,8 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
 fn token_request<S: Peer>(
     req: &Request,
     peer: &mut S,
-    shared: &Shared,
+    db: &Db,
+    ids: &Identities,
     namespace: &str,
     name: &str,
 ) -> Outcome {
@@ -338,7 +344,7 @@ fn token_request<S: Peer>(
     }
     let sa = ApiResource::new("", "v1", "ServiceAccount", "serviceaccounts", true);
     let uid = {
-        let mut store = shared.store.lock();
+        let mut store = db.store.lock();
         match store.get(&TypeKey::of(&sa), Some(namespace), name) {
             Ok(stored) => serde_json::from_str::<Value>(&stored.json)
                 .ok()
@@ -352,10 +358,7 @@ fn token_request<S: Peer>(
             }
         }
     };
-    let (token, expires) =
-        shared
-            .identities
-            .issue(namespace, name, &uid, &request.spec.audiences, seconds);
+    let (token, expires) = ids.issue(namespace, name, &uid, &request.spec.audiences, seconds);
     if request.spec.audiences.is_empty() {
         request.spec.audiences = vec![API_AUDIENCE.to_string()];
     }

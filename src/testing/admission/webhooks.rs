@@ -6,15 +6,17 @@
 //! No store lock is held while a webhook is called: a webhook may call this server back
 //! (the sharding webhook lists Leases).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use ureq::tls::{RootCerts, TlsConfig, TlsProvider};
 
-use super::server::Shared;
+use super::db::Db;
+use super::reviews::Identities;
 use super::store::{DeleteOptions, TypeKey};
 use crate::api::Status;
 
@@ -98,9 +100,19 @@ pub(crate) struct Admitted {
     pub warnings: Vec<String>,
 }
 
+/// What calling webhooks needs of the server beside the store: who the caller is, and
+/// where a `clientConfig.service` lives. The server implements it; writes, patches,
+/// evictions and conversion pass it on, so that none of them depends on the server.
+pub(crate) trait AdmissionHost: std::ops::Deref<Target = Db> {
+    /// Known tokens and the authorisation rule (`reviews.rs`).
+    fn identities(&self) -> &Identities;
+    /// Webhook services (`clientConfig.service`): (namespace, name) to a base URL.
+    fn webhook_services(&self) -> &Mutex<HashMap<(String, String), String>>;
+}
+
 const CONFIG_GROUP: &str = "admissionregistration.k8s.io";
 
-fn configurations(shared: &Shared, plural: &str) -> Vec<Value> {
+fn configurations(shared: &impl AdmissionHost, plural: &str) -> Vec<Value> {
     let tk = TypeKey {
         group: CONFIG_GROUP.into(),
         version: "v1".into(),
@@ -119,12 +131,12 @@ fn configurations(shared: &Shared, plural: &str) -> Vec<Value> {
 }
 
 /// The `userInfo` of the request's caller (see `reviews.rs`).
-pub(crate) fn user_info(shared: &Shared, req: &super::http::Request) -> Value {
-    serde_json::to_value(shared.identities.requester(req)).unwrap_or(Value::Null)
+pub(crate) fn user_info(shared: &impl AdmissionHost, req: &super::http::Request) -> Value {
+    serde_json::to_value(shared.identities().requester(req)).unwrap_or(Value::Null)
 }
 
 /// Whether any webhook configuration exists (writes skip admission otherwise).
-pub(crate) fn configured(shared: &Shared) -> bool {
+pub(crate) fn configured(shared: &impl AdmissionHost) -> bool {
     let store = shared.store.lock();
     [
         "mutatingwebhookconfigurations",
@@ -147,7 +159,7 @@ pub(crate) fn configured(shared: &Shared) -> bool {
 /// Runs the mutating then the validating webhooks on a write (see the module docs).
 /// `object` is the object to be written (`None` for a delete), `old` the stored one.
 pub(crate) fn admit(
-    shared: &Shared,
+    shared: &impl AdmissionHost,
     a: &Attributes<'_>,
     object: Option<Value>,
     old: Option<&Value>,
@@ -505,7 +517,12 @@ fn review(a: &Attributes<'_>, kind: &str, object: Option<&Value>, old: Option<&V
 /// checks it (a response, the uid echoed, an `admission.k8s.io/v1` `AdmissionReview`, a
 /// patch and its type together, no patch from a validating hook). An error says why, in
 /// kube-apiserver's words.
-fn call(shared: &Shared, hook: &Value, review: &Value, mutating: bool) -> Result<Value, String> {
+fn call(
+    shared: &impl AdmissionHost,
+    hook: &Value,
+    review: &Value,
+    mutating: bool,
+) -> Result<Value, String> {
     let timeout = hook["timeoutSeconds"].as_u64().unwrap_or(10).clamp(1, 30);
     let answer = post(shared, &hook["clientConfig"], review, timeout)?;
     verify(&answer, &review["request"]["uid"], mutating)
@@ -556,7 +573,7 @@ fn verify(answer: &Value, want_uid: &Value, mutating: bool) -> Result<Value, Str
 }
 
 /// The URL of a webhook's `clientConfig` (its `?timeout=` not added).
-fn url_of(shared: &Shared, client_config: &Value) -> Result<String, String> {
+fn url_of(shared: &impl AdmissionHost, client_config: &Value) -> Result<String, String> {
     if let Some(url) = client_config["url"].as_str() {
         return Ok(url.to_owned());
     }
@@ -566,7 +583,7 @@ fn url_of(shared: &Shared, client_config: &Value) -> Result<String, String> {
     };
     let port = svc["port"].as_u64().unwrap_or(443);
     let base = shared
-        .webhook_services
+        .webhook_services()
         .lock()
         .get(&(ns.to_owned(), name.to_owned()))
         .cloned()
@@ -581,7 +598,7 @@ fn url_of(shared: &Shared, client_config: &Value) -> Result<String, String> {
 
 /// POSTs `body` to a `clientConfig` over HTTPS trusting its `caBundle`; the JSON answer.
 pub(crate) fn post(
-    shared: &Shared,
+    shared: &impl AdmissionHost,
     client_config: &Value,
     body: &Value,
     timeout_secs: u64,

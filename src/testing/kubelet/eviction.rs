@@ -40,8 +40,9 @@ use serde_json::{json, Value};
 
 use super::answers::{write_status, Outcome};
 use super::http::{self, Request};
-use super::server::{Peer, Shared};
+use super::peer::Peer;
 use super::store::{not_found, TypeKey};
+use super::webhooks::AdmissionHost;
 use super::writes;
 use crate::api::{Status, StatusCause, StatusDetails};
 
@@ -219,7 +220,7 @@ fn still_processing(pdb: &Value) -> Status {
 /// a dry run, the server itself counts one down, records the pod in `disruptedPods` and,
 /// at zero, sets `DisruptionAllowed=False` (`InsufficientPods`).
 fn count_down(
-    shared: &Shared,
+    shared: &impl AdmissionHost,
     ns: &str,
     pod: &str,
     pdb: &Value,
@@ -295,7 +296,7 @@ pub(crate) fn serve<S: Peer>(
     ns: &str,
     name: &str,
     peer: &mut S,
-    shared: &Shared,
+    shared: &impl AdmissionHost,
 ) -> Outcome {
     let eviction: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,

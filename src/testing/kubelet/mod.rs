@@ -1,6 +1,7 @@
 //! The pod room: what a node and its kubelet do for the test server's pods.
 //!
-//! Running pods and nodes in one call (`pods.rs`), pod logs from a container log the test
+//! Running pods and nodes in one call (`pods.rs`; `ApiServer`'s methods for them and for the
+//! logs are the server room's `kubelet_api.rs`), pod logs from a container log the test
 //! writes (`pod_logs.rs`), evictions against PodDisruptionBudgets (`eviction.rs`), and with
 //! the `ws` feature exec, attach and port-forward (`pod_exec.rs`) reaching a container
 //! [`Runtime`](super::Runtime) (`runtime.rs`) with an in-memory filesystem for `kubectl cp`
@@ -18,6 +19,7 @@ pub(super) mod pods;
 pub mod runtime;
 
 // What the pods take from the other rooms (their files name them `super::<module>`).
-use super::serving::{answers, http, server};
-use super::storage::store;
+use super::admission::webhooks;
+use super::serving::{answers, http, peer};
+use super::storage::{db, store};
 use super::writing::writes;

@@ -15,16 +15,16 @@
 
 use std::io::{BufReader, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver};
 use serde_json::{json, Value};
 
 use super::answers::write_status;
+use super::db::Db;
 use super::http::Request;
-use super::runtime::{Behaviour, ExecInput};
-use super::server::{Peer, Shared};
+use super::peer::Peer;
+use super::runtime::{Behaviour, ExecInput, Runtime};
 use super::store::TypeKey;
 use crate::api::Status;
 use crate::client::duplex::Duplex;
@@ -46,7 +46,7 @@ enum Proto {
 }
 
 /// Serves one upgrade request on its connection, to the end of the session.
-pub(crate) fn serve<S: Peer>(req: &Request, mut reader: BufReader<S>, shared: &Shared) {
+pub(crate) fn serve<S: Peer>(req: &Request, mut reader: BufReader<S>, db: &Db, runtime: &Runtime) {
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     let ["api", "v1", "namespaces", ns, "pods", pod, sub] = segs.as_slice() else {
         let st = Status::failure(
@@ -58,7 +58,7 @@ pub(crate) fn serve<S: Peer>(req: &Request, mut reader: BufReader<S>, shared: &S
         return;
     };
     let (ns, pod, sub) = (ns.to_string(), pod.to_string(), sub.to_string());
-    let stored = shared.store.lock().get(
+    let stored = db.store.lock().get(
         &TypeKey::of(&crate::api::ApiResource::new("", "v1", "Pod", "pods", true)),
         Some(&ns),
         &pod,
@@ -145,7 +145,6 @@ pub(crate) fn serve<S: Peer>(req: &Request, mut reader: BufReader<S>, shared: &S
     {
         return;
     }
-    let runtime = &shared.runtime;
     let dropped = runtime.session_starts();
     let leftover = reader.buffer().to_vec();
     let (sock, tls) = reader.into_inner().into_parts();
@@ -220,7 +219,8 @@ pub(crate) fn serve<S: Peer>(req: &Request, mut reader: BufReader<S>, shared: &S
         writer: &writer,
         events: &events,
         proto,
-        shared,
+        db,
+        runtime,
     };
     if sub == "portforward" {
         session.port_forward(port, target, &ns, &pod);
@@ -239,7 +239,8 @@ struct Session<'a> {
     writer: &'a WsWriter,
     events: &'a Receiver<Received>,
     proto: Proto,
-    shared: &'a Shared,
+    db: &'a Db,
+    runtime: &'a Runtime,
 }
 
 impl Session<'_> {
@@ -272,7 +273,7 @@ impl Session<'_> {
             match self.events.recv_timeout(Duration::from_millis(200)) {
                 Ok(m) => return Some(m),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                    if self.shared.stopped.load(Ordering::SeqCst) {
+                    if self.db.stopping() {
                         return None;
                     }
                 }
@@ -308,7 +309,7 @@ impl Session<'_> {
         };
         if attach {
             let (tx, pushed) = crossbeam_channel::bounded::<Vec<u8>>(64);
-            self.shared.runtime.subscribe(ns, pod, tx);
+            self.runtime.subscribe(ns, pod, tx);
             loop {
                 select! {
                     recv(self.events) -> m => match m {
@@ -321,11 +322,11 @@ impl Session<'_> {
                         Ok(Received::Closed(_)) | Err(_) => return,
                     },
                     recv(pushed) -> m => if let Ok(b) = m { if !b.is_empty() && stdout { self.send(1, &b); } },
-                    default(Duration::from_millis(200)) => if self.shared.stopped.load(Ordering::SeqCst) { return; },
+                    default(Duration::from_millis(200)) => if self.db.stopping() { return; },
                 }
             }
         }
-        let behaviour = self.shared.runtime.find(&input.argv);
+        let behaviour = self.runtime.find(&input.argv);
         let Some(behaviour) = behaviour else {
             let name = input.argv.first().cloned().unwrap_or_default();
             let m = format!("error executing command in container: exec: {name:?}: executable file not found in $PATH");
@@ -356,7 +357,7 @@ impl Session<'_> {
                             }
                             Some((4, size)) => {
                                 if let Some(size) = terminal_size(size) {
-                                    self.shared.runtime.record_size(size);
+                                    self.runtime.record_size(size);
                                 }
                             }
                             Some((255, [0])) => {
@@ -383,7 +384,7 @@ impl Session<'_> {
                     Some((255, [0])) => stdin_open = false,
                     Some((4, size)) => {
                         if let Some(size) = terminal_size(size) {
-                            self.shared.runtime.record_size(size);
+                            self.runtime.record_size(size);
                             input.sizes.push(size);
                         }
                     }
@@ -408,7 +409,7 @@ impl Session<'_> {
             }
             o = crlf;
         }
-        if let Some(at) = self.shared.runtime.take_cut() {
+        if let Some(at) = self.runtime.take_cut() {
             for chunk in o[..at.min(o.len())].chunks(32 * 1024) {
                 self.send(1, chunk);
             }

@@ -36,8 +36,9 @@ use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Value};
 
 use super::answers::{write_status, Outcome};
+use super::db::Db;
 use super::http::Request;
-use super::server::{ApiServer, Peer, Shared};
+use super::peer::Peer;
 use super::store::{not_found, TypeKey};
 use crate::api::{Status, StatusCause, StatusDetails};
 use crate::pod::LogTime;
@@ -71,25 +72,21 @@ struct ContainerLog {
     terminated: bool,
 }
 
+/// What serving logs needs of the server beside the store: the logs. The server
+/// implements it.
+pub(crate) trait LogsHost: std::ops::Deref<Target = Db> {
+    fn pod_logs(&self) -> &PodLogs;
+}
+
 fn key(ns: &str, pod: &str, container: &str) -> (String, String, String) {
     (ns.to_owned(), pod.to_owned(), container.to_owned())
 }
 
-impl ApiServer {
-    fn pod_logs(&self) -> &PodLogs {
-        &self.shared().pod_logs
-    }
-
-    /// Appends lines (one per `\n`-separated part) to a container's log, timed now; a
-    /// follow in progress sends them at once.
-    pub fn append_log(&self, namespace: &str, pod: &str, container: &str, text: &str) {
-        let now = LogTime::from_system_time(SystemTime::now());
-        self.append_log_at(namespace, pod, container, now, text);
-    }
-
-    /// Appends lines timed `time` (the kubelet's times never go backwards: give them in
-    /// order). For tests of several lines within one second, identical lines included.
-    pub fn append_log_at(
+/// The log side of `ApiServer`'s log methods (`serving/kubelet_api.rs` holds the public
+/// ones and their docs); each wakes the follows it concerns.
+impl PodLogs {
+    /// Appends lines (one per `\n`-separated part) timed `time`.
+    pub(crate) fn append_at(
         &self,
         namespace: &str,
         pod: &str,
@@ -97,8 +94,7 @@ impl ApiServer {
         time: LogTime,
         text: &str,
     ) {
-        let logs = self.pod_logs();
-        let mut st = logs.state.lock();
+        let mut st = self.state.lock();
         let c = st
             .containers
             .entry(key(namespace, pod, container))
@@ -107,17 +103,13 @@ impl ApiServer {
             c.lines.push((time, line.to_owned(), true));
         }
         drop(st);
-        logs.changed.notify_all();
+        self.changed.notify_all();
     }
 
-    /// Writes `text` timed now as the container's stdout does: lines end where `text` has a
-    /// newline, and what follows the last one stays an open line (no newline sent; the next
-    /// write continues it, without a time of its own). `write_log(.., "done")` then
-    /// [`terminate_container`](Self::terminate_container) is `printf done; exit`.
-    pub fn write_log(&self, namespace: &str, pod: &str, container: &str, text: &str) {
+    /// Writes `text` timed now as a container's stdout does (the last part stays open).
+    pub(crate) fn write(&self, namespace: &str, pod: &str, container: &str, text: &str) {
         let now = LogTime::from_system_time(SystemTime::now());
-        let logs = self.pod_logs();
-        let mut st = logs.state.lock();
+        let mut st = self.state.lock();
         let c = st
             .containers
             .entry(key(namespace, pod, container))
@@ -131,92 +123,84 @@ impl ApiServer {
             c.lines.push((now, part.to_owned(), ended));
         }
         drop(st);
-        logs.changed.notify_all();
+        self.changed.notify_all();
     }
 
-    /// Sets the log of the container's previous (terminated) instance, as after a restart:
-    /// `previous=true` reads it.
-    pub fn set_previous_log(&self, namespace: &str, pod: &str, container: &str, lines: &[&str]) {
+    /// Sets the log of the container's previous instance.
+    pub(crate) fn set_previous(&self, namespace: &str, pod: &str, container: &str, lines: &[&str]) {
         let now = LogTime::from_system_time(SystemTime::now());
-        let mut st = self.pod_logs().state.lock();
+        let mut st = self.state.lock();
         st.containers
             .entry(key(namespace, pod, container))
             .or_default()
             .previous = Some(lines.iter().map(|l| (now, (*l).to_owned(), true)).collect());
     }
 
-    /// The container exits with `exit_code`: its status in the pod says `terminated`, and
-    /// every follow of its log ends cleanly after the last line.
-    pub fn terminate_container(&self, namespace: &str, pod: &str, container: &str, exit_code: i32) {
-        let pods = super::pods::pods();
-        if let Ok(mut p) = self.get(&pods, Some(namespace), pod) {
-            let reason = if exit_code == 0 { "Completed" } else { "Error" };
-            let state = json!({"terminated": {"exitCode": exit_code, "reason": reason,
-                "finishedAt": super::store::rfc3339_now()}});
-            let mut found = false;
-            for list in STATUS_LISTS {
-                if let Some(list) = p
-                    .pointer_mut(&format!("/status/{list}"))
-                    .and_then(Value::as_array_mut)
-                {
-                    for s in list.iter_mut() {
-                        if s.get("name").and_then(Value::as_str) == Some(container) {
-                            s["state"] = state.clone();
-                            s["ready"] = json!(false);
-                            found = true;
-                        }
-                    }
-                }
-            }
-            if !found {
-                if !p["status"].is_object() {
-                    p["status"] = json!({});
-                }
-                // The status list of the spec list that names the container.
-                let list_name = [
-                    ("initContainers", "initContainerStatuses"),
-                    ("ephemeralContainers", "ephemeralContainerStatuses"),
-                ]
-                .into_iter()
-                .find(|(spec, _)| names(&p, spec).iter().any(|n| n == container))
-                .map_or("containerStatuses", |(_, status)| status);
-                let list = p["status"][list_name].take();
-                let mut list = list.as_array().cloned().unwrap_or_default();
-                list.push(
-                    json!({"name": container, "ready": false, "restartCount": 0, "state": state}),
-                );
-                p["status"][list_name] = Value::Array(list);
-            }
-            let _ = self.update(&pods, p);
-        }
-        let logs = self.pod_logs();
-        logs.state
+    /// The container's log ends: every follow of it ends cleanly after the last line.
+    pub(crate) fn terminate(&self, namespace: &str, pod: &str, container: &str) {
+        self.state
             .lock()
             .containers
             .entry(key(namespace, pod, container))
             .or_default()
             .terminated = true;
-        logs.changed.notify_all();
+        self.changed.notify_all();
     }
 
-    /// A kubelet restart: every log follow being served drops at once (its chunked body cut,
-    /// no last chunk). The logs stay; new requests are served as before.
-    pub fn drop_log_streams(&self) {
-        let logs = self.pod_logs();
-        logs.state.lock().drops += 1;
-        logs.changed.notify_all();
+    /// Every follow being served drops at once.
+    pub(crate) fn drop_streams(&self) {
+        self.state.lock().drops += 1;
+        self.changed.notify_all();
     }
 
-    /// The next log answer (follow or not) is cut after `bytes` bytes of its body: the
-    /// connection drops with no end of the chunked body, as when the kubelet restarts
-    /// mid-read.
-    pub fn cut_next_log(&self, bytes: usize) {
-        self.pod_logs().state.lock().cut_next = Some(bytes);
+    /// The next log answer is cut after `bytes` bytes of its body.
+    pub(crate) fn cut_next(&self, bytes: usize) {
+        self.state.lock().cut_next = Some(bytes);
     }
 
-    /// How many log follows are being served now (for tests that wait for one to start).
-    pub fn log_streams_open(&self) -> usize {
-        self.pod_logs().state.lock().open
+    /// How many follows are being served now.
+    pub(crate) fn streams_open(&self) -> usize {
+        self.state.lock().open
+    }
+}
+
+/// Marks `container` terminated with `exit_code` in a pod's status (in the status list of
+/// the spec list that names it; `containerStatuses` when none does), as the kubelet does.
+pub(crate) fn terminated_status(p: &mut Value, container: &str, exit_code: i32) {
+    let reason = if exit_code == 0 { "Completed" } else { "Error" };
+    let state = json!({"terminated": {"exitCode": exit_code, "reason": reason,
+        "finishedAt": super::store::rfc3339_now()}});
+    let mut found = false;
+    for list in STATUS_LISTS {
+        if let Some(list) = p
+            .pointer_mut(&format!("/status/{list}"))
+            .and_then(Value::as_array_mut)
+        {
+            for s in list.iter_mut() {
+                if s.get("name").and_then(Value::as_str) == Some(container) {
+                    s["state"] = state.clone();
+                    s["ready"] = json!(false);
+                    found = true;
+                }
+            }
+        }
+    }
+    if !found {
+        if !p["status"].is_object() {
+            p["status"] = json!({});
+        }
+        // The status list of the spec list that names the container.
+        let list_name = [
+            ("initContainers", "initContainerStatuses"),
+            ("ephemeralContainers", "ephemeralContainerStatuses"),
+        ]
+        .into_iter()
+        .find(|(spec, _)| names(p, spec).iter().any(|n| n == container))
+        .map_or("containerStatuses", |(_, status)| status);
+        let list = p["status"][list_name].take();
+        let mut list = list.as_array().cloned().unwrap_or_default();
+        list.push(json!({"name": container, "ready": false, "restartCount": 0, "state": state}));
+        p["status"][list_name] = Value::Array(list);
     }
 }
 
@@ -433,7 +417,7 @@ pub(crate) fn serve<S: Peer>(
     ns: &str,
     name: &str,
     peer: &mut S,
-    shared: &Shared,
+    shared: &impl LogsHost,
 ) -> Outcome {
     let o = match options(req, name) {
         Ok(o) => o,
@@ -471,7 +455,7 @@ pub(crate) fn serve<S: Peer>(
             Outcome::Close
         };
     }
-    let logs = &shared.pod_logs;
+    let logs = shared.pod_logs();
     let k = key(ns, name, &container);
     let (lines, mut sent, drops, terminated) = {
         let st = logs.state.lock();
@@ -557,19 +541,19 @@ fn finish<S: Peer>(peer: &mut S) -> Outcome {
 /// kubelet "restarts" (cut), the client leaves or the server stops.
 fn follow<S: Peer>(
     peer: &mut S,
-    shared: &Shared,
+    shared: &impl LogsHost,
     k: &(String, String, String),
     sent: &mut usize,
     drops: u64,
     timestamps: bool,
     send: &mut impl FnMut(&mut S, &mut Vec<u8>) -> io::Result<bool>,
 ) -> Outcome {
-    let logs = &shared.pod_logs;
+    let logs = shared.pod_logs();
     loop {
         let new = {
             let mut st = logs.state.lock();
             loop {
-                if shared.stopped.load(std::sync::atomic::Ordering::SeqCst) || st.drops != drops {
+                if shared.stopping() || st.drops != drops {
                     drop(st);
                     peer.drop_connection();
                     return Outcome::Close;

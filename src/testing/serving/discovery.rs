@@ -20,18 +20,17 @@
 //! digits, quoted); the body is sent with a `Content-Length` (the real one is chunked).
 
 use std::io::{self, Write};
-use std::sync::atomic::Ordering;
 
 use serde_json::{json, Value};
 
 use super::answers::Outcome;
+use super::builtins::BUILTINS;
+use super::db::Db;
 use super::http::Request;
 use super::resources::is_builtin_group;
-use super::server::Shared;
 use super::store::TypeKey;
 use crate::api::ApiResource;
 
-const BUILTINS: &str = include_str!("discovery_builtins.json");
 const AGGREGATED_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 const CRD_VERBS: [&str; 8] = [
@@ -46,7 +45,22 @@ const CRD_VERBS: [&str; 8] = [
 ];
 
 /// Answers a discovery request; `None` when the path is not one.
-pub(crate) fn handle<W: Write>(req: &Request, peer: &mut W, shared: &Shared) -> Option<Outcome> {
+/// What discovery needs of the server beside the store: the resources and short names it
+/// was built with, and whether it answers aggregated discovery. The server implements it.
+pub(crate) trait DiscoveryHost: std::ops::Deref<Target = Db> {
+    /// The resources given to the builder (`ApiServerBuilder::resource`).
+    fn configured_resources(&self) -> &[ApiResource];
+    /// The short names given to the builder (`ApiServerBuilder::short_names`).
+    fn configured_short_names(&self) -> &[(ApiResource, Vec<String>)];
+    /// Whether `/api` and `/apis` answer aggregated discovery when asked for it.
+    fn aggregated_discovery(&self) -> bool;
+}
+
+pub(crate) fn handle<W: Write>(
+    req: &Request,
+    peer: &mut W,
+    shared: &impl DiscoveryHost,
+) -> Option<Outcome> {
     if req.method != "GET" {
         return None;
     }
@@ -138,7 +152,7 @@ fn write<W: Write>(
 }
 
 /// `/api` or `/apis`: aggregated when asked for and enabled, legacy otherwise.
-fn root(req: &Request, shared: &Shared, core: bool) -> Answer {
+fn root(req: &Request, shared: &impl DiscoveryHost, core: bool) -> Answer {
     let groups = model(shared);
     let wants_v2 = req.header("accept").is_some_and(|a| {
         a.split(',').any(|t| {
@@ -152,7 +166,7 @@ fn root(req: &Request, shared: &Shared, core: bool) -> Answer {
         .iter()
         .filter(|g| g.name.is_empty() == core)
         .collect();
-    if wants_v2 && shared.aggregated_discovery.load(Ordering::SeqCst) {
+    if wants_v2 && shared.aggregated_discovery() {
         let items: Vec<Value> = mine
             .iter()
             .map(|g| {
@@ -200,7 +214,7 @@ fn legacy_group(g: &Group) -> Value {
 }
 
 /// `/apis/G`: the `APIGroup`.
-fn group_doc(shared: &Shared, group: &str) -> Answer {
+fn group_doc(shared: &impl DiscoveryHost, group: &str) -> Answer {
     match model(shared)
         .iter()
         .find(|g| g.name == group && !group.is_empty())
@@ -218,7 +232,7 @@ fn group_doc(shared: &Shared, group: &str) -> Answer {
 }
 
 /// `/api/v1`, `/apis/G/V`: the legacy `APIResourceList`, subresources as `plural/sub`.
-fn resource_list(shared: &Shared, group: &str, version: &str) -> Answer {
+fn resource_list(shared: &impl DiscoveryHost, group: &str, version: &str) -> Answer {
     let groups = model(shared);
     let Some(resources) = groups
         .iter()
@@ -275,27 +289,6 @@ fn resource_list(shared: &Shared, group: &str, version: &str) -> Answer {
     Answer::Json(doc)
 }
 
-/// The kind of a built-in resource as the captured discovery documents name it
-/// (`configmaps` -> `ConfigMap`), for objects of a resource nobody registered.
-pub(crate) fn builtin_kind(tk: &TypeKey) -> Option<String> {
-    static BUILTIN: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    let builtins = BUILTIN.get_or_init(|| serde_json::from_str(BUILTINS).unwrap_or(Value::Null));
-    let doc = if tk.group.is_empty() { "api" } else { "apis" };
-    let group = builtins[doc]["items"]
-        .as_array()?
-        .iter()
-        .find(|g| g["metadata"]["name"].as_str().unwrap_or("") == tk.group)?;
-    let version = group["versions"]
-        .as_array()?
-        .iter()
-        .find(|v| v["version"] == tk.version.as_str())?;
-    let resource = version["resources"]
-        .as_array()?
-        .iter()
-        .find(|r| r["resource"] == tk.plural.as_str())?;
-    resource["responseKind"]["kind"].as_str().map(str::to_owned)
-}
-
 struct Group {
     name: String,
     /// Versions (preferred first) and their aggregated resource entries.
@@ -303,7 +296,7 @@ struct Group {
 }
 
 /// The built-ins, then the registered resources they do not already list.
-fn model(shared: &Shared) -> Vec<Group> {
+fn model(shared: &impl DiscoveryHost) -> Vec<Group> {
     let builtins: Value = serde_json::from_str(BUILTINS).unwrap_or(Value::Null);
     let mut groups: Vec<Group> = Vec::new();
     for doc in ["api", "apis"] {
@@ -332,8 +325,7 @@ fn model(shared: &Shared) -> Vec<Group> {
         let store = shared.store.lock();
         let defined: Vec<_> = store.serving.defined().cloned().collect();
         let removed = shared
-            .opts()
-            .resources
+            .configured_resources()
             .iter()
             .map(TypeKey::of)
             .filter(|tk| store.serving.is_removed(tk))
@@ -341,8 +333,7 @@ fn model(shared: &Shared) -> Vec<Group> {
         (defined, removed)
     };
     let resources = shared
-        .opts()
-        .resources
+        .configured_resources()
         .iter()
         .map(|ar| (ar, None))
         .chain(defined.iter().map(|(ar, short)| (ar, Some(short))));
@@ -407,8 +398,7 @@ fn model(shared: &Shared) -> Vec<Group> {
         let short: Vec<&String> = match defined_short_names {
             Some(names) => names.iter().collect(),
             None => shared
-                .opts()
-                .short_names
+                .configured_short_names()
                 .iter()
                 .filter(|(a, _)| TypeKey::of(a) == tk)
                 .flat_map(|(_, n)| n)

@@ -16,10 +16,11 @@ use super::answers::{
 use super::faults::{Fault, Target};
 use super::http::{self, ChunkedWriter, Request};
 use super::metadata;
+use super::peer::Peer;
 #[cfg(feature = "protobuf")]
 use super::protobuf_answers::Shape;
 use super::read_versions::{self, ListAt};
-use super::server::{Peer, Shared};
+use super::server::Shared;
 use super::store::{EventType, Filter, StoredObject, TypeKey};
 use super::writes;
 use crate::api::{ListMeta, Status};
@@ -105,7 +106,7 @@ pub(crate) fn handle<S: Peer>(req: &Request, peer: &mut S, shared: &Shared) -> O
         );
         return outcome(http::write_response(peer, 200, &[], body.as_bytes()));
     }
-    if let Some(outcome) = super::reviews::handle(req, peer, shared) {
+    if let Some(outcome) = super::reviews::handle(req, peer, shared, &shared.identities) {
         return outcome;
     }
     if let Some(outcome) = super::discovery::handle(req, peer, shared) {

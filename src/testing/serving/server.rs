@@ -5,21 +5,27 @@
 //! idle watches end at once.
 
 use std::collections::HashMap;
-use std::io::{BufReader, Read, Write};
+use std::io::BufReader;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::conversion::ConversionHost;
+use super::db::Db;
+use super::discovery::DiscoveryHost;
 use super::faults::{Fault, Faults, Target};
 use super::http;
+use super::peer::Peer;
+use super::pod_logs::LogsHost;
 use super::resources::Subresources;
 use super::store::{Store, TypeKey};
 use super::tls;
+use super::webhooks::AdmissionHost;
 use super::{answers, handlers};
 use crate::api::{ApiResource, Status};
 use crate::client::{Auth, ClientConfig, Identity, Secret};
@@ -245,10 +251,9 @@ impl std::fmt::Debug for Backup {
 
 /// State shared by the server's threads.
 pub(crate) struct Shared {
-    pub store: Mutex<Store>,
-    /// Notified on every write and on stop; watches wait on it.
-    pub changed: Condvar,
-    pub stopped: AtomicBool,
+    /// The store, its change notification and the stop flag: what every room takes
+    /// (`storage/db.rs`); reached through `Deref` as `shared.store`, `shared.changed`.
+    pub db: Db,
     /// Set while the server is down ([`ApiServer::go_down`]): the accept loop ends.
     down: AtomicBool,
     pub faults: Mutex<Faults>,
@@ -283,13 +288,63 @@ impl Shared {
     pub(crate) fn take_fault(&self, kind: Target, continued: bool) -> Option<Fault> {
         self.faults.lock().take(kind, continued)
     }
+}
 
-    pub(crate) fn opts(&self) -> &ApiServerBuilder {
-        &self.opts
+impl std::ops::Deref for Shared {
+    type Target = Db;
+
+    fn deref(&self) -> &Db {
+        &self.db
     }
+}
 
-    pub(crate) fn notify(&self) {
-        self.changed.notify_all();
+// What each room needs of the server, given by the server: the rooms name the traits, the
+// server implements them, so that no room depends on the server.
+
+impl AdmissionHost for Shared {
+    fn identities(&self) -> &super::reviews::Identities {
+        &self.identities
+    }
+    fn webhook_services(&self) -> &Mutex<HashMap<(String, String), String>> {
+        &self.webhook_services
+    }
+}
+
+impl ConversionHost for Shared {
+    fn conversions(&self) -> &[super::crd::Conversion] {
+        &self.opts.conversions
+    }
+    fn converted(&self) -> &super::conversion::Converted {
+        &self.converted
+    }
+    fn watch_converted<S: Peer>(
+        &self,
+        req: &http::Request,
+        stored: &TypeKey,
+        namespace: Option<&str>,
+        api_version: &str,
+        convert: &dyn Fn(&str) -> Option<String>,
+        peer: &mut S,
+    ) -> answers::Outcome {
+        handlers::watch_converted(req, stored, namespace, api_version, convert, peer, self)
+    }
+}
+
+impl DiscoveryHost for Shared {
+    fn configured_resources(&self) -> &[ApiResource] {
+        &self.opts.resources
+    }
+    fn configured_short_names(&self) -> &[(ApiResource, Vec<String>)] {
+        &self.opts.short_names
+    }
+    fn aggregated_discovery(&self) -> bool {
+        self.aggregated_discovery.load(Ordering::SeqCst)
+    }
+}
+
+impl LogsHost for Shared {
+    fn pod_logs(&self) -> &super::pod_logs::PodLogs {
+        &self.pod_logs
     }
 }
 
@@ -340,9 +395,7 @@ impl ApiServer {
             store.collection(&TypeKey::of(ar)).info.schema = Some(schema.clone());
         }
         let shared = Arc::new(Shared {
-            store: Mutex::new(store),
-            changed: Condvar::new(),
-            stopped: AtomicBool::new(false),
+            db: Db::new(store),
             down: AtomicBool::new(false),
             faults: Mutex::new(Faults::default()),
             streaming_list_supported: AtomicBool::new(true),
@@ -964,19 +1017,6 @@ fn accept_loop(
     }
 }
 
-/// What a connection knows about its peer.
-pub(crate) trait Peer: Read + Write {
-    /// True when the client presented a certificate the server verified.
-    fn has_client_certificate(&self) -> bool;
-    /// Drops the connection at once (for fault injection).
-    fn drop_connection(&mut self);
-    /// True when the client has closed its side (checked without blocking).
-    fn peer_closed(&self) -> bool;
-    /// The socket and its TLS state, for a connection upgraded to a WebSocket.
-    #[cfg(feature = "ws")]
-    fn into_parts(self) -> (TcpStream, Option<rustls::Connection>);
-}
-
 fn tcp_peer_closed(s: &TcpStream) -> bool {
     let _ = s.set_nonblocking(true);
     let mut b = [0u8; 1];
@@ -1068,7 +1108,7 @@ fn serve_connection<S: Peer>(stream: S, shared: &Shared) {
         }
         #[cfg(feature = "ws")]
         if super::pod_exec::wants(&req) {
-            super::pod_exec::serve(&req, reader, shared);
+            super::pod_exec::serve(&req, reader, shared, &shared.runtime);
             return;
         }
         let keep = req.keep_alive();

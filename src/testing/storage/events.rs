@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::store::TypeKey;
+use super::type_key::TypeKey;
 use crate::api::{Status, StatusCause, StatusDetails};
 
 fn is_events(tk: &TypeKey) -> Option<bool> {

@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use super::store::TypeKey;
+use super::type_key::TypeKey;
 
 /// The subresources a resource serves besides its main endpoint.
 ///

@@ -16,8 +16,10 @@ use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
-use super::patch::merge_patch;
+use super::managed_fields::{Schema, Writer};
+use super::merge_patch::merge_patch;
 use super::resources::{is_builtin_group, ResourceInfo, Subresources};
+pub(crate) use super::type_key::TypeKey;
 use super::validation::{self, FieldError, Write};
 use crate::api::{ApiResource, LabelSelector, Status, StatusDetails, StringMap};
 
@@ -137,32 +139,6 @@ pub(crate) enum Deleted {
     Pending(Stored),
 }
 
-/// Which part of the API a request addresses.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct TypeKey {
-    pub group: String,
-    pub version: String,
-    pub plural: String,
-}
-
-impl TypeKey {
-    pub fn of(ar: &ApiResource) -> Self {
-        TypeKey {
-            group: ar.group.clone(),
-            version: ar.version.clone(),
-            plural: ar.plural.clone(),
-        }
-    }
-
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
-    }
-}
-
 /// All objects of one resource.
 #[derive(Debug)]
 pub(crate) struct Collection {
@@ -183,7 +159,7 @@ impl Collection {
     fn new(tk: &TypeKey, kind: Option<&str>) -> Self {
         let kind = kind
             .map(str::to_owned)
-            .or_else(|| super::discovery::builtin_kind(tk))
+            .or_else(|| super::builtins::builtin_kind(&tk.group, &tk.version, &tk.plural))
             .unwrap_or_else(|| guess_kind(&tk.plural));
         Collection {
             kind,
@@ -1351,7 +1327,7 @@ impl Store {
         let Some(manager) = o.field_manager.as_deref() else {
             return;
         };
-        let mut w = super::patch::writer(tk, builtin, o, manager);
+        let mut w = writer(tk, builtin, o, manager);
         w.schema.crd = self.collection(tk).info.schema.clone().map(Arc::new);
         // An object stored by a Rust-side write may lack the defaults: compared as if it had
         // them, so filling them in is nobody's change.
@@ -1884,6 +1860,17 @@ pub(crate) fn rfc3339_in(secs: i64) -> String {
         "{}Z",
         crate::config::time::format_date_time(i64::try_from(secs).unwrap_or(i64::MAX))
     )
+}
+
+/// Who is writing through `o`, for the managed fields of `tk`.
+pub(crate) fn writer(tk: &TypeKey, builtin: bool, o: &WriteOptions, manager: &str) -> Writer {
+    Writer {
+        manager: manager.to_owned(),
+        subresource: o.subresource.clone().unwrap_or_default(),
+        api_version: tk.api_version(),
+        schema: Schema::builtin(builtin),
+        time: rfc3339_now(),
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub(super) mod apply;
 pub(super) mod crd_version;
 pub(crate) mod json_patch;
 pub(super) mod managed_fields;
+pub(super) mod merge_patch;
 pub(super) mod patch;
 pub(super) mod scale;
 pub(super) mod strategic_merge;
@@ -19,5 +20,5 @@ pub(super) mod writes;
 // What the writes take from the other rooms (their files name them `super::<module>`).
 use super::admission::webhooks;
 use super::schemas::{crd, crd_defaults, crd_lifecycle, duplicate_fields, validation};
-use super::serving::{answers, http, server};
+use super::serving::{answers, http};
 use super::storage::{events, resources, store};

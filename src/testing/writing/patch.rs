@@ -23,8 +23,8 @@ use serde_json::{Map, Value};
 use super::apply::{self, Applied, ApplyRequest};
 use super::http::Request;
 use super::json_patch::{self, PatchError};
-use super::managed_fields::{Schema, Writer};
-use super::store::{not_found, object_status, rfc3339_now, Store, TypeKey, WriteOptions, Written};
+use super::merge_patch::merge_patch;
+use super::store::{not_found, object_status, writer, Store, TypeKey, WriteOptions, Written};
 use super::strategic_merge;
 use crate::api::{Status, StatusDetails};
 
@@ -135,17 +135,6 @@ pub(crate) fn patched(ty: PatchType, current: &Value, body: &[u8]) -> Result<Val
     }
 }
 
-/// Who is writing through `o`, for the managed fields of `tk`.
-pub(crate) fn writer(tk: &TypeKey, builtin: bool, o: &WriteOptions, manager: &str) -> Writer {
-    Writer {
-        manager: manager.to_owned(),
-        subresource: o.subresource.clone().unwrap_or_default(),
-        api_version: tk.api_version(),
-        schema: Schema::builtin(builtin),
-        time: rfc3339_now(),
-    }
-}
-
 /// Server-side apply of `req`'s body to `name`: created (201) when missing, else merged
 /// (200); `o` are the request's write options.
 pub(crate) fn apply_patch(
@@ -242,26 +231,6 @@ fn namespace_exists(store: &mut Store, ns: &str) -> Result<(), Status> {
         "namespaces",
         ns,
     ))
-}
-
-/// RFC 7386 JSON merge patch: objects merge key by key, `null` deletes, anything else
-/// (lists included) replaces.
-pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
-    let Value::Object(p) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    let Value::Object(t) = target else { return };
-    for (k, v) in p {
-        if v.is_null() {
-            t.remove(k);
-        } else {
-            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-        }
-    }
 }
 
 #[cfg(test)]

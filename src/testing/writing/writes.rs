@@ -12,11 +12,11 @@ use super::http::Request;
 use super::managed_fields;
 use super::patch;
 use super::scale;
-use super::server::Shared;
 use super::store::{
     not_found, DeleteOptions, Deleted, FieldValidation, Filter, Store, TypeKey, WriteOptions,
     Written,
 };
+use super::webhooks::AdmissionHost;
 use crate::api::{Status, StatusCause, StatusDetails};
 
 /// Where a write points (the handlers' route, without its helpers).
@@ -184,7 +184,7 @@ fn json_body(req: &Request) -> Result<Value, Status> {
 /// of its decoding (see `crd_version.rs`).
 fn other_version(
     t: &Address<'_>,
-    shared: &Shared,
+    shared: &impl AdmissionHost,
     body: &Value,
     o: &WriteOptions,
 ) -> Option<Answer> {
@@ -200,7 +200,11 @@ fn other_version(
 }
 
 /// Answers one write request (POST, PUT, PATCH, DELETE).
-pub(crate) fn write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
+pub(crate) fn write(
+    req: &Request,
+    t: &Address<'_>,
+    shared: &impl AdmissionHost,
+) -> Result<Answer, Status> {
     let info = shared.store.lock().collection(t.tk).info.clone();
     match t.subresource {
         None => {}
@@ -319,7 +323,7 @@ fn patch_object(
     req: &Request,
     t: &Address<'_>,
     name: &str,
-    shared: &Shared,
+    shared: &impl AdmissionHost,
 ) -> Result<Answer, Status> {
     let builtin = shared.store.lock().collection(t.tk).info.builtin;
     let ty = patch::patch_type(req.header("content-type").unwrap_or(""), builtin)?;
@@ -388,7 +392,7 @@ fn admitted_apply(
     req: &Request,
     t: &Address<'_>,
     name: &str,
-    shared: &Shared,
+    shared: &impl AdmissionHost,
     o: &WriteOptions,
 ) -> Result<Answer, Status> {
     let mut trial = o.clone();
@@ -482,7 +486,7 @@ fn strict_patch(
 
 /// The stored object at `t` named `name`, with its `kind` and `apiVersion` (`None` if
 /// there is none).
-fn current(shared: &Shared, t: &Address<'_>, name: &str) -> Option<Value> {
+fn current(shared: &impl AdmissionHost, t: &Address<'_>, name: &str) -> Option<Value> {
     let mut store = shared.store.lock();
     let o = store.get(t.tk, t.namespace, name).ok()?;
     serde_json::from_str(&store.collection(t.tk).with_type_meta(&o.json)).ok()
@@ -494,7 +498,7 @@ fn current(shared: &Shared, t: &Address<'_>, name: &str) -> Option<Value> {
 /// server computes them before admission: a webhook's change is no manager's). Called with
 /// no lock held.
 fn admit(
-    shared: &Shared,
+    shared: &impl AdmissionHost,
     req: &Request,
     t: &Address<'_>,
     operation: &'static str,
@@ -561,7 +565,7 @@ fn admit(
 /// The managed fields a write of `object` would record (a dry run of it); `None` when that
 /// write would fail (then the admitted object's are recorded).
 fn attribution(
-    shared: &Shared,
+    shared: &impl AdmissionHost,
     t: &Address<'_>,
     operation: &str,
     object: Value,
@@ -588,7 +592,11 @@ fn attribution(
 
 /// PUT or PATCH of `/scale` (GET is [`scale_get`]): the Scale's replicas written into the
 /// object, with the Scale's managed fields (see `scale.rs`); apply included.
-fn scale_write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
+fn scale_write(
+    req: &Request,
+    t: &Address<'_>,
+    shared: &impl AdmissionHost,
+) -> Result<Answer, Status> {
     let name = t.name.unwrap_or("");
     let mut o = write_options(req, Some("scale"))?;
     let mut store = shared.store.lock();
@@ -616,7 +624,7 @@ fn scale_write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer
     } else {
         o.field_manager.clone().unwrap_or_default()
     };
-    let w = patch::writer(t.tk, builtin, &o, &manager);
+    let w = super::store::writer(t.tk, builtin, &o, &manager);
     let wanted = match req.method.as_str() {
         "PUT" => json_body(req)?,
         "PATCH" if apply => serde_yaml::from_slice(&req.body)
@@ -675,7 +683,7 @@ fn scale_write(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer
 }
 
 /// The `Scale` of an object, for GET `/scale`.
-pub(crate) fn scale_get(t: &Address<'_>, shared: &Shared) -> Result<String, Status> {
+pub(crate) fn scale_get(t: &Address<'_>, shared: &impl AdmissionHost) -> Result<String, Status> {
     let mut store = shared.store.lock();
     let Some(paths) = store.collection(t.tk).info.subresources.scale.clone() else {
         return Err(no_such_path());
@@ -687,7 +695,12 @@ pub(crate) fn scale_get(t: &Address<'_>, shared: &Shared) -> Result<String, Stat
 
 /// DELETE of one object: the object when it stays (finalizers, a pod's grace) or when a pod
 /// is gone (the pod as deleted); otherwise a `Status` of `Success` naming it.
-fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result<Answer, Status> {
+fn delete(
+    req: &Request,
+    t: &Address<'_>,
+    name: &str,
+    shared: &impl AdmissionHost,
+) -> Result<Answer, Status> {
     let d = delete_options(req)?;
     let mut warnings = Vec::new();
     let old = if super::webhooks::configured(shared) {
@@ -753,7 +766,11 @@ fn delete(req: &Request, t: &Address<'_>, name: &str, shared: &Shared) -> Result
 /// DELETE of a collection: the deleted objects as they were, as a `<Kind>List` at the
 /// version after the deletions (custom resources: with `kind`/`apiVersion` on each item and
 /// `metadata.continue: ""`).
-fn delete_collection(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<Answer, Status> {
+fn delete_collection(
+    req: &Request,
+    t: &Address<'_>,
+    shared: &impl AdmissionHost,
+) -> Result<Answer, Status> {
     let filter = Filter::parse(req.param("labelSelector"), req.param("fieldSelector"))?;
     let d = delete_options(req)?;
     let mut warnings = Vec::new();
@@ -803,7 +820,7 @@ fn delete_collection(req: &Request, t: &Address<'_>, shared: &Shared) -> Result<
 fn admitted_deletes(
     req: &Request,
     t: &Address<'_>,
-    shared: &Shared,
+    shared: &impl AdmissionHost,
     filter: &Filter,
     d: &DeleteOptions,
     warnings: &mut Vec<String>,
