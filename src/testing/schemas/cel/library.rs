@@ -5,8 +5,9 @@
 //!   `uint`, `double`, `string`, `bytes`, `bool`, `type`, `dyn`, `duration`, `timestamp`
 //!   and the timestamp/duration getters (UTC only);
 //! - strings: `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`, `replace`,
-//!   `split`, `substring`, `trim`, `join`, `reverse`, `strings.quote` (indexes count code
-//!   points, as cel-go's do);
+//!   `split`, `substring`, `trim`, `join`, `strings.quote` (indexes count code points, as
+//!   cel-go's do; kube-apiserver 1.35/1.36 enable the strings library at version 2, which
+//!   has no `reverse` of a string: a rule using it fails with `no such overload`);
 //! - Kubernetes lists: `isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`; cel-go
 //!   lists: `slice`, `flatten`, `distinct`, `reverse`, `sort`, `lists.range`;
 //! - Kubernetes regex: `find`, `findAll`;
@@ -252,7 +253,10 @@ fn to_int(v: &Val) -> R {
             .map(Val::Int)
             .map_err(|_| Error("type conversion error from 'string' to 'int'".to_owned())),
         Val::Timestamp(t) => Ok(Val::Int(t.div_euclid(1_000_000_000) as i64)),
-        Val::Duration(d) => Ok(Val::Int((d / 1_000_000_000) as i64)),
+        // cel-go: a duration converts to its nanoseconds (`int(duration('1s'))` is 1e9).
+        Val::Duration(d) => i64::try_from(*d)
+            .map(Val::Int)
+            .map_err(|_| Error("integer overflow".into())),
         _ => no_overload("int", &[v]),
     }
 }
@@ -269,8 +273,11 @@ fn to_uint(v: &Val) -> R {
             }
             Ok(Val::Uint(d.trunc() as u64))
         }
-        Val::Str(s) => s
-            .parse()
+        // Go's `strconv.ParseUint` takes no sign (Rust's parse takes a `+`).
+        Val::Str(s) => (!s.starts_with('+'))
+            .then(|| s.parse().ok())
+            .flatten()
+            .ok_or(())
             .map(Val::Uint)
             .map_err(|_| Error("type conversion error from 'string' to 'uint'".to_owned())),
         _ => no_overload("uint", &[v]),
@@ -306,23 +313,39 @@ fn to_string(v: &Val) -> R {
     }
 }
 
-/// `s.indexOf(sub[, from])` in code points (`last` for `lastIndexOf`).
+/// `s.indexOf(sub[, from])` in code points (`last` for `lastIndexOf`), as cel-go v0.26
+/// (kube-apiserver 1.35/1.36) has it (`ext/strings.go`, `indexOfOffset` and
+/// `lastIndexOfOffset`): an empty `sub` is found at `from` whatever `from` is; otherwise a
+/// negative `from` is an error and one at or past the end finds nothing (`-1`), also for
+/// `lastIndexOf`.
 fn index_of(s: &str, sub: &str, from: Option<i64>, last: bool) -> R {
     let cs = chars(s);
+    let short = s.len() < sub.len();
     let sub = chars(sub);
     let n = cs.len() as i64;
     let from = match from {
-        None if last => n,
+        None if last && sub.is_empty() => return Ok(Val::Int(n)),
+        None if last && short => return Ok(Val::Int(-1)),
+        // cel-go's `lastIndexOf(sub)` searches from the last code point.
+        None if last => n - 1,
         None => 0,
-        Some(f) if f < 0 || f > n => return err(format!("index out of range: {f}")),
         Some(f) => f,
     };
+    if sub.is_empty() {
+        return Ok(Val::Int(from));
+    }
+    if from < 0 {
+        return err(format!("index out of range: {from}"));
+    }
+    if from >= n {
+        return Ok(Val::Int(-1));
+    }
     let from = from as usize;
     let fits = |i: usize| i + sub.len() <= cs.len() && cs[i..i + sub.len()] == sub[..];
     let found = if last {
-        (0..=from.min(cs.len())).rev().find(|&i| fits(i))
+        (0..=from).rev().find(|&i| fits(i))
     } else {
-        (from..=cs.len()).find(|&i| fits(i))
+        (from..cs.len()).find(|&i| fits(i))
     };
     Ok(Val::Int(found.map_or(-1, |i| i as i64)))
 }
@@ -360,7 +383,6 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
         (Str(s), "lowerAscii", []) => Ok(Val::str(s.to_ascii_lowercase())),
         (Str(s), "upperAscii", []) => Ok(Val::str(s.to_ascii_uppercase())),
         (Str(s), "trim", []) => Ok(Val::str(s.trim())),
-        (Str(s), "reverse", []) => Ok(Val::str(s.chars().rev().collect::<String>())),
         (Str(s), "replace", [Str(a), Str(b)]) => replace(env, s, a, b, -1),
         (Str(s), "replace", [Str(a), Str(b), Int(n)]) => replace(env, s, a, b, *n),
         (Str(s), "split", [Str(sep)]) => split(env, s, sep, -1),
@@ -533,18 +555,22 @@ fn split(env: &mut Env, s: &str, sep: &str, n: i64) -> R {
     Ok(Val::List(Rc::new(parts)))
 }
 
+/// `s.substring(a[, b])` in code points; with two bounds an inverted range is reported
+/// before a bound out of range, as cel-go's `substrRange` checks them.
 fn substring(s: &str, a: i64, b: Option<i64>) -> R {
     let cs = chars(s);
     let n = cs.len() as i64;
+    if let Some(b) = b {
+        if a > b {
+            return err(format!("invalid substring range. start: {a}, end: {b}"));
+        }
+    }
     let b = b.unwrap_or(n);
     if a < 0 || a > n {
         return err(format!("index out of range: {a}"));
     }
     if b < 0 || b > n {
         return err(format!("index out of range: {b}"));
-    }
-    if a > b {
-        return err(format!("invalid substring range. start: {a}, end: {b}"));
     }
     Ok(Val::str(
         cs[a as usize..b as usize].iter().collect::<String>(),
