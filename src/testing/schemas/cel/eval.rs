@@ -222,7 +222,7 @@ fn neg(x: &Expr, env: &mut Env) -> R {
             .map(Val::Int)
             .ok_or(Error("integer overflow".into())),
         Val::Double(d) => Ok(Val::Double(-d)),
-        Val::Duration(d) => Ok(Val::Duration(-d)),
+        Val::Duration(d) => super::ops::duration(-d),
         v => no_overload("negate", &[&v]),
     }
 }

@@ -48,15 +48,13 @@ pub(crate) fn format_timestamp(t: i128) -> String {
     civil_time::format_rfc3339(t, Fraction::Trimmed)
 }
 
-/// Seconds with a fraction, as cel-go prints a duration (`90s`, `1.5s`).
+/// Seconds with a fraction, as cel-go prints a duration (`90s`, `1.5s`): Go's
+/// `strconv.FormatFloat(d.Seconds(), 'f', -1, 64)`, so through a `float64` whose shortest
+/// digits are printed (`360000000.000000001s` of nanoseconds prints as `360000000s`).
 pub(crate) fn format_duration(d: i128) -> String {
-    let s = d / NANOS;
-    let n = (d % NANOS).abs();
-    if n == 0 {
-        return format!("{s}s");
-    }
-    let sign = if d < 0 && s == 0 { "-" } else { "" };
-    format!("{sign}{s}.{}s", format!("{n:09}").trim_end_matches('0'))
+    // Go's `Duration.Seconds`: whole seconds plus the fraction, each as a float64.
+    let secs = (d / NANOS) as f64 + (d % NANOS) as f64 / 1e9;
+    format!("{secs}s")
 }
 
 /// A timestamp's UTC getter (`getFullYear`, `getMonth` 0-based, `getDayOfWeek` 0 = Sunday...).
