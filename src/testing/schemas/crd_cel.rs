@@ -276,13 +276,6 @@ impl Walk {
             if passed {
                 continue;
             }
-            let detail = self.message_expression(rule, vars).unwrap_or_else(|| {
-                if message.is_empty() {
-                    format!("failed rule: {}", src.trim())
-                } else {
-                    message.to_owned()
-                }
-            });
             let field = match rule
                 .get("fieldPath")
                 .and_then(Value::as_str)
@@ -290,6 +283,30 @@ impl Walk {
             {
                 Some(fp) => field_path(schema, path, fp).unwrap_or_else(|| here.clone()),
                 None => here.clone(),
+            };
+            let ratcheted = eq && !program.uses_old_self;
+            let detail = match self.message_expression(rule, vars) {
+                Message::Text(t) => t,
+                Message::Fallback => {
+                    if message.is_empty() {
+                        format!("failed rule: {}", src.trim())
+                    } else {
+                        message.to_owned()
+                    }
+                }
+                Message::Stop(text) => {
+                    // Out of cost in the message: kube-apiserver reports that at the
+                    // rule's field and runs no further rule.
+                    if !ratcheted {
+                        self.errors.push(FieldError {
+                            reason: "FieldValueInvalid",
+                            field,
+                            text: format!("Invalid value: \"{ty}\": {text}"),
+                        });
+                    }
+                    self.stopped = true;
+                    return;
+                }
             };
             let shown = match ty {
                 "object" | "array" => None,
@@ -314,7 +331,7 @@ impl Walk {
                 ),
                 _ => ("FieldValueInvalid", with_value("Invalid value", &detail)),
             };
-            if eq && !program.uses_old_self {
+            if ratcheted {
                 // Ratcheted: an unchanged value keeps its (old) failure.
                 continue;
             }
@@ -326,20 +343,50 @@ impl Walk {
         }
     }
 
-    /// A rule's `messageExpression`, when it evaluates to a usable message.
-    fn message_expression(&mut self, rule: &Value, vars: Vec<(String, Val)>) -> Option<String> {
-        let src = rule.get("messageExpression").and_then(Value::as_str)?;
-        let program = cel::compile(src).ok()?;
-        let out = program.eval(vars, cel::PER_CALL_LIMIT.min(self.left));
+    /// A rule's `messageExpression`, as kube-apiserver's `evalMessageExpression` takes it
+    /// (apiextensions-apiserver `pkg/apiserver/schema/cel/validation.go`): a non-empty
+    /// one-line string (trimmed, at most 5 KiB) is the message; an error or any other
+    /// result falls back to `message`; running out of cost stops the rules.
+    fn message_expression(&mut self, rule: &Value, vars: Vec<(String, Val)>) -> Message {
+        let Some(src) = rule.get("messageExpression").and_then(Value::as_str) else {
+            return Message::Fallback;
+        };
+        let Ok(program) = cel::compile(src) else {
+            return Message::Fallback;
+        };
+        let limit = cel::PER_CALL_LIMIT.min(self.left);
+        let out = program.eval(vars, limit);
         self.left = self.left.saturating_sub(out.cost);
         match out.result {
+            Err(e) if e == cel::COST_EXCEEDED => Message::Stop(if limit < cel::PER_CALL_LIMIT {
+                "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_owned()
+            } else {
+                format!(
+                    "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                    super::schema::go_value(&Value::from(src))
+                )
+            }),
             Ok(Val::Str(s)) => {
                 let s = s.trim();
-                (!s.is_empty() && s.len() <= MAX_MESSAGE && !s.contains('\n')).then(|| s.to_owned())
+                if !s.is_empty() && s.len() <= MAX_MESSAGE && !s.contains('\n') {
+                    Message::Text(s.to_owned())
+                } else {
+                    Message::Fallback
+                }
             }
-            _ => None,
+            _ => Message::Fallback,
         }
     }
+}
+
+/// What a rule's `messageExpression` gives.
+enum Message {
+    /// The message to show.
+    Text(String),
+    /// None usable: `message` (or `failed rule: ...`) is shown.
+    Fallback,
+    /// The cost ran out: this cause, and no further rule.
+    Stop(String),
 }
 
 /// The problems kube-apiserver finds in a CRD's rules when the CRD is written, as far as
