@@ -175,9 +175,9 @@ fn global(env: &mut Env, name: &str, args: &[Val]) -> R {
             Error("type conversion error from 'string' to 'google.protobuf.Duration'".to_owned())
         }),
         ("duration", [Duration(d)]) => Ok(Duration(*d)),
-        ("timestamp", [Str(s)]) => time::parse_timestamp(s).map(Timestamp).ok_or_else(|| {
-            Error("type conversion error from 'string' to 'google.protobuf.Timestamp'".to_owned())
-        }),
+        ("timestamp", [Str(s)]) => time::parse_timestamp_call(s)
+            .map(Timestamp)
+            .map_err(|e| Error(e.to_owned())),
         ("timestamp", [Int(i)]) => time::in_range(i128::from(*i) * 1_000_000_000)
             .map(Timestamp)
             .ok_or_else(|| Error("timestamp overflow".into())),
@@ -289,12 +289,24 @@ fn to_double(v: &Val) -> R {
         Val::Double(d) => Ok(Val::Double(*d)),
         Val::Int(i) => Ok(Val::Double(*i as f64)),
         Val::Uint(u) => Ok(Val::Double(*u as f64)),
-        Val::Str(s) => s
-            .parse()
+        Val::Str(s) => go_parse_float(s)
             .map(Val::Double)
-            .map_err(|_| Error("type conversion error from 'string' to 'double'".to_owned())),
+            .ok_or_else(|| Error("type conversion error from 'string' to 'double'".to_owned())),
         _ => no_overload("double", &[v]),
     }
+}
+
+/// Go's `strconv.ParseFloat(s, 64)` as far as Rust's parse differs from it: a finite
+/// number too large for a double is an error (`ErrRange`), not an infinity, and `nan`
+/// takes no sign. (Go's hexadecimal floats, `0x1p4`, are not read: a conversion error.)
+fn go_parse_float(s: &str) -> Option<f64> {
+    let v: f64 = s.parse().ok()?;
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let inf = body.eq_ignore_ascii_case("inf") || body.eq_ignore_ascii_case("infinity");
+    if (v.is_infinite() && !inf) || (v.is_nan() && body.len() != s.len()) {
+        return None;
+    }
+    Some(v)
 }
 
 fn to_string(v: &Val) -> R {
@@ -437,7 +449,18 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
             .rposition(|v| v.equals(x))
             .map_or(-1, |i| i as i64))),
         (List(l), "slice", [Int(a), Int(b)]) => {
-            if *a < 0 || *b < *a || *b as u64 > l.len() as u64 {
+            // cel-go `ext/lists.go` `slice`: three errors, checked in this order.
+            if *a < 0 || *b < 0 {
+                return err(format!(
+                    "cannot slice({a}, {b}), negative indexes not supported"
+                ));
+            }
+            if a > b {
+                return err(format!(
+                    "cannot slice({a}, {b}), start index must be less than or equal to end index"
+                ));
+            }
+            if *b as u64 > l.len() as u64 {
                 return err(format!(
                     "cannot slice({a}, {b}), list is length {}",
                     l.len()
@@ -445,16 +468,12 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
             }
             Ok(List(Rc::new(l[*a as usize..*b as usize].to_vec())))
         }
-        (List(l), "flatten", []) => {
-            let mut out = Vec::new();
-            for v in l.iter() {
-                match v {
-                    List(inner) => out.extend(inner.iter().cloned()),
-                    v => out.push(v.clone()),
-                }
+        (List(l), "flatten", []) => flatten(env, l, 1),
+        (List(l), "flatten", [Int(depth)]) => {
+            if *depth < 0 {
+                return err("level must be non-negative");
             }
-            env.charge(out.len() as u64 / 10)?;
-            Ok(List(Rc::new(out)))
+            flatten(env, l, *depth)
         }
         (List(l), "distinct", []) => {
             env.charge((l.len() * l.len()) as u64 / 10)?;
@@ -494,6 +513,24 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
             .map_or_else(|| no_overload(name, &all), Ok),
         _ => no_overload(name, &all),
     }
+}
+
+/// `l.flatten(depth)` (cel-go lists library, version 1 and up): lists nested up to
+/// `depth` levels are spliced in. The recursion goes no deeper than the value is nested
+/// (bounded by the parser's and the JSON conversion's depth limits), whatever `depth`.
+fn flatten(env: &mut Env, l: &[Val], depth: i64) -> R {
+    fn walk(env: &mut Env, l: &[Val], depth: i64, out: &mut Vec<Val>) -> Result<(), Error> {
+        for v in l {
+            match v {
+                Val::List(inner) if depth > 0 => walk(env, inner, depth - 1, out)?,
+                v => out.push(v.clone()),
+            }
+        }
+        env.charge(l.len() as u64 / 10 + 1)
+    }
+    let mut out = Vec::new();
+    walk(env, l, depth, &mut out)?;
+    Ok(Val::List(Rc::new(out)))
 }
 
 fn find_all(s: &str, p: &str, n: i64) -> R {

@@ -452,4 +452,53 @@ mod beyond_the_captures {
             "timestamp overflow",
         );
     }
+
+    /// cel-go `ext/lists.go` (lists version 3, as kube-apiserver 1.34+ enable it):
+    /// `slice` reports negative indexes, then an inverted range, then the length;
+    /// `flatten` takes a depth.
+    #[test]
+    fn slice_errors_and_flatten_depth() {
+        fails(
+            "[1, 2, 3].slice(-1, 1) == []",
+            "cannot slice(-1, 1), negative indexes not supported",
+        );
+        fails(
+            "[1, 2, 3].slice(2, 1) == []",
+            "cannot slice(2, 1), start index must be less than or equal to end index",
+        );
+        fails(
+            "[1, 2, 3].slice(1, 5) == []",
+            "cannot slice(1, 5), list is length 3",
+        );
+        yes("[1, [2, [3, [4]]]].flatten(2) == [1, 2, 3, [4]] && [1, [2, [3]]].flatten() == [1, 2, [3]]");
+        yes("[1, [2]].flatten(0) == [1, [2]] && [[[]]].flatten(9223372036854775807) == []");
+        fails("[1].flatten(-1) == [1]", "level must be non-negative");
+    }
+
+    /// Go's `strconv.ParseFloat`: a number too large for a double is an error (cel-go
+    /// `parser/parser.go`: `invalid double literal`; `common/types/string.go`: a
+    /// conversion error), and `nan` takes no sign. Go's `time.Parse` reads year 0000,
+    /// which cel-go then refuses as `timestamp overflow`.
+    #[test]
+    fn doubles_and_timestamps_out_of_range() {
+        assert_eq!(
+            compile("1e400 > 0.0").err().as_deref(),
+            Some("Syntax error: invalid double literal")
+        );
+        fails("double('1e400') > 0.0", "type conversion error");
+        fails("double('-nan') != 0.0", "type conversion error");
+        yes("double('+Inf') > 1e308 && double('-infinity') < -1e308 && double('1e-400') == 0.0");
+        fails(
+            "timestamp('0000-01-01T00:00:00Z') < timestamp('2024-01-01T00:00:00Z')",
+            "timestamp overflow",
+        );
+        fails(
+            "timestamp('9999-12-31T23:59:59-01:00') > timestamp('2024-01-01T00:00:00Z')",
+            "timestamp overflow",
+        );
+        fails(
+            "timestamp('10000-01-01T00:00:00Z') > timestamp('2024-01-01T00:00:00Z')",
+            "type conversion error",
+        );
+    }
 }

@@ -21,6 +21,18 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<i128> {
     in_range(i128::from(t.secs) * NANOS + i128::from(t.nanos))
 }
 
+/// `timestamp(s)`: cel-go's error for a string Go's `time.Parse` reads but that lies
+/// outside years 1 to 9999 (year 0000, or 9999-12-31 late with a negative offset) is
+/// `timestamp overflow` (`common/types/string.go`), not a conversion error.
+pub(crate) fn parse_timestamp_call(s: &str) -> Result<i128, &'static str> {
+    match civil_time::parse_rfc3339(s) {
+        None => Err("type conversion error from 'string' to 'google.protobuf.Timestamp'"),
+        Some(t) => {
+            in_range(i128::from(t.secs) * NANOS + i128::from(t.nanos)).ok_or("timestamp overflow")
+        }
+    }
+}
+
 /// `t` if it is a timestamp cel-go accepts.
 pub(crate) fn in_range(t: i128) -> Option<i128> {
     (MIN_TS..=MAX_TS).contains(&t).then_some(t)
