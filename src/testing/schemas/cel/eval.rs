@@ -203,7 +203,7 @@ fn map(entries: &[(Expr, Expr)], env: &mut Env) -> R {
         env.charge(out.len() as u64 / 10)?;
         out.push((k, v));
     }
-    Ok(Val::Map(Rc::new(out)))
+    Ok(Val::Map(Rc::new(out.into())))
 }
 
 #[inline(never)]
