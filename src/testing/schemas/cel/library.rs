@@ -21,6 +21,7 @@
 //! `ip`/`cidr`, `semver`, `isURL`, `authz`, `math.*`, `base64.*`, the
 //! `format.*` named formats, time zones in the getters, `sortBy`, `transformList`/`Map`.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use super::eval::{err, no_overload, Env, Error, R};
@@ -116,6 +117,14 @@ fn regex(pattern: &str) -> Result<regex::Regex, Error> {
     })
 }
 
+/// `a == b`, adding the list and map elements compared to `visits` (they are charged for).
+fn deep_eq(a: &Val, b: &Val, visits: &Cell<u64>) -> bool {
+    let mut n = 0;
+    let eq = a.equals_counting(b, &mut n);
+    visits.set(visits.get().saturating_add(n));
+    eq
+}
+
 fn chars(s: &str) -> Vec<char> {
     s.chars().collect()
 }
@@ -187,18 +196,25 @@ fn global(env: &mut Env, name: &str, args: &[Val]) -> R {
         ("optional.ofNonZeroValue", [v]) => Ok(Opt((!v.is_zero()).then(|| Rc::new(v.clone())))),
         ("sets.contains", [List(x), List(y)]) => {
             env.charge((x.len() * y.len()) as u64 / 10)?;
-            Ok(Bool(y.iter().all(|v| x.iter().any(|w| w.equals(v)))))
+            let n = Cell::new(0);
+            let r = y.iter().all(|v| x.iter().any(|w| deep_eq(w, v, &n)));
+            env.charge(n.get() / 10)?;
+            Ok(Bool(r))
         }
         ("sets.equivalent", [List(x), List(y)]) => {
             env.charge((x.len() * y.len()) as u64 / 10)?;
-            Ok(Bool(
-                y.iter().all(|v| x.iter().any(|w| w.equals(v)))
-                    && x.iter().all(|v| y.iter().any(|w| w.equals(v))),
-            ))
+            let n = Cell::new(0);
+            let r = y.iter().all(|v| x.iter().any(|w| deep_eq(w, v, &n)))
+                && x.iter().all(|v| y.iter().any(|w| deep_eq(w, v, &n)));
+            env.charge(n.get() / 10)?;
+            Ok(Bool(r))
         }
         ("sets.intersects", [List(x), List(y)]) => {
             env.charge((x.len() * y.len()) as u64 / 10)?;
-            Ok(Bool(y.iter().any(|v| x.iter().any(|w| w.equals(v)))))
+            let n = Cell::new(0);
+            let r = y.iter().any(|v| x.iter().any(|w| deep_eq(w, v, &n)));
+            env.charge(n.get() / 10)?;
+            Ok(Bool(r))
         }
         ("lists.range", [Int(n)]) => {
             if *n < 0 {
@@ -440,14 +456,16 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
             }
             Ok(best)
         }
-        (List(l), "indexOf", [x]) => Ok(Int(l
-            .iter()
-            .position(|v| v.equals(x))
-            .map_or(-1, |i| i as i64))),
-        (List(l), "lastIndexOf", [x]) => Ok(Int(l
-            .iter()
-            .rposition(|v| v.equals(x))
-            .map_or(-1, |i| i as i64))),
+        (List(l), "indexOf" | "lastIndexOf", [x]) => {
+            let n = Cell::new(0);
+            let at = if name == "indexOf" {
+                l.iter().position(|v| deep_eq(v, x, &n))
+            } else {
+                l.iter().rposition(|v| deep_eq(v, x, &n))
+            };
+            env.charge(n.get() / 10)?;
+            Ok(Int(at.map_or(-1, |i| i as i64)))
+        }
         (List(l), "slice", [Int(a), Int(b)]) => {
             // cel-go `ext/lists.go` `slice`: three errors, checked in this order.
             if *a < 0 || *b < 0 {
@@ -478,11 +496,13 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
         (List(l), "distinct", []) => {
             env.charge((l.len() * l.len()) as u64 / 10)?;
             let mut out: Vec<Val> = Vec::new();
+            let n = Cell::new(0);
             for v in l.iter() {
-                if !out.iter().any(|w| w.equals(v)) {
+                if !out.iter().any(|w| deep_eq(w, v, &n)) {
                     out.push(v.clone());
                 }
             }
+            env.charge(n.get() / 10)?;
             Ok(List(Rc::new(out)))
         }
         (List(l), "reverse", []) => Ok(List(Rc::new(l.iter().rev().cloned().collect()))),

@@ -36,8 +36,12 @@ fn uoverflow() -> Error {
 pub(crate) fn binary(op: &str, x: &Val, y: &Val, env: &mut Env) -> R {
     use Val::*;
     match op {
-        "==" => return Ok(Bool(x.equals(y))),
-        "!=" => return Ok(Bool(!x.equals(y))),
+        "==" | "!=" => {
+            let mut visits = 0;
+            let eq = x.equals_counting(y, &mut visits);
+            env.charge(visits / 10)?;
+            return Ok(Bool(eq == (op == "==")));
+        }
         "<" | "<=" | ">" | ">=" => {
             let Some(o) = comparable(x, y).then(|| x.compare(y)).flatten() else {
                 if matches!((x, y), (Double(_), _) | (_, Double(_))) && comparable(x, y) {
@@ -57,7 +61,10 @@ pub(crate) fn binary(op: &str, x: &Val, y: &Val, env: &mut Env) -> R {
             return match y {
                 List(l) => {
                     env.charge(l.len() as u64 / 10)?;
-                    Ok(Bool(l.iter().any(|v| v.equals(x))))
+                    let mut visits = 0;
+                    let found = l.iter().any(|v| v.equals_counting(x, &mut visits));
+                    env.charge(visits / 10)?;
+                    Ok(Bool(found))
                 }
                 Map(_) => Ok(Bool(y.map_get(x).is_some())),
                 _ => no_overload("@in", &[x, y]),

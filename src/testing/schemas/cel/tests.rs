@@ -535,4 +535,42 @@ mod beyond_the_captures {
             entries.join(", ")
         ));
     }
+
+    /// Comparing a large value again and again is charged by the elements compared, so it
+    /// runs out of cost instead of holding the thread (`self.all(x, self == self)` over
+    /// 30,000 items was 900 million comparisons for 180,000 units of cost).
+    /// kube-apiserver refuses such rules when the CRD is written, by its cost estimate
+    /// (apiextensions-apiserver `pkg/apiserver/schema/cel/compilation.go`), which the test
+    /// server does not make; at run time each comparison of a list costs in proportion to
+    /// its size there too.
+    #[test]
+    fn comparing_large_values_again_and_again_runs_out_of_cost() {
+        let items: Vec<serde_json::Value> = (0..30_000).map(serde_json::Value::from).collect();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut outs = Vec::new();
+            for rule in [
+                "self.all(x, self == self)",
+                "self.all(x, self != [])  && self.all(x, [self] != [[]] && self in [self])",
+                "self.all(x, [self].indexOf(self) == 0)",
+                "self.all(x, sets.contains([self], [self]))",
+                "self.all(x, [self, self].distinct().size() == 1)",
+            ] {
+                let v = from_json(&serde_json::Value::Array(items.clone()), None);
+                let out = compile(rule)
+                    .unwrap()
+                    .eval(vec![("self".into(), v)], PER_CALL_LIMIT);
+                outs.push(format!("{rule}: {:?}", out.result));
+            }
+            let _ = tx.send(outs);
+        });
+        let outs = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("rules comparing a 30,000-item list did not finish in two minutes");
+        for o in outs {
+            assert!(o.ends_with(&format!("Err({COST_EXCEEDED:?})")), "{o}");
+        }
+        // Small values compare as before.
+        yes("[[1, 2], {'a': [3]}] == [[1, 2.0], {'a': [3u]}] && [[1]] in [[[0]], [[1]]]");
+    }
 }
