@@ -6,7 +6,8 @@
 //! values, array items). A failing rule gives one cause at the node (or at its `fieldPath`)
 //! with its `reason` (`FieldValueInvalid` by default, `Forbidden`, `Required`,
 //! `Duplicate`) and its message: `messageExpression`'s value when that evaluates to a
-//! non-empty one-line string, else `message`, else `failed rule: <rule>`. A scalar's value
+//! non-empty one-line string, else `message`, else `failed rule: <rule>` (a
+//! `messageExpression` out of cost is a cause of its own and stops the rules). A scalar's value
 //! is shown in the cause, an object's or list's is not. A rule that errs at run time gives
 //! `Invalid value: "<type>": <error> evaluating rule: <rule or message>`.
 //!
