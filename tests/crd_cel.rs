@@ -233,6 +233,34 @@ fn a_costly_rule_stops_at_the_limit() {
     );
 }
 
+/// A failing rule whose `messageExpression` runs out of cost: kube-apiserver reports that
+/// at the rule's field (its `fieldPath` applied) and runs no further rule
+/// (apiextensions-apiserver `pkg/apiserver/schema/cel/validation.go`, `evalMessageExpression`
+/// and the `msgErr.Type == cel.ErrorTypeInvalid` branch that returns). The server used to
+/// fall back to `message` and go on. No capture covers it (as for the test above, the real
+/// server would already refuse such an unbounded rule when the CRD is written).
+#[test]
+fn a_costly_message_expression_stops_the_rules() {
+    let costly =
+        "self.items.all(a, self.items.all(b, self.items.all(c, a + b + c >= 0))) ? 'x' : 'y'";
+    let spec = json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "integer"}}},
+        "x-kubernetes-validations": [
+            {"rule": "false", "message": "fallback", "messageExpression": costly, "fieldPath": ".items"},
+            {"rule": "false", "message": "never reached"}]});
+    let (_server, addr) = start(&crd(spec, json!([])));
+    let items: Vec<i64> = (0..300).collect();
+    let (code, body) = post(addr, GAUGES, &gauge("g-cost", json!({"items": items})));
+    let quoted = serde_json::to_string(costly).unwrap();
+    assert_eq!(
+        causes(code, &body),
+        vec![cause(
+            "FieldValueInvalid",
+            "spec.items",
+            &format!("Invalid value: \"object\": no further validation rules will be run due to call cost exceeds limit for messageExpression: {quoted}")
+        )]
+    );
+}
+
 #[test]
 fn rules_that_do_not_parse_refuse_the_crd() {
     let server = ApiServer::builder().start();

@@ -203,7 +203,7 @@ fn map(entries: &[(Expr, Expr)], env: &mut Env) -> R {
         env.charge(out.len() as u64 / 10)?;
         out.push((k, v));
     }
-    Ok(Val::Map(Rc::new(out)))
+    Ok(Val::Map(Rc::new(out.into())))
 }
 
 #[inline(never)]
@@ -222,7 +222,7 @@ fn neg(x: &Expr, env: &mut Env) -> R {
             .map(Val::Int)
             .ok_or(Error("integer overflow".into())),
         Val::Double(d) => Ok(Val::Double(-d)),
-        Val::Duration(d) => Ok(Val::Duration(-d)),
+        Val::Duration(d) => super::ops::duration(-d),
         v => no_overload("negate", &[&v]),
     }
 }

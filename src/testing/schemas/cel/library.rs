@@ -5,8 +5,9 @@
 //!   `uint`, `double`, `string`, `bytes`, `bool`, `type`, `dyn`, `duration`, `timestamp`
 //!   and the timestamp/duration getters (UTC only);
 //! - strings: `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`, `replace`,
-//!   `split`, `substring`, `trim`, `join`, `reverse`, `strings.quote` (indexes count code
-//!   points, as cel-go's do);
+//!   `split`, `substring`, `trim`, `join`, `strings.quote` (indexes count code points, as
+//!   cel-go's do; kube-apiserver 1.35/1.36 enable the strings library at version 2, which
+//!   has no `reverse` of a string: a rule using it fails with `no such overload`);
 //! - Kubernetes lists: `isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`; cel-go
 //!   lists: `slice`, `flatten`, `distinct`, `reverse`, `sort`, `lists.range`;
 //! - Kubernetes regex: `find`, `findAll`;
@@ -20,6 +21,7 @@
 //! `ip`/`cidr`, `semver`, `isURL`, `authz`, `math.*`, `base64.*`, the
 //! `format.*` named formats, time zones in the getters, `sortBy`, `transformList`/`Map`.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use super::eval::{err, no_overload, Env, Error, R};
@@ -115,6 +117,14 @@ fn regex(pattern: &str) -> Result<regex::Regex, Error> {
     })
 }
 
+/// `a == b`, adding the list and map elements compared to `visits` (they are charged for).
+fn deep_eq(a: &Val, b: &Val, visits: &Cell<u64>) -> bool {
+    let mut n = 0;
+    let eq = a.equals_counting(b, &mut n);
+    visits.set(visits.get().saturating_add(n));
+    eq
+}
+
 fn chars(s: &str) -> Vec<char> {
     s.chars().collect()
 }
@@ -174,9 +184,9 @@ fn global(env: &mut Env, name: &str, args: &[Val]) -> R {
             Error("type conversion error from 'string' to 'google.protobuf.Duration'".to_owned())
         }),
         ("duration", [Duration(d)]) => Ok(Duration(*d)),
-        ("timestamp", [Str(s)]) => time::parse_timestamp(s).map(Timestamp).ok_or_else(|| {
-            Error("type conversion error from 'string' to 'google.protobuf.Timestamp'".to_owned())
-        }),
+        ("timestamp", [Str(s)]) => time::parse_timestamp_call(s)
+            .map(Timestamp)
+            .map_err(|e| Error(e.to_owned())),
         ("timestamp", [Int(i)]) => time::in_range(i128::from(*i) * 1_000_000_000)
             .map(Timestamp)
             .ok_or_else(|| Error("timestamp overflow".into())),
@@ -186,18 +196,25 @@ fn global(env: &mut Env, name: &str, args: &[Val]) -> R {
         ("optional.ofNonZeroValue", [v]) => Ok(Opt((!v.is_zero()).then(|| Rc::new(v.clone())))),
         ("sets.contains", [List(x), List(y)]) => {
             env.charge((x.len() * y.len()) as u64 / 10)?;
-            Ok(Bool(y.iter().all(|v| x.iter().any(|w| w.equals(v)))))
+            let n = Cell::new(0);
+            let r = y.iter().all(|v| x.iter().any(|w| deep_eq(w, v, &n)));
+            env.charge(n.get() / 10)?;
+            Ok(Bool(r))
         }
         ("sets.equivalent", [List(x), List(y)]) => {
             env.charge((x.len() * y.len()) as u64 / 10)?;
-            Ok(Bool(
-                y.iter().all(|v| x.iter().any(|w| w.equals(v)))
-                    && x.iter().all(|v| y.iter().any(|w| w.equals(v))),
-            ))
+            let n = Cell::new(0);
+            let r = y.iter().all(|v| x.iter().any(|w| deep_eq(w, v, &n)))
+                && x.iter().all(|v| y.iter().any(|w| deep_eq(w, v, &n)));
+            env.charge(n.get() / 10)?;
+            Ok(Bool(r))
         }
         ("sets.intersects", [List(x), List(y)]) => {
             env.charge((x.len() * y.len()) as u64 / 10)?;
-            Ok(Bool(y.iter().any(|v| x.iter().any(|w| w.equals(v)))))
+            let n = Cell::new(0);
+            let r = y.iter().any(|v| x.iter().any(|w| deep_eq(w, v, &n)));
+            env.charge(n.get() / 10)?;
+            Ok(Bool(r))
         }
         ("lists.range", [Int(n)]) => {
             if *n < 0 {
@@ -252,7 +269,10 @@ fn to_int(v: &Val) -> R {
             .map(Val::Int)
             .map_err(|_| Error("type conversion error from 'string' to 'int'".to_owned())),
         Val::Timestamp(t) => Ok(Val::Int(t.div_euclid(1_000_000_000) as i64)),
-        Val::Duration(d) => Ok(Val::Int((d / 1_000_000_000) as i64)),
+        // cel-go: a duration converts to its nanoseconds (`int(duration('1s'))` is 1e9).
+        Val::Duration(d) => i64::try_from(*d)
+            .map(Val::Int)
+            .map_err(|_| Error("integer overflow".into())),
         _ => no_overload("int", &[v]),
     }
 }
@@ -269,8 +289,11 @@ fn to_uint(v: &Val) -> R {
             }
             Ok(Val::Uint(d.trunc() as u64))
         }
-        Val::Str(s) => s
-            .parse()
+        // Go's `strconv.ParseUint` takes no sign (Rust's parse takes a `+`).
+        Val::Str(s) => (!s.starts_with('+'))
+            .then(|| s.parse().ok())
+            .flatten()
+            .ok_or(())
             .map(Val::Uint)
             .map_err(|_| Error("type conversion error from 'string' to 'uint'".to_owned())),
         _ => no_overload("uint", &[v]),
@@ -282,12 +305,24 @@ fn to_double(v: &Val) -> R {
         Val::Double(d) => Ok(Val::Double(*d)),
         Val::Int(i) => Ok(Val::Double(*i as f64)),
         Val::Uint(u) => Ok(Val::Double(*u as f64)),
-        Val::Str(s) => s
-            .parse()
+        Val::Str(s) => go_parse_float(s)
             .map(Val::Double)
-            .map_err(|_| Error("type conversion error from 'string' to 'double'".to_owned())),
+            .ok_or_else(|| Error("type conversion error from 'string' to 'double'".to_owned())),
         _ => no_overload("double", &[v]),
     }
+}
+
+/// Go's `strconv.ParseFloat(s, 64)` as far as Rust's parse differs from it: a finite
+/// number too large for a double is an error (`ErrRange`), not an infinity, and `nan`
+/// takes no sign. (Go's hexadecimal floats, `0x1p4`, are not read: a conversion error.)
+fn go_parse_float(s: &str) -> Option<f64> {
+    let v: f64 = s.parse().ok()?;
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let inf = body.eq_ignore_ascii_case("inf") || body.eq_ignore_ascii_case("infinity");
+    if (v.is_infinite() && !inf) || (v.is_nan() && body.len() != s.len()) {
+        return None;
+    }
+    Some(v)
 }
 
 fn to_string(v: &Val) -> R {
@@ -306,23 +341,39 @@ fn to_string(v: &Val) -> R {
     }
 }
 
-/// `s.indexOf(sub[, from])` in code points (`last` for `lastIndexOf`).
+/// `s.indexOf(sub[, from])` in code points (`last` for `lastIndexOf`), as cel-go v0.26
+/// (kube-apiserver 1.35/1.36) has it (`ext/strings.go`, `indexOfOffset` and
+/// `lastIndexOfOffset`): an empty `sub` is found at `from` whatever `from` is; otherwise a
+/// negative `from` is an error and one at or past the end finds nothing (`-1`), also for
+/// `lastIndexOf`.
 fn index_of(s: &str, sub: &str, from: Option<i64>, last: bool) -> R {
     let cs = chars(s);
+    let short = s.len() < sub.len();
     let sub = chars(sub);
     let n = cs.len() as i64;
     let from = match from {
-        None if last => n,
+        None if last && sub.is_empty() => return Ok(Val::Int(n)),
+        None if last && short => return Ok(Val::Int(-1)),
+        // cel-go's `lastIndexOf(sub)` searches from the last code point.
+        None if last => n - 1,
         None => 0,
-        Some(f) if f < 0 || f > n => return err(format!("index out of range: {f}")),
         Some(f) => f,
     };
+    if sub.is_empty() {
+        return Ok(Val::Int(from));
+    }
+    if from < 0 {
+        return err(format!("index out of range: {from}"));
+    }
+    if from >= n {
+        return Ok(Val::Int(-1));
+    }
     let from = from as usize;
     let fits = |i: usize| i + sub.len() <= cs.len() && cs[i..i + sub.len()] == sub[..];
     let found = if last {
-        (0..=from.min(cs.len())).rev().find(|&i| fits(i))
+        (0..=from).rev().find(|&i| fits(i))
     } else {
-        (from..=cs.len()).find(|&i| fits(i))
+        (from..cs.len()).find(|&i| fits(i))
     };
     Ok(Val::Int(found.map_or(-1, |i| i as i64)))
 }
@@ -360,7 +411,6 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
         (Str(s), "lowerAscii", []) => Ok(Val::str(s.to_ascii_lowercase())),
         (Str(s), "upperAscii", []) => Ok(Val::str(s.to_ascii_uppercase())),
         (Str(s), "trim", []) => Ok(Val::str(s.trim())),
-        (Str(s), "reverse", []) => Ok(Val::str(s.chars().rev().collect::<String>())),
         (Str(s), "replace", [Str(a), Str(b)]) => replace(env, s, a, b, -1),
         (Str(s), "replace", [Str(a), Str(b), Int(n)]) => replace(env, s, a, b, *n),
         (Str(s), "split", [Str(sep)]) => split(env, s, sep, -1),
@@ -406,16 +456,29 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
             }
             Ok(best)
         }
-        (List(l), "indexOf", [x]) => Ok(Int(l
-            .iter()
-            .position(|v| v.equals(x))
-            .map_or(-1, |i| i as i64))),
-        (List(l), "lastIndexOf", [x]) => Ok(Int(l
-            .iter()
-            .rposition(|v| v.equals(x))
-            .map_or(-1, |i| i as i64))),
+        (List(l), "indexOf" | "lastIndexOf", [x]) => {
+            let n = Cell::new(0);
+            let at = if name == "indexOf" {
+                l.iter().position(|v| deep_eq(v, x, &n))
+            } else {
+                l.iter().rposition(|v| deep_eq(v, x, &n))
+            };
+            env.charge(n.get() / 10)?;
+            Ok(Int(at.map_or(-1, |i| i as i64)))
+        }
         (List(l), "slice", [Int(a), Int(b)]) => {
-            if *a < 0 || *b < *a || *b as u64 > l.len() as u64 {
+            // cel-go `ext/lists.go` `slice`: three errors, checked in this order.
+            if *a < 0 || *b < 0 {
+                return err(format!(
+                    "cannot slice({a}, {b}), negative indexes not supported"
+                ));
+            }
+            if a > b {
+                return err(format!(
+                    "cannot slice({a}, {b}), start index must be less than or equal to end index"
+                ));
+            }
+            if *b as u64 > l.len() as u64 {
                 return err(format!(
                     "cannot slice({a}, {b}), list is length {}",
                     l.len()
@@ -423,25 +486,23 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
             }
             Ok(List(Rc::new(l[*a as usize..*b as usize].to_vec())))
         }
-        (List(l), "flatten", []) => {
-            let mut out = Vec::new();
-            for v in l.iter() {
-                match v {
-                    List(inner) => out.extend(inner.iter().cloned()),
-                    v => out.push(v.clone()),
-                }
+        (List(l), "flatten", []) => flatten(env, l, 1),
+        (List(l), "flatten", [Int(depth)]) => {
+            if *depth < 0 {
+                return err("level must be non-negative");
             }
-            env.charge(out.len() as u64 / 10)?;
-            Ok(List(Rc::new(out)))
+            flatten(env, l, *depth)
         }
         (List(l), "distinct", []) => {
             env.charge((l.len() * l.len()) as u64 / 10)?;
             let mut out: Vec<Val> = Vec::new();
+            let n = Cell::new(0);
             for v in l.iter() {
-                if !out.iter().any(|w| w.equals(v)) {
+                if !out.iter().any(|w| deep_eq(w, v, &n)) {
                     out.push(v.clone());
                 }
             }
+            env.charge(n.get() / 10)?;
             Ok(List(Rc::new(out)))
         }
         (List(l), "reverse", []) => Ok(List(Rc::new(l.iter().rev().cloned().collect()))),
@@ -472,6 +533,24 @@ fn method(env: &mut Env, t: &Val, name: &str, args: &[Val]) -> R {
             .map_or_else(|| no_overload(name, &all), Ok),
         _ => no_overload(name, &all),
     }
+}
+
+/// `l.flatten(depth)` (cel-go lists library, version 1 and up): lists nested up to
+/// `depth` levels are spliced in. The recursion goes no deeper than the value is nested
+/// (bounded by the parser's and the JSON conversion's depth limits), whatever `depth`.
+fn flatten(env: &mut Env, l: &[Val], depth: i64) -> R {
+    fn walk(env: &mut Env, l: &[Val], depth: i64, out: &mut Vec<Val>) -> Result<(), Error> {
+        for v in l {
+            match v {
+                Val::List(inner) if depth > 0 => walk(env, inner, depth - 1, out)?,
+                v => out.push(v.clone()),
+            }
+        }
+        env.charge(l.len() as u64 / 10 + 1)
+    }
+    let mut out = Vec::new();
+    walk(env, l, depth, &mut out)?;
+    Ok(Val::List(Rc::new(out)))
 }
 
 fn find_all(s: &str, p: &str, n: i64) -> R {
@@ -533,18 +612,22 @@ fn split(env: &mut Env, s: &str, sep: &str, n: i64) -> R {
     Ok(Val::List(Rc::new(parts)))
 }
 
+/// `s.substring(a[, b])` in code points; with two bounds an inverted range is reported
+/// before a bound out of range, as cel-go's `substrRange` checks them.
 fn substring(s: &str, a: i64, b: Option<i64>) -> R {
     let cs = chars(s);
     let n = cs.len() as i64;
+    if let Some(b) = b {
+        if a > b {
+            return err(format!("invalid substring range. start: {a}, end: {b}"));
+        }
+    }
     let b = b.unwrap_or(n);
     if a < 0 || a > n {
         return err(format!("index out of range: {a}"));
     }
     if b < 0 || b > n {
         return err(format!("index out of range: {b}"));
-    }
-    if a > b {
-        return err(format!("invalid substring range. start: {a}, end: {b}"));
     }
     Ok(Val::str(
         cs[a as usize..b as usize].iter().collect::<String>(),

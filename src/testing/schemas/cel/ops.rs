@@ -12,6 +12,22 @@ fn overflow() -> Error {
     Error("integer overflow".into())
 }
 
+fn ts_overflow() -> Error {
+    Error("timestamp overflow".into())
+}
+
+/// A duration computed by arithmetic: cel-go holds it in a Go `time.Duration` (`int64`
+/// nanoseconds, about 292 years), and one past that is `integer overflow`
+/// (`common/types/overflow.go`: `addDurationChecked`, `subtractTimeChecked`), although
+/// a timestamp may lie anywhere in years 1 to 9999.
+pub(crate) fn duration(d: i128) -> R {
+    i64::try_from(d)
+        .ok()
+        .and_then(|d| dur_in_range(i128::from(d)))
+        .map(Val::Duration)
+        .ok_or_else(overflow)
+}
+
 fn uoverflow() -> Error {
     Error("unsigned integer overflow".into())
 }
@@ -20,8 +36,12 @@ fn uoverflow() -> Error {
 pub(crate) fn binary(op: &str, x: &Val, y: &Val, env: &mut Env) -> R {
     use Val::*;
     match op {
-        "==" => return Ok(Bool(x.equals(y))),
-        "!=" => return Ok(Bool(!x.equals(y))),
+        "==" | "!=" => {
+            let mut visits = 0;
+            let eq = x.equals_counting(y, &mut visits);
+            env.charge(visits / 10)?;
+            return Ok(Bool(eq == (op == "==")));
+        }
         "<" | "<=" | ">" | ">=" => {
             let Some(o) = comparable(x, y).then(|| x.compare(y)).flatten() else {
                 if matches!((x, y), (Double(_), _) | (_, Double(_))) && comparable(x, y) {
@@ -41,7 +61,10 @@ pub(crate) fn binary(op: &str, x: &Val, y: &Val, env: &mut Env) -> R {
             return match y {
                 List(l) => {
                     env.charge(l.len() as u64 / 10)?;
-                    Ok(Bool(l.iter().any(|v| v.equals(x))))
+                    let mut visits = 0;
+                    let found = l.iter().any(|v| v.equals_counting(x, &mut visits));
+                    env.charge(visits / 10)?;
+                    Ok(Bool(found))
                 }
                 Map(_) => Ok(Bool(y.map_get(x).is_some())),
                 _ => no_overload("@in", &[x, y]),
@@ -87,12 +110,12 @@ pub(crate) fn binary(op: &str, x: &Val, y: &Val, env: &mut Env) -> R {
             Ok(List(Rc::new(l)))
         }
         ("+", Timestamp(t), Duration(d)) | ("+", Duration(d), Timestamp(t)) => {
-            in_range(t + d).map(Timestamp).ok_or_else(overflow)
+            in_range(t + d).map(Timestamp).ok_or_else(ts_overflow)
         }
-        ("-", Timestamp(t), Duration(d)) => in_range(t - d).map(Timestamp).ok_or_else(overflow),
-        ("-", Timestamp(a), Timestamp(b)) => dur_in_range(a - b).map(Duration).ok_or_else(overflow),
-        ("+", Duration(a), Duration(b)) => dur_in_range(a + b).map(Duration).ok_or_else(overflow),
-        ("-", Duration(a), Duration(b)) => dur_in_range(a - b).map(Duration).ok_or_else(overflow),
+        ("-", Timestamp(t), Duration(d)) => in_range(t - d).map(Timestamp).ok_or_else(ts_overflow),
+        ("-", Timestamp(a), Timestamp(b)) => duration(a - b),
+        ("+", Duration(a), Duration(b)) => duration(a + b),
+        ("-", Duration(a), Duration(b)) => duration(a - b),
         _ => no_overload(op_name(op), &[x, y]),
     }
 }

@@ -228,9 +228,13 @@ fn number(b: &[char], mut i: usize, out: &mut Vec<Tok>) -> Result<usize, String>
     }
     let text: String = b[start..i].iter().collect();
     if float {
+        // Go's `ParseFloat` refuses a literal too large for a double (`ErrRange`), and
+        // cel-go's parser with it (`invalid double literal`).
         let v: f64 = text
             .parse()
-            .map_err(|_| "Syntax error: invalid double literal".to_owned())?;
+            .ok()
+            .filter(|v: &f64| v.is_finite())
+            .ok_or_else(|| "Syntax error: invalid double literal".to_owned())?;
         out.push(Tok::Double(v));
         return Ok(i);
     }

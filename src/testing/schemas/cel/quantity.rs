@@ -80,10 +80,9 @@ pub(crate) fn parse(s: &str) -> Option<i128> {
 /// How a quantity is held as a CEL value: a map with one marked key, so that it compares
 /// and prints apart from user maps.
 pub(crate) fn val(n: i128) -> Val {
-    Val::Map(std::rc::Rc::new(vec![(
-        Val::str("\u{0}quantity"),
-        Val::str(n.to_string()),
-    )]))
+    Val::Map(std::rc::Rc::new(
+        vec![(Val::str("\u{0}quantity"), Val::str(n.to_string()))].into(),
+    ))
 }
 
 /// The nano-units of a quantity value.

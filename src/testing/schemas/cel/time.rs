@@ -21,6 +21,18 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<i128> {
     in_range(i128::from(t.secs) * NANOS + i128::from(t.nanos))
 }
 
+/// `timestamp(s)`: cel-go's error for a string Go's `time.Parse` reads but that lies
+/// outside years 1 to 9999 (year 0000, or 9999-12-31 late with a negative offset) is
+/// `timestamp overflow` (`common/types/string.go`), not a conversion error.
+pub(crate) fn parse_timestamp_call(s: &str) -> Result<i128, &'static str> {
+    match civil_time::parse_rfc3339(s) {
+        None => Err("type conversion error from 'string' to 'google.protobuf.Timestamp'"),
+        Some(t) => {
+            in_range(i128::from(t.secs) * NANOS + i128::from(t.nanos)).ok_or("timestamp overflow")
+        }
+    }
+}
+
 /// `t` if it is a timestamp cel-go accepts.
 pub(crate) fn in_range(t: i128) -> Option<i128> {
     (MIN_TS..=MAX_TS).contains(&t).then_some(t)
@@ -48,15 +60,13 @@ pub(crate) fn format_timestamp(t: i128) -> String {
     civil_time::format_rfc3339(t, Fraction::Trimmed)
 }
 
-/// Seconds with a fraction, as cel-go prints a duration (`90s`, `1.5s`).
+/// Seconds with a fraction, as cel-go prints a duration (`90s`, `1.5s`): Go's
+/// `strconv.FormatFloat(d.Seconds(), 'f', -1, 64)`, so through a `float64` whose shortest
+/// digits are printed (`360000000.000000001s` of nanoseconds prints as `360000000s`).
 pub(crate) fn format_duration(d: i128) -> String {
-    let s = d / NANOS;
-    let n = (d % NANOS).abs();
-    if n == 0 {
-        return format!("{s}s");
-    }
-    let sign = if d < 0 && s == 0 { "-" } else { "" };
-    format!("{sign}{s}.{}s", format!("{n:09}").trim_end_matches('0'))
+    // Go's `Duration.Seconds`: whole seconds plus the fraction, each as a float64.
+    let secs = (d / NANOS) as f64 + (d % NANOS) as f64 / 1e9;
+    format!("{secs}s")
 }
 
 /// A timestamp's UTC getter (`getFullYear`, `getMonth` 0-based, `getDayOfWeek` 0 = Sunday...).
