@@ -86,6 +86,27 @@ pub(crate) fn from_str<'de, T: de::Deserialize<'de>>(json: &'de str) -> Result<T
     Ok(value)
 }
 
+/// Decodes the whole JSON `text` embedded in another encoding (a protobuf message's
+/// FieldsV1 or RawExtension) with `visitor`, as `deserialize_any` on it; at most `room`
+/// containers deep (and never deeper than serde_json's own limit), so the enclosing
+/// messages count against the same limit as the object's JSON form. Whitespace may follow
+/// the value, nothing else.
+#[cfg(feature = "protobuf")]
+pub(crate) fn deserialize_embedded<'de, V: Visitor<'de>>(
+    text: &'de str,
+    room: usize,
+    visitor: V,
+) -> Result<V::Value> {
+    let mut de = Deserializer::new(text);
+    // `enter` fails when the budget reaches 0: `room` containers pass, the next does not.
+    de.remaining_depth = u8::try_from(room.saturating_add(1))
+        .unwrap_or(RECURSION_LIMIT)
+        .clamp(1, RECURSION_LIMIT);
+    let value = de::Deserializer::deserialize_any(&mut de, visitor)?;
+    de.s.end()?;
+    Ok(value)
+}
+
 /// The deserializer: a scanner and the nesting budget left.
 pub(crate) struct Deserializer<'de> {
     s: Scanner<'de>,
