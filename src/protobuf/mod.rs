@@ -30,11 +30,16 @@ mod envelope;
 mod error;
 mod message;
 mod nesting;
+mod rope;
 mod ser;
+#[cfg(test)]
+mod ser_oracle;
 #[rustfmt::skip]
 mod tables;
 mod time;
+mod transcode;
 pub(crate) mod wire;
+mod zero;
 
 pub use de::MAX_DEPTH;
 pub use envelope::{
@@ -100,6 +105,12 @@ pub fn encode<T: serde::Serialize + ?Sized>(
     value: &T,
 ) -> Result<Vec<u8>, ProtobufError> {
     ser::encode_message(message, value)
+}
+
+/// As [`encode`], from JSON text (read as it is parsed, without a tree): the test server's
+/// stored objects.
+pub(crate) fn encode_json(message: Message, text: &str) -> Result<Vec<u8>, ProtobufError> {
+    ser::encode_json_text(message, text)
 }
 
 /// Encodes a request body's message *exactly*: as [`encode`], but anything the tables
