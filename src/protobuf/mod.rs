@@ -30,6 +30,7 @@ mod envelope;
 mod error;
 mod message;
 mod nesting;
+mod raw_text;
 mod rope;
 mod ser;
 #[cfg(test)]
@@ -107,9 +108,19 @@ pub fn encode<T: serde::Serialize + ?Sized>(
     ser::encode_message(message, value)
 }
 
-/// As [`encode`], from JSON text (read as it is parsed, without a tree): the test server's
-/// stored objects.
-pub(crate) fn encode_json(message: Message, text: &str) -> Result<Vec<u8>, ProtobufError> {
+/// As [`encode`] (lenient), from JSON text, read as it is parsed: no `serde_json::Value` is
+/// built. The test server encodes its stored objects this way.
+///
+/// ```
+/// use kube_informer::protobuf::{encode, encode_json, message_for};
+///
+/// let config_map = message_for("v1", "ConfigMap").unwrap();
+/// let text = r#"{"metadata":{"name":"settings"},"data":{"mode":"fast"}}"#;
+/// let tree: serde_json::Value = serde_json::from_str(text).unwrap();
+/// assert_eq!(encode_json(config_map, text).unwrap(), encode(config_map, &tree).unwrap());
+/// assert!(encode_json(config_map, "{not json").is_err());
+/// ```
+pub fn encode_json(message: Message, text: &str) -> Result<Vec<u8>, ProtobufError> {
     ser::encode_json_text(message, text)
 }
 

@@ -79,9 +79,9 @@ impl Rope {
     pub(super) fn with_capacity(bytes: usize) -> Self {
         Rope {
             arena: Vec::with_capacity(bytes),
-            pending: Vec::with_capacity(64),
-            done: Vec::with_capacity(64),
-            nodes: Vec::with_capacity(16),
+            pending: Vec::with_capacity(128),
+            done: Vec::with_capacity(128),
+            nodes: Vec::with_capacity(32),
         }
     }
 
@@ -178,7 +178,9 @@ impl Rope {
     ) -> Result<(), ProtobufError> {
         let mark = mark.min(self.pending.len());
         let pieces = &mut self.pending[mark..];
-        pieces.sort_by_key(|p| p.key);
+        if !pieces.is_sorted_by_key(|p| p.key) {
+            pieces.sort_by_key(|p| p.key);
+        }
         // A member given twice: the last occurrence's pieces only.
         let mut kept = mark;
         let mut i = mark;
@@ -250,34 +252,59 @@ impl Rope {
                 if matches!(field.2, Kind::M(_)) {
                     let node = inline_nodes[inlines];
                     inlines += 1;
-                    self.done.push(Piece {
-                        key: 0,
-                        member: 0,
-                        what: What::Message {
+                    self.push_done(
+                        start,
+                        What::Message {
                             number: field.0,
                             node,
                         },
-                    });
+                    );
                 }
                 continue;
             }
             if run.0 < run.1 {
-                self.done.extend_from_slice(&self.pending[run.0..run.1]);
+                for k in run.0..run.1 {
+                    let piece = self.pending[k];
+                    self.push_done(start, piece.what);
+                }
             } else {
                 let at = self.arena.len();
                 zero_field(&mut self.arena, field, depth + 1)
                     .map_err(|e| e.in_field(field.1).in_field(desc.name))?;
                 let end = self.arena.len();
                 if end > at {
-                    self.done.push(Piece {
-                        key: 0,
-                        member: 0,
-                        what: What::Bytes { start: at, end },
-                    });
+                    self.push_done(start, What::Bytes { start: at, end });
                 }
             }
         }
         Ok(self.node_from(start))
+    }
+
+    /// Appends a piece to the node begun at `node_start` in `done`, joined to the previous
+    /// one when both are bytes that follow each other in the arena (fewer pieces to walk).
+    fn push_done(&mut self, node_start: usize, what: What) {
+        if let What::Bytes { start, end } = what {
+            if start == end {
+                return;
+            }
+            if self.done.len() > node_start {
+                if let Some(Piece {
+                    what: What::Bytes { end: last_end, .. },
+                    ..
+                }) = self.done.last_mut()
+                {
+                    if *last_end == start {
+                        *last_end = end;
+                        return;
+                    }
+                }
+            }
+        }
+        self.done.push(Piece {
+            key: 0,
+            member: 0,
+            what,
+        });
     }
 
     /// The pieces from `i` whose route at `level` is `number` (skipping any that sort

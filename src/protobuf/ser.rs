@@ -34,9 +34,14 @@
 //! implementation gets wrong (a value without its key, a map left open, an error it
 //! swallowed): once a value has failed, the whole encoding fails.
 //!
-//! Where a tree is still built: a `RawExtension`/`FieldsV1`/`JSON` member, whose bytes are
-//! its JSON text, goes through `serde_json::Value` and back to text, so that text is what
-//! `serde_json` would write for it (object keys in `Value`'s order), as before.
+//! Where a tree may still be built: a `RawExtension`/`FieldsV1`/`JSON` member, whose bytes
+//! are its JSON text, must be the text `serde_json` writes for it as a `serde_json::Value`
+//! (keys in `Value`'s order), as before; `raw_text.rs` writes it directly when that is the
+//! same text (a k8s-openapi `FieldsV1`) and through the tree otherwise (a `RawValue`).
+//!
+//! One difference from the tree encoder it replaced: a member given twice whose *earlier*
+//! value cannot be encoded is refused (the tree kept only the last value and never saw the
+//! earlier one). A refusal sends the write as JSON: never data loss.
 
 use base64::Engine;
 use serde::ser::{
@@ -47,6 +52,7 @@ use serde::ser::{
 use super::descriptor::{
     Field, Kind, MessageDesc, Special, INLINE, MAP, MESSAGES, NOJSON, POINTER, REPEATED,
 };
+use super::raw_text::raw_json_text;
 use super::rope::{route_key, zero_value, Rope, LEVELS};
 use super::time::{format_duration, format_time_into, parse_time};
 use super::transcode::transcode;
@@ -100,10 +106,12 @@ fn encode<T: Serialize + ?Sized>(
     let mut enc = Encoder {
         mode,
         type_meta,
-        rope: Rope::with_capacity(1024),
+        rope: Rope::with_capacity(4096),
         members: 0,
         key: String::new(),
         scratch: Vec::new(),
+        raw: Vec::new(),
+        transcoding: 0,
         open: 0,
         failed: false,
     };
@@ -118,6 +126,7 @@ fn encode<T: Serialize + ?Sized>(
     match input {
         Input::Value(value) => enc.put(top, value)?,
         Input::Text(text) => {
+            enc.transcoding += 1;
             transcode(
                 text,
                 ValueSer {
@@ -256,6 +265,10 @@ struct Encoder<'t> {
     key: String,
     /// A small message's bytes before its length is known (reused).
     scratch: Vec<u8>,
+    /// A raw JSON member's text (reused).
+    raw: Vec<u8>,
+    /// Values are being read from JSON text as it is parsed (each can be read once).
+    transcoding: usize,
     /// Objects and arrays begun and not yet ended.
     open: usize,
     /// A value failed (even if its caller carried on).
@@ -324,17 +337,28 @@ impl Encoder<'_> {
         result
     }
 
-    /// A `RawExtension`, `FieldsV1` or `JSON`: its JSON text (see the module docs).
+    /// A `RawExtension`, `FieldsV1` or `JSON`: its JSON text (see `raw_text.rs`).
     fn raw_json<T: Serialize + ?Sized>(&mut self, slot: Slot, value: &T) -> Result<()> {
-        let json = serde_json::to_value(value).map_err(serializing)?;
-        if json.is_null() {
+        let mut text = std::mem::take(&mut self.raw);
+        let result = self.raw_json_with(slot, value, &mut text);
+        self.raw = text;
+        result
+    }
+
+    fn raw_json_with<T: Serialize + ?Sized>(
+        &mut self,
+        slot: Slot,
+        value: &T,
+        text: &mut Vec<u8>,
+    ) -> Result<()> {
+        raw_json_text(value, text, self.transcoding > 0).map_err(serializing)?;
+        if text == b"null" {
             return self.null(Target::Slot(slot));
         }
         if slot.depth >= MAX_DEPTH {
             return Err(too_deep());
         }
-        let text = serde_json::to_vec(&json).map_err(serializing)?;
-        self.message_leaf(&slot, |out| put_bytes(out, 1, &text));
+        self.message_leaf(&slot, |out| put_bytes(out, 1, text));
         Ok(())
     }
 
@@ -1325,13 +1349,16 @@ impl ser::Serializer for RawText<'_, '_, '_> {
     fn serialize_str(self, text: &str) -> Result<()> {
         let enc: &mut Encoder<'_> = self.enc;
         let open = enc.open;
-        transcode(
+        enc.transcoding += 1;
+        let result = transcode(
             text,
             ValueSer {
-                enc,
+                enc: &mut *enc,
                 target: self.target,
             },
-        )?;
+        );
+        enc.transcoding -= 1;
+        result?;
         if enc.open != open {
             return Err(ProtobufError::new("an object or array left unfinished"));
         }
@@ -1403,7 +1430,7 @@ impl ser::Serializer for RawText<'_, '_, '_> {
 mod tests {
     use std::collections::BTreeMap;
 
-    use serde::ser::{Error as _, SerializeMap as _, Serializer as _};
+    use serde::ser::{Error as _, SerializeMap as _};
     use serde_json::{json, Value as Json};
 
     use super::*;
