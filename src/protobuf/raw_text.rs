@@ -7,8 +7,8 @@
 //! `managedFields` entry cost an allocation per key. Most values are already in that form
 //! (k8s-openapi holds `FieldsV1` as a `serde_json::Value`, whose keys come out sorted), so the
 //! text is written directly, and a formatter watching the writer says whether it is:
-//! every object's keys strictly increasing, with no escape in a key, no key that is not a
-//! string, no `RawValue` text copied verbatim, no `f32` or 128-bit number. Anything else,
+//! every object's keys strictly increasing (compared unescaped: `managedFields` keys hold
+//! quotes), no key that is not a string, no `RawValue` text copied verbatim, no `f32` or 128-bit number. Anything else,
 //! or any error, goes the old way, through the tree: same text, more work.
 
 use std::io;
@@ -112,7 +112,20 @@ impl Formatter for Canonical<'_> {
         escape: serde_json::ser::CharEscape,
     ) -> io::Result<()> {
         if self.0.in_key {
-            self.0.off = true;
+            // Compared as the key's own bytes (`Value` orders keys by them).
+            use serde_json::ser::CharEscape as E;
+            let byte = match escape {
+                E::Quote => b'"',
+                E::ReverseSolidus => b'\\',
+                E::Solidus => b'/',
+                E::Backspace => 0x08,
+                E::FormFeed => 0x0c,
+                E::LineFeed => b'\n',
+                E::CarriageReturn => b'\r',
+                E::Tab => b'\t',
+                E::AsciiControl(byte) => byte,
+            };
+            self.0.key.push(byte);
         }
         CompactFormatter.write_char_escape(w, escape)
     }
@@ -204,6 +217,7 @@ mod tests {
             Box::new(raw(r#"{ "a" : 1.0e2 }"#)),
             Box::new(raw(r#"{"":1,"a":{"":2}}"#)),
             Box::new(raw(r#"{"a\"":1,"a":2}"#)),
+            Box::new(json!({"k:{\"name\":\"b\"}": {}, "k:{\"name\":\"a\"}\n": 1, "\u{1}": 2})),
             Box::new(by_int),
             Box::new(0.1f32),
             Box::new(u128::MAX),

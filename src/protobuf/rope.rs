@@ -220,7 +220,8 @@ impl Rope {
         let mut inline_nodes = [usize::MAX; 8];
         let mut inlines = 0;
         let mut i = from;
-        for field in desc.fields {
+        let has_inline = desc.fields.iter().any(|f| f.has(INLINE));
+        for field in desc.fields.iter().filter(|_| has_inline) {
             let (run, next) = self.run(i, to, level, field.0);
             i = next;
             if field.has(NOJSON) || !field.has(INLINE) {
