@@ -9,19 +9,33 @@
 //!
 //! Run: `cargo bench --bench protobuf_encode --features protobuf,k8s-openapi,k8s-openapi/v1_35`.
 //!
-//! One run, 2026-11-28, 2 cores at load average 17 (times are upper bounds; the allocation
-//! counts are exact): our protobuf body of the Pod is byte for byte kube-apiserver's own
-//! encoding (5,561 B against 8,072 B of JSON, 0.69x); it costs 495 µs and 951 allocations
-//! against serde_json's 73 µs and 29 (a ConfigMap: 10.7 µs against 0.4 µs). The encoder goes
-//! through a `serde_json::Value` tree and copies each nested message into its parent: the
-//! client pays several times JSON's CPU for a body the server decodes faster.
+//! Also: the same Pod as a `DynamicObject`, and the test server's encoding of a stored
+//! version (JSON text straight into the encoder, against text -> `Value` -> encoder).
+//!
+//! Figures, 2026-11-28, 2 cores at load average 7-10 (times are upper bounds; allocation
+//! and instruction counts are exact). Instructions per body with callgrind: run with
+//! `ONLY=<label prefix>` and `ROUNDS=1`, then `ROUNDS=11`: the difference is 20 bodies.
+//! - before (the encoder through a `serde_json::Value`): Pod 763 µs, 940 allocations;
+//!   Pod + ConfigMap protobuf bodies ~836k instructions (JSON body of the Pod: 154k).
+//! - the direct serializer: Pod 583 µs (JSON 119 µs in the same run), 343 allocations,
+//!   619k instructions (4.0x JSON's); ConfigMap 10 allocations, 17k instructions; the test
+//!   server's text -> message 316 µs and 333 allocations against 739 µs and 987 through a
+//!   `Value`. Most allocations left were the `managedFields` texts going through a `Value`
+//!   for their escaped keys, which `raw_text.rs` now writes directly: after that change
+//!   (counted in a dev-profile run, `ROUNDS=50 cargo bench --profile dev ...`; counts do not
+//!   depend on the profile, JSON's 29 is the same) the Pod's body takes 84 allocations
+//!   (62 KB), as a `DynamicObject` 71, the test server's text -> message 66 (728 through a
+//!   `Value`), the ConfigMap 10. Its instruction count was not re-measured.
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube_informer::protobuf::{decode, encode_exact, message_for, read_envelope, write_envelope};
+use kube_informer::api::DynamicObject;
+use kube_informer::protobuf::{
+    decode, encode, encode_exact, encode_json, message_for, read_envelope, write_envelope,
+};
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
@@ -40,9 +54,18 @@ fn body(name: &str) -> Vec<u8> {
 }
 
 fn measure(label: &str, mut encode: impl FnMut() -> Vec<u8>) {
-    let rounds = 5_000;
+    // ONLY=<label prefix>: one measure alone (for callgrind: the difference between two
+    // ROUNDS is that measure's instructions, the setup cancelling out).
+    if std::env::var("ONLY").is_ok_and(|only| !label.starts_with(&only)) {
+        return;
+    }
+    // ROUNDS=1 for a run under callgrind (instructions per body; one warm-up call first).
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5_000);
     let size = encode().len();
-    for _ in 0..500 {
+    for _ in 0..rounds.min(500) {
         drop(black_box(encode()));
     }
     let (bytes0, count0) = counted();
@@ -52,7 +75,7 @@ fn measure(label: &str, mut encode: impl FnMut() -> Vec<u8>) {
         (b - bytes0, c - count0)
     };
     let mut best = f64::MAX;
-    for _ in 0..5 {
+    for _ in 0..if rounds < 100 { 1 } else { 5 } {
         let t = Instant::now();
         for _ in 0..rounds {
             drop(black_box(encode()));
@@ -97,6 +120,24 @@ fn main() {
     });
     measure("Pod, protobuf body (exact)", || {
         protobuf_body("v1", "Pod", black_box(&pod))
+    });
+    let text = serde_json::to_string(&pod).unwrap();
+    let dynamic: DynamicObject = serde_json::from_str(&text).unwrap();
+    assert_eq!(protobuf_body("v1", "Pod", &dynamic), sent);
+    measure("Pod as DynamicObject, protobuf (exact)", || {
+        protobuf_body("v1", "Pod", black_box(&dynamic))
+    });
+    // The test server's encoding of a stored version: JSON text to message bytes.
+    let tree_way = |text: &str| {
+        let tree: serde_json::Value = serde_json::from_str(text).unwrap();
+        encode(message, &tree).unwrap()
+    };
+    assert_eq!(encode_json(message, &text).unwrap(), tree_way(&text));
+    measure("Pod JSON text -> protobuf (server)", || {
+        encode_json(message, black_box(&text)).unwrap()
+    });
+    measure("Pod JSON text -> Value -> protobuf", || {
+        tree_way(black_box(&text))
     });
     let cm: ConfigMap = serde_json::from_value(serde_json::json!({
         "apiVersion": "v1", "kind": "ConfigMap",

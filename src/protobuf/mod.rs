@@ -30,11 +30,17 @@ mod envelope;
 mod error;
 mod message;
 mod nesting;
+mod raw_text;
+mod rope;
 mod ser;
+#[cfg(test)]
+mod ser_oracle;
 #[rustfmt::skip]
 mod tables;
 mod time;
+mod transcode;
 pub(crate) mod wire;
+mod zero;
 
 pub use de::MAX_DEPTH;
 pub use envelope::{
@@ -100,6 +106,22 @@ pub fn encode<T: serde::Serialize + ?Sized>(
     value: &T,
 ) -> Result<Vec<u8>, ProtobufError> {
     ser::encode_message(message, value)
+}
+
+/// As [`encode`] (lenient), from JSON text, read as it is parsed: no `serde_json::Value` is
+/// built. The test server encodes its stored objects this way.
+///
+/// ```
+/// use kube_informer::protobuf::{encode, encode_json, message_for};
+///
+/// let config_map = message_for("v1", "ConfigMap").unwrap();
+/// let text = r#"{"metadata":{"name":"settings"},"data":{"mode":"fast"}}"#;
+/// let tree: serde_json::Value = serde_json::from_str(text).unwrap();
+/// assert_eq!(encode_json(config_map, text).unwrap(), encode(config_map, &tree).unwrap());
+/// assert!(encode_json(config_map, "{not json").is_err());
+/// ```
+pub fn encode_json(message: Message, text: &str) -> Result<Vec<u8>, ProtobufError> {
+    ser::encode_json_text(message, text)
 }
 
 /// Encodes a request body's message *exactly*: as [`encode`], but anything the tables

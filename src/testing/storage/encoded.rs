@@ -6,7 +6,9 @@
 //! measured the server, not the client. Each [`StoredObject`](super::store::StoredObject)
 //! now carries an [`Encoded`]: its message bytes (without envelope, as a list item carries
 //! them), computed at the first protobuf answer that needs them and shared by every later
-//! get, list page and watch event of that same version.
+//! get, list page and watch event of that same version. The encoding reads the JSON text
+//! straight into the protobuf serializer (`protobuf::encode_json`), with no
+//! `serde_json::Value` built in between.
 //!
 //! Why it can never be stale: a stored version is immutable (a write makes a new
 //! `StoredObject`; the old one is dropped with the last history entry or page that holds
@@ -77,8 +79,7 @@ impl Encoded {
     /// slot when it was made from this very `json` as this message, else encoded now.
     pub(crate) fn full<'a>(&'a self, json: &Arc<str>, message: Message) -> Option<Cow<'a, [u8]>> {
         cached(&self.full, json, message, || {
-            let value: serde_json::Value = serde_json::from_str(json).ok()?;
-            pb::encode(message, &value).ok()
+            pb::encode_json(message, json).ok()
         })
     }
 
@@ -90,8 +91,7 @@ impl Encoded {
     ) -> Option<Cow<'a, [u8]>> {
         cached(&self.metadata, json, message, || {
             let partial = super::metadata::metadata_only(json);
-            let value: serde_json::Value = serde_json::from_str(&partial).ok()?;
-            pb::encode(message, &value).ok()
+            pb::encode_json(message, &partial).ok()
         })
     }
 
