@@ -318,9 +318,18 @@ fn drain_retries_a_budgets_429_until_it_allows_then_waits_for_the_pod_by_uid() {
         let client = client.clone();
         std::thread::spawn(move || drain_node(&client, "node-1", &fast()).unwrap())
     };
-    // The budget refuses until two more replicas are up elsewhere.
+    // The budget refuses until two more replicas are up elsewhere. A request is recorded as
+    // it arrives, before it is answered: a first eviction seen may not have met the budget
+    // yet. Each of the two pods is asked for once, and again only after a 429: a third
+    // eviction request means the budget has refused one.
     let deadline = std::time::Instant::now() + common::PATIENCE;
-    while !server.requests().iter().any(|r| r.contains("/eviction")) {
+    while server
+        .requests()
+        .iter()
+        .filter(|r| r.contains("/eviction"))
+        .count()
+        < 3
+    {
         assert!(std::time::Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(5));
     }
