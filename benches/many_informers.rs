@@ -11,6 +11,10 @@
 //! The API server (`testing::ApiServer`) runs in a child process (this binary with the
 //! `serve` role), so every figure is the client's alone.
 
+#[path = "support/process_cpu.rs"]
+mod process_cpu;
+use process_cpu::cpu_seconds;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,24 +81,6 @@ fn rss_mib() -> f64 {
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
         .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-/// User + system CPU seconds of this process so far.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let n = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (n(11) + n(12)) as f64 / 100.0 // USER_HZ on Linux
 }
 
 /// This process's threads by name.

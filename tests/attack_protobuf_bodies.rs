@@ -12,8 +12,11 @@
 //! Run with `cargo test --features protobuf,k8s-openapi,k8s-openapi/v1_35 --test attack_protobuf_bodies`.
 #![cfg(all(feature = "protobuf", feature = "k8s-openapi"))]
 
+#[path = "common/raw_request.rs"]
+mod raw_request;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,30 +58,11 @@ fn recorder(answers: Vec<Vec<u8>>) -> (String, Log) {
             let mut answers = answers.into_iter();
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let (mut line, mut first, mut ct, mut len) =
-                    (String::new(), String::new(), String::new(), 0usize);
-                while reader.read_line(&mut line).unwrap_or(0) > 2 {
-                    let l = line.trim_end().to_owned();
-                    if first.is_empty() {
-                        first = l.clone();
-                    }
-                    if let Some((k, v)) = l.split_once(':') {
-                        match k.to_ascii_lowercase().as_str() {
-                            "content-type" => ct = v.trim().to_owned(),
-                            "content-length" => len = v.trim().parse().unwrap_or(0),
-                            _ => {}
-                        }
-                    }
-                    line.clear();
-                }
-                let mut body = vec![0; len];
-                let _ = reader.read_exact(&mut body);
+                let request = raw_request::read_request(&stream);
                 log.lock().unwrap().push(Seen {
-                    line: first,
-                    content_type: ct,
-                    body,
+                    content_type: request.header("content-type").to_owned(),
+                    line: request.line,
+                    body: request.body,
                 });
                 let Some(answer) = answers.next() else { return };
                 let _ = stream.write_all(&answer);

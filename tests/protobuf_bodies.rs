@@ -8,11 +8,13 @@
 //! Run with `cargo test --features protobuf,k8s-openapi,k8s-openapi/v1_35 --test protobuf_bodies`.
 #![cfg(all(feature = "protobuf", feature = "k8s-openapi"))]
 
+#[path = "common/raw_request.rs"]
+mod raw_request;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
@@ -584,27 +586,9 @@ fn scripted(answers: Vec<Vec<u8>>) -> (String, Seen) {
             let mut answers = answers.into_iter();
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let (mut line, mut first, mut ct, mut len) =
-                    (String::new(), String::new(), String::new(), 0usize);
-                while reader.read_line(&mut line).unwrap_or(0) > 2 {
-                    let l = line.trim_end().to_owned();
-                    if first.is_empty() {
-                        first = l.clone();
-                    }
-                    if let Some((k, v)) = l.split_once(':') {
-                        match k.to_ascii_lowercase().as_str() {
-                            "content-type" => ct = v.trim().to_owned(),
-                            "content-length" => len = v.trim().parse().unwrap_or(0),
-                            _ => {}
-                        }
-                    }
-                    line.clear();
-                }
-                let mut body = vec![0; len];
-                let _ = reader.read_exact(&mut body);
-                log.lock().unwrap().push((first, ct));
+                let request = raw_request::read_request(&stream);
+                let ct = request.header("content-type").to_owned();
+                log.lock().unwrap().push((request.line, ct));
                 let Some(answer) = answers.next() else { return };
                 let _ = stream.write_all(&answer);
                 let _ = stream.flush();

@@ -517,26 +517,9 @@ fn replay_values(answers: Vec<Value>) -> Replay {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
                 let Some(c) = queue.pop_front() else { return };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let (mut line, mut first, mut accept, mut len) =
-                    (String::new(), String::new(), String::new(), 0usize);
-                while reader.read_line(&mut line).unwrap_or(0) > 2 {
-                    let l = line.trim_end().to_owned();
-                    if first.is_empty() {
-                        first = l.clone();
-                    }
-                    if let Some((k, v)) = l.split_once(':') {
-                        match k.to_ascii_lowercase().as_str() {
-                            "accept" => accept = v.trim().to_owned(),
-                            "content-length" => len = v.trim().parse().unwrap_or(0),
-                            _ => {}
-                        }
-                    }
-                    line.clear();
-                }
-                let mut body = vec![0; len];
-                let _ = reader.read_exact(&mut body);
-                log.lock().unwrap().push((first, accept));
+                let request = common::raw_request::read_request(&stream);
+                let accept = request.header("accept").to_owned();
+                log.lock().unwrap().push((request.line, accept));
                 let r = &c["response"];
                 let ct = r["headers"]
                     .as_array()

@@ -5,6 +5,7 @@ pub mod capture;
 pub mod controllers;
 pub mod e2e;
 pub mod proxies;
+pub mod raw_request;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
