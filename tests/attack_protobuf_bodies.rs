@@ -17,7 +17,6 @@ mod raw_request;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,29 +47,11 @@ type Log = Arc<Mutex<Vec<Seen>>>;
 
 /// Serves `answers` in order, one per connection, and records each request.
 fn recorder(answers: Vec<Vec<u8>>) -> (String, Log) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen: Log = Arc::default();
-    let log = seen.clone();
-    std::thread::Builder::new()
-        .name("test/atk-pb-bodies".into())
-        .spawn(move || {
-            let mut answers = answers.into_iter();
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let request = raw_request::read_request(&stream);
-                log.lock().unwrap().push(Seen {
-                    content_type: request.header("content-type").to_owned(),
-                    line: request.line,
-                    body: request.body,
-                });
-                let Some(answer) = answers.next() else { return };
-                let _ = stream.write_all(&answer);
-                let _ = stream.flush();
-            }
-        })
-        .unwrap();
-    (url, seen)
+    raw_request::serve_in_turn("test/atk-pb-bodies", answers, |request| Seen {
+        content_type: request.header("content-type").to_owned(),
+        line: request.line,
+        body: request.body,
+    })
 }
 
 fn http(status: &str, headers: &str, ct: &str, body: &[u8]) -> Vec<u8> {

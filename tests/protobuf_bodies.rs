@@ -12,8 +12,6 @@
 mod raw_request;
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::apps::v1::{
@@ -569,33 +567,17 @@ fn a_415_sends_the_write_again_in_json_once_and_that_type_stays_json_on_that_cli
 
 // ---- hostile answers to a protobuf write, from a raw loopback server ----
 
-/// A loopback server answering each request with the next of `answers` (raw HTTP bytes;
-/// an empty answer drops the connection unanswered), recording each request's line and
-/// `Content-Type`.
 /// Each request's line and `Content-Type`, as [`scripted`] saw them.
 type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
+/// A loopback server answering each request with the next of `answers` (raw HTTP bytes;
+/// an empty answer drops the connection unanswered), recording each request's line and
+/// `Content-Type`.
 fn scripted(answers: Vec<Vec<u8>>) -> (String, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::Builder::new()
-        .name("test/pb-bodies".into())
-        .spawn(move || {
-            let mut answers = answers.into_iter();
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let request = raw_request::read_request(&stream);
-                let ct = request.header("content-type").to_owned();
-                log.lock().unwrap().push((request.line, ct));
-                let Some(answer) = answers.next() else { return };
-                let _ = stream.write_all(&answer);
-                let _ = stream.flush();
-            }
-        })
-        .unwrap();
-    (url, seen)
+    raw_request::serve_in_turn("test/pb-bodies", answers, |request| {
+        let ct = request.header("content-type").to_owned();
+        (request.line, ct)
+    })
 }
 
 fn http(status: &str, ct: &str, body: &[u8]) -> Vec<u8> {

@@ -3,8 +3,9 @@
 //! line, the headers and a `Content-Length` body, read whole so the client's write
 //! completes before the answer.
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A request as a scripted server saw it.
@@ -57,4 +58,34 @@ pub fn read_request(stream: &TcpStream) -> RawRequest {
     body.truncate(got);
     request.body = body;
     request
+}
+
+/// A loopback server that answers each connection's request with the next of `answers`
+/// (raw HTTP bytes; an empty answer drops the connection unanswered), keeping what
+/// `record` makes of each request; it stops when the answers run out. Returns its URL and
+/// the records.
+pub fn serve_in_turn<T: Send + 'static>(
+    thread_name: &str,
+    answers: Vec<Vec<u8>>,
+    record: impl Fn(RawRequest) -> T + Send + 'static,
+) -> (String, Arc<Mutex<Vec<T>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::Builder::new()
+        .name(thread_name.into())
+        .spawn(move || {
+            let mut answers = answers.into_iter();
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let request = read_request(&stream);
+                log.lock().unwrap().push(record(request));
+                let Some(answer) = answers.next() else { return };
+                let _ = stream.write_all(&answer);
+                let _ = stream.flush();
+            }
+        })
+        .unwrap();
+    (url, seen)
 }
